@@ -1,0 +1,1 @@
+//! Benchmark support: corpus generation shared by the benches and the report binary.

@@ -1,0 +1,1 @@
+//! action-xml (under construction).

@@ -1,0 +1,1 @@
+//! tam-parse (under construction).

@@ -1,0 +1,1 @@
+//! tool-dispatch (under construction).

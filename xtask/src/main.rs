@@ -1,0 +1,172 @@
+//! `cargo xtask <command>`: the project's automation, with no dependencies of its own.
+//!
+//! * `ci` — the quality gates: `cargo fmt --check`, `cargo clippy --workspace --all-targets
+//!   -- -D warnings`, `cargo test --workspace`, `cargo doc --no-deps` with warnings denied,
+//!   and (when a nightly toolchain and cargo-fuzz are present) a short smoke run of every
+//!   fuzz target.
+//! * `fuzz [TARGET] [--secs N]` — run one or every fuzz target for N seconds (default 60).
+//! * `bench` — run the criterion benchmarks and write the plots (see `benches/README.md`).
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("fuzz") => fuzz(&args[1..]),
+        Some("bench") => bench(&args[1..]),
+        _ => {
+            eprintln!("usage: cargo xtask <ci | fuzz [TARGET] [--secs N] | bench [--quick]>");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("xtask: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+fn run(step: &str, mut cmd: Command) -> Result<(), String> {
+    eprintln!("xtask: == {step}");
+    let status = cmd
+        .status()
+        .map_err(|e| format!("{step}: cannot start: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{step} failed ({status})"))
+    }
+}
+
+fn ci() -> Result<(), String> {
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--check"]);
+    run("cargo fmt --check", fmt)?;
+
+    let mut clippy = cargo();
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--all-features",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    run("cargo clippy", clippy)?;
+
+    let mut test = cargo();
+    test.args(["test", "--workspace", "--all-features"]);
+    run("cargo test", test)?;
+
+    let mut doc = cargo();
+    doc.args(["doc", "--workspace", "--no-deps", "--all-features"]);
+    doc.env("RUSTDOCFLAGS", "-D warnings");
+    run("cargo doc", doc)?;
+
+    if fuzz_available() {
+        fuzz(&["--secs".into(), "10".into()])?;
+    } else {
+        eprintln!("xtask: (fuzz smoke run skipped: nightly toolchain or cargo-fuzz not installed)");
+    }
+    Ok(())
+}
+
+fn fuzz_available() -> bool {
+    let nightly = Command::new("rustup")
+        .args(["run", "nightly", "rustc", "--version"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    let cargo_fuzz = Command::new("cargo")
+        .args(["fuzz", "--version"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    nightly && cargo_fuzz && root().join("fuzz/Cargo.toml").exists()
+}
+
+fn fuzz_targets() -> Vec<String> {
+    let dir = root().join("fuzz/fuzz_targets");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let p = e.path();
+                    (p.extension()? == "rs").then(|| p.file_stem()?.to_string_lossy().into_owned())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn fuzz(args: &[String]) -> Result<(), String> {
+    let mut secs = 60u64;
+    let mut target = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--secs" => {
+                secs = it
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or("--secs needs a number")?
+            }
+            t => target = Some(t.to_string()),
+        }
+    }
+    let targets = match target {
+        Some(t) => vec![t],
+        None => fuzz_targets(),
+    };
+    if targets.is_empty() {
+        return Err("no fuzz targets found under fuzz/fuzz_targets".into());
+    }
+    for t in targets {
+        let corpus = root().join("fuzz/corpus").join(&t);
+        let seeds = root().join("fuzz/seeds").join(&t);
+        std::fs::create_dir_all(&corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
+        let mut cmd = Command::new("cargo");
+        cmd.current_dir(root().join("fuzz"));
+        cmd.args(["+nightly", "fuzz", "run", &t]);
+        cmd.arg(&corpus);
+        if seeds.exists() {
+            cmd.arg(&seeds);
+        }
+        cmd.args(["--", &format!("-max_total_time={secs}")]);
+        run(&format!("fuzz {t} for {secs}s"), cmd)?;
+    }
+    Ok(())
+}
+
+fn bench(args: &[String]) -> Result<(), String> {
+    let mut cmd = cargo();
+    cmd.args(["bench", "-p", "tam-benches"]);
+    if args.iter().any(|a| a == "--quick") {
+        cmd.args(["--", "--quick"]);
+    }
+    run("cargo bench", cmd)?;
+    let mut plot = cargo();
+    plot.args(["run", "--release", "-p", "tam-benches", "--bin", "bench-report"]);
+    run("bench report", plot)
+}
