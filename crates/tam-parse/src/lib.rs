@@ -1,1 +1,111 @@
-//! tam-parse (under construction).
+//! Zero-copy streaming decoder for TAM (Tavern Action Manifest) tool calls in LLM output,
+//! and the block scanner every protocol of the workspace shares.
+//!
+//! Feed the model's output as it arrives — `&str` deltas or `&[u8]` deltas of any size —
+//! and get prose back as [`Event::Text`] and each `<|[REQUEST_TOOL]|>` … `<|[END_TOOL]|>`
+//! block as an [`Event::Block`] of [`Call`]s, from the very `feed` that delivers the end
+//! marker's last byte.
+//!
+//! # Example
+//!
+//! ```
+//! use tam_parse::{Config, Decoder, Event};
+//!
+//! let mut decoder = Decoder::new(Config::default());
+//! let mut calls = Vec::new();
+//! let mut text = String::new();
+//! for delta in ["I'll read it.\n<|[REQUEST", "_TOOL]|>\ncommand:「始」File.Read「末」\n",
+//!               "path:「始」/tmp/a.txt「末」\n<|[END_TOOL]|>", " Done."] {
+//!     decoder.feed(delta, |event| match event {
+//!         Event::Text { text: t, .. } => text.push_str(&t),
+//!         Event::Block(block) => calls.extend(block.calls),
+//!         _ => {}
+//!     });
+//! }
+//! decoder.finish(|event| if let Event::Text { text: t, .. } = event { text.push_str(&t) });
+//!
+//! assert_eq!(text, "I'll read it.\n Done.");
+//! assert_eq!(&*calls[0].tool, "File.Read");
+//! assert_eq!(calls[0].get("path"), Some("/tmp/a.txt"));
+//! ```
+//!
+//! # The protocol
+//!
+//! SPEC §2: entries `key:「始」value「末」` (or `「始ESCAPE」…「末ESCAPE」` for a value that
+//! contains `「末」`), `#` comment lines, chained calls `command1`, `command2`, … with
+//! suffixed parameters, keys matched by their canonical form (lowercase, `_` and `-`
+//! removed). [`Dialect::Vcp`] reads VCPToolBox's `<<<[TOOL_REQUEST]>>>` blocks. Every
+//! problem is a [`Diagnostic`] with a stable [`Code`]; nothing the model wrote is dropped
+//! silently: it is text, part of a call, or inside a diagnostic.
+//!
+//! # What is borrowed, what is held back
+//!
+//! * [`Event::Text`] borrows from the delta just fed — or from the decoder for prose that
+//!   was held back. After each delta the decoder holds back only bytes that may still begin
+//!   a start marker (fewer than its length: 17 bytes for TAM, 19 for VCP) plus, for byte
+//!   deltas, an incomplete UTF-8 character (at most 3 bytes).
+//! * A block's bytes are copied once, into one buffer; on close it becomes a
+//!   [`bytes::Bytes`]-backed [`bytestring::ByteString`] and every tool id, key and value is
+//!   a slice of it: no copy per value. [`Block`]s own their data and may outlive the
+//!   decoder (spawn the calls while the stream goes on).
+//! * No allocation per delta: events are passed to a callback. Allocations happen per block
+//!   (its buffer, its calls) and per diagnostic.
+//!
+//! # Limits ([`Config`])
+//!
+//! | limit | default | past it |
+//! |---|---|---|
+//! | `max_block_bytes` | 1 MiB | error `block_too_large`; the block's bytes are dropped up to its end marker; memory stays under the limit + 64 KiB |
+//! | `max_calls` | 64 | error `too_many_calls`; later calls dropped |
+//! | `max_key_len` | 128 bytes | error `key_too_long`; the entry is dropped (kept in the diagnostic) |
+//!
+//! An idle decoder is a few hundred bytes plus its buffer.
+//!
+//! # Complexity
+//!
+//! O(n) in the stream length whatever the delta sizes: the scanner keeps its resume point
+//! on the struct, and a marker candidate undecided at the end of a delta is looked at again
+//! at most once more per delta, for at most the marker's length. Searches are
+//! `memchr`/`memmem`. Inside a block, the text between values is read once more to find
+//! keys, and each value once more to check for a stray `「始」`.
+//!
+//! # Input safety
+//!
+//! No input makes the decoder panic (fuzzed; any panic is a critical bug), and no `unsafe`
+//! code is used (`#![forbid(unsafe_code)]`).
+//!
+//! # The shared scanner
+//!
+//! [`scan`] holds the block scanner: configurable start/end [`scan::Pattern`]s (exact, or
+//! XML-like tags matched case-insensitively with blanks) and [`scan::Region`]s inside
+//! blocks where markers are content. `action-xml` builds on it; a [`scan::Grammar`] with
+//! several syntaxes scans several protocols in one stream.
+//!
+//! # Crate features
+//!
+//! * `codec` — [`codec::TamCodec`], a `tokio_util::codec::Decoder` (bytes in, owned
+//!   events out).
+//! * `stream` — [`stream::EventStream`], a `futures_core::Stream` of owned events over a
+//!   stream of text deltas (the shape async-openai, genai and ollama-rs deliver).
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod block;
+#[cfg(feature = "codec")]
+pub mod codec;
+mod decoder;
+mod diagnostic;
+mod entry;
+mod render;
+pub mod scan;
+#[cfg(feature = "stream")]
+pub mod stream;
+
+pub use block::{Block, Call, Param};
+pub use decoder::{
+    Config, Decoder, Dialect, ESCAPE_CLOSE, ESCAPE_OPEN, Event, VALUE_CLOSE, VALUE_OPEN, decode,
+};
+pub use diagnostic::{Code, Diagnostic, Severity, Span};
+pub use entry::canonical_key;
+pub use render::{RenderError, render_block, render_call};
+pub use bytestring::ByteString;

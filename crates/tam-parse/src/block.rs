@@ -1,0 +1,263 @@
+//! Decoded TAM blocks: calls and parameters, and how entries become calls (SPEC §2.4).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use bytestring::ByteString;
+
+use crate::diagnostic::{Code, Diagnostic, Span};
+use crate::entry::{canonical_key, command_number, digit_suffix, is_canonical, strip_chain_suffix};
+
+/// One parameter of a call. All three strings are slices of the block's buffer (no copy),
+/// except a canonical key that differs from the key as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Param {
+    /// The key as written, chain suffix stripped (`filePath1` → `filePath`).
+    pub key: ByteString,
+    /// The canonical key: lowercase, `_` and `-` removed (`filepath`).
+    pub canonical: ByteString,
+    /// The value, verbatim.
+    pub value: ByteString,
+    /// Where the entry (`key:「始」value「末」`) is in the stream.
+    pub span: Span,
+}
+
+/// One tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// Chain number: `N` for `commandN`, 0 for an unsuffixed `command` (and for VCP).
+    pub index: u64,
+    /// The tool id: the command value, surrounding whitespace trimmed.
+    pub tool: ByteString,
+    /// Parameters in the order first written.
+    pub params: Vec<Param>,
+    /// Where the command entry is in the stream.
+    pub span: Span,
+}
+
+impl Call {
+    /// The value of the parameter whose canonical key equals `canonical_key(key)`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        let want = canonical_key(key);
+        self.params
+            .iter()
+            .find(|p| *p.canonical == *want)
+            .map(|p| &*p.value)
+    }
+}
+
+/// A closed block: its calls in execution order and what was wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    /// Start marker to end marker, inclusive.
+    pub span: Span,
+    /// Calls in ascending chain order.
+    pub calls: Vec<Call>,
+    /// Warnings and errors about this block, in stream order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The block's raw text (empty when it exceeded `max_block_bytes`).
+    pub raw: ByteString,
+}
+
+impl Block {
+    /// True when some diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// An entry as found in the block buffer.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub key: Range<usize>,
+    pub value: Range<usize>,
+    pub span: Span,
+}
+
+/// Which dialect's rules build the calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CallRules {
+    /// `command` / `commandN` chains.
+    Tam,
+    /// One call named by `tool_name`; every other key is a parameter.
+    Vcp,
+}
+
+struct CallDraft {
+    index: u64,
+    tool: Option<(ByteString, Span)>,
+    params: Vec<Param>,
+}
+
+impl CallDraft {
+    fn new(index: u64) -> Self {
+        CallDraft {
+            index,
+            tool: None,
+            params: Vec::new(),
+        }
+    }
+
+    fn set_tool(&mut self, value: ByteString, span: Span, key: &str, diags: &mut Vec<Diagnostic>) {
+        if self.tool.is_some() {
+            diags.push(duplicate(key, span));
+        }
+        self.tool = Some((value, span));
+    }
+
+    fn push(&mut self, param: Param, diags: &mut Vec<Diagnostic>) {
+        match self
+            .params
+            .iter_mut()
+            .find(|p| p.canonical == param.canonical)
+        {
+            Some(old) => {
+                diags.push(duplicate(&param.key, param.span));
+                *old = param;
+            }
+            None => self.params.push(param),
+        }
+    }
+}
+
+fn duplicate(key: &str, span: Span) -> Diagnostic {
+    Diagnostic::warning(
+        Code::DUPLICATE_PARAMETER,
+        span,
+        format!("parameter '{key}' is given more than once; the last value is used"),
+    )
+}
+
+fn canonical_of(raw: &ByteString, key: &str) -> ByteString {
+    if is_canonical(key) {
+        raw.slice_ref(key)
+    } else {
+        ByteString::from(canonical_key(key))
+    }
+}
+
+/// Builds the calls of a block from its entries (SPEC §2.4).
+pub(crate) fn build_calls(
+    raw: &ByteString,
+    entries: &[Entry],
+    rules: CallRules,
+    max_calls: usize,
+    block_span: Span,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<Call> {
+    struct Keyed<'e> {
+        entry: &'e Entry,
+        key: &'e str,
+        canonical: ByteString,
+        command: Option<Option<u64>>,
+    }
+    let keyed: Vec<Keyed<'_>> = entries
+        .iter()
+        .map(|entry| {
+            let key = &raw[entry.key.clone()];
+            let canonical = canonical_of(raw, key);
+            let command = match rules {
+                CallRules::Tam => command_number(&canonical),
+                CallRules::Vcp => (&*canonical == "toolname").then_some(None),
+            };
+            Keyed {
+                entry,
+                key,
+                canonical,
+                command,
+            }
+        })
+        .collect();
+    let value = |e: &Entry| raw.slice_ref(&raw[e.value.clone()]);
+
+    let chained = rules == CallRules::Tam && keyed.iter().any(|k| matches!(k.command, Some(Some(_))));
+    let mut drafts: BTreeMap<u64, CallDraft> = BTreeMap::new();
+    for k in &keyed {
+        if let Some(n) = k.command {
+            // In a single-call block `commandN` cannot occur, so `n` is None there.
+            let index = if chained { n.unwrap_or(0) } else { 0 };
+            drafts
+                .entry(index)
+                .or_insert_with(|| CallDraft::new(index))
+                .set_tool(value(k.entry), k.entry.span, k.key, diags);
+        }
+    }
+    for k in keyed.iter().filter(|k| k.command.is_none()) {
+        let mut param = Param {
+            key: raw.slice_ref(k.key),
+            canonical: k.canonical.clone(),
+            value: value(k.entry),
+            span: k.entry.span,
+        };
+        let mut target = 0;
+        if chained {
+            if let Some((stem_len, n)) = digit_suffix(&k.canonical) {
+                if stem_len > 0 && drafts.contains_key(&n) {
+                    let digits = k.canonical.len() - stem_len;
+                    param.key = raw.slice_ref(strip_chain_suffix(k.key, digits));
+                    param.canonical = k.canonical.slice_ref(&k.canonical[..stem_len]);
+                    target = n;
+                }
+            }
+        }
+        let any_call = !drafts.is_empty();
+        match drafts.get_mut(&target) {
+            Some(call) => call.push(param, diags),
+            None if any_call => diags.push(
+                Diagnostic::error(
+                    Code::ORPHAN_PARAMETER,
+                    param.span,
+                    format!(
+                        "parameter '{}' belongs to no call: add a command with its number or an unsuffixed command",
+                        k.key
+                    ),
+                )
+                .with_raw(raw.slice_ref(&raw[k.entry.key.start..k.entry.value.end])),
+            ),
+            None => {
+                // No command at all: reported once below, parameters kept out of calls.
+            }
+        }
+    }
+    if drafts.is_empty() {
+        let key = if rules == CallRules::Vcp { "tool_name" } else { "command" };
+        diags.push(Diagnostic::error(
+            Code::MISSING_COMMAND,
+            block_span,
+            format!("tool block has no '{key}' entry naming the tool"),
+        ));
+        return Vec::new();
+    }
+    let mut calls = Vec::with_capacity(drafts.len());
+    for (_, draft) in drafts {
+        let Some((tool, span)) = draft.tool else {
+            // A chain number seen only on parameters never creates a call.
+            continue;
+        };
+        let trimmed = tool.trim();
+        if trimmed.is_empty() {
+            diags.push(Diagnostic::error(
+                Code::EMPTY_COMMAND,
+                span,
+                format!("command {} names no tool; the call is dropped", draft.index),
+            ));
+            continue;
+        }
+        if calls.len() == max_calls {
+            diags.push(Diagnostic::error(
+                Code::TOO_MANY_CALLS,
+                span,
+                format!("more than {max_calls} calls in one block; call {} and later are dropped", draft.index),
+            ));
+            break;
+        }
+        calls.push(Call {
+            index: draft.index,
+            tool: tool.slice_ref(trimmed),
+            params: draft.params,
+            span,
+        });
+    }
+    diags.sort_by_key(|d| d.span.start);
+    calls
+}
