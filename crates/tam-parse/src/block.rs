@@ -71,6 +71,8 @@ impl Block {
 pub(crate) struct Entry {
     pub key: Range<usize>,
     pub value: Range<usize>,
+    /// The whole entry, key to value close marker.
+    pub text: Range<usize>,
     pub span: Span,
 }
 
@@ -212,7 +214,7 @@ pub(crate) fn build_calls(
                         k.key
                     ),
                 )
-                .with_raw(raw.slice_ref(&raw[k.entry.key.start..k.entry.value.end])),
+                .with_raw(raw.slice_ref(&raw[k.entry.text.clone()])),
             ),
             None => {
                 // No command at all: reported once below, parameters kept out of calls.

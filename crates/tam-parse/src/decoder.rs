@@ -349,6 +349,7 @@ impl BlockBuilder {
         self.entries.push(Entry {
             key: key.clone(),
             value: content.clone(),
+            text: key.start..marker.end,
             span,
         });
         let canonical = canonical_key(&buf[key]);
@@ -389,47 +390,62 @@ impl BlockBuilder {
     }
 }
 
-/// Connects the scanner to the TAM layer and to the caller's event callback.
-struct Sink<'s, F> {
-    builder: &'s mut BlockBuilder,
-    config: &'s Config,
-    out: &'s mut F,
+/// The TAM protocol layer on top of the [scanner](crate::scan): turns one block's scanner
+/// callbacks into [`Event`]s.
+///
+/// [`Decoder`] is a scanner plus one `BlockParser`. Use it directly to decode TAM blocks in
+/// a scanner whose [`Grammar`] also has other syntaxes (TAM and ACTION XML in one stream):
+/// forward the callbacks of TAM-kind blocks (made with [`Dialect::block_syntax`]) to it.
+#[derive(Debug)]
+pub struct BlockParser {
+    builder: BlockBuilder,
+    config: Config,
 }
 
-impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
-    fn text(&mut self, text: &str, span: Span) {
-        (self.out)(Event::Text {
-            text: Cow::Borrowed(text),
-            span,
-        });
+impl BlockParser {
+    /// A parser with `config` (its `dialect` must match the block syntax scanned).
+    pub fn new(config: Config) -> Self {
+        BlockParser {
+            builder: BlockBuilder::default(),
+            config,
+        }
     }
 
-    fn block_opened(&mut self, _kind: usize, marker: Span) {
+    /// The settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// [`ScanHandler::block_opened`]: emits [`Event::BlockStart`].
+    pub fn block_opened(&mut self, marker: Span, out: &mut impl FnMut(Event<'_>)) {
         self.builder.reset(marker.len());
-        (self.out)(Event::BlockStart { span: marker });
+        out(Event::BlockStart { span: marker });
     }
 
-    fn region_opened(&mut self, view: &BlockView<'_>, region: usize, marker: Range<usize>) {
+    /// [`ScanHandler::region_opened`].
+    pub fn region_opened(&mut self, view: &BlockView<'_>, region: usize, marker: Range<usize>) {
         if region == REGION_VALUE || region == REGION_ESCAPE {
             self.builder.region_opened(view, marker);
         }
     }
 
-    fn region_closed(
+    /// [`ScanHandler::region_closed`]: may emit [`Event::CommandSeen`].
+    pub fn region_closed(
         &mut self,
         view: &BlockView<'_>,
         region: usize,
         content: Range<usize>,
         marker: Range<usize>,
+        out: &mut impl FnMut(Event<'_>),
     ) {
         if region != REGION_VALUE && region != REGION_ESCAPE {
             return;
         }
         if let Some((call, tool, span)) =
             self.builder
-                .region_closed(view, region, content, marker, self.config)
+                .region_closed(view, region, content, marker, &self.config)
         {
-            (self.out)(Event::CommandSeen {
+            out(Event::CommandSeen {
                 call,
                 tool: ByteString::from(&view.buf()[tool]),
                 span,
@@ -437,25 +453,27 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
         }
     }
 
-    fn block_closed(&mut self, closed: ClosedBlock) {
+    /// [`ScanHandler::block_closed`]: emits the block, or a diagnostic when it was never
+    /// closed (plus the recovered block and trailing text of SPEC §2.3).
+    pub fn block_closed(&mut self, closed: ClosedBlock, out: &mut impl FnMut(Event<'_>)) {
         match closed.end {
             BlockEnd::Marker if closed.dropped > 0 => {
                 self.builder.reset(0);
-                (self.out)(Event::Block(Block {
+                out(Event::Block(Block {
                     span: closed.span,
                     calls: Vec::new(),
-                    diagnostics: vec![too_large(&closed, self.config)],
+                    diagnostics: vec![too_large(&closed, &self.config)],
                     raw: ByteString::new(),
                 }));
             }
             BlockEnd::Marker => {
-                let block = self.builder.finish_block(&closed, closed.body.end, self.config);
-                (self.out)(Event::Block(block));
+                let block = self.builder.finish_block(&closed, closed.body.end, &self.config);
+                out(Event::Block(block));
             }
-            BlockEnd::Eof => self.block_at_eof(closed),
+            BlockEnd::Eof => self.block_at_eof(closed, out),
             BlockEnd::Restart => {
                 self.builder.reset(0);
-                (self.out)(Event::Diagnostic(unterminated(
+                out(Event::Diagnostic(unterminated(
                     &closed,
                     "a new start marker began before this block's end marker",
                 )));
@@ -463,7 +481,15 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
         }
     }
 
-    fn invalid_utf8(&mut self, bytes: &[u8], span: Span, in_block: bool) {
+    /// [`ScanHandler::invalid_utf8`]: inside a block the diagnostic joins the block's,
+    /// outside it is emitted.
+    pub fn invalid_utf8(
+        &mut self,
+        bytes: &[u8],
+        span: Span,
+        in_block: bool,
+        out: &mut impl FnMut(Event<'_>),
+    ) {
         let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
         let diag = Diagnostic::error(
             Code::INVALID_UTF8,
@@ -473,7 +499,7 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
         if in_block {
             self.builder.diags.push(diag);
         } else {
-            (self.out)(Event::Diagnostic(diag));
+            out(Event::Diagnostic(diag));
         }
     }
 }
@@ -507,9 +533,9 @@ fn unterminated(closed: &ClosedBlock, why: &str) -> Diagnostic {
     }
 }
 
-impl<F: FnMut(Event<'_>)> Sink<'_, F> {
+impl BlockParser {
     /// End of stream inside a block: the recovery of SPEC §2.3, or `unterminated_block`.
-    fn block_at_eof(&mut self, closed: ClosedBlock) {
+    fn block_at_eof(&mut self, closed: ClosedBlock, out: &mut impl FnMut(Event<'_>)) {
         let end_marker = self.config.dialect.end_marker();
         let recovered = match closed.open_region {
             Some((region, content_start))
@@ -522,7 +548,7 @@ impl<F: FnMut(Event<'_>)> Sink<'_, F> {
         };
         let Some((content_start, marker_at)) = recovered else {
             self.builder.reset(0);
-            (self.out)(Event::Diagnostic(unterminated(
+            out(Event::Diagnostic(unterminated(
                 &closed,
                 "the stream ended inside it",
             )));
@@ -542,9 +568,9 @@ impl<F: FnMut(Event<'_>)> Sink<'_, F> {
             region,
             content_start..value_end,
             value_end..value_end,
-            self.config,
+            &self.config,
         ) {
-            (self.out)(Event::CommandSeen {
+            out(Event::CommandSeen {
                 call,
                 tool: ByteString::from(&raw[tool]),
                 span,
@@ -564,10 +590,10 @@ impl<F: FnMut(Event<'_>)> Sink<'_, F> {
             body: closed.body.start..marker_at,
             ..closed.clone()
         };
-        let block = self.builder.finish_block(&head, value_end, self.config);
-        (self.out)(Event::Block(block));
+        let block = self.builder.finish_block(&head, value_end, &self.config);
+        out(Event::Block(block));
         if block_end < raw.len() {
-            (self.out)(Event::Text {
+            out(Event::Text {
                 text: Cow::Borrowed(&raw[block_end..]),
                 span: Span::new(block_span.end, closed.span.end),
             });
@@ -575,12 +601,53 @@ impl<F: FnMut(Event<'_>)> Sink<'_, F> {
     }
 }
 
+/// Connects the scanner to a [`BlockParser`] and to the caller's event callback.
+struct Sink<'s, F> {
+    parser: &'s mut BlockParser,
+    out: &'s mut F,
+}
+
+impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
+    fn text(&mut self, text: &str, span: Span) {
+        (self.out)(Event::Text {
+            text: Cow::Borrowed(text),
+            span,
+        });
+    }
+
+    fn block_opened(&mut self, _kind: usize, marker: Span) {
+        self.parser.block_opened(marker, self.out);
+    }
+
+    fn region_opened(&mut self, view: &BlockView<'_>, region: usize, marker: Range<usize>) {
+        self.parser.region_opened(view, region, marker);
+    }
+
+    fn region_closed(
+        &mut self,
+        view: &BlockView<'_>,
+        region: usize,
+        content: Range<usize>,
+        marker: Range<usize>,
+    ) {
+        self.parser
+            .region_closed(view, region, content, marker, self.out);
+    }
+
+    fn block_closed(&mut self, closed: ClosedBlock) {
+        self.parser.block_closed(closed, self.out);
+    }
+
+    fn invalid_utf8(&mut self, bytes: &[u8], span: Span, in_block: bool) {
+        self.parser.invalid_utf8(bytes, span, in_block, self.out);
+    }
+}
+
 /// The streaming TAM decoder. See the [crate documentation](crate).
 #[derive(Debug)]
 pub struct Decoder {
     scanner: Scanner,
-    builder: BlockBuilder,
-    config: Config,
+    parser: BlockParser,
 }
 
 impl Default for Decoder {
@@ -594,14 +661,13 @@ impl Decoder {
     pub fn new(config: Config) -> Self {
         Decoder {
             scanner: Scanner::new(config.dialect.grammar(), config.max_block_bytes),
-            builder: BlockBuilder::default(),
-            config,
+            parser: BlockParser::new(config),
         }
     }
 
     /// The settings.
     pub fn config(&self) -> &Config {
-        &self.config
+        &self.parser.config
     }
 
     /// Stream offset of the next byte to be fed.
@@ -618,8 +684,7 @@ impl Decoder {
     /// Feeds one text delta; events go to `on_event` as soon as they are decided.
     pub fn feed(&mut self, delta: &str, mut on_event: impl FnMut(Event<'_>)) {
         let mut sink = Sink {
-            builder: &mut self.builder,
-            config: &self.config,
+            parser: &mut self.parser,
             out: &mut on_event,
         };
         self.scanner.feed(delta, &mut sink);
@@ -629,8 +694,7 @@ impl Decoder {
     /// UTF-8 gets an `invalid_utf8` diagnostic (inside a block, U+FFFD stands in the value).
     pub fn feed_bytes(&mut self, delta: &[u8], mut on_event: impl FnMut(Event<'_>)) {
         let mut sink = Sink {
-            builder: &mut self.builder,
-            config: &self.config,
+            parser: &mut self.parser,
             out: &mut on_event,
         };
         self.scanner.feed_bytes(delta, &mut sink);
@@ -644,8 +708,7 @@ impl Decoder {
     /// Like [`Decoder::finish`], leaving the decoder ready for a new stream.
     pub fn finish_in_place(&mut self, mut on_event: impl FnMut(Event<'_>)) {
         let mut sink = Sink {
-            builder: &mut self.builder,
-            config: &self.config,
+            parser: &mut self.parser,
             out: &mut on_event,
         };
         self.scanner.finish(&mut sink);

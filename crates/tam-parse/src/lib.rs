@@ -103,7 +103,7 @@ pub mod stream;
 
 pub use block::{Block, Call, Param};
 pub use decoder::{
-    Config, Decoder, Dialect, ESCAPE_CLOSE, ESCAPE_OPEN, Event, VALUE_CLOSE, VALUE_OPEN, decode,
+    BlockParser, Config, Decoder, Dialect, ESCAPE_CLOSE, ESCAPE_OPEN, Event, VALUE_CLOSE, VALUE_OPEN, decode,
 };
 pub use diagnostic::{Code, Diagnostic, Severity, Span};
 pub use entry::canonical_key;

@@ -575,7 +575,9 @@ pub struct ClosedBlock {
     /// The region open at end of stream, with the offset in `raw` where its content
     /// begins.
     pub open_region: Option<(usize, usize)>,
-    /// Bytes dropped because the block exceeded `max_block_bytes` (0 when it did not).
+    /// Bytes dropped because the block exceeded `max_block_bytes`: the whole block (0 when
+    /// it did not exceed it). Region events are reported only for regions that end within
+    /// the limit, so what is reported never depends on how the input was split.
     pub dropped: usize,
     /// Maps offsets in `raw` to stream offsets (needed only after invalid UTF-8).
     pub offsets: OffsetMap,
@@ -722,7 +724,6 @@ pub struct Scanner {
     block_start: usize,
     body_start: usize,
     overflow: bool,
-    dropped: usize,
     utf8_pending: [u8; 4],
     utf8_pending_len: u8,
 }
@@ -746,7 +747,6 @@ impl Scanner {
             block_start: 0,
             body_start: 0,
             overflow: false,
-            dropped: 0,
             utf8_pending: [0; 4],
             utf8_pending_len: 0,
         }
@@ -893,9 +893,7 @@ impl Scanner {
             self.pos = span.end;
             return;
         }
-        if self.overflow {
-            self.dropped += bytes.len();
-        } else {
+        if !self.overflow {
             self.buf.push('\u{FFFD}');
         }
         self.offsets.anchors.push((self.buf.len(), span.end));
@@ -1027,7 +1025,6 @@ impl Scanner {
             floor_is_line_start: true,
         };
         self.offsets = OffsetMap::new(start);
-        self.dropped = 0;
         self.overflow = false;
         h.block_opened(kind, Span::new(start, start + self.buf.len()));
     }
@@ -1072,7 +1069,6 @@ impl Scanner {
         }
         let cut = self.scan_from;
         let floor_is_line_start = is_line_start(self.buf.as_bytes(), cut, self.floor);
-        self.dropped += cut;
         self.buf.drain(..cut);
         self.offsets.drop_front(cut);
         self.scan_from = 0;
@@ -1131,7 +1127,7 @@ impl Scanner {
                             content_start: at + len,
                         };
                         self.scan_from = at + len;
-                        if !self.overflow {
+                        if self.within_limit(at + len) {
                             let view = BlockView {
                                 buf: &self.buf,
                                 offsets: &self.offsets,
@@ -1151,7 +1147,7 @@ impl Scanner {
                         };
                         self.state = State::Body { kind };
                         self.scan_from = at + len;
-                        if !self.overflow {
+                        if self.within_limit(at + len) {
                             let view = BlockView {
                                 buf: &self.buf,
                                 offsets: &self.offsets,
@@ -1164,6 +1160,13 @@ impl Scanner {
                 },
             }
         }
+    }
+
+    /// True when a block buffer offset lies within `max_block_bytes`. Whether a region event
+    /// is reported and whether a block is too large depend on offsets only, never on how the
+    /// input was split into deltas.
+    fn within_limit(&self, end: usize) -> bool {
+        !self.overflow && end <= self.max_block_bytes
     }
 
     /// Hands the block over, the buffer truncated at `end`. For a restart, `buf[end..]`
@@ -1187,7 +1190,8 @@ impl Scanner {
             o.drop_front(end);
             o
         });
-        let (raw, body) = if self.overflow {
+        let too_large = !self.within_limit(end);
+        let (raw, body) = if too_large {
             (ByteString::new(), 0..0)
         } else {
             buf.truncate(end);
@@ -1196,16 +1200,11 @@ impl Scanner {
                 self.body_start.min(body_end)..body_end,
             )
         };
-        if self.overflow {
+        if too_large {
             offsets = OffsetMap::new(span.end);
         }
-        let dropped = if self.overflow {
-            self.dropped + end
-        } else {
-            0
-        };
+        let dropped = if too_large { span.len() } else { 0 };
         self.state = State::Outside;
-        self.dropped = 0;
         self.overflow = false;
         h.block_closed(ClosedBlock {
             kind,
