@@ -9,12 +9,13 @@ use crate::entry::{canonical_key, command_number};
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RenderError {
-    /// The key is empty, holds whitespace, `:`, `：` or `「`, begins with `#`, or holds a
-    /// block marker.
+    /// The key is empty (or only `_`/`-`), holds whitespace, `:`, `：` or `「`, begins with
+    /// `#`, or holds a block marker.
     InvalidKey(String),
     /// The key would be read as the command (`command`, `commandN`; `tool_name` in VCP).
     ReservedKey(String),
-    /// In a chain, a key ending in a digit would be read as another call's parameter.
+    /// In a chain, a key ending in a digit (or in `_`/`-`, which the chain suffix strips)
+    /// would not read back as written.
     AmbiguousKey(String),
     /// Two keys of one call have the same canonical form.
     DuplicateKey(String),
@@ -30,7 +31,7 @@ impl fmt::Display for RenderError {
             RenderError::InvalidKey(k) => write!(f, "key '{k}' cannot be written as a TAM key"),
             RenderError::ReservedKey(k) => write!(f, "key '{k}' would be read as the command"),
             RenderError::AmbiguousKey(k) => {
-                write!(f, "key '{k}' ends in a digit, which is ambiguous in a chain")
+                write!(f, "key '{k}' ends in a digit, '_' or '-', which is ambiguous in a chain")
             }
             RenderError::DuplicateKey(k) => write!(f, "key '{k}' is given twice (canonically)"),
             RenderError::InvalidTool(t) => write!(f, "tool id '{t}' is blank or not trimmed"),
@@ -73,6 +74,9 @@ fn check_key(key: &str, dialect: Dialect, chained: bool) -> Result<String, Rende
         return Err(RenderError::InvalidKey(key.to_owned()));
     }
     let canonical = canonical_key(key);
+    if canonical.is_empty() {
+        return Err(RenderError::InvalidKey(key.to_owned()));
+    }
     let reserved = match dialect {
         Dialect::Tam => command_number(&canonical).is_some(),
         Dialect::Vcp => canonical == "toolname",
@@ -80,7 +84,7 @@ fn check_key(key: &str, dialect: Dialect, chained: bool) -> Result<String, Rende
     if reserved {
         return Err(RenderError::ReservedKey(key.to_owned()));
     }
-    if chained && canonical.ends_with(|c: char| c.is_ascii_digit()) {
+    if chained && (canonical.ends_with(|c: char| c.is_ascii_digit()) || key.ends_with(['_', '-'])) {
         return Err(RenderError::AmbiguousKey(key.to_owned()));
     }
     Ok(canonical)

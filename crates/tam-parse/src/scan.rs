@@ -724,6 +724,8 @@ pub struct Scanner {
     block_start: usize,
     body_start: usize,
     overflow: bool,
+    /// Size of the last block, to size the next block's buffer in one allocation.
+    last_block_len: usize,
     utf8_pending: [u8; 4],
     utf8_pending_len: u8,
 }
@@ -747,6 +749,7 @@ impl Scanner {
             block_start: 0,
             body_start: 0,
             overflow: false,
+            last_block_len: 0,
             utf8_pending: [0; 4],
             utf8_pending_len: 0,
         }
@@ -1016,6 +1019,8 @@ impl Scanner {
 
     /// `buf` holds exactly the start marker, which ends at `self.pos`.
     fn open_block(&mut self, kind: usize, start: usize, h: &mut impl ScanHandler) {
+        self.buf
+            .reserve(self.last_block_len.min(self.max_block_bytes) + MAX_PATTERN_LEN);
         self.state = State::Body { kind };
         self.block_start = start;
         self.body_start = self.buf.len();
@@ -1059,12 +1064,16 @@ impl Scanner {
         &d[n..]
     }
 
-    /// Past the limit, keeps only the undecided tail of the buffer.
+    /// Past the limit, keeps only the undecided tail of the buffer. Nothing is dropped while
+    /// the undecided tail begins within the limit (a restart there would end a block that
+    /// is not too large, whose raw text is kept); the buffer is then at most the limit plus
+    /// one pattern.
     fn check_overflow(&mut self) {
-        if !self.overflow && self.buf.len() > self.max_block_bytes {
-            self.overflow = true;
+        if !self.overflow && self.scan_from <= self.max_block_bytes {
+            return;
         }
-        if !self.overflow || self.scan_from == 0 {
+        self.overflow = true;
+        if self.scan_from == 0 {
             return;
         }
         let cut = self.scan_from;
@@ -1191,6 +1200,7 @@ impl Scanner {
             o
         });
         let too_large = !self.within_limit(end);
+        self.last_block_len = end;
         let (raw, body) = if too_large {
             (ByteString::new(), 0..0)
         } else {

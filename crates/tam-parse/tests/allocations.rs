@@ -1,0 +1,96 @@
+//! Feeding a 1 MiB stream in 4-byte deltas allocates nothing per delta: a counting global
+//! allocator checks that allocations grow with the number of blocks, not of deltas.
+
+// A global allocator cannot be written without `unsafe`; the library itself forbids it.
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tam_parse::{Config, Decoder, Event};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// The counter is global: tests that use it run one at a time (each holds this lock for
+/// its whole body, input building included).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Feeds `input` in 4-byte deltas (char-aligned), counting allocations and blocks.
+fn allocations_while_feeding(input: &str) -> (usize, usize, usize) {
+    let mut decoder = Decoder::new(Config::default());
+    let mut blocks = 0usize;
+    let mut deltas = 0usize;
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let mut i = 0;
+    while i < input.len() {
+        let mut j = (i + 4).min(input.len());
+        while !input.is_char_boundary(j) {
+            j += 1;
+        }
+        decoder.feed(&input[i..j], |e| {
+            if let Event::Block(b) = e {
+                blocks += 1;
+                assert!(!b.calls.is_empty());
+            }
+        });
+        deltas += 1;
+        i = j;
+    }
+    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    (after - before, blocks, deltas)
+}
+
+#[test]
+fn prose_allocates_nothing_per_delta() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Prose with marker-like fragments that force hold-back across deltas.
+    let unit = "Some prose with <tags>, <|[ partial markers <|[REQUEST and 「始」 values. 文字🙂\n";
+    let big = unit.repeat((1 << 20) / unit.len());
+    let small = unit.repeat((1 << 14) / unit.len());
+    // Warm-up: the test harness starts its other threads meanwhile.
+    allocations_while_feeding(&small);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let (big_allocations, blocks, deltas) = allocations_while_feeding(&big);
+    let (small_allocations, _, small_deltas) = allocations_while_feeding(&small);
+    assert_eq!(blocks, 0);
+    assert!(deltas > 200_000 && deltas > 50 * small_deltas);
+    // The held-back buffer is allocated once (a few growth steps); after that, nothing.
+    assert_eq!(big_allocations, small_allocations, "allocations grew with the deltas");
+    assert!(big_allocations <= 2, "{big_allocations} allocations");
+}
+
+#[test]
+fn blocks_allocate_per_block_not_per_delta() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let unit = "I will call it.\n<|[REQUEST_TOOL]|>\ncommand:「始」File.Write「末」\npath:「始」/tmp/x「末」\ncontent:「始」hello\nworld「末」\n<|[END_TOOL]|>\nDone.\n";
+    let input = unit.repeat((1 << 20) / unit.len());
+    let (allocations, blocks, deltas) = allocations_while_feeding(&input);
+    assert!(blocks > 5_000);
+    let per_block = allocations as f64 / blocks as f64;
+    // Block buffer growth, the calls and params vectors, canonical keys, the CommandSeen
+    // tool: a small constant per block, independent of the ~35 deltas each block spans.
+    assert!(
+        per_block <= 24.0,
+        "{allocations} allocations for {blocks} blocks and {deltas} deltas ({per_block:.1} per block)"
+    );
+}
+
