@@ -172,7 +172,8 @@ pub(crate) fn build_calls(
         .collect();
     let value = |e: &Entry| raw.slice_ref(&raw[e.value.clone()]);
 
-    let chained = rules == CallRules::Tam && keyed.iter().any(|k| matches!(k.command, Some(Some(_))));
+    let chained =
+        rules == CallRules::Tam && keyed.iter().any(|k| matches!(k.command, Some(Some(_))));
     let mut drafts: BTreeMap<u64, CallDraft> = BTreeMap::new();
     for k in &keyed {
         if let Some(n) = k.command {
@@ -192,15 +193,14 @@ pub(crate) fn build_calls(
             span: k.entry.span,
         };
         let mut target = 0;
-        if chained {
-            if let Some((stem_len, n)) = digit_suffix(&k.canonical) {
-                if stem_len > 0 && drafts.contains_key(&n) {
-                    let digits = k.canonical.len() - stem_len;
-                    param.key = raw.slice_ref(strip_chain_suffix(k.key, digits));
-                    param.canonical = k.canonical.slice_ref(&k.canonical[..stem_len]);
-                    target = n;
-                }
-            }
+        if let Some((stem_len, n)) = digit_suffix(&k.canonical).filter(|_| chained)
+            && stem_len > 0
+            && drafts.contains_key(&n)
+        {
+            let digits = k.canonical.len() - stem_len;
+            param.key = raw.slice_ref(strip_chain_suffix(k.key, digits));
+            param.canonical = k.canonical.slice_ref(&k.canonical[..stem_len]);
+            target = n;
         }
         let any_call = !drafts.is_empty();
         match drafts.get_mut(&target) {
@@ -222,7 +222,11 @@ pub(crate) fn build_calls(
         }
     }
     if drafts.is_empty() {
-        let key = if rules == CallRules::Vcp { "tool_name" } else { "command" };
+        let key = if rules == CallRules::Vcp {
+            "tool_name"
+        } else {
+            "command"
+        };
         diags.push(Diagnostic::error(
             Code::MISSING_COMMAND,
             block_span,
@@ -249,7 +253,10 @@ pub(crate) fn build_calls(
             diags.push(Diagnostic::error(
                 Code::TOO_MANY_CALLS,
                 span,
-                format!("more than {max_calls} calls in one block; call {} and later are dropped", draft.index),
+                format!(
+                    "more than {max_calls} calls in one block; call {} and later are dropped",
+                    draft.index
+                ),
             ));
             break;
         }

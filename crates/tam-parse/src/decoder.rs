@@ -243,13 +243,14 @@ impl BlockBuilder {
     fn flush_stray(&mut self, buf: &str, span: impl Fn(Range<usize>) -> Span) {
         if let Some(r) = self.stray.take() {
             let text = &buf[r.clone()];
-            self.diags.push(
-                Diagnostic::warning(
-                    Code::STRAY_TEXT,
-                    span(r),
-                    format!("text in tool block is not an entry and was skipped: '{}'", preview(text)),
+            self.diags.push(Diagnostic::warning(
+                Code::STRAY_TEXT,
+                span(r),
+                format!(
+                    "text in tool block is not an entry and was skipped: '{}'",
+                    preview(text)
                 ),
-            );
+            ));
         }
     }
 
@@ -265,20 +266,25 @@ impl BlockBuilder {
         let base = self.seg_start;
         let mut stray = self.stray.take();
         let mut runs: Vec<Range<usize>> = Vec::new();
-        let key = parse_segment(&buf[base..end], self.seg_line_start, expect_key, |item| match item {
-            SegmentItem::Stray(r) => {
-                let r = base + r.start..base + r.end;
-                stray = Some(match stray.take() {
-                    Some(open) => open.start..r.end,
-                    None => r,
-                });
-            }
-            SegmentItem::Comment => {
-                if let Some(open) = stray.take() {
-                    runs.push(open);
+        let key = parse_segment(
+            &buf[base..end],
+            self.seg_line_start,
+            expect_key,
+            |item| match item {
+                SegmentItem::Stray(r) => {
+                    let r = base + r.start..base + r.end;
+                    stray = Some(match stray.take() {
+                        Some(open) => open.start..r.end,
+                        None => r,
+                    });
                 }
-            }
-        });
+                SegmentItem::Comment => {
+                    if let Some(open) = stray.take() {
+                        runs.push(open);
+                    }
+                }
+            },
+        );
         for r in runs {
             self.stray = Some(r);
             self.flush_stray(buf, &span);
@@ -324,19 +330,23 @@ impl BlockBuilder {
         };
         let span = view.span(key.start..marker.end);
         if key.len() > config.max_key_len {
-            self.diags.push(Diagnostic::error(
-                Code::KEY_TOO_LONG,
-                span,
-                format!(
-                    "key of {} bytes exceeds the limit of {}; the entry is dropped",
-                    key.len(),
-                    config.max_key_len
-                ),
-            ).with_raw(ByteString::from(&buf[key.start..marker.end])));
+            self.diags.push(
+                Diagnostic::error(
+                    Code::KEY_TOO_LONG,
+                    span,
+                    format!(
+                        "key of {} bytes exceeds the limit of {}; the entry is dropped",
+                        key.len(),
+                        config.max_key_len
+                    ),
+                )
+                .with_raw(ByteString::from(&buf[key.start..marker.end])),
+            );
             return None;
         }
         let value = &buf[content.clone()];
-        if region == REGION_VALUE && memmem::find(value.as_bytes(), VALUE_OPEN.as_bytes()).is_some() {
+        if region == REGION_VALUE && memmem::find(value.as_bytes(), VALUE_OPEN.as_bytes()).is_some()
+        {
             self.diags.push(Diagnostic::warning(
                 Code::VALUE_CONTAINS_OPEN_MARKER,
                 span,
@@ -467,7 +477,9 @@ impl BlockParser {
                 }));
             }
             BlockEnd::Marker => {
-                let block = self.builder.finish_block(&closed, closed.body.end, &self.config);
+                let block = self
+                    .builder
+                    .finish_block(&closed, closed.body.end, &self.config);
                 out(Event::Block(block));
             }
             BlockEnd::Eof => self.block_at_eof(closed, out),
@@ -521,7 +533,10 @@ fn unterminated(closed: &ClosedBlock, why: &str) -> Diagnostic {
         Code::UNTERMINATED_BLOCK,
         closed.span,
         if closed.dropped > 0 {
-            format!("tool block was never closed ({why}); its {} bytes exceeded the size limit and were dropped", closed.span.len())
+            format!(
+                "tool block was never closed ({why}); its {} bytes exceeded the size limit and were dropped",
+                closed.span.len()
+            )
         } else {
             format!("tool block was never closed ({why})")
         },
@@ -541,8 +556,11 @@ impl BlockParser {
             Some((region, content_start))
                 if closed.dropped == 0 && (region == REGION_VALUE || region == REGION_ESCAPE) =>
             {
-                memmem::rfind(&closed.raw.as_bytes()[content_start..], end_marker.as_bytes())
-                    .map(|m| (content_start, content_start + m))
+                memmem::rfind(
+                    &closed.raw.as_bytes()[content_start..],
+                    end_marker.as_bytes(),
+                )
+                .map(|m| (content_start, content_start + m))
             }
             _ => None,
         };

@@ -65,10 +65,8 @@ pub(crate) fn parse_segment(
             continue;
         }
         at_line_start = false;
-        if expect_key {
-            if let Ok((_, key)) = entry_head(&segment[i..]) {
-                return Some(i..i + key.len());
-            }
+        if expect_key && let Ok((_, key)) = entry_head(&segment[i..]) {
+            return Some(i..i + key.len());
         }
         let word = segment[i..]
             .find(char::is_whitespace)
@@ -113,7 +111,9 @@ pub(crate) fn command_number(canonical: &str) -> Option<Option<u64>> {
 /// The trailing ASCII digits of a canonical key, as a number, with the length of the
 /// prefix before them. `None` without digits, or when the number exceeds `u64`.
 pub(crate) fn digit_suffix(canonical: &str) -> Option<(usize, u64)> {
-    let stem_len = canonical.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let stem_len = canonical
+        .trim_end_matches(|c: char| c.is_ascii_digit())
+        .len();
     if stem_len == canonical.len() {
         return None;
     }
@@ -157,7 +157,13 @@ mod tests {
         assert_eq!(items("\ncommand:", true), (vec![], Some(1..8)));
         assert_eq!(items("  file_path ：\t", true), (vec![], Some(2..11)));
         assert_eq!(items("k", true), (vec![SegmentItem::Stray(0..1)], None));
-        assert_eq!(items("k: x", true), (vec![SegmentItem::Stray(0..2), SegmentItem::Stray(3..4)], None));
+        assert_eq!(
+            items("k: x", true),
+            (
+                vec![SegmentItem::Stray(0..2), SegmentItem::Stray(3..4)],
+                None
+            )
+        );
     }
 
     #[test]

@@ -102,10 +102,11 @@ pub mod scan;
 pub mod stream;
 
 pub use block::{Block, Call, Param};
+pub use bytestring::ByteString;
 pub use decoder::{
-    BlockParser, Config, Decoder, Dialect, ESCAPE_CLOSE, ESCAPE_OPEN, Event, VALUE_CLOSE, VALUE_OPEN, decode,
+    BlockParser, Config, Decoder, Dialect, ESCAPE_CLOSE, ESCAPE_OPEN, Event, VALUE_CLOSE,
+    VALUE_OPEN, decode,
 };
 pub use diagnostic::{Code, Diagnostic, Severity, Span};
 pub use entry::canonical_key;
 pub use render::{RenderError, render_block, render_call};
-pub use bytestring::ByteString;

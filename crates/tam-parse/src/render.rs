@@ -31,7 +31,10 @@ impl fmt::Display for RenderError {
             RenderError::InvalidKey(k) => write!(f, "key '{k}' cannot be written as a TAM key"),
             RenderError::ReservedKey(k) => write!(f, "key '{k}' would be read as the command"),
             RenderError::AmbiguousKey(k) => {
-                write!(f, "key '{k}' ends in a digit, '_' or '-', which is ambiguous in a chain")
+                write!(
+                    f,
+                    "key '{k}' ends in a digit, '_' or '-', which is ambiguous in a chain"
+                )
             }
             RenderError::DuplicateKey(k) => write!(f, "key '{k}' is given twice (canonically)"),
             RenderError::InvalidTool(t) => write!(f, "tool id '{t}' is blank or not trimmed"),

@@ -122,7 +122,9 @@ impl Pattern {
         match &self.kind {
             PatternKind::Exact(b) => b.len(),
             PatternKind::Tag { name, closing } => {
-                2 + name.len() + usize::from(*closing) + TAG_MAX_BLANKS * (2 + usize::from(*closing))
+                2 + name.len()
+                    + usize::from(*closing)
+                    + TAG_MAX_BLANKS * (2 + usize::from(*closing))
             }
         }
     }
@@ -261,9 +263,7 @@ impl std::fmt::Display for GrammarError {
                 f.write_str("marker pattern does not begin with a UTF-8 character")
             }
             GrammarError::NoSyntax => f.write_str("grammar without any block syntax"),
-            GrammarError::ContainsReplacementChar => {
-                f.write_str("marker pattern contains U+FFFD")
-            }
+            GrammarError::ContainsReplacementChar => f.write_str("marker pattern contains U+FFFD"),
         }
     }
 }
@@ -284,7 +284,7 @@ enum Action {
 #[derive(Debug, Clone)]
 enum Finder {
     /// One exact pattern: memmem for full matches, then a look at the tail.
-    Memmem(memmem::Finder<'static>),
+    Memmem(Box<memmem::Finder<'static>>),
     One(u8),
     Two(u8, u8),
     Three(u8, u8, u8),
@@ -337,9 +337,9 @@ impl PatternSet {
         firsts.sort_unstable();
         firsts.dedup();
         let finder = match (patterns.as_slice(), firsts.as_slice()) {
-            ([(p, _)], _) if p.exact_bytes().is_some() => {
-                Finder::Memmem(memmem::Finder::new(p.exact_bytes().unwrap()).into_owned())
-            }
+            ([(p, _)], _) if p.exact_bytes().is_some() => Finder::Memmem(Box::new(
+                memmem::Finder::new(p.exact_bytes().unwrap()).into_owned(),
+            )),
             (_, [a]) => Finder::One(*a),
             (_, [a, b]) => Finder::Two(*a, *b),
             (_, [a, b, c]) => Finder::Three(*a, *b, *c),
@@ -372,10 +372,8 @@ impl PatternSet {
                         best = Some((len, *action));
                     }
                 }
-                MatchAt::Partial if !eof => {
-                    if !p.line_start || is_line_start(hay, at, lf) {
-                        partial = true;
-                    }
+                MatchAt::Partial if !eof && (!p.line_start || is_line_start(hay, at, lf)) => {
+                    partial = true;
                 }
                 _ => {}
             }
@@ -412,17 +410,15 @@ impl PatternSet {
                 }
                 Found::None
             }
-            Finder::One(a) => self.find_candidates(hay, from, eof, lf, memchr::memchr_iter(*a, tail)),
+            Finder::One(a) => {
+                self.find_candidates(hay, from, eof, lf, memchr::memchr_iter(*a, tail))
+            }
             Finder::Two(a, b) => {
                 self.find_candidates(hay, from, eof, lf, memchr::memchr2_iter(*a, *b, tail))
             }
-            Finder::Three(a, b, c) => self.find_candidates(
-                hay,
-                from,
-                eof,
-                lf,
-                memchr::memchr3_iter(*a, *b, *c, tail),
-            ),
+            Finder::Three(a, b, c) => {
+                self.find_candidates(hay, from, eof, lf, memchr::memchr3_iter(*a, *b, *c, tail))
+            }
             Finder::Table(t) => self.find_candidates(
                 hay,
                 from,
@@ -702,8 +698,14 @@ impl<'a> BlockView<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Outside,
-    Body { kind: usize },
-    Region { kind: usize, region: usize, content_start: usize },
+    Body {
+        kind: usize,
+    },
+    Region {
+        kind: usize,
+        region: usize,
+        content_start: usize,
+    },
 }
 
 /// The streaming block scanner. See the [module documentation](self).
@@ -1227,9 +1229,8 @@ impl Scanner {
             offsets,
         });
         if let (Some(mut rest), Some(rest_offsets)) = (rest, rest_offsets) {
-            let MatchAt::Full(marker_len) = self.grammar.syntaxes[kind]
-                .start
-                .match_at(rest.as_bytes())
+            let MatchAt::Full(marker_len) =
+                self.grammar.syntaxes[kind].start.match_at(rest.as_bytes())
             else {
                 unreachable!("the restart marker was matched")
             };

@@ -74,7 +74,10 @@ fn prose_allocates_nothing_per_delta() {
     assert_eq!(blocks, 0);
     assert!(deltas > 200_000 && deltas > 50 * small_deltas);
     // The held-back buffer is allocated once (a few growth steps); after that, nothing.
-    assert_eq!(big_allocations, small_allocations, "allocations grew with the deltas");
+    assert_eq!(
+        big_allocations, small_allocations,
+        "allocations grew with the deltas"
+    );
     assert!(big_allocations <= 2, "{big_allocations} allocations");
 }
 
@@ -93,4 +96,3 @@ fn blocks_allocate_per_block_not_per_delta() {
         "{allocations} allocations for {blocks} blocks and {deltas} deltas ({per_block:.1} per block)"
     );
 }
-

@@ -97,8 +97,17 @@ fn value() -> impl Strategy<Value = String> {
     prop::collection::vec(
         prop_oneof![
             prop::sample::select(vec![
-                "「末」", "「始」", "<|[END_TOOL]|>", "<|[REQUEST_TOOL]|>", "\n", "  ", "#",
-                "文字", "🙂", "「末ESCAP", "末」",
+                "「末」",
+                "「始」",
+                "<|[END_TOOL]|>",
+                "<|[REQUEST_TOOL]|>",
+                "\n",
+                "  ",
+                "#",
+                "文字",
+                "🙂",
+                "「末ESCAP",
+                "末」",
             ])
             .prop_map(str::to_owned),
             "[ -~]{0,6}",
@@ -106,7 +115,9 @@ fn value() -> impl Strategy<Value = String> {
         0..8,
     )
     .prop_map(|v| v.concat())
-    .prop_filter("unrepresentable", |v| !(v.contains("「末」") && v.contains("「末ESCAPE」")))
+    .prop_filter("unrepresentable", |v| {
+        !(v.contains("「末」") && v.contains("「末ESCAPE」"))
+    })
 }
 
 fn tool() -> impl Strategy<Value = String> {

@@ -1,1 +1,122 @@
-//! tool-dispatch (under construction).
+//! Runs the tool calls a language model writes: a [`Registry`] of service, node and workflow
+//! tools, permission [`Scope`]s, a [`Dispatcher`] that validates each call and executes it
+//! under a time-out, cancellation and panic guard, the unified [`ToolExecutionResult`], and
+//! the observation text fed back to the model.
+//! On top sits the [`Agent`] loop: it streams a model's output through the TAM, ACTION XML
+//! or mixed decoder, starts each block's calls as soon as the block closes, and feeds the
+//! observations back until the model answers in plain text.
+//!
+//! # Example
+//!
+//! ```
+//! use tool_dispatch::engine::ReferenceEngine;
+//! use tool_dispatch::{Dispatcher, Registry, Scope, ToolCall, ToolExecutionResult};
+//! use tool_schema::{Implementation, ToolDefinition, ToolId};
+//! use tokio_util::sync::CancellationToken;
+//! use serde_json::json;
+//!
+//! let mut registry = Registry::new();
+//! let definition = ToolDefinition::new(
+//!     ToolId::parse("GetPlayerInfo")?,
+//!     "Looks up a player.",
+//!     json!({"type": "object", "properties": {"player_id": {"type": "string"}}, "required": ["player_id"]}),
+//!     Implementation::Service,
+//! );
+//! registry.register_fn(definition, |args| async move {
+//!     ToolExecutionResult::query_success(json!({"name": "Alice", "id": args["player_id"]}), "found")
+//! })?;
+//! let dispatcher = Dispatcher::new(registry, ReferenceEngine::new());
+//! let scope = Scope::for_agent(dispatcher.registry(), ["GetPlayerInfo"])?;
+//!
+//! let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+//! let wrong = serde_json::from_value(json!({"playerId": "player123"})).unwrap();
+//! let outcome = rt.block_on(dispatcher.dispatch(&scope, ToolCall::new("GetPlayerInfo", wrong), &CancellationToken::new()));
+//! assert_eq!(
+//!     outcome.observation(),
+//!     "Observation: Error - Invalid parameters for GetPlayerInfo: Unknown parameter 'playerId', did you mean 'player_id'?"
+//! );
+//! # Ok::<(), tool_dispatch::Error>(())
+//! ```
+//!
+//! # How a call runs
+//!
+//! scope → look-up → validation and coercion (tool-schema's [`CompiledTool`], keys matched
+//! canonically for TAM and exactly for ACTION XML) → execution on its own tokio task:
+//! a service closure or [`Tool`], a node type wrapped in a one-node workflow, or a workflow,
+//! both through an [`engine::ExecutionEngine`] → [`ToolExecutionResult`] → observation.
+//! Nothing a call does can take the runtime down: refusals, `success: false`, time-outs,
+//! panics and cancellation all come back as a failure result with a [`CallStatus`] saying
+//! which. A chain (TAM `command1`, `command2`, …) runs in order and, by default, stops at
+//! the first failure ([`ChainPolicy`]).
+//!
+//! # Decisions where the seeds are silent
+//!
+//! * A tool that returns nothing (`()`, `None`, JSON `null`) gives
+//!   `{"success":false,"operationType":"unknown","message":"tool returned null"}`; the
+//!   `data` field is omitted there and only there.
+//! * A workflow tool's result is an `operation` success whose data is the single interface
+//!   output's value (or the object of all outputs); a workflow whose output already is a
+//!   result object is taken as the result, so a workflow can report `success: false`.
+//! * An id outside the scope that the registry lacks too is reported as unknown, with a
+//!   suggestion taken from the scope only; one the registry has is reported as out of scope.
+//! * Every call the model asks for counts toward `maxToolCalls`, refused ones included; the
+//!   loop ends when a call is refused for the limit, not when the limit is merely reached,
+//!   so the model can still answer with the last results.
+//! * Decoder warnings are repairs that still gave the calls the model meant: they reach
+//!   the event callback but are not fed back; errors become observations. A round whose
+//!   blocks produced neither a call nor an error (an empty `<ACTION>` block) counts as a
+//!   plain answer.
+//! * Only the first ACTION block of a reply runs unless
+//!   [`AgentConfig::run_extra_action_blocks`] is set; each ignored block gets an
+//!   observation saying so. TAM blocks all run, in stream order, one after another.
+//! * The loop ends on [`TOOL_EXECUTION_FAILED`] when it is the whole prose of a reply
+//!   (blank around it allowed), as the result seed's engine compares it.
+//!
+//! # Limits
+//!
+//! | limit | default |
+//! |---|---|
+//! | [`DispatchConfig::timeout`] per call | 30 s |
+//! | [`AgentConfig::max_tool_calls`] per run (`maxToolCalls`) | 10 |
+//! | [`AgentConfig::max_rounds`] per run | 20 |
+//!
+//! The decoders' own limits (block size, calls per block, XML depth and nodes) are in
+//! [`AgentConfig::tam`] and [`AgentConfig::action`].
+//!
+//! # Crate features
+//!
+//! None. The crate needs a tokio runtime with the `time` driver enabled (time-outs).
+//!
+//! [`CompiledTool`]: tool_schema::CompiledTool
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod agent;
+mod decode;
+mod dispatch;
+pub mod engine;
+mod error;
+mod observation;
+mod registry;
+mod result;
+mod scope;
+
+pub use agent::{
+    Agent, AgentConfig, AgentEvent, AgentOutcome, DEFAULT_MAX_ROUNDS, FailurePolicy, LanguageModel,
+    Message, Role, StopReason, TOOL_EXECUTION_FAILED,
+};
+pub use decode::{BlockKind, Protocol};
+pub use dispatch::{
+    CallOutcome, CallStatus, ChainPolicy, DEFAULT_TIMEOUT, DispatchConfig, Dispatcher, ToolCall,
+};
+pub use error::Error;
+pub use observation::{OBSERVATION_PREFIX, diagnostic_observation};
+pub use registry::{Registry, Tool, ToolContext};
+pub use result::{IntoToolResult, NULL_RESULT_MESSAGE, ToolExecutionResult, operation_type};
+pub use scope::{AvailableTools, DEFAULT_MAX_TOOL_CALLS, DynamicTools, LlmNodeConfig, Scope};
+
+/// Re-exported so callers can cancel calls and runs without naming tokio-util.
+pub use tokio_util::sync::CancellationToken;
+
+/// A boxed error from user code (node functions, language models).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

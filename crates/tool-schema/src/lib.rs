@@ -1,1 +1,137 @@
-//! tool-schema (under construction).
+//! Tool definitions for LLM tool calling: ids, JSON Schema parameters read from workflows,
+//! node definitions, `plugin.yaml` files or code, and the validation and coercion of the
+//! arguments a model writes as text (TAM) or as loosely typed XML-derived JSON (ACTION XML).
+//! Tool lists render as prompt text in the TAM, ACTION XML and plain styles, and export to
+//! the OpenAI, Anthropic and MCP tool formats with reversible name aliases.
+//!
+//! # Example
+//!
+//! ```
+//! use serde_json::{Value, json};
+//! use tool_schema::{CompiledTool, KeyMatch, PromptStyle, load, render_tool_list};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // A workflow file becomes the tool `workflow:summarize_text`.
+//! let workflow = r#"{
+//!   "description": "Summarises a long text.",
+//!   "interfaceInputs": {
+//!     "text_to_summarize": {"dataFlowType": "STRING", "required": true},
+//!     "max_words": {"dataFlowType": "INTEGER", "config": {"default": 100}}
+//!   }
+//! }"#;
+//! let definition = load::workflow_from_str(workflow, "summarize_text", "summarize_text.json")?;
+//! let tool = CompiledTool::new(definition)?;
+//!
+//! // TAM gives every value as text, with keys spelt however the model liked.
+//! let arguments = [("textToSummarize", Value::from("Once upon a time…")), ("MAX_WORDS", Value::from("40"))];
+//! let coerced = tool.coerce(arguments, KeyMatch::Canonical)?;
+//! assert_eq!(Value::Object(coerced), json!({"text_to_summarize": "Once upon a time…", "max_words": 40}));
+//!
+//! // ACTION XML wants the declared names exactly; every problem is reported in one line.
+//! let errors = tool.coerce([("textToSummarize", Value::from("…"))], KeyMatch::Exact).unwrap_err();
+//! assert_eq!(
+//!     errors.to_string(),
+//!     "Invalid parameters for workflow:summarize_text: Unknown parameter 'textToSummarize', \
+//!      did you mean 'text_to_summarize'?; Missing required parameter 'text_to_summarize'"
+//! );
+//!
+//! let prompt = render_tool_list([tool.definition()], &PromptStyle::Tam);
+//! assert!(prompt.starts_with("- Tool ID: workflow:summarize_text\n  - Description: Summarises"));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Overview
+//!
+//! - [`ToolId`]: `namespace:name` or a bare name. A `workflow:` id is a file stem and can
+//!   never name a file outside the workflow directory: `..`, `/`, `\`, `:` and empty names
+//!   are rejected when the id is parsed.
+//! - [`ToolDefinition`]: id, display name, description, parameter schema (a JSON Schema
+//!   object as a [`serde_json::Value`]), optional output schema, and an
+//!   [`Implementation`] (service, node or workflow). Serde reads and writes it.
+//! - [`load`]: definitions from workflow JSON, node definitions, `plugin.yaml` and
+//!   `agent_profile.json`, from text (with a source name for messages) or from a path.
+//!   Every error names the file, the field and the reason.
+//! - [`CompiledTool`]: a definition with its schema compiled once, whose
+//!   [`coerce`](CompiledTool::coerce) turns one call's arguments into the object the tool
+//!   expects, or reports every problem at once in [`ValidationErrors`].
+//! - [`render_tool_list`]: the prompt text of a tool list, in a [`PromptStyle`].
+//! - [`export_tools`]: the tool list in an [`ExportFormat`], with an [`AliasMap`].
+//!
+//! # Key matching: canonical for TAM, exact for ACTION XML
+//!
+//! The seeds disagree on how strictly argument keys must match parameter names, so
+//! [`CompiledTool::coerce`] takes a [`KeyMatch`]. The TAM seed says keys are case- and
+//! underscore-insensitive: [`KeyMatch::Canonical`] matches keys by their
+//! [`canonical_key`] (lowercase, `_` and `-` removed), so `filePath` fills `file_path`. The
+//! ACTION XML seed says parameter tags must equal the declared names (§3.2.3), and its
+//! self-correction example (§5.5) needs `playerId` against a `player_id` schema to be
+//! rejected with `Unknown parameter 'playerId', did you mean 'player_id'?`:
+//! [`KeyMatch::Exact`] does that. In both modes an unknown key gets a suggestion, first a
+//! parameter with the same canonical key, then the most similar name (`strsim`).
+//!
+//! # Coercion rules
+//!
+//! Applied recursively through `properties` and `items`, for the schema keywords tools
+//! use (`type`, `properties`, `required`, `additionalProperties`, `enum`, `items`,
+//! `default`); after them the cached `jsonschema` validator checks the whole schema
+//! (`minimum`, `pattern`, …).
+//!
+//! - A value that already has an allowed type is kept; text for a `string` is never trimmed.
+//! - Text becomes an integer (`"12"`, `" 12 "`, `"12.0"`, `"1e3"`), a number, a boolean
+//!   (`true`/`false`, any case), `null` (`"null"`), or a JSON object or array when the
+//!   schema allows that type. A whole float becomes an integer for an `integer`.
+//! - A single value becomes a one-element array when an array is expected (ACTION XML
+//!   gives one `<file>` as an object, two as an array).
+//! - A number or boolean becomes its text for a `string` parameter.
+//! - An untyped `enum` of numbers or booleans accepts their text.
+//! - Absent parameters take their `default`, even when required; a required parameter
+//!   without one is reported missing.
+//! - An object schema that lists `properties` is closed unless `additionalProperties` is
+//!   `true` or a schema; one without `properties` accepts any key.
+//!
+//! Parameter errors are worded for the model, as the ACTION seed words them (capitalised,
+//! `Unknown parameter 'x', did you mean 'y'?`), because a dispatcher feeds them back as an
+//! observation; the other [`Error`] variants follow the usual lowercase style.
+//!
+//! # Prompt styles and export names
+//!
+//! [`PromptStyle::Tam`] follows the TAM seed §6.2 layout with English labels
+//! (`Description`, `Parameters`; the seed's example uses `描述`, `参数`),
+//! [`PromptStyle::Xml`] the ACTION seed §4.2 layout with workflow tools listed apart as
+//! skills, and [`PromptStyle::Plain`] a `descriptionTemplate` with `{toolName}`,
+//! `{toolDescription}` and `{toolParameters}`. Export formats accept only names matching
+//! `^[a-zA-Z0-9_-]{1,64}$`; other ids get a stable, collision-checked alias
+//! (`workflow:summarize_text` → `workflow__summarize_text`) that [`AliasMap::resolve`]
+//! maps back.
+//!
+//! # Input safety
+//!
+//! No input panics: bad files, ids, schemas and arguments are all reported as errors.
+//! Values are never evaluated; JSON text inside a value is parsed by `serde_json` with its
+//! recursion limit. `jsonschema` is built without default features, so a `$ref` to a
+//! remote or file URL is never fetched (such a schema fails to compile).
+//!
+//! # Crate features
+//!
+//! This crate has no optional features.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod coerce;
+mod compiled;
+mod definition;
+mod error;
+pub mod export;
+mod id;
+pub mod load;
+pub mod prompt;
+mod shape;
+
+pub use coerce::{KeyMatch, canonical_key};
+pub use compiled::CompiledTool;
+pub use definition::{Implementation, ToolDefinition, empty_parameters};
+pub use error::{Error, ValidationErrors};
+pub use export::{AliasMap, ExportFormat, ExportedTools, export_tools};
+pub use id::{ToolId, WORKFLOW_NAMESPACE};
+pub use prompt::{PromptStyle, render_tool_list};

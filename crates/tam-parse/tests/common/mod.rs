@@ -8,7 +8,10 @@ use std::fmt::Write as _;
 use tam_parse::{Config, Decoder, Event, Span};
 
 /// Feeds `deltas` as byte deltas and collects owned events.
-pub fn feed_bytes_deltas<'a>(deltas: impl IntoIterator<Item = &'a [u8]>, config: Config) -> Vec<Event<'static>> {
+pub fn feed_bytes_deltas<'a>(
+    deltas: impl IntoIterator<Item = &'a [u8]>,
+    config: Config,
+) -> Vec<Event<'static>> {
     let mut events = Vec::new();
     let mut d = Decoder::new(config);
     for delta in deltas {
@@ -19,7 +22,10 @@ pub fn feed_bytes_deltas<'a>(deltas: impl IntoIterator<Item = &'a [u8]>, config:
 }
 
 /// Feeds `deltas` as text deltas and collects owned events.
-pub fn feed_str_deltas<'a>(deltas: impl IntoIterator<Item = &'a str>, config: Config) -> Vec<Event<'static>> {
+pub fn feed_str_deltas<'a>(
+    deltas: impl IntoIterator<Item = &'a str>,
+    config: Config,
+) -> Vec<Event<'static>> {
     let mut events = Vec::new();
     let mut d = Decoder::new(config);
     for delta in deltas {
@@ -37,7 +43,11 @@ pub fn normalize(events: Vec<Event<'static>>) -> Vec<Event<'static>> {
             if text.is_empty() {
                 continue;
             }
-            if let Some(Event::Text { text: prev, span: prev_span }) = out.last_mut() {
+            if let Some(Event::Text {
+                text: prev,
+                span: prev_span,
+            }) = out.last_mut()
+            {
                 assert_eq!(prev_span.end, span.start, "text events out of order");
                 let mut s = prev.to_string();
                 s.push_str(text);
@@ -121,13 +131,13 @@ pub fn decode_all_ways(input: &[u8], config: Config) -> Vec<Event<'static>> {
             );
         }
     }
-    check(
-        "byte by byte",
-        feed_bytes_deltas(input.chunks(1), config),
-    );
+    check("byte by byte", feed_bytes_deltas(input.chunks(1), config));
     for seed in 1..=8 {
         let cuts = random_splits(input.len(), seed);
-        check(&format!("in random splits (seed {seed})"), feed_bytes_deltas(pieces(input, &cuts), config));
+        check(
+            &format!("in random splits (seed {seed})"),
+            feed_bytes_deltas(pieces(input, &cuts), config),
+        );
     }
     for i in 1..input.len() {
         check(
@@ -156,8 +166,18 @@ pub fn dump(events: &[Event<'static>]) -> String {
                 writeln!(out, "text {} {:?}", span(*s), text).unwrap();
             }
             Event::BlockStart { span: s } => writeln!(out, "block_start {}", span(*s)).unwrap(),
-            Event::CommandSeen { call, tool, span: s } => {
-                writeln!(out, "command_seen {} call={call} tool={:?}", span(*s), &**tool).unwrap();
+            Event::CommandSeen {
+                call,
+                tool,
+                span: s,
+            } => {
+                writeln!(
+                    out,
+                    "command_seen {} call={call} tool={:?}",
+                    span(*s),
+                    &**tool
+                )
+                .unwrap();
             }
             Event::Block(b) => {
                 writeln!(out, "block {}", span(b.span)).unwrap();
@@ -167,20 +187,39 @@ pub fn dump(events: &[Event<'static>]) -> String {
                         writeln!(
                             out,
                             "    {:?} ({:?}) = {:?} {}",
-                            &*p.key, &*p.canonical, &*p.value, span(p.span)
+                            &*p.key,
+                            &*p.canonical,
+                            &*p.value,
+                            span(p.span)
                         )
                         .unwrap();
                     }
                 }
                 for d in &b.diagnostics {
-                    writeln!(out, "  {} {} {}: {}", d.severity, d.code, span(d.span), d.message).unwrap();
+                    writeln!(
+                        out,
+                        "  {} {} {}: {}",
+                        d.severity,
+                        d.code,
+                        span(d.span),
+                        d.message
+                    )
+                    .unwrap();
                     if let Some(raw) = &d.raw {
                         writeln!(out, "    raw {:?}", &**raw).unwrap();
                     }
                 }
             }
             Event::Diagnostic(d) => {
-                writeln!(out, "diagnostic {} {} {}: {}", d.severity, d.code, span(d.span), d.message).unwrap();
+                writeln!(
+                    out,
+                    "diagnostic {} {} {}: {}",
+                    d.severity,
+                    d.code,
+                    span(d.span),
+                    d.message
+                )
+                .unwrap();
                 if let Some(raw) = &d.raw {
                     writeln!(out, "  raw {:?}", &**raw).unwrap();
                 }

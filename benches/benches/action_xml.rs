@@ -1,0 +1,85 @@
+//! Parsing one ACTION block (action-xml: scanner, pre-scan with repairs and limits,
+//! roxmltree, values to JSON) beside its baseline, `roxmltree::Document::parse` of the same
+//! body alone, in the same run: the ratio is what the streaming layer, the checks and the
+//! conversion to calls cost on top of the XML parser.
+//!
+//! Two corpora, generated here: `typical` (a call with text, list, object and a CDATA diff,
+//! about 2 KiB) and `large` (the same parameters repeated to about 256 KiB). Each is also
+//! fed in 64-byte deltas, the way a model's output arrives.
+
+use std::hint::black_box;
+
+use action_xml::{Config, Decoder, Event};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+
+/// The body of one call with `repeat` rounds of parameters.
+fn body(repeat: usize) -> String {
+    let mut out = String::from("<ApplyProjectDiff>\n");
+    for i in 0..repeat {
+        out.push_str(&format!(
+            "  <target_file_{i}>config/settings_{i}.json</target_file_{i}>\n\
+             \x20 <reason_{i}>Enable the feature &amp; keep the old key; see ticket #{i}.</reason_{i}>\n\
+             \x20 <files_{i}>\n    <item>src/app.ts</item>\n    <item>src/utils.ts</item>\n  </files_{i}>\n\
+             \x20 <options_{i}>\n    <mode>replace</mode>\n    <dry_run>false</dry_run>\n  </options_{i}>\n\
+             \x20 <diff_{i}>\n    <![CDATA[\n--- a/config/settings.json\n+++ b/config/settings.json\n\
+             @@ -1,5 +1,5 @@\n {{\n-  \"feature_enabled\": false,\n+  \"feature_enabled\": true,\n\
+             \x20  \"api_key\": \"old_key_value\"\n }}\n    ]]>\n  </diff_{i}>\n"
+        ));
+    }
+    out.push_str("</ApplyProjectDiff>");
+    out
+}
+
+fn parse_block(block: &str) -> usize {
+    let mut decoder = Decoder::new(Config::default());
+    let mut n = 0;
+    let mut count = |e: Event<'_>| {
+        if let Event::Block(b) = e {
+            n += b.calls.iter().map(|c| c.args.len()).sum::<usize>();
+        }
+    };
+    decoder.feed(block, &mut count);
+    decoder.finish(&mut count);
+    n
+}
+
+fn parse_block_in_deltas(block: &str, delta: usize) -> usize {
+    let mut decoder = Decoder::new(Config::default());
+    let mut n = 0;
+    let mut count = |e: Event<'_>| {
+        if let Event::Block(b) = e {
+            n += b.calls.iter().map(|c| c.args.len()).sum::<usize>();
+        }
+    };
+    for chunk in block.as_bytes().chunks(delta) {
+        decoder.feed_bytes(chunk, &mut count);
+    }
+    decoder.finish(&mut count);
+    n
+}
+
+fn bench(c: &mut Criterion) {
+    for (name, repeat) in [("typical", 1), ("large", 128)] {
+        let body = body(repeat);
+        let block = format!("<ACTION>\n{body}\n</ACTION>");
+        // The two must agree on what there is to read.
+        assert_eq!(parse_block(&block), 5 * repeat);
+        assert!(roxmltree::Document::parse(&body).is_ok());
+
+        let mut group = c.benchmark_group(format!("action_xml/{name}"));
+        group.throughput(Throughput::Bytes(block.len() as u64));
+        group.bench_function(BenchmarkId::new("roxmltree_body", block.len()), |b| {
+            b.iter(|| roxmltree::Document::parse(black_box(&body)).map(|d| d.descendants().count()))
+        });
+        group.bench_function(BenchmarkId::new("action_xml_block", block.len()), |b| {
+            b.iter(|| parse_block(black_box(&block)))
+        });
+        group.bench_function(BenchmarkId::new("action_xml_block_64b_deltas", block.len()), |b| {
+            b.iter(|| parse_block_in_deltas(black_box(&block), 64))
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,326 @@
+//! The registry of runnable tools (the seeds' `ToolManager`): each tool's definition,
+//! compiled for validation, beside what runs it — a service function, a node type wrapped
+//! in a one-node workflow, or a workflow payload.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+use tool_schema::{CompiledTool, Implementation, ToolDefinition, ToolId};
+
+use crate::engine::WorkflowExecutionPayload;
+use crate::{Error, IntoToolResult, ToolExecutionResult};
+
+/// What a service tool receives besides its arguments.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The id the tool was called by.
+    pub tool_id: ToolId,
+    /// Cancelled when the call is cancelled or times out. The dispatcher also aborts the
+    /// call's task then, so watching the token is only needed to clean up promptly.
+    pub cancel: CancellationToken,
+}
+
+/// A tool implemented in code.
+///
+/// The future is `'static` because the dispatcher runs it on its own task (so a panic, a
+/// time-out or a cancellation ends only that call).
+pub trait Tool: Send + Sync {
+    /// Runs the tool with validated, coerced arguments.
+    fn call(
+        &self,
+        args: Map<String, Value>,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, ToolExecutionResult>;
+}
+
+/// A closure `Fn(args) -> impl Future<Output = impl IntoToolResult>` as a [`Tool`].
+struct FnTool<F>(F);
+
+impl<F, Fut> Tool for FnTool<F>
+where
+    F: Fn(Map<String, Value>) -> Fut + Send + Sync,
+    Fut: Future + Send + 'static,
+    Fut::Output: IntoToolResult,
+{
+    fn call(
+        &self,
+        args: Map<String, Value>,
+        _ctx: ToolContext,
+    ) -> BoxFuture<'static, ToolExecutionResult> {
+        (self.0)(args).map(IntoToolResult::into_tool_result).boxed()
+    }
+}
+
+/// How a registered tool runs.
+#[derive(Clone)]
+pub(crate) enum Runner {
+    Service(Arc<dyn Tool>),
+    /// A one-node workflow; `output_slots` are the node's outputs to return.
+    Node {
+        node_type: String,
+        output_slots: Vec<String>,
+    },
+    /// The workflow's payload without input values.
+    Workflow(Arc<WorkflowExecutionPayload>),
+}
+
+/// One registered tool.
+#[derive(Clone)]
+pub(crate) struct Entry {
+    pub(crate) tool: Arc<CompiledTool>,
+    pub(crate) runner: Runner,
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match &self.runner {
+            Runner::Service(_) => "service",
+            Runner::Node { .. } => "node",
+            Runner::Workflow(_) => "workflow",
+        };
+        f.debug_struct("Entry")
+            .field("id", &self.tool.definition().id)
+            .field("runs", &kind)
+            .finish()
+    }
+}
+
+/// Every tool a dispatcher can run, by id.
+///
+/// Registration compiles the definition's parameter schema once; an id can be registered
+/// once. Look-up of an unknown id fails with a did-you-mean suggestion.
+///
+/// ```
+/// use tool_dispatch::{Registry, ToolExecutionResult};
+/// use tool_schema::{Implementation, ToolDefinition, ToolId};
+/// use serde_json::json;
+///
+/// let mut registry = Registry::new();
+/// let definition = ToolDefinition::new(
+///     ToolId::parse("system:get_current_time")?,
+///     "The current time",
+///     json!({"type": "object", "properties": {}}),
+///     Implementation::Service,
+/// );
+/// registry.register_fn(definition, |_args| async {
+///     ToolExecutionResult::query_success(json!("12:00"), "now")
+/// })?;
+/// assert!(registry.contains("system:get_current_time"));
+/// let err = registry.definition("system:get_curent_time").unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     "Unknown tool ID 'system:get_curent_time', did you mean 'system:get_current_time'?"
+/// );
+/// # Ok::<(), tool_dispatch::Error>(())
+/// ```
+#[derive(Debug, Default, Clone)]
+pub struct Registry {
+    /// Keyed by the id's text, so a look-up needs no parsing.
+    tools: BTreeMap<String, Entry>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers a service tool implemented by `tool`.
+    ///
+    /// # Errors
+    /// [`Error::ImplementationMismatch`] unless the definition's implementation is
+    /// `service`; [`Error::DuplicateTool`]; [`Error::Schema`] for an invalid schema.
+    pub fn register_service(
+        &mut self,
+        definition: ToolDefinition,
+        tool: impl Tool + 'static,
+    ) -> Result<(), Error> {
+        if !matches!(definition.implementation, Implementation::Service) {
+            return Err(mismatch(&definition, "service"));
+        }
+        self.insert(definition, Runner::Service(Arc::new(tool)))
+    }
+
+    /// Registers a service tool implemented by an async closure over the arguments; what the
+    /// future yields is converted with [`IntoToolResult`] (so `()` or `None` becomes the
+    /// null result).
+    ///
+    /// # Errors
+    /// As [`register_service`](Self::register_service).
+    pub fn register_fn<F, Fut>(&mut self, definition: ToolDefinition, f: F) -> Result<(), Error>
+    where
+        F: Fn(Map<String, Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: IntoToolResult,
+    {
+        self.register_service(definition, FnTool(f))
+    }
+
+    /// Registers a node tool: calls run one node of the definition's `nodeType` through
+    /// the execution engine (single-node wrapping). The node's outputs returned are the
+    /// properties of the definition's output schema, in order.
+    ///
+    /// # Errors
+    /// [`Error::ImplementationMismatch`] unless the implementation is `node`;
+    /// [`Error::DuplicateTool`]; [`Error::Schema`].
+    pub fn register_node_tool(&mut self, definition: ToolDefinition) -> Result<(), Error> {
+        let Implementation::Node { node_type } = &definition.implementation else {
+            return Err(mismatch(&definition, "node"));
+        };
+        let output_slots = definition
+            .output_schema
+            .as_ref()
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+        let runner = Runner::Node {
+            node_type: node_type.clone(),
+            output_slots,
+        };
+        self.insert(definition, runner)
+    }
+
+    /// Registers a workflow tool: calls run `workflow` (the stored workflow JSON: nodes,
+    /// edges, interface) through the execution engine with the arguments as interface
+    /// inputs.
+    ///
+    /// # Errors
+    /// [`Error::ImplementationMismatch`] unless the implementation is `workflow`;
+    /// [`Error::InvalidWorkflow`] when the JSON is not a workflow;
+    /// [`Error::DuplicateTool`]; [`Error::Schema`].
+    pub fn register_workflow(
+        &mut self,
+        definition: ToolDefinition,
+        workflow: &Value,
+    ) -> Result<(), Error> {
+        let Implementation::Workflow { workflow_id } = &definition.implementation else {
+            return Err(mismatch(&definition, "workflow"));
+        };
+        let payload = WorkflowExecutionPayload::from_workflow_json(workflow_id, workflow)?;
+        self.insert(definition, Runner::Workflow(Arc::new(payload)))
+    }
+
+    /// Registers the workflow file at `path` as the tool `workflow:<file stem>`, reading
+    /// its definition (tool-schema's workflow loader) and its graph from the one text.
+    ///
+    /// # Errors
+    /// [`Error::Schema`] when the file cannot be read or its definition is invalid (a stem
+    /// that could leave the directory included); as
+    /// [`register_workflow`](Self::register_workflow) otherwise.
+    pub fn register_workflow_file(&mut self, path: &Path) -> Result<(), Error> {
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        let source = path.display().to_string();
+        // Parse the id before touching the file system.
+        tool_schema::ToolId::workflow(stem)?;
+        let text = std::fs::read_to_string(path).map_err(|source| tool_schema::Error::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        let definition = tool_schema::load::workflow_from_str(&text, stem, &source)?;
+        let workflow: Value =
+            serde_json::from_str(&text).map_err(|e| tool_schema::Error::Syntax {
+                file: source,
+                message: e.to_string(),
+            })?;
+        self.register_workflow(definition, &workflow)
+    }
+
+    fn insert(&mut self, definition: ToolDefinition, runner: Runner) -> Result<(), Error> {
+        let id = definition.id.as_str().to_owned();
+        if self.tools.contains_key(&id) {
+            return Err(Error::DuplicateTool(id));
+        }
+        let tool = Arc::new(CompiledTool::new(definition)?);
+        self.tools.insert(id, Entry { tool, runner });
+        Ok(())
+    }
+
+    /// Whether `id` is registered.
+    pub fn contains(&self, id: &str) -> bool {
+        self.get(id).is_some()
+    }
+
+    /// The definition of `id`.
+    ///
+    /// # Errors
+    /// [`Error::UnknownTool`] with the most similar registered id as suggestion.
+    pub fn definition(&self, id: &str) -> Result<&ToolDefinition, Error> {
+        self.entry(id).map(|e| e.tool.definition())
+    }
+
+    /// Every registered definition, ordered by id.
+    pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
+        self.tools.values().map(|e| e.tool.definition())
+    }
+
+    /// Every registered id, in order.
+    pub fn ids(&self) -> impl Iterator<Item = &ToolId> {
+        self.tools.values().map(|e| &e.tool.definition().id)
+    }
+
+    /// The number of registered tools.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    fn get(&self, id: &str) -> Option<&Entry> {
+        self.tools.get(id)
+    }
+
+    pub(crate) fn entry(&self, id: &str) -> Result<&Entry, Error> {
+        self.get(id).ok_or_else(|| Error::UnknownTool {
+            id: id.to_owned(),
+            suggestion: suggest(self.tools.keys().map(String::as_str), id).map(str::to_owned),
+        })
+    }
+}
+
+fn mismatch(definition: &ToolDefinition, expected: &'static str) -> Error {
+    Error::ImplementationMismatch {
+        id: definition.id.to_string(),
+        expected,
+    }
+}
+
+/// Lowest similarity for a did-you-mean suggestion.
+const SUGGESTION_THRESHOLD: f64 = 0.7;
+
+/// The candidate `id` most likely meant: one equal ignoring case, `_` and `-`, else the
+/// most similar one (normalised Damerau–Levenshtein) above [`SUGGESTION_THRESHOLD`].
+pub(crate) fn suggest<'a>(
+    candidates: impl IntoIterator<Item = &'a str>,
+    id: &str,
+) -> Option<&'a str> {
+    let canonical = tool_schema::canonical_key(id);
+    let candidates: Vec<(&str, String)> = candidates
+        .into_iter()
+        .map(|c| (c, tool_schema::canonical_key(c)))
+        .collect();
+    if let Some((same, _)) = candidates.iter().find(|(_, c)| *c == canonical) {
+        return Some(same);
+    }
+    let mut best: Option<(f64, &str)> = None;
+    for (candidate, candidate_canonical) in candidates {
+        let score = strsim::normalized_damerau_levenshtein(&canonical, &candidate_canonical);
+        if score >= SUGGESTION_THRESHOLD && best.is_none_or(|(top, _)| score > top) {
+            best = Some((score, candidate));
+        }
+    }
+    best.map(|(_, c)| c)
+}

@@ -1,0 +1,169 @@
+//! Permission scopes: which registered tools one caller may use (TAM seed §6.1, workflow
+//! tool registration seed). A call outside its scope is refused and never runs.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tool_schema::ToolDefinition;
+
+use crate::{Error, Registry};
+
+/// Default of [`LlmNodeConfig::max_tool_calls`]: 10 calls per LLM node.
+pub const DEFAULT_MAX_TOOL_CALLS: usize = 10;
+
+/// A workflow's `availableTools`: the tools every LLM node of the workflow may use.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AvailableTools {
+    /// Tool ids available from the start.
+    #[serde(default)]
+    pub initial: Vec<String>,
+}
+
+impl AvailableTools {
+    /// Reads `availableTools` from a stored workflow; absent means none.
+    ///
+    /// # Errors
+    /// [`Error::InvalidWorkflow`] when the field is present but not `{"initial": [ids]}`.
+    pub fn of_workflow(workflow_id: &str, workflow: &Value) -> Result<Self, Error> {
+        match workflow.get("availableTools") {
+            None | Some(Value::Null) => Ok(Self::default()),
+            Some(v) => Self::deserialize(v).map_err(|e| Error::InvalidWorkflow {
+                workflow: workflow_id.to_owned(),
+                reason: format!("availableTools: {e}"),
+            }),
+        }
+    }
+}
+
+/// An LLM node's `dynamicTools`: tools added for this node only.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DynamicTools {
+    /// The extra tool ids.
+    #[serde(default)]
+    pub tool_ids: Vec<String>,
+    /// How each tool is described in the prompt, with `{toolName}` and
+    /// `{toolDescription}` placeholders; `None` uses the default list style.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description_template: Option<String>,
+}
+
+/// The tool-related part of an LLM node's configuration (`LLMNodeConfig`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LlmNodeConfig {
+    /// The LLM profile the node uses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_id: Option<String>,
+    /// The node's prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// Most tool calls the node may make; `None` means [`DEFAULT_MAX_TOOL_CALLS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_calls: Option<usize>,
+    /// Tools added for this node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic_tools: Option<DynamicTools>,
+}
+
+impl LlmNodeConfig {
+    /// `maxToolCalls`, or its default of 10.
+    pub fn max_tool_calls(&self) -> usize {
+        self.max_tool_calls.unwrap_or(DEFAULT_MAX_TOOL_CALLS)
+    }
+}
+
+/// The tools one caller may use: every registered tool, or a fixed set of ids that all
+/// exist in the registry.
+///
+/// ```
+/// use tool_dispatch::{Registry, Scope};
+///
+/// let registry = Registry::new();
+/// assert!(Scope::unrestricted().allows("anything"));
+/// let err = Scope::new(&registry, ["kb:Query"]).unwrap_err();
+/// assert_eq!(err.to_string(), "Unknown tool ID 'kb:Query'");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scope {
+    /// `None`: unrestricted.
+    allowed: Option<BTreeSet<String>>,
+}
+
+impl Scope {
+    /// Every registered tool: for callers that are not agents (UI panels, scripts).
+    pub fn unrestricted() -> Self {
+        Self { allowed: None }
+    }
+
+    /// Exactly `ids`, each of which must be registered.
+    ///
+    /// # Errors
+    /// [`Error::UnknownTool`] for the first id the registry lacks, with a suggestion.
+    pub fn new<I>(registry: &Registry, ids: I) -> Result<Self, Error>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+    {
+        let allowed = ids
+            .into_iter()
+            .map(|id| registry.entry(id.as_ref()).map(|_| id.as_ref().to_owned()))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            allowed: Some(allowed),
+        })
+    }
+
+    /// An agent's scope: its profile's `tool_ids_inventory`.
+    ///
+    /// # Errors
+    /// As [`Scope::new`].
+    pub fn for_agent<I>(registry: &Registry, tool_ids_inventory: I) -> Result<Self, Error>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+    {
+        Self::new(registry, tool_ids_inventory)
+    }
+
+    /// An LLM node's scope: the workflow's `availableTools.initial` plus the node's
+    /// `dynamicTools.toolIds`.
+    ///
+    /// # Errors
+    /// As [`Scope::new`]: every id of both lists must be registered.
+    pub fn for_llm_node(
+        registry: &Registry,
+        workflow: &AvailableTools,
+        node: &LlmNodeConfig,
+    ) -> Result<Self, Error> {
+        let dynamic = node.dynamic_tools.iter().flat_map(|d| d.tool_ids.iter());
+        Self::new(registry, workflow.initial.iter().chain(dynamic))
+    }
+
+    /// Whether a call to `id` may run.
+    pub fn allows(&self, id: &str) -> bool {
+        self.allowed.as_ref().is_none_or(|ids| ids.contains(id))
+    }
+
+    /// Whether every registered tool is allowed.
+    pub fn is_unrestricted(&self) -> bool {
+        self.allowed.is_none()
+    }
+
+    /// The allowed ids in order, or `None` when unrestricted.
+    pub fn ids(&self) -> Option<impl Iterator<Item = &str>> {
+        self.allowed
+            .as_ref()
+            .map(|ids| ids.iter().map(String::as_str))
+    }
+
+    /// The definitions of the allowed tools, ordered by id.
+    pub fn definitions<'r>(&self, registry: &'r Registry) -> Vec<&'r ToolDefinition> {
+        registry
+            .definitions()
+            .filter(|d| self.allows(d.id.as_str()))
+            .collect()
+    }
+}

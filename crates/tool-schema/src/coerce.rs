@@ -1,0 +1,362 @@
+//! Argument coercion: text and loosely typed JSON values turned into what a tool's schema
+//! declares, with every problem collected.
+
+use std::fmt;
+
+use serde_json::{Map, Number, Value};
+
+use crate::Error;
+use crate::shape::{ExtraKeys, ObjectShape, Property, Shape, TypeSet};
+
+/// How argument keys are matched to declared parameter names.
+///
+/// The two protocols disagree, so the caller chooses:
+/// - TAM says keys are case- and underscore-insensitive, so a TAM dispatcher uses
+///   [`KeyMatch::Canonical`]: `filePath`, `file_path` and `FILEPATH` all name `file_path`.
+/// - ACTION XML says a parameter tag must equal the declared name (seed §3.2.3), and its
+///   self-correction example (§5.5) requires `playerId` against a `player_id` schema to be
+///   rejected with `Unknown parameter 'playerId', did you mean 'player_id'?`, so an ACTION
+///   dispatcher uses [`KeyMatch::Exact`].
+///
+/// The mode applies at every level: to the members of nested objects as to top-level
+/// parameters. In both modes an exact match wins, and an unknown key gets a suggestion:
+/// first a declared name with the same canonical key, then the most similar declared name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeyMatch {
+    /// Keys match when their canonical forms ([`canonical_key`]) are equal.
+    Canonical,
+    /// Keys match only when they are byte-equal.
+    Exact,
+}
+
+/// The canonical form of a key: lowercase, with `_` and `-` removed
+/// (`filePath`, `file_path`, `FILE-PATH` → `filepath`).
+pub fn canonical_key(key: &str) -> String {
+    canonical_chars(key).collect()
+}
+
+fn canonical_chars(key: &str) -> impl Iterator<Item = char> + '_ {
+    key.chars()
+        .filter(|c| !matches!(c, '_' | '-'))
+        .flat_map(char::to_lowercase)
+}
+
+/// Lowest similarity (normalised Damerau–Levenshtein on canonical keys) for a suggestion.
+const SUGGESTION_THRESHOLD: f64 = 0.7;
+
+/// Where a value sits in the arguments, built on the stack and rendered only for messages.
+#[derive(Clone, Copy)]
+pub(crate) enum ValuePath<'a> {
+    Root,
+    Key(&'a ValuePath<'a>, &'a str),
+    Index(&'a ValuePath<'a>, usize),
+}
+
+impl fmt::Display for ValuePath<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ValuePath::Root => f.write_str("arguments"),
+            ValuePath::Key(ValuePath::Root, key) => f.write_str(key),
+            ValuePath::Key(parent, key) => write!(f, "{parent}.{key}"),
+            ValuePath::Index(parent, index) => write!(f, "{parent}[{index}]"),
+        }
+    }
+}
+
+/// One walk over one call's arguments.
+pub(crate) struct Coercion {
+    keys: KeyMatch,
+    pub(crate) errors: Vec<Error>,
+    /// The canonical form of the key being matched, reused so that matching a key
+    /// lowercases it once and allocates at most once per call.
+    canonical: String,
+}
+
+impl Coercion {
+    pub(crate) fn new(keys: KeyMatch) -> Coercion {
+        Coercion {
+            keys,
+            errors: Vec::new(),
+            canonical: String::new(),
+        }
+    }
+
+    /// Matches `members` to the declared properties, coerces each value, applies defaults
+    /// and reports unknown, duplicate and missing keys. The result lists declared
+    /// properties in declaration order, then kept extra keys in argument order.
+    pub(crate) fn object<K: AsRef<str>>(
+        &mut self,
+        shape: &ObjectShape,
+        members: impl IntoIterator<Item = (K, Value)>,
+        path: &ValuePath<'_>,
+    ) -> Map<String, Value> {
+        let mut given: Vec<Option<(K, Value)>> = Vec::new();
+        given.resize_with(shape.properties.len(), || None);
+        let mut extra = Map::new();
+        for (key, value) in members {
+            let raw = key.as_ref();
+            match self.find(&shape.properties, raw) {
+                Some(index) => match &given[index] {
+                    Some((first, _)) => self.errors.push(Error::DuplicateParameter {
+                        path: ValuePath::Key(path, &shape.properties[index].name).to_string(),
+                        first: first.as_ref().to_owned(),
+                        second: raw.to_owned(),
+                    }),
+                    None => given[index] = Some((key, value)),
+                },
+                None => match &shape.extra {
+                    ExtraKeys::Reject => self.errors.push(Error::UnknownParameter {
+                        path: ValuePath::Key(path, raw).to_string(),
+                        suggestion: suggest(raw, shape.properties.iter().map(|p| p.name.as_str()))
+                            .map(|name| ValuePath::Key(path, name).to_string()),
+                    }),
+                    ExtraKeys::Keep => {
+                        extra.insert(raw.to_owned(), value);
+                    }
+                    ExtraKeys::Coerce(extra_shape) => {
+                        let value = self.value(extra_shape, value, &ValuePath::Key(path, raw));
+                        extra.insert(raw.to_owned(), value);
+                    }
+                },
+            }
+        }
+        let mut coerced = Map::with_capacity(shape.properties.len() + extra.len());
+        for (property, slot) in shape.properties.iter().zip(given) {
+            let name = property.name.as_str();
+            match slot {
+                Some((_, value)) => {
+                    let value = self.value(&property.shape, value, &ValuePath::Key(path, name));
+                    coerced.insert(name.to_owned(), value);
+                }
+                None => match &property.shape.default {
+                    Some(default) => {
+                        coerced.insert(name.to_owned(), default.clone());
+                    }
+                    None if property.required => self.errors.push(Error::MissingParameter {
+                        path: ValuePath::Key(path, name).to_string(),
+                    }),
+                    None => {}
+                },
+            }
+        }
+        coerced.extend(extra);
+        coerced
+    }
+
+    fn find(&mut self, properties: &[Property], key: &str) -> Option<usize> {
+        let exact = properties.iter().position(|property| property.name == key);
+        if exact.is_some() || self.keys == KeyMatch::Exact {
+            return exact;
+        }
+        self.canonical.clear();
+        self.canonical.extend(canonical_chars(key));
+        properties
+            .iter()
+            .position(|property| property.canonical == self.canonical)
+    }
+
+    /// Coerces one value to `shape`, then its members or items, then checks `enum`.
+    /// A value that cannot be converted is reported and returned unchanged.
+    pub(crate) fn value(&mut self, shape: &Shape, value: Value, path: &ValuePath<'_>) -> Value {
+        let value = match convert(shape, value) {
+            Ok(value) => value,
+            Err(found) => {
+                self.errors.push(Error::WrongType {
+                    path: path.to_string(),
+                    expected: shape.types.in_words(),
+                    found: Box::new(found.clone()),
+                });
+                return found;
+            }
+        };
+        let value = match (value, &shape.object, &shape.items) {
+            (Value::Object(members), Some(object), _) => {
+                Value::Object(self.object(object, members, path))
+            }
+            (Value::Array(items), _, Some(item_shape)) => Value::Array(
+                items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, item)| {
+                        self.value(item_shape, item, &ValuePath::Index(path, index))
+                    })
+                    .collect(),
+            ),
+            (value, _, _) => value,
+        };
+        if let Some(allowed) = &shape.enumeration
+            && !allowed.contains(&value)
+        {
+            self.errors.push(Error::NotInEnum {
+                path: path.to_string(),
+                allowed: allowed.clone(),
+                found: Box::new(value.clone()),
+            });
+        }
+        value
+    }
+}
+
+/// The candidate most likely meant by an unknown `key`: one with the same canonical key,
+/// else the most similar one above [`SUGGESTION_THRESHOLD`] (the first on a tie).
+/// Runs only on error paths, so it recomputes canonical keys freely.
+pub(crate) fn suggest<'c>(
+    key: &str,
+    candidates: impl IntoIterator<Item = &'c str> + Clone,
+) -> Option<&'c str> {
+    let canonical = canonical_key(key);
+    let mut best: Option<(f64, &str)> = None;
+    for candidate in candidates.clone() {
+        if canonical_key(candidate) == canonical {
+            return Some(candidate);
+        }
+    }
+    for candidate in candidates {
+        let score = strsim::normalized_damerau_levenshtein(&canonical, &canonical_key(candidate));
+        if score >= SUGGESTION_THRESHOLD && best.is_none_or(|(top, _)| score > top) {
+            best = Some((score, candidate));
+        }
+    }
+    best.map(|(_, candidate)| candidate)
+}
+
+/// Converts `value` to a type `shape` allows; `Err` gives the value back when no rule
+/// applies. Values that already have an allowed type are kept as they are.
+fn convert(shape: &Shape, value: Value) -> Result<Value, Value> {
+    let types = shape.types;
+    if types.is_any() {
+        return Ok(match (&shape.enumeration, value) {
+            // An untyped enum of numbers or booleans still accepts their text.
+            (Some(allowed), Value::String(text)) if !allowed.iter().any(|v| v == &*text) => {
+                match serde_json::from_str::<Value>(text.trim()) {
+                    Ok(parsed) if allowed.contains(&parsed) => parsed,
+                    _ => Value::String(text),
+                }
+            }
+            (_, value) => value,
+        });
+    }
+    if has_type(types, &value) {
+        return Ok(value);
+    }
+    match value {
+        Value::String(text) => from_text(types, text),
+        Value::Number(number) if types.contains(TypeSet::INTEGER) => {
+            match number.as_f64().and_then(integral) {
+                Some(integer) => Ok(integer),
+                None => Err(Value::Number(number)),
+            }
+        }
+        scalar @ (Value::Number(_) | Value::Bool(_)) if types.contains(TypeSet::STRING) => {
+            Ok(Value::String(scalar.to_string()))
+        }
+        single if types.contains(TypeSet::ARRAY) => Ok(Value::Array(vec![single])),
+        other => Err(other),
+    }
+}
+
+/// Reads text as the first allowed type it parses as: integer, number, boolean, null,
+/// JSON object or array; failing those, an array type takes the text as its one element.
+fn from_text(types: TypeSet, text: String) -> Result<Value, Value> {
+    let trimmed = text.trim();
+    if types.contains(TypeSet::INTEGER)
+        && let Some(integer) = parse_integer(trimmed)
+    {
+        return Ok(integer);
+    }
+    if types.contains(TypeSet::NUMBER)
+        && let Some(number) = parse_number(trimmed)
+    {
+        return Ok(number);
+    }
+    if types.contains(TypeSet::BOOLEAN) {
+        if trimmed.eq_ignore_ascii_case("true") {
+            return Ok(Value::Bool(true));
+        }
+        if trimmed.eq_ignore_ascii_case("false") {
+            return Ok(Value::Bool(false));
+        }
+    }
+    if types.contains(TypeSet::NULL) && trimmed == "null" {
+        return Ok(Value::Null);
+    }
+    let json_open = (types.contains(TypeSet::OBJECT) && trimmed.starts_with('{'))
+        || (types.contains(TypeSet::ARRAY) && trimmed.starts_with('['));
+    if json_open
+        && let Ok(parsed) = serde_json::from_str::<Value>(trimmed)
+        && has_type(types, &parsed)
+    {
+        return Ok(parsed);
+    }
+    if types.contains(TypeSet::ARRAY) {
+        return Ok(Value::Array(vec![Value::String(text)]));
+    }
+    Err(Value::String(text))
+}
+
+fn has_type(types: TypeSet, value: &Value) -> bool {
+    match value {
+        Value::String(_) => types.contains(TypeSet::STRING),
+        Value::Bool(_) => types.contains(TypeSet::BOOLEAN),
+        Value::Null => types.contains(TypeSet::NULL),
+        Value::Object(_) => types.contains(TypeSet::OBJECT),
+        Value::Array(_) => types.contains(TypeSet::ARRAY),
+        Value::Number(number) => {
+            types.contains(TypeSet::NUMBER)
+                || (types.contains(TypeSet::INTEGER) && (number.is_i64() || number.is_u64()))
+        }
+    }
+}
+
+fn parse_integer(text: &str) -> Option<Value> {
+    if let Ok(integer) = text.parse::<i64>() {
+        return Some(integer.into());
+    }
+    if let Ok(integer) = text.parse::<u64>() {
+        return Some(integer.into());
+    }
+    // `1e3` and `12.0` are integers too, when exact.
+    text.parse::<f64>().ok().and_then(integral)
+}
+
+fn parse_number(text: &str) -> Option<Value> {
+    if let Ok(integer) = text.parse::<i64>() {
+        return Some(integer.into());
+    }
+    if let Ok(integer) = text.parse::<u64>() {
+        return Some(integer.into());
+    }
+    text.parse::<f64>()
+        .ok()
+        .and_then(Number::from_f64)
+        .map(Value::Number)
+}
+
+/// The integer a float equals, when it is finite, whole and fits in an `i64`.
+fn integral(float: f64) -> Option<Value> {
+    // i64::MAX as f64 rounds up to 2^63, which does not fit: compare with `<`.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    (float.is_finite() && float.fract() == 0.0 && (-LIMIT..LIMIT).contains(&float))
+        .then(|| Value::from(float as i64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_comparison_allocates_nothing_and_agrees_with_canonical_key() {
+        for key in ["filePath", "file_path", "FILE-PATH", "Straße_Name"] {
+            assert!(canonical_chars(key).eq(canonical_key(key).chars()));
+        }
+        assert_eq!(canonical_key("FILE-PATH"), "filepath");
+    }
+
+    #[test]
+    fn integral_rejects_fractions_and_out_of_range() {
+        assert_eq!(integral(12.0), Some(Value::from(12)));
+        assert_eq!(integral(12.5), None);
+        assert_eq!(integral(9.3e18), None);
+        assert_eq!(integral(f64::NAN), None);
+    }
+}

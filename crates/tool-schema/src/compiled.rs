@@ -1,0 +1,133 @@
+//! A tool with its parameter schema compiled once, ready to check many calls.
+
+use jsonschema::paths::LocationSegment;
+use serde_json::{Map, Value};
+
+use crate::coerce::{Coercion, ValuePath};
+use crate::shape::{ExtraKeys, ObjectShape, Shape, TypeSet};
+use crate::{Error, KeyMatch, ToolDefinition, ToolId, ValidationErrors};
+
+/// A [`ToolDefinition`] with its parameter schema compiled: the coercion tree and the
+/// `jsonschema` validator are built once in [`CompiledTool::new`] and reused by every
+/// [`CompiledTool::coerce`]. It is `Send + Sync`, so a registry can share it.
+#[derive(Debug)]
+pub struct CompiledTool {
+    definition: ToolDefinition,
+    parameters: ObjectShape,
+    validator: jsonschema::Validator,
+}
+
+impl CompiledTool {
+    /// Compiles the definition's parameter schema.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSchema`] when `parameters` is not a JSON object, declares a `type`
+    /// other than `object`, or is not a valid JSON Schema.
+    pub fn new(definition: ToolDefinition) -> Result<CompiledTool, Error> {
+        let invalid = |reason: String| Error::InvalidSchema {
+            tool: definition.id.clone(),
+            reason,
+        };
+        if !definition.parameters.is_object() {
+            return Err(invalid(
+                "the parameter schema must be a JSON object".to_owned(),
+            ));
+        }
+        let shape = Shape::read(&definition.parameters);
+        if !(shape.types.is_any() || shape.types == TypeSet::OBJECT) {
+            return Err(invalid(format!(
+                "the parameter schema must have type 'object', not '{}'",
+                shape.types.label()
+            )));
+        }
+        let validator = jsonschema::validator_for(&definition.parameters)
+            .map_err(|error| invalid(error.to_string()))?;
+        let parameters = shape.object.unwrap_or(ObjectShape {
+            properties: Vec::new(),
+            extra: ExtraKeys::Keep,
+        });
+        Ok(CompiledTool {
+            definition,
+            parameters,
+            validator,
+        })
+    }
+
+    /// The definition this tool was compiled from.
+    pub fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    /// The tool's id.
+    pub fn id(&self) -> &ToolId {
+        &self.definition.id
+    }
+
+    /// Turns one call's arguments into the object the tool expects.
+    ///
+    /// `arguments` are `(key, value)` pairs in the order the model wrote them: a
+    /// `serde_json::Map`, or pairs with `Value::String` values from TAM. Each key is matched
+    /// to a declared parameter as `keys` says; each value is coerced to its schema (text to
+    /// integer, number, boolean, null, JSON object or array; a single value to a
+    /// one-element array; a number or boolean to text for a string parameter), recursively
+    /// through `properties` and `items`; `enum` is checked and `default`s fill absent
+    /// parameters. The result, keyed by declared names in declaration order, is then
+    /// checked against the full schema with the cached `jsonschema` validator.
+    ///
+    /// # Errors
+    /// Every problem found, not only the first: unknown, duplicate and missing
+    /// parameters, values of the wrong type or outside their enum, and (when the walk found
+    /// none of those) violations of the rest of the schema.
+    pub fn coerce<K, I>(
+        &self,
+        arguments: I,
+        keys: KeyMatch,
+    ) -> Result<Map<String, Value>, ValidationErrors>
+    where
+        K: AsRef<str>,
+        I: IntoIterator<Item = (K, Value)>,
+    {
+        let mut coercion = Coercion::new(keys);
+        let coerced = coercion.object(&self.parameters, arguments, &ValuePath::Root);
+        let mut errors = coercion.errors;
+        if !errors.is_empty() {
+            return Err(ValidationErrors::new(self.id().clone(), errors));
+        }
+        let coerced = Value::Object(coerced);
+        if !self.validator.is_valid(&coerced) {
+            errors.extend(self.validator.iter_errors(&coerced).map(|error| {
+                Error::SchemaViolation {
+                    path: instance_path(error.instance_path().segments()),
+                    message: error.to_string(),
+                }
+            }));
+            return Err(ValidationErrors::new(self.id().clone(), errors));
+        }
+        match coerced {
+            Value::Object(coerced) => Ok(coerced),
+            _ => unreachable!("the coerced arguments were built as an object"),
+        }
+    }
+}
+
+/// A JSON pointer's segments as a parameter path: `args.file[1].path`.
+fn instance_path<'a>(segments: impl Iterator<Item = LocationSegment<'a>>) -> String {
+    let mut path = String::new();
+    for segment in segments {
+        match segment {
+            LocationSegment::Property(key) => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(&key);
+            }
+            LocationSegment::Index(index) => {
+                path.push_str(&format!("[{index}]"));
+            }
+        }
+    }
+    if path.is_empty() {
+        path.push_str("arguments");
+    }
+    path
+}

@@ -1,0 +1,281 @@
+//! Tool lists as prompt text, in the TAM, ACTION XML and plain styles.
+//!
+//! Every style shows, for each parameter, its type, whether it is required, its
+//! description, its allowed values and its default, read from the tool's JSON Schema;
+//! nested object members and array items are listed beneath their parameter.
+//!
+//! Labels are English (`Description`, `Parameters`) in every style: the TAM seed's example
+//! uses Chinese labels (`描述`, `参数`) with the same structure, but a prompt's language is
+//! the prompt author's choice and the ACTION seed's labels are English; one language keeps
+//! the styles comparable.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::ToolDefinition;
+use crate::shape::{ObjectShape, Shape, TypeSet};
+
+/// The placeholders a plain template may use.
+const TOOL_NAME: &str = "{toolName}";
+const TOOL_DESCRIPTION: &str = "{toolDescription}";
+const TOOL_PARAMETERS: &str = "{toolParameters}";
+
+/// How [`render_tool_list`] lays a tool list out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PromptStyle {
+    /// The TAM seed §6.2 layout:
+    /// ```text
+    /// - Tool ID: FileOperator.ApplyEdit
+    ///   - Description: Replaces lines of a file.
+    ///   - Parameters:
+    ///     - filePath (string, required): The file's absolute path.
+    /// ```
+    Tam,
+    /// The ACTION XML seed §4.2 layout: `**Tools (direct function calls):**` then
+    /// `**Skills (workflow executions):**` (tools implemented by workflows), each tool as
+    /// ``*   `<tool_id>`: description`` with its parameters as `` `<name>` `` items.
+    Xml,
+    /// One template per tool (`workflow-tool-registration.md`'s `descriptionTemplate`),
+    /// lines joined by `\n`. Placeholders: `{toolName}` (the id), `{toolDescription}` and
+    /// `{toolParameters}` (the parameters as indented `\n  - name (type, required): …`
+    /// lines, empty for a tool without parameters); each is replaced wherever it occurs.
+    Plain {
+        /// The template; see [`PromptStyle::DEFAULT_PLAIN_TEMPLATE`].
+        template: String,
+    },
+}
+
+impl PromptStyle {
+    /// The seed's default line, `- {toolName}: {toolDescription}`, followed by the
+    /// parameters.
+    pub const DEFAULT_PLAIN_TEMPLATE: &str = "- {toolName}: {toolDescription}{toolParameters}";
+
+    /// The plain style with [`PromptStyle::DEFAULT_PLAIN_TEMPLATE`].
+    pub fn plain() -> PromptStyle {
+        PromptStyle::Plain {
+            template: PromptStyle::DEFAULT_PLAIN_TEMPLATE.to_owned(),
+        }
+    }
+}
+
+/// How a style lays out a tool's parameters.
+struct ParameterLayout {
+    /// The line above the parameters (`Parameters:` at its indent), if the style has one.
+    heading: Option<&'static str>,
+    /// Indent of a top-level parameter, and how much each nesting level adds.
+    indent: usize,
+    step: usize,
+    /// Text before the name, and around it.
+    bullet: &'static str,
+    open: &'static str,
+    close: &'static str,
+}
+
+const TAM_LAYOUT: ParameterLayout = ParameterLayout {
+    heading: Some("  - Parameters:"),
+    indent: 4,
+    step: 2,
+    bullet: "- ",
+    open: "",
+    close: "",
+};
+
+const XML_LAYOUT: ParameterLayout = ParameterLayout {
+    heading: Some("    *   Parameters:"),
+    indent: 8,
+    step: 4,
+    bullet: "*   ",
+    open: "`<",
+    close: ">`",
+};
+
+const PLAIN_LAYOUT: ParameterLayout = ParameterLayout {
+    heading: None,
+    indent: 2,
+    step: 2,
+    bullet: "- ",
+    open: "",
+    close: "",
+};
+
+/// Renders `tools`, in the order given, in `style`. The text has no trailing line break.
+pub fn render_tool_list<'a>(
+    tools: impl IntoIterator<Item = &'a ToolDefinition>,
+    style: &PromptStyle,
+) -> String {
+    let tools: Vec<&ToolDefinition> = tools.into_iter().collect();
+    let mut out = String::new();
+    match style {
+        PromptStyle::Tam => {
+            for tool in tools {
+                let _ = writeln!(out, "- Tool ID: {}", tool.id);
+                write_item(&mut out, 2, &format!("- Description: {}", tool.description));
+                write_parameters(&mut out, tool, &TAM_LAYOUT);
+            }
+        }
+        PromptStyle::Xml => {
+            let (skills, functions): (Vec<_>, Vec<_>) =
+                tools.into_iter().partition(|tool| tool.is_skill());
+            for (heading, group) in [
+                ("**Tools (direct function calls):**", functions),
+                ("**Skills (workflow executions):**", skills),
+            ] {
+                if group.is_empty() {
+                    continue;
+                }
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(heading);
+                out.push_str("\n\n");
+                for tool in group {
+                    let mut head = format!("*   `<{}>`", tool.id);
+                    if !tool.description.is_empty() {
+                        head.push_str(": ");
+                        head.push_str(&tool.description);
+                    }
+                    write_item(&mut out, 0, &head);
+                    write_parameters(&mut out, tool, &XML_LAYOUT);
+                }
+            }
+        }
+        PromptStyle::Plain { template } => {
+            for tool in tools {
+                let mut parameters = String::new();
+                write_parameters(&mut parameters, tool, &PLAIN_LAYOUT);
+                if !parameters.is_empty() {
+                    // `{toolParameters}` starts each line with its break and ends with none.
+                    parameters.insert(0, '\n');
+                    parameters.pop();
+                }
+                let entry = template
+                    .replace(TOOL_NAME, tool.id.as_str())
+                    .replace(TOOL_DESCRIPTION, &tool.description)
+                    .replace(TOOL_PARAMETERS, &parameters);
+                out.push_str(&entry);
+                out.push('\n');
+            }
+        }
+    }
+    let trimmed = out.trim_end_matches('\n').len();
+    out.truncate(trimmed);
+    out
+}
+
+/// Writes the heading and one line per parameter, depth first; with a heading, a tool
+/// without parameters gets `heading none`.
+fn write_parameters(out: &mut String, tool: &ToolDefinition, layout: &ParameterLayout) {
+    let shape = Shape::read(&tool.parameters);
+    let lines = parameter_lines(&shape);
+    if let Some(heading) = layout.heading {
+        let none = if lines.is_empty() { " none" } else { "" };
+        let _ = writeln!(out, "{heading}{none}");
+    }
+    for line in lines {
+        line.write_to(out, layout);
+    }
+}
+
+/// Writes `text` at `indent` and a line break; its own line breaks are indented to match,
+/// so a multi-line description stays inside its list item.
+fn write_item(out: &mut String, indent: usize, text: &str) {
+    for (index, line) in text.lines().enumerate() {
+        let extra = if index == 0 { 0 } else { 2 };
+        let _ = writeln!(out, "{:width$}{line}", "", width = indent + extra);
+    }
+}
+
+/// One parameter as a prompt lists it.
+struct ParameterLine<'s> {
+    /// 0 for a top-level parameter, one more per nesting level.
+    depth: usize,
+    /// The parameter's name, or `item` for the elements of an array.
+    name: &'s str,
+    shape: &'s Shape,
+    /// `None` for array items, which are neither required nor optional.
+    required: Option<bool>,
+}
+
+impl ParameterLine<'_> {
+    /// `{bullet}{open}name{close} (type, required, one of: …, default: …): description`
+    /// at the layout's indent for this depth, and a line break.
+    fn write_to(&self, out: &mut String, layout: &ParameterLayout) {
+        let shape = self.shape;
+        let mut text = format!(
+            "{}{}{}{} ({}",
+            layout.bullet,
+            layout.open,
+            self.name,
+            layout.close,
+            type_label(shape)
+        );
+        text.push_str(match self.required {
+            Some(true) => ", required",
+            Some(false) => ", optional",
+            None => ", each item",
+        });
+        if let Some(allowed) = &shape.enumeration {
+            let values: Vec<String> = allowed.iter().map(Value::to_string).collect();
+            let _ = write!(text, ", one of: {}", values.join(", "));
+        }
+        if let Some(default) = &shape.default {
+            let _ = write!(text, ", default: {default}");
+        }
+        text.push(')');
+        if let Some(description) = &shape.description {
+            text.push_str(": ");
+            text.push_str(description);
+        }
+        write_item(out, layout.indent + layout.step * self.depth, &text);
+    }
+}
+
+/// `string`, `string | null`, `array of integer`, `any`.
+fn type_label(shape: &Shape) -> String {
+    match &shape.items {
+        Some(items) if shape.types == TypeSet::ARRAY && !items.types.is_any() => {
+            format!("array of {}", items.types.label())
+        }
+        _ => shape.types.label(),
+    }
+}
+
+/// The parameters of a tool's schema, depth first in declaration order.
+fn parameter_lines(shape: &Shape) -> Vec<ParameterLine<'_>> {
+    let mut lines = Vec::new();
+    if let Some(object) = &shape.object {
+        push_members(&mut lines, object, 0);
+    }
+    lines
+}
+
+fn push_members<'s>(lines: &mut Vec<ParameterLine<'s>>, object: &'s ObjectShape, depth: usize) {
+    for property in &object.properties {
+        lines.push(ParameterLine {
+            depth,
+            name: &property.name,
+            shape: &property.shape,
+            required: Some(property.required),
+        });
+        push_nested(lines, &property.shape, depth + 1);
+    }
+}
+
+fn push_nested<'s>(lines: &mut Vec<ParameterLine<'s>>, shape: &'s Shape, depth: usize) {
+    if let Some(object) = &shape.object {
+        push_members(lines, object, depth);
+    }
+    if let Some(items) = &shape.items
+        && (items.object.is_some() || items.items.is_some())
+    {
+        lines.push(ParameterLine {
+            depth,
+            name: "item",
+            shape: items,
+            required: None,
+        });
+        push_nested(lines, items, depth + 1);
+    }
+}
