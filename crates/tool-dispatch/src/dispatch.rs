@@ -11,7 +11,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio::task::JoinError;
 use tokio_util::sync::CancellationToken;
-use tool_schema::{Error as SchemaError, KeyMatch, ValidationErrors};
+use tool_schema::KeyMatch;
 
 use crate::engine::{
     ExecutionEngine, InterfaceOutputs, WorkflowExecutionPayload, collapse_outputs,
@@ -273,12 +273,10 @@ impl Dispatcher {
             key_match,
         } = call;
         let admitted = self.admit(scope, &tool).and_then(|entry| {
-            let args = entry.tool.coerce(args, key_match).map_err(|errors| {
-                (
-                    CallStatus::InvalidParameters,
-                    invalid_parameters_message(&errors),
-                )
-            })?;
+            let args = entry
+                .tool
+                .coerce(args, key_match)
+                .map_err(|errors| (CallStatus::InvalidParameters, errors.to_string()))?;
             Ok((entry, args))
         });
         let (entry, args) = match admitted {
@@ -364,7 +362,7 @@ impl Dispatcher {
             .ids()
             .map(|id| id.as_str())
             .filter(|id| scope.allows(id));
-        let suggestion = crate::registry::suggest(allowed, tool).map(str::to_owned);
+        let suggestion = tool_schema::suggest(tool, allowed).map(str::to_owned);
         let message = Error::UnknownTool {
             id: tool.to_owned(),
             suggestion: suggestion.clone(),
@@ -441,35 +439,6 @@ fn workflow_result(tool: &str, outputs: Result<InterfaceOutputs, Error>) -> Tool
             ToolExecutionResult::success(operation_type::OPERATION, v, format!("{tool} completed"))
         }
     }
-}
-
-/// `Invalid parameters for T: …` as the ACTION seed §5.5 words it: a missing required
-/// parameter that an unknown key's did-you-mean already names is the same mistake, so it
-/// is not listed a second time.
-fn invalid_parameters_message(errors: &ValidationErrors) -> String {
-    let suggested: Vec<&str> = errors
-        .errors()
-        .iter()
-        .filter_map(|e| match e {
-            SchemaError::UnknownParameter {
-                suggestion: Some(s),
-                ..
-            } => Some(s.as_str()),
-            _ => None,
-        })
-        .collect();
-    let mut message = format!("Invalid parameters for {}: ", errors.tool());
-    let kept = errors
-        .errors()
-        .iter()
-        .filter(|e| !matches!(e, SchemaError::MissingParameter { path } if suggested.contains(&path.as_str())));
-    for (i, error) in kept.enumerate() {
-        if i > 0 {
-            message.push_str("; ");
-        }
-        message.push_str(&error.to_string());
-    }
-    message
 }
 
 fn cancelled_result() -> ToolExecutionResult {

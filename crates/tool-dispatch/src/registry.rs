@@ -286,7 +286,8 @@ impl Registry {
     pub(crate) fn entry(&self, id: &str) -> Result<&Entry, Error> {
         self.get(id).ok_or_else(|| Error::UnknownTool {
             id: id.to_owned(),
-            suggestion: suggest(self.tools.keys().map(String::as_str), id).map(str::to_owned),
+            suggestion: tool_schema::suggest(id, self.tools.keys().map(String::as_str))
+                .map(str::to_owned),
         })
     }
 }
@@ -296,31 +297,4 @@ fn mismatch(definition: &ToolDefinition, expected: &'static str) -> Error {
         id: definition.id.to_string(),
         expected,
     }
-}
-
-/// Lowest similarity for a did-you-mean suggestion.
-const SUGGESTION_THRESHOLD: f64 = 0.7;
-
-/// The candidate `id` most likely meant: one equal ignoring case, `_` and `-`, else the
-/// most similar one (normalised Damerau–Levenshtein) above [`SUGGESTION_THRESHOLD`].
-pub(crate) fn suggest<'a>(
-    candidates: impl IntoIterator<Item = &'a str>,
-    id: &str,
-) -> Option<&'a str> {
-    let canonical = tool_schema::canonical_key(id);
-    let candidates: Vec<(&str, String)> = candidates
-        .into_iter()
-        .map(|c| (c, tool_schema::canonical_key(c)))
-        .collect();
-    if let Some((same, _)) = candidates.iter().find(|(_, c)| *c == canonical) {
-        return Some(same);
-    }
-    let mut best: Option<(f64, &str)> = None;
-    for (candidate, candidate_canonical) in candidates {
-        let score = strsim::normalized_damerau_levenshtein(&canonical, &candidate_canonical);
-        if score >= SUGGESTION_THRESHOLD && best.is_none_or(|(top, _)| score > top) {
-            best = Some((score, candidate));
-        }
-    }
-    best.map(|(_, c)| c)
 }

@@ -93,6 +93,9 @@ impl Coercion {
         let mut given: Vec<Option<(K, Value)>> = Vec::new();
         given.resize_with(shape.properties.len(), || None);
         let mut extra = Map::new();
+        // Properties an unknown key was taken for: their absence is the same mistake, not a
+        // second one (`Unknown parameter 'playerId', did you mean 'player_id'?` alone).
+        let mut suggested = vec![false; shape.properties.len()];
         for (key, value) in members {
             let raw = key.as_ref();
             match self.find(&shape.properties, raw) {
@@ -105,11 +108,20 @@ impl Coercion {
                     None => given[index] = Some((key, value)),
                 },
                 None => match &shape.extra {
-                    ExtraKeys::Reject => self.errors.push(Error::UnknownParameter {
-                        path: ValuePath::Key(path, raw).to_string(),
-                        suggestion: suggest(raw, shape.properties.iter().map(|p| p.name.as_str()))
-                            .map(|name| ValuePath::Key(path, name).to_string()),
-                    }),
+                    ExtraKeys::Reject => {
+                        let suggestion =
+                            suggest(raw, shape.properties.iter().map(|p| p.name.as_str()));
+                        if let Some(name) = suggestion
+                            && let Some(i) = shape.properties.iter().position(|p| p.name == name)
+                        {
+                            suggested[i] = true;
+                        }
+                        self.errors.push(Error::UnknownParameter {
+                            path: ValuePath::Key(path, raw).to_string(),
+                            suggestion: suggestion
+                                .map(|name| ValuePath::Key(path, name).to_string()),
+                        })
+                    }
                     ExtraKeys::Keep => {
                         extra.insert(raw.to_owned(), value);
                     }
@@ -121,7 +133,7 @@ impl Coercion {
             }
         }
         let mut coerced = Map::with_capacity(shape.properties.len() + extra.len());
-        for (property, slot) in shape.properties.iter().zip(given) {
+        for ((property, slot), suggested) in shape.properties.iter().zip(given).zip(suggested) {
             let name = property.name.as_str();
             match slot {
                 Some((_, value)) => {
@@ -132,9 +144,11 @@ impl Coercion {
                     Some(default) => {
                         coerced.insert(name.to_owned(), default.clone());
                     }
-                    None if property.required => self.errors.push(Error::MissingParameter {
-                        path: ValuePath::Key(path, name).to_string(),
-                    }),
+                    None if property.required && !suggested => {
+                        self.errors.push(Error::MissingParameter {
+                            path: ValuePath::Key(path, name).to_string(),
+                        })
+                    }
                     None => {}
                 },
             }
@@ -200,19 +214,18 @@ impl Coercion {
 /// The candidate most likely meant by an unknown `key`: one with the same canonical key,
 /// else the most similar one above [`SUGGESTION_THRESHOLD`] (the first on a tie).
 /// Runs only on error paths, so it recomputes canonical keys freely.
-pub(crate) fn suggest<'c>(
-    key: &str,
-    candidates: impl IntoIterator<Item = &'c str> + Clone,
-) -> Option<&'c str> {
+pub fn suggest<'c>(key: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
     let canonical = canonical_key(key);
-    let mut best: Option<(f64, &str)> = None;
-    for candidate in candidates.clone() {
-        if canonical_key(candidate) == canonical {
-            return Some(candidate);
-        }
+    let candidates: Vec<(&str, String)> = candidates
+        .into_iter()
+        .map(|c| (c, canonical_key(c)))
+        .collect();
+    if let Some((same, _)) = candidates.iter().find(|(_, c)| *c == canonical) {
+        return Some(same);
     }
-    for candidate in candidates {
-        let score = strsim::normalized_damerau_levenshtein(&canonical, &canonical_key(candidate));
+    let mut best: Option<(f64, &str)> = None;
+    for (candidate, candidate_canonical) in candidates {
+        let score = strsim::normalized_damerau_levenshtein(&canonical, &candidate_canonical);
         if score >= SUGGESTION_THRESHOLD && best.is_none_or(|(top, _)| score > top) {
             best = Some((score, candidate));
         }

@@ -32,7 +32,7 @@
 //! assert_eq!(
 //!     errors.to_string(),
 //!     "Invalid parameters for workflow:summarize_text: Unknown parameter 'textToSummarize', \
-//!      did you mean 'text_to_summarize'?; Missing required parameter 'text_to_summarize'"
+//!      did you mean 'text_to_summarize'?"
 //! );
 //!
 //! let prompt = render_tool_list([tool.definition()], &PromptStyle::Tam);
@@ -128,7 +128,7 @@ pub mod load;
 pub mod prompt;
 mod shape;
 
-pub use coerce::{KeyMatch, canonical_key};
+pub use coerce::{KeyMatch, canonical_key, suggest};
 pub use compiled::CompiledTool;
 pub use definition::{Implementation, ToolDefinition, empty_parameters};
 pub use error::{Error, ValidationErrors};

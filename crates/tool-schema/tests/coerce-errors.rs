@@ -270,7 +270,6 @@ fn every_problem_of_a_call_is_reported_in_order() {
         [
             "Unknown parameter 'playerId', did you mean 'player_id'?",
             "Unknown parameter 'mystery'",
-            "Missing required parameter 'player_id'",
             "Parameter 'level' must be an integer, got 'high'",
             "Parameter 'mode' must be one of 'fast', 'slow', got 'medium'",
         ]

@@ -194,7 +194,7 @@ fn exact_keys_reject_other_spellings_with_the_seed_message() {
     assert_eq!(
         errors.to_string(),
         "Invalid parameters for GetPlayerInfo: Unknown parameter 'playerId', did you mean \
-         'player_id'?; Missing required parameter 'player_id'"
+         'player_id'?"
     );
     // The same call in canonical mode (TAM) is accepted.
     let out = tool
