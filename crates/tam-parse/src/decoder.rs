@@ -408,15 +408,20 @@ impl BlockBuilder {
 /// forward the callbacks of TAM-kind blocks (made with [`Dialect::block_syntax`]) to it.
 #[derive(Debug)]
 pub struct BlockParser {
-    builder: BlockBuilder,
+    /// Allocated when the first block opens, then reused: an idle decoder stays small.
+    builder: Option<Box<BlockBuilder>>,
     config: Config,
+}
+
+fn builder(slot: &mut Option<Box<BlockBuilder>>) -> &mut BlockBuilder {
+    slot.get_or_insert_with(Box::default)
 }
 
 impl BlockParser {
     /// A parser with `config` (its `dialect` must match the block syntax scanned).
     pub fn new(config: Config) -> Self {
         BlockParser {
-            builder: BlockBuilder::default(),
+            builder: None,
             config,
         }
     }
@@ -428,14 +433,14 @@ impl BlockParser {
 
     /// [`ScanHandler::block_opened`]: emits [`Event::BlockStart`].
     pub fn block_opened(&mut self, marker: Span, out: &mut impl FnMut(Event<'_>)) {
-        self.builder.reset(marker.len());
+        builder(&mut self.builder).reset(marker.len());
         out(Event::BlockStart { span: marker });
     }
 
     /// [`ScanHandler::region_opened`].
     pub fn region_opened(&mut self, view: &BlockView<'_>, region: usize, marker: Range<usize>) {
         if region == REGION_VALUE || region == REGION_ESCAPE {
-            self.builder.region_opened(view, marker);
+            builder(&mut self.builder).region_opened(view, marker);
         }
     }
 
@@ -452,8 +457,7 @@ impl BlockParser {
             return;
         }
         if let Some((call, tool, span)) =
-            self.builder
-                .region_closed(view, region, content, marker, &self.config)
+            builder(&mut self.builder).region_closed(view, region, content, marker, &self.config)
         {
             out(Event::CommandSeen {
                 call,
@@ -468,7 +472,7 @@ impl BlockParser {
     pub fn block_closed(&mut self, closed: ClosedBlock, out: &mut impl FnMut(Event<'_>)) {
         match closed.end {
             BlockEnd::Marker if closed.dropped > 0 => {
-                self.builder.reset(0);
+                builder(&mut self.builder).reset(0);
                 out(Event::Block(Block {
                     span: closed.span,
                     calls: Vec::new(),
@@ -477,14 +481,13 @@ impl BlockParser {
                 }));
             }
             BlockEnd::Marker => {
-                let block = self
-                    .builder
-                    .finish_block(&closed, closed.body.end, &self.config);
+                let block =
+                    builder(&mut self.builder).finish_block(&closed, closed.body.end, &self.config);
                 out(Event::Block(block));
             }
             BlockEnd::Eof => self.block_at_eof(closed, out),
             BlockEnd::Restart => {
-                self.builder.reset(0);
+                builder(&mut self.builder).reset(0);
                 out(Event::Diagnostic(unterminated(
                     &closed,
                     "a new start marker began before this block's end marker",
@@ -509,7 +512,7 @@ impl BlockParser {
             format!("invalid UTF-8 bytes [{}]", hex.join(" ")),
         );
         if in_block {
-            self.builder.diags.push(diag);
+            builder(&mut self.builder).diags.push(diag);
         } else {
             out(Event::Diagnostic(diag));
         }
@@ -565,7 +568,7 @@ impl BlockParser {
             _ => None,
         };
         let Some((content_start, marker_at)) = recovered else {
-            self.builder.reset(0);
+            builder(&mut self.builder).reset(0);
             out(Event::Diagnostic(unterminated(
                 &closed,
                 "the stream ended inside it",
@@ -581,7 +584,7 @@ impl BlockParser {
         let view = BlockView::new(raw, &closed.offsets, closed.kind);
         let region = closed.open_region.map_or(REGION_VALUE, |(r, _)| r);
         // Close the value as if its close marker stood right after it.
-        if let Some((call, tool, span)) = self.builder.region_closed(
+        if let Some((call, tool, span)) = builder(&mut self.builder).region_closed(
             &view,
             region,
             content_start..value_end,
@@ -594,7 +597,7 @@ impl BlockParser {
                 span,
             });
         }
-        self.builder.diags.push(Diagnostic::warning(
+        builder(&mut self.builder).diags.push(Diagnostic::warning(
             Code::MISSING_VALUE_CLOSE,
             closed.offsets.span(content_start..marker_at),
             format!(
@@ -608,7 +611,7 @@ impl BlockParser {
             body: closed.body.start..marker_at,
             ..closed.clone()
         };
-        let block = self.builder.finish_block(&head, value_end, &self.config);
+        let block = builder(&mut self.builder).finish_block(&head, value_end, &self.config);
         out(Event::Block(block));
         if block_end < raw.len() {
             out(Event::Text {

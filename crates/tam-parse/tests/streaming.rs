@@ -263,3 +263,13 @@ async fn stream_adapter_over_string_deltas() {
     drop(tx);
     assert!(events.next().await.is_none());
 }
+
+#[test]
+fn an_idle_decoder_is_small() {
+    // The documented budget: an idle decoder is at most 256 bytes plus its buffer (which
+    // is empty until prose is held back or a block opens).
+    let size = std::mem::size_of::<Decoder>();
+    assert!(size <= 256, "Decoder is {size} bytes");
+    let decoder = Decoder::default();
+    assert_eq!(decoder.buffered(), 0);
+}
