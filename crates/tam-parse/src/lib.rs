@@ -110,3 +110,8 @@ pub use decoder::{
 pub use diagnostic::{Code, Diagnostic, Severity, Span};
 pub use entry::canonical_key;
 pub use render::{RenderError, render_block, render_call};
+
+/// The workspace README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
