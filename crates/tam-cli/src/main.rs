@@ -1,1 +1,102 @@
-fn main() {}
+//! `tam`: the command line over the workspace's crates (SPEC §6).
+//!
+//! * `tam decode` streams a model's output (raw text, JSON-string deltas, or an OpenAI
+//!   `chat.completions` SSE stream) through the TAM, ACTION XML or mixed decoder and writes
+//!   one JSON object per event, flushed as soon as the event is decided.
+//! * `tam schema` reads tool definitions from workflow JSON, node definitions or a
+//!   `plugin.yaml` and prints them, or exports them in the OpenAI, Anthropic or MCP format.
+//! * `tam prompt` renders an agent profile's tool list for a system prompt.
+//! * `tam demo` runs an agent loop end to end on an embedded scripted model that streams
+//!   like a real one and uses both protocols.
+//!
+//! Exit status: 0 on success (whatever the model wrote: problems in its output are
+//! diagnostics, not failures), 1 when a file cannot be read or is not a valid definition,
+//! or output cannot be written, 2 for a usage error (unknown command or flag, bad value).
+//! A closed output pipe (`tam decode … | head`) ends a command quietly with status 0.
+//!
+//! # Example
+//!
+//! ```text
+//! $ printf 'Reading.\n<|[REQUEST_TOOL]|>\ncommand:「始」File.Read「末」\npath:「始」/tmp/a「末」\n<|[END_TOOL]|>' | tam decode
+//! {"type":"text","text":"Reading.\n"}
+//! {"type":"tool_calls","protocol":"tam","span":[9,108],"calls":[{"tool":"File.Read","args":{"path":"/tmp/a"}}],"diagnostics":[]}
+//! ```
+//!
+//! # Input safety
+//!
+//! The decoders keep their default limits (1 MiB per block, 64 calls per TAM block, XML
+//! depth 64 and 65 536 nodes per ACTION block); the line-framed inputs skip a line over
+//! 8 MiB with a `line_too_long` diagnostic, so memory stays bounded on any input. Nothing
+//! the model wrote makes a command fail or panic. No `unsafe` code is used.
+//!
+//! # Crate features
+//!
+//! None.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod decode;
+mod demo;
+mod error;
+mod prompt;
+mod schema;
+mod tool_files;
+
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+use crate::error::CliError;
+
+/// Tool calls out of streaming LLM output: decode streams, export tool schemas, render
+/// tool lists for prompts, and run an end-to-end demo.
+#[derive(Debug, Parser)]
+#[command(name = "tam", version, propagate_version = true)]
+#[command(
+    after_help = "Exit status: 0 on success, 1 for a file or I/O error, 2 for a usage error."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Decode(decode::DecodeArgs),
+    Schema(schema::SchemaArgs),
+    Prompt(prompt::PromptArgs),
+    Demo(demo::DemoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let (name, result) = match &cli.command {
+        Command::Decode(args) => ("decode", decode::run(args)),
+        Command::Schema(args) => ("schema", schema::run(args)),
+        Command::Prompt(args) => ("prompt", prompt::run(args)),
+        Command::Demo(args) => ("demo", demo::run(args)),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(CliError::Usage { kind, message }) => usage_error(name, kind, &message),
+        // The reader of the output went away (`tam … | head`): nothing left to do.
+        Err(CliError::Write(error)) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("tam: {error}");
+            ExitCode::from(error.exit_code())
+        }
+    }
+}
+
+/// Reports a usage error found after parsing the way clap reports its own (with the
+/// subcommand's usage line) and exits with status 2.
+fn usage_error(subcommand: &str, kind: clap::error::ErrorKind, message: &str) -> ! {
+    let mut command = Cli::command();
+    command.build();
+    match command.find_subcommand_mut(subcommand) {
+        Some(subcommand) => subcommand.error(kind, message).exit(),
+        None => command.error(kind, message).exit(),
+    }
+}

@@ -1,0 +1,290 @@
+//! The line-framed input modes: `--input deltas` (one JSON string per line) and
+//! `--input sse` (an OpenAI `chat.completions` server-sent-event stream).
+//!
+//! Problems with the framing itself are reported as diagnostic lines whose span is the
+//! empty span at the decoded-content offset where they occurred, and reading goes on:
+//!
+//! | code | severity | when |
+//! |---|---|---|
+//! | `malformed_delta` | error | a `deltas` line that is not a JSON string (skipped) |
+//! | `malformed_sse` | error | an SSE event whose data is not JSON, or whose `choices[0].delta.content` is neither a string nor null (skipped) |
+//! | `malformed_sse` | warning | an SSE line that is neither a field (`data:`, `event:`, `id:`, `retry:`) nor a comment (ignored) |
+//! | `stream_error` | error | an SSE event carrying an `error` object: the server gave up |
+//! | `invalid_utf8` | error | a line with bytes that are not UTF-8 (read with U+FFFD in their place) |
+//! | `line_too_long` | error | a line longer than 8 MiB (skipped) |
+
+use std::io::{self, Write};
+
+use serde_json::Value;
+use tam_parse::{Code, Severity};
+
+use super::Pipeline;
+use super::lines::{Flow, Line};
+
+/// A `deltas` or `sse` line that could not be used.
+const MALFORMED_DELTA: Code = Code::new("malformed_delta");
+/// An SSE line or event that could not be used.
+const MALFORMED_SSE: Code = Code::new("malformed_sse");
+/// An SSE event carrying an `error` object.
+const STREAM_ERROR: Code = Code::new("stream_error");
+/// A line over the length limit.
+const LINE_TOO_LONG: Code = Code::new("line_too_long");
+
+/// At most this many characters of a bad line are quoted in a diagnostic.
+const PREVIEW_CHARS: usize = 60;
+
+fn preview(text: &str) -> String {
+    match text.char_indices().nth(PREVIEW_CHARS) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// The text of a line: the bytes themselves when they are UTF-8, else a lossy copy after
+/// an `invalid_utf8` diagnostic.
+fn line_text<'a, W: Write>(
+    pipeline: &mut Pipeline<W>,
+    number: usize,
+    bytes: &'a [u8],
+) -> io::Result<std::borrow::Cow<'a, str>> {
+    let text = String::from_utf8_lossy(bytes);
+    if matches!(text, std::borrow::Cow::Owned(_)) {
+        pipeline.report(
+            Severity::Error,
+            Code::INVALID_UTF8,
+            format!("input line {number} is not valid UTF-8; it was read with U+FFFD in place of the bad bytes"),
+        )?;
+    }
+    Ok(text)
+}
+
+fn report_too_long<W: Write>(
+    pipeline: &mut Pipeline<W>,
+    number: usize,
+    limit: usize,
+) -> io::Result<()> {
+    pipeline.report(
+        Severity::Error,
+        LINE_TOO_LONG,
+        format!("input line {number} is longer than {limit} bytes and was skipped"),
+    )
+}
+
+/// `--input deltas`: each line is one delta written as a JSON string; blank lines are
+/// ignored.
+pub(crate) fn delta_line<W: Write>(pipeline: &mut Pipeline<W>, line: Line<'_>) -> io::Result<Flow> {
+    let (number, bytes) = match line {
+        Line::Complete { number, bytes } => (number, bytes),
+        Line::TooLong { number, limit } => {
+            report_too_long(pipeline, number, limit)?;
+            return Ok(Flow::Continue);
+        }
+    };
+    let text = line_text(pipeline, number, bytes)?;
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(Flow::Continue);
+    }
+    match serde_json::from_str::<String>(text) {
+        Ok(delta) => pipeline.feed_text(&delta)?,
+        Err(error) => pipeline.report(
+            Severity::Error,
+            MALFORMED_DELTA,
+            format!(
+                "input line {number} is not a JSON string ({error}); it was skipped: '{}'",
+                preview(text)
+            ),
+        )?,
+    }
+    Ok(Flow::Continue)
+}
+
+/// `--input sse`: the event-stream state between lines.
+///
+/// Lines are read as the SSE format says: `data:` lines accumulate (joined by `\n`) until a
+/// blank line dispatches the event; `event:`, `id:` and `retry:` are ignored; a line that
+/// starts with `:` is a comment; a byte order mark before the first line is skipped. An
+/// event's data is a `chat.completions.chunk`: the content delta of its choice with
+/// `index` 0 (the first choice when none says) is fed to the decoder; chunks without
+/// content (the role chunk, the finish chunk, usage) are skipped.
+/// `data: [DONE]` ends the input: nothing after it is read. At the end of the input an
+/// event without its blank line is still dispatched.
+#[derive(Debug, Default)]
+pub(crate) struct SseEvents {
+    /// The data of the event being read.
+    data: String,
+    /// The line of the event's first `data:` line, once there is one.
+    first_line: Option<usize>,
+}
+
+impl SseEvents {
+    /// Reads one line.
+    pub(crate) fn line<W: Write>(
+        &mut self,
+        pipeline: &mut Pipeline<W>,
+        line: Line<'_>,
+    ) -> io::Result<Flow> {
+        let (number, bytes) = match line {
+            Line::Complete { number, bytes } => (number, bytes),
+            Line::TooLong { number, limit } => {
+                // The event lost data; do not dispatch what is left of it as if whole.
+                self.data.clear();
+                self.first_line = None;
+                report_too_long(pipeline, number, limit)?;
+                return Ok(Flow::Continue);
+            }
+        };
+        let text = line_text(pipeline, number, bytes)?;
+        // The SSE format allows a byte order mark before the first line.
+        let text = match number {
+            1 => text.strip_prefix('\u{feff}').unwrap_or(&text),
+            _ => &text,
+        };
+        if text.is_empty() {
+            return self.dispatch(pipeline);
+        }
+        if text.starts_with(':') {
+            return Ok(Flow::Continue);
+        }
+        let (field, value) = match text.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (text, ""),
+        };
+        match field {
+            "data" => {
+                if self.first_line.is_some() {
+                    self.data.push('\n');
+                } else {
+                    self.first_line = Some(number);
+                }
+                self.data.push_str(value);
+            }
+            "event" | "id" | "retry" => {}
+            _ => pipeline.report(
+                Severity::Warning,
+                MALFORMED_SSE,
+                format!(
+                    "input line {number} is not an SSE field or comment; it was ignored: '{}'",
+                    preview(text)
+                ),
+            )?,
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// Ends the input: dispatches an event that had no blank line after it.
+    pub(crate) fn finish<W: Write>(&mut self, pipeline: &mut Pipeline<W>) -> io::Result<Flow> {
+        self.dispatch(pipeline)
+    }
+
+    fn dispatch<W: Write>(&mut self, pipeline: &mut Pipeline<W>) -> io::Result<Flow> {
+        let Some(number) = self.first_line.take() else {
+            return Ok(Flow::Continue);
+        };
+        let data = std::mem::take(&mut self.data);
+        if data.trim() == "[DONE]" {
+            return Ok(Flow::Stop);
+        }
+        let chunk: Value = match serde_json::from_str(&data) {
+            Ok(chunk) => chunk,
+            Err(error) => {
+                pipeline.report(
+                    Severity::Error,
+                    MALFORMED_SSE,
+                    format!(
+                        "the data of the SSE event at input line {number} is not JSON ({error}); it was skipped: '{}'",
+                        preview(&data)
+                    ),
+                )?;
+                return Ok(Flow::Continue);
+            }
+        };
+        if let Some(error) = chunk.get("error") {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_owned);
+            pipeline.report(
+                Severity::Error,
+                STREAM_ERROR,
+                format!("the stream reported an error at input line {number}: {message}"),
+            )?;
+            return Ok(Flow::Continue);
+        }
+        match content_delta(&chunk) {
+            Ok(Some(content)) => pipeline.feed_text(content)?,
+            Ok(None) => {}
+            Err(found) => pipeline.report(
+                Severity::Error,
+                MALFORMED_SSE,
+                format!(
+                    "in the SSE event at input line {number}, choices[0].delta.content is {found}, not a string; the event was skipped"
+                ),
+            )?,
+        }
+        Ok(Flow::Continue)
+    }
+}
+
+/// The content delta of a chunk's first choice: `Ok(None)` when the chunk has none (no
+/// `choices`, an empty array, no `delta`, a `null` content), `Err` naming the kind of a
+/// content that is not text.
+fn content_delta(chunk: &Value) -> Result<Option<&str>, &'static str> {
+    let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
+        return Ok(None);
+    };
+    let first = choices
+        .iter()
+        .find(|choice| choice.get("index").and_then(Value::as_u64) == Some(0))
+        .or_else(|| choices.first());
+    match first
+        .and_then(|choice| choice.get("delta"))
+        .and_then(|delta| delta.get("content"))
+    {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(content)) => Ok(Some(content)),
+        Some(Value::Bool(_)) => Err("a boolean"),
+        Some(Value::Number(_)) => Err("a number"),
+        Some(Value::Array(_)) => Err("an array"),
+        Some(Value::Object(_)) => Err("an object"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn content_comes_from_the_choice_with_index_zero() {
+        let chunk = json!({"choices": [{"index": 1, "delta": {"content": "b"}}, {"index": 0, "delta": {"content": "a"}}]});
+        assert_eq!(content_delta(&chunk), Ok(Some("a")));
+        let unindexed = json!({"choices": [{"delta": {"content": "x"}}]});
+        assert_eq!(content_delta(&unindexed), Ok(Some("x")));
+    }
+
+    #[test]
+    fn chunks_without_content_are_not_errors() {
+        for chunk in [
+            json!({"choices": [{"index": 0, "delta": {"role": "assistant"}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+            json!({"choices": [], "usage": {"total_tokens": 3}}),
+            json!({"choices": [{"index": 0, "delta": {"content": null}}]}),
+            json!({"id": "x"}),
+        ] {
+            assert_eq!(content_delta(&chunk), Ok(None), "{chunk}");
+        }
+        let bad = json!({"choices": [{"delta": {"content": 7}}]});
+        assert_eq!(content_delta(&bad), Err("a number"));
+    }
+
+    #[test]
+    fn previews_are_cut_at_a_character() {
+        let long = "é".repeat(PREVIEW_CHARS + 5);
+        let shown = preview(&long);
+        assert_eq!(shown.chars().count(), PREVIEW_CHARS + 1);
+        assert!(shown.ends_with('…'));
+        assert_eq!(preview("short"), "short");
+    }
+}

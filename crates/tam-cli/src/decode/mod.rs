@@ -1,0 +1,349 @@
+//! `tam decode`: a model's output in, one JSON object per event out, as the input arrives.
+//!
+//! The input is read with plain blocking reads, each handing over whatever bytes the pipe
+//! or file has (never read to the end first); each read's bytes go through the input
+//! framing ([`lines`], [`framing`]) into the protocol decoder ([`decoder`]), and each event
+//! is written and flushed the moment the decoder reports it ([`ndjson`]). So a tool call
+//! appears on standard output while the model is still writing what follows it.
+
+mod decoder;
+mod framing;
+mod lines;
+mod ndjson;
+
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use action_xml::MixedEvent;
+use clap::ValueEnum;
+use clap::error::ErrorKind;
+use tam_parse::{Code, Diagnostic, Dialect, Severity, Span};
+
+use self::decoder::{Blocks, ProtocolDecoder};
+use self::framing::SseEvents;
+use self::lines::{Flow, Line, LineSplitter};
+use self::ndjson::{Extras, NdjsonWriter};
+use crate::error::CliError;
+
+const LONG_ABOUT: &str = "\
+Decode a model's output stream into tool calls: one JSON object per line on standard
+output, written and flushed as soon as each event is decided, while the input is still
+arriving (FILE or standard input).
+
+Output lines (SPEC §6):
+  {\"type\":\"text\",\"text\":S}
+      prose outside blocks; adjacent text lines may be split anywhere
+  {\"type\":\"tool_calls\",\"protocol\":\"tam\"|\"action\",\"span\":[a,b],\"calls\":[{\"tool\":S,\"args\":{K:V}}],\"diagnostics\":[D…]}
+      one closed block; TAM values are strings under the key as written (chain suffix
+      stripped), ACTION values are JSON strings, arrays or objects
+  {\"type\":\"diagnostic\",\"severity\":\"error\"|\"warning\",\"code\":S,\"message\":S,\"span\":[a,b]}
+      a problem outside any block; D inside tool_calls has the same fields
+Spans are byte offsets [start, end) in the decoded content (for --input deltas and sse:
+the concatenated deltas, not the input file).
+
+Block starts and TAM command names are not reported by default: the tool_calls line is
+authoritative. --progress adds
+  {\"type\":\"block_start\",\"protocol\":P,\"span\":[a,b]}     when a start marker or <ACTION> is seen
+  {\"type\":\"command_seen\",\"protocol\":\"tam\",\"call\":N,\"tool\":S,\"span\":[a,b]}
+                                                          when a TAM command value closes
+--with-raw adds \"raw\" (the model's text) to diagnostics that carry it, such as
+unterminated_block.
+
+Input framing problems are diagnostic lines with an empty span at the offset reached, and
+reading goes on: malformed_delta (a deltas line that is not a JSON string), malformed_sse
+(SSE data that is not JSON, a content that is not a string: error; a line that is not an
+SSE field or comment: warning), stream_error (an SSE event with an \"error\" object),
+invalid_utf8 (a line that is not UTF-8; read with U+FFFD), line_too_long (over 8 MiB;
+skipped). In raw mode, bytes that are not UTF-8 get the decoders' invalid_utf8.
+
+Exit status: 0 whatever the model wrote; 1 when the input cannot be read or the output
+cannot be written (a closed pipe just ends the run); 2 for a usage error.";
+
+/// How the input is framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum InputFraming {
+    /// The model's text itself, bytes as they come.
+    Raw,
+    /// One delta per line, each a JSON string ("Hel", "lo\n"); blank lines are ignored.
+    Deltas,
+    /// An OpenAI-style chat.completions SSE stream: `data: {…}` events whose
+    /// `choices[0].delta.content` is fed to the decoder, up to `data: [DONE]`.
+    Sse,
+}
+
+/// Which tool-call blocks to look for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ProtocolChoice {
+    /// TAM blocks (`<|[REQUEST_TOOL]|>` … `<|[END_TOOL]|>`, or the VCP dialect's markers).
+    Tam,
+    /// ACTION XML blocks (`<ACTION>` … `</ACTION>`).
+    Action,
+    /// Both, in one stream.
+    Auto,
+}
+
+/// TAM marker dialect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DialectChoice {
+    /// `<|[REQUEST_TOOL]|>` … `<|[END_TOOL]|>`, tools named by `command`, `command1`, ….
+    Tam,
+    /// VCPToolBox: `<<<[TOOL_REQUEST]>>>` … `<<<[END_TOOL_REQUEST]>>>`, tool named by `tool_name`.
+    Vcp,
+}
+
+/// Decode a model's output stream into tool calls, one JSON object per line.
+#[derive(Debug, clap::Args)]
+#[command(long_about = LONG_ABOUT)]
+pub(crate) struct DecodeArgs {
+    /// Which tool-call blocks to look for.
+    #[arg(long, value_enum, default_value_t = ProtocolChoice::Auto)]
+    protocol: ProtocolChoice,
+    /// TAM marker dialect [default: tam]; not for --protocol action.
+    #[arg(long, value_enum)]
+    dialect: Option<DialectChoice>,
+    /// How the input is framed.
+    #[arg(long, value_enum, default_value_t = InputFraming::Raw)]
+    input: InputFraming,
+    /// Also write block_start and command_seen lines.
+    #[arg(long)]
+    progress: bool,
+    /// Add the model's text to diagnostics that carry it, as "raw".
+    #[arg(long)]
+    with_raw: bool,
+    /// The file to read; standard input when absent or `-`.
+    file: Option<PathBuf>,
+}
+
+/// Runs `tam decode`.
+pub(crate) fn run(args: &DecodeArgs) -> Result<(), CliError> {
+    let blocks = match args.protocol {
+        ProtocolChoice::Tam => Blocks::Tam,
+        ProtocolChoice::Action => Blocks::Action,
+        ProtocolChoice::Auto => Blocks::Both,
+    };
+    if blocks == Blocks::Action && args.dialect.is_some() {
+        return Err(CliError::usage(
+            ErrorKind::ArgumentConflict,
+            "--dialect chooses TAM markers, and --protocol action reads no TAM block; drop one of them",
+        ));
+    }
+    let dialect = match args.dialect {
+        Some(DialectChoice::Vcp) => Dialect::Vcp,
+        Some(DialectChoice::Tam) | None => Dialect::Tam,
+    };
+    let extras = Extras {
+        progress: args.progress,
+        raw: args.with_raw,
+    };
+    let stdout = io::stdout();
+    let writer = NdjsonWriter::new(BufWriter::new(stdout.lock()), extras);
+    let pipeline = Pipeline {
+        decoder: ProtocolDecoder::new(blocks, dialect),
+        writer,
+    };
+    let (source, path): (Box<dyn Read>, &Path) = match args.file.as_deref() {
+        // Named for messages only: `cannot read standard input: …`.
+        None => (Box::new(io::stdin().lock()), Path::new("standard input")),
+        Some(path) if path == Path::new("-") => {
+            (Box::new(io::stdin().lock()), Path::new("standard input"))
+        }
+        Some(path) => {
+            let file = File::open(path).map_err(|source| CliError::Read {
+                path: path.to_owned(),
+                source,
+            })?;
+            (Box::new(file), path)
+        }
+    };
+    match decode_stream(source, args.input, pipeline) {
+        Ok(()) => Ok(()),
+        Err(Failure::Read(source)) => Err(CliError::Read {
+            path: path.to_owned(),
+            source,
+        }),
+        Err(Failure::Write(error)) => Err(CliError::Write(error)),
+    }
+}
+
+/// Why decoding stopped early.
+#[derive(Debug)]
+enum Failure {
+    Read(io::Error),
+    Write(io::Error),
+}
+
+/// Size of one read: a read returns as soon as some bytes are there, so this only bounds
+/// how much one read can take when the input is ahead of the decoder.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Reads `source` to its end (or to `data: [DONE]`) through `framing` into `pipeline`.
+fn decode_stream<W: Write>(
+    mut source: impl Read,
+    framing: InputFraming,
+    mut pipeline: Pipeline<W>,
+) -> Result<(), Failure> {
+    let mut framer = Framer::new(framing);
+    let mut buffer = vec![0; READ_BUFFER_BYTES];
+    let mut complete = false;
+    loop {
+        let read = match source.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(Failure::Read(error)),
+        };
+        if framer
+            .push(&buffer[..read], &mut pipeline)
+            .map_err(Failure::Write)?
+            == Flow::Stop
+        {
+            complete = true;
+            break;
+        }
+    }
+    if !complete {
+        framer.finish(&mut pipeline).map_err(Failure::Write)?;
+    }
+    pipeline.finish().map_err(Failure::Write)
+}
+
+/// The decoder and the output, for one stream.
+#[derive(Debug)]
+pub(crate) struct Pipeline<W: Write> {
+    decoder: ProtocolDecoder,
+    writer: NdjsonWriter<W>,
+}
+
+impl<W: Write> Pipeline<W> {
+    /// Feeds a text delta and writes the events it decides.
+    pub(crate) fn feed_text(&mut self, delta: &str) -> io::Result<()> {
+        let mut written = Ok(());
+        self.decoder
+            .feed(delta, event_writer(&mut self.writer, &mut written));
+        written
+    }
+
+    /// Feeds a byte delta and writes the events it decides.
+    pub(crate) fn feed_bytes(&mut self, delta: &[u8]) -> io::Result<()> {
+        let mut written = Ok(());
+        self.decoder
+            .feed_bytes(delta, event_writer(&mut self.writer, &mut written));
+        written
+    }
+
+    /// Writes a diagnostic about the input framing, at the decoded offset reached.
+    pub(crate) fn report(
+        &mut self,
+        severity: Severity,
+        code: Code,
+        message: String,
+    ) -> io::Result<()> {
+        let at = self.decoder.position();
+        let span = Span::new(at, at);
+        let diagnostic = match severity {
+            Severity::Warning => Diagnostic::warning(code, span, message),
+            Severity::Error => Diagnostic::error(code, span, message),
+        };
+        self.writer.write_diagnostic(&diagnostic)
+    }
+
+    /// Ends the stream: writes held-back prose and a block left open.
+    fn finish(mut self) -> io::Result<()> {
+        let mut written = Ok(());
+        self.decoder
+            .finish(event_writer(&mut self.writer, &mut written));
+        written
+    }
+}
+
+/// An event callback that writes each event to `writer` until a write fails, keeping the
+/// first error in `written` (a decoder callback cannot return one).
+fn event_writer<'w, W: Write>(
+    writer: &'w mut NdjsonWriter<W>,
+    written: &'w mut io::Result<()>,
+) -> impl FnMut(MixedEvent<'_>) + 'w {
+    move |event| {
+        if written.is_ok() {
+            *written = writer.write_event(&event);
+        }
+    }
+}
+
+/// The framing state of the chosen input mode.
+#[derive(Debug)]
+enum Framer {
+    Raw,
+    Deltas(LineSplitter),
+    Sse(LineSplitter, SseEvents),
+}
+
+impl Framer {
+    fn new(framing: InputFraming) -> Self {
+        match framing {
+            InputFraming::Raw => Framer::Raw,
+            InputFraming::Deltas => Framer::Deltas(LineSplitter::default()),
+            InputFraming::Sse => Framer::Sse(LineSplitter::default(), SseEvents::default()),
+        }
+    }
+
+    /// Frames one read's bytes.
+    fn push<W: Write>(&mut self, chunk: &[u8], pipeline: &mut Pipeline<W>) -> io::Result<Flow> {
+        match self {
+            Framer::Raw => pipeline.feed_bytes(chunk).map(|()| Flow::Continue),
+            Framer::Deltas(splitter) => each_line(
+                pipeline,
+                |on_line| splitter.push(chunk, on_line),
+                framing::delta_line,
+            ),
+            Framer::Sse(splitter, events) => each_line(
+                pipeline,
+                |on_line| splitter.push(chunk, on_line),
+                |pipeline, line| events.line(pipeline, line),
+            ),
+        }
+    }
+
+    /// Frames what is left at the end of the input.
+    fn finish<W: Write>(&mut self, pipeline: &mut Pipeline<W>) -> io::Result<()> {
+        match self {
+            Framer::Raw => {}
+            Framer::Deltas(splitter) => {
+                each_line(
+                    pipeline,
+                    |on_line| splitter.finish(on_line),
+                    framing::delta_line,
+                )?;
+            }
+            Framer::Sse(splitter, events) => {
+                let flow = each_line(
+                    pipeline,
+                    |on_line| splitter.finish(on_line),
+                    |pipeline, line| events.line(pipeline, line),
+                )?;
+                if flow == Flow::Continue {
+                    events.finish(pipeline)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs `split` with a line callback that hands each line to `handle`, carrying the first
+/// write error out of the callback (which can only say stop).
+fn each_line<W: Write>(
+    pipeline: &mut Pipeline<W>,
+    split: impl FnOnce(&mut dyn FnMut(Line<'_>) -> Flow) -> Flow,
+    mut handle: impl FnMut(&mut Pipeline<W>, Line<'_>) -> io::Result<Flow>,
+) -> io::Result<Flow> {
+    let mut failure = None;
+    let flow = split(&mut |line| match handle(pipeline, line) {
+        Ok(flow) => flow,
+        Err(error) => {
+            failure = Some(error);
+            Flow::Stop
+        }
+    });
+    failure.map_or(Ok(flow), Err)
+}

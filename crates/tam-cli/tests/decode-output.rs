@@ -1,0 +1,119 @@
+//! The NDJSON of `tam decode` against SPEC §6, field by field, and its defaults
+//! (`--protocol auto`, `--dialect tam`, `--input raw`).
+
+mod support;
+
+use serde_json::json;
+use support::{Allowed, check_line, ndjson, run};
+
+const MIXED: &str = "Plan:\n<|[REQUEST_TOOL]|>\ncommand:「始」File.Read「末」\nfilePath:「始」/a「末」\n<|[END_TOOL]|>\n\
+<ACTION><Publish><tags><item>x</item></tags><event><kind>k</kind></event><note> hi </note></Publish></ACTION>\n\
+<<<[TOOL_REQUEST]>>>tool_name:「始」V「末」<<<[END_TOOL_REQUEST]>>>";
+
+#[test]
+fn lines_are_exactly_the_spec_objects() {
+    let output = run(&["decode"], MIXED.as_bytes());
+    assert_eq!(output.code, Some(0));
+    let lines: Vec<&str> = output.stdout.lines().collect();
+    let values = ndjson(&output.stdout);
+    for line in &values {
+        check_line(line, Allowed::default());
+    }
+    // The key order of the spec, as written.
+    assert_eq!(lines[0], r#"{"type":"text","text":"Plan:\n"}"#);
+    assert_eq!(
+        lines[1],
+        r#"{"type":"tool_calls","protocol":"tam","span":[6,105],"calls":[{"tool":"File.Read","args":{"filePath":"/a"}}],"diagnostics":[]}"#
+    );
+    assert_eq!(values[2], json!({"type": "text", "text": "\n"}));
+    assert_eq!(
+        values[3],
+        json!({
+            "type": "tool_calls",
+            "protocol": "action",
+            "span": [106, 215],
+            "calls": [{"tool": "Publish", "args": {"tags": ["x"], "event": {"kind": "k"}, "note": "hi"}}],
+            "diagnostics": []
+        })
+    );
+    let rest: String = values[4..]
+        .iter()
+        .map(|line| {
+            line["text"]
+                .as_str()
+                .expect("the VCP block is prose by default")
+        })
+        .collect();
+    assert_eq!(
+        rest,
+        "\n<<<[TOOL_REQUEST]>>>tool_name:「始」V「末」<<<[END_TOOL_REQUEST]>>>"
+    );
+}
+
+#[test]
+fn one_protocol_leaves_the_other_as_prose() {
+    for protocol in ["tam", "action"] {
+        let output = run(&["decode", "--protocol", protocol], MIXED.as_bytes());
+        let protocols: Vec<String> = ndjson(&output.stdout)
+            .iter()
+            .filter_map(|line| line["protocol"].as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(protocols, [protocol], "only {protocol} blocks are decoded");
+    }
+}
+
+#[test]
+fn the_vcp_dialect_reads_vcp_blocks() {
+    let output = run(&["decode", "--dialect", "vcp"], MIXED.as_bytes());
+    let calls: Vec<(String, String)> = ndjson(&output.stdout)
+        .iter()
+        .filter(|line| line["type"] == "tool_calls")
+        .map(|line| {
+            (
+                line["protocol"].to_string(),
+                line["calls"][0]["tool"].to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("\"action\"".to_owned(), "\"Publish\"".to_owned()),
+            ("\"tam\"".to_owned(), "\"V\"".to_owned())
+        ]
+    );
+}
+
+#[test]
+fn block_diagnostics_sit_inside_their_block() {
+    let input = "<|[REQUEST_TOOL]|>\ncommand1:「始」A「末」\nx2:「始」1「末」\n<|[END_TOOL]|>";
+    let lines = ndjson(&run(&["decode"], input.as_bytes()).stdout);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(
+        lines[0]["diagnostics"],
+        json!([{
+            "severity": "error",
+            "code": "orphan_parameter",
+            "message": "parameter 'x2' belongs to no call: add a command with its number or an unsuffixed command",
+            "span": [48, 70]
+        }])
+    );
+}
+
+#[test]
+fn progress_and_raw_are_opt_in() {
+    let input = "<|[REQUEST_TOOL]|>command:「始」A「末」";
+    let plain = ndjson(&run(&["decode"], input.as_bytes()).stdout);
+    assert_eq!(plain.len(), 1);
+    assert_eq!(plain[0]["code"], "unterminated_block");
+    assert_eq!(plain[0].get("raw"), None);
+
+    let flags = ["decode", "--progress", "--with-raw"];
+    let extra = ndjson(&run(&flags, input.as_bytes()).stdout);
+    for line in &extra {
+        check_line(line, Allowed::by_flags(&flags));
+    }
+    let types: Vec<&str> = extra.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["block_start", "command_seen", "diagnostic"]);
+    assert_eq!(extra[2]["raw"], input);
+}
