@@ -1,1 +1,129 @@
-//! action-xml (under construction).
+//! Streaming decoder for `<ACTION>` XML tool calls in LLM output, with a one-shot parser,
+//! a renderer, and a decoder for streams that mix ACTION and TAM blocks. Blocks are found
+//! by tam-parse's shared block scanner and their bodies parsed by roxmltree, after a
+//! pre-scan that enforces limits and repairs the mistakes models make.
+//!
+//! # Example
+//!
+//! ```
+//! use action_xml::{Config, Decoder, Event};
+//!
+//! let mut decoder = Decoder::new(Config::default());
+//! let mut text = String::new();
+//! let mut calls = Vec::new();
+//! for delta in ["Let me check.\n<ACT", "ION>\n  <ReadWorldStateTool>\n    <path>env.weather</path>\n",
+//!               "    <tags><item>a</item><item>b &amp; c</item></tags>\n  </ReadWorldStateTool>\n</ACTION>"] {
+//!     decoder.feed(delta, |event| match event {
+//!         Event::Text { text: t, .. } => text.push_str(&t),
+//!         Event::Block(block) => calls.extend(block.calls),
+//!         _ => {}
+//!     });
+//! }
+//! decoder.finish(|_| {});
+//!
+//! assert_eq!(text, "Let me check.\n");
+//! assert_eq!(calls[0].tool, "ReadWorldStateTool");
+//! assert_eq!(calls[0].get_str("path"), Some("env.weather"));
+//! assert_eq!(calls[0].args["tags"], serde_json::json!(["a", "b & c"]));
+//! ```
+//!
+//! # The protocol (SPEC §3)
+//!
+//! * `<ACTION>` … `</ACTION>`, ASCII case-insensitive, blanks allowed inside the tags
+//!   (`noncanonical_tag` warns). Prose before the first block is the response text and
+//!   streams out as [`Event::Text`] as it arrives; prose after it is trailing text. A
+//!   `</ACTION>` inside a CDATA section or a comment does not close the block.
+//! * Each child element of ACTION is one [`ActionCall`], in document order; the tool id is
+//!   the tag name as written, prefix included (`workflow:summarize_text` parses although
+//!   the prefix is undeclared). A parameter without child elements is a string (entities
+//!   decoded, trimmed of XML whitespace); one holding CDATA is the CDATA text verbatim,
+//!   except a line break right after `<![CDATA[` and the blanks after the last line break
+//!   before `]]>`. Children all named `item` make an array; other children an object, a
+//!   repeated name an array. Attributes are ignored (`ignored_attribute`), non-blank text
+//!   between calls too (`stray_text`).
+//! * Every block is reported; the second and later carry `extra_action_block` (by default
+//!   only the first runs). A block's calls come out of the very `feed` that delivers
+//!   `</ACTION>`.
+//! * An `<ACTION>` element directly inside a block means the block's own `<ACTION>` was a
+//!   mention in prose (`I will write an <ACTION> block:`) and the real block followed: its
+//!   children are read as the calls (`nested_action_tag`). An `<ACTION>` inside a value is
+//!   text like any other unclosed tag there.
+//!
+//! # Repairs
+//!
+//! Each repair is a warning with a stable code ([`codes`]): a bare `&`, or an entity
+//! reference that would need a DTD (`bare_ampersand`); a `<` inside a parameter value that
+//! begins no element, as in `<code>if a < b</code>`, an element left unclosed when its
+//! parent closes (`Vec<String>`) or a close tag that matches nothing in a value that then
+//! closes properly (`unescaped_lt`); `]]>` in text (`unescaped_gt`); undeclared namespace
+//! prefixes (`undeclared_prefix`); a missing `</ACTION>` at the end of the stream or
+//! elements left open at the end of the block (`missing_close_tag`: what arrived is
+//! parsed); markdown code fences around or inside the block (`code_fence`); `<action>`,
+//! `< ACTION >` and close tags that match only ignoring case (`noncanonical_tag`).
+//! Comments and processing instructions are dropped. A `<` problem between calls or
+//! directly inside a call is structure gone wrong, not code, and is not repaired.
+//!
+//! What cannot be repaired is error `malformed_xml`: the message ends with the line and
+//! column (1-based, columns in characters) in the model's whole output, prose included
+//! (`… at line 3, column 9`), so that a dispatcher can say `Malformed XML in ACTION block:
+//! …`; the diagnostic's span points at the spot and it carries the block's raw text. Such a
+//! block has no calls. Well-formed blocks, the common case, skip the repairing pre-scan: a
+//! quick look for `<` decides that roxmltree may see the body as it is.
+//!
+//! # What is borrowed, what is held back
+//!
+//! [`Event::Text`] borrows from the delta just fed, or from the decoder for prose it held
+//! back: only a possible `<ACTION` prefix (at most 23 bytes) plus, for byte deltas, an
+//! incomplete UTF-8 character. A block is copied once into the scanner's buffer and parsed
+//! when it closes; [`ActionBlock`]s own their data.
+//!
+//! # Input safety
+//!
+//! Limits are [`Config`] fields with documented defaults: `max_block_bytes` (1 MiB; past it
+//! the block's bytes are dropped as they arrive and it is reported with
+//! `block_too_large`), `max_depth` (64, checked by an iterative pre-scan before anything
+//! recurses, so 100 000 nested elements cost a counter, not the stack: `nesting_too_deep`)
+//! and `max_nodes` (65 536, roxmltree's node limit: `too_many_nodes`). DTDs are refused
+//! and no entity is ever expanded beyond the five predefined ones and character
+//! references. No input makes the decoder panic (property-tested on arbitrary bytes), and
+//! no `unsafe` code is used (`#![forbid(unsafe_code)]`).
+//!
+//! # One shot, and back
+//!
+//! [`parse`] gathers the events of a whole output into a [`Parsed`] (response text, the
+//! first block's calls, trailing text, every diagnostic and block). [`render_call`] and
+//! [`render_action`] write calls as ACTION XML that parses back to the same values, with
+//! CDATA where a value needs it; names that are not XML names are refused
+//! ([`RenderError`]).
+//!
+//! # Both protocols in one stream
+//!
+//! [`MixedDecoder`] runs one scanner whose grammar holds the TAM syntax (kind 0) and the
+//! ACTION syntax (kind 1), and reports [`MixedEvent`]s: TAM blocks through tam-parse's
+//! [`tam_parse::BlockParser`], ACTION blocks as here.
+//!
+//! # Crate features
+//!
+//! None: the crate has no optional parts.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod block;
+pub mod codes;
+mod decoder;
+mod fence;
+mod mixed;
+mod parsed;
+mod position;
+mod prescan;
+mod render;
+mod tree;
+mod xml_chars;
+
+pub use block::{ActionBlock, ActionCall};
+pub use decoder::{Config, Decoder, Event, block_syntax, grammar};
+pub use mixed::{MixedConfig, MixedDecoder, MixedEvent, Protocol, mixed_grammar};
+pub use parsed::{Parsed, parse, parse_with};
+pub use position::LineColumn;
+pub use render::{RenderError, render_action, render_call};
+pub use tam_parse::{ByteString, Code, Diagnostic, Severity, Span};

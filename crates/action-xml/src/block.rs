@@ -1,0 +1,619 @@
+//! ACTION blocks and their calls, and how a closed block becomes them: pre-scan and
+//! repairs, roxmltree, then the tree to calls.
+
+use std::ops::Range;
+
+use serde_json::{Map, Value};
+use tam_parse::scan::{BlockEnd, ClosedBlock};
+use tam_parse::{ByteString, Diagnostic, Span};
+
+use crate::codes;
+use crate::decoder::Config;
+use crate::fence::fences_in_body;
+use crate::position::Cursor;
+use crate::prescan::{Prepared, Refusal, RegionRef, clean_document, prescan};
+use crate::tree::TreeReader;
+
+/// One tool call: an element inside `<ACTION>`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionCall {
+    /// The tool id: the element's name as written, namespace prefix included
+    /// (`workflow:summarize_text`).
+    pub tool: String,
+    /// The parameters: one entry per child element, in document order. Values are JSON
+    /// strings, arrays (`<item>` children, or a repeated name) or objects.
+    pub args: Map<String, Value>,
+    /// Where the element is in the stream.
+    pub span: Span,
+}
+
+impl ActionCall {
+    /// The parameter `key`, if given.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.args.get(key)
+    }
+
+    /// The parameter `key` when it is a string.
+    pub fn get_str(&self, key: &str) -> Option<&str> {
+        self.args.get(key).and_then(Value::as_str)
+    }
+}
+
+/// A closed `<ACTION>` block: its calls in document order and what was wrong with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionBlock {
+    /// `<ACTION>` to `</ACTION>` inclusive (to the end of the stream when the close tag
+    /// never came).
+    pub span: Span,
+    /// 0 for the first ACTION block of the stream, 1 for the next, … Blocks after the first
+    /// carry warning `extra_action_block`.
+    pub index: usize,
+    /// The calls, in document order (none when the block is unusable).
+    pub calls: Vec<ActionCall>,
+    /// Warnings (repairs) and errors about this block, in stream order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The block's raw text, tags included (empty when it exceeded `max_block_bytes`).
+    pub raw: ByteString,
+}
+
+impl ActionBlock {
+    /// True when some diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// The first error, e.g. to tell the model `Malformed XML in ACTION block: …`.
+    pub fn first_error(&self) -> Option<&Diagnostic> {
+        self.diagnostics.iter().find(|d| d.is_error())
+    }
+}
+
+/// What was learnt about a block while it was open.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct OpenBlock {
+    /// Line and column where the block starts.
+    pub start: Cursor,
+    /// A code fence line right before the block.
+    pub outer_fence: Option<Span>,
+    /// CDATA sections and comments, in raw offsets.
+    pub regions: Vec<RegionRef>,
+    /// The region open now: its kind and where its opener starts.
+    pub open_region: Option<(crate::prescan::RegionKind, usize)>,
+    /// Invalid UTF-8 inside the block.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Deepest nesting ever accepted, whatever the configuration says: values are built
+/// recursively, and this keeps the recursion far from any stack limit.
+const DEPTH_CAP: usize = 256;
+
+const CANONICAL_OPEN: &str = "<ACTION>";
+const CANONICAL_CLOSE: &str = "</ACTION>";
+
+/// Everything needed to turn body positions into stream spans and line/column.
+struct Where<'c> {
+    closed: &'c ClosedBlock,
+    start: Cursor,
+}
+
+impl Where<'_> {
+    fn raw_span(&self, r: Range<usize>) -> Span {
+        self.closed.offsets.span(r)
+    }
+
+    fn body_span(&self, r: Range<usize>) -> Span {
+        let b = self.closed.body.start;
+        self.raw_span(b + r.start..b + r.end)
+    }
+
+    /// The span of the character at body offset `at` (empty at the end), and its line and
+    /// column in the model's output.
+    fn point(&self, at: usize) -> (Span, crate::LineColumn) {
+        let raw = &self.closed.raw;
+        let mut r = (self.closed.body.start + at).min(raw.len());
+        while !raw.is_char_boundary(r) {
+            r -= 1;
+        }
+        let len = raw[r..].chars().next().map_or(0, char::len_utf8);
+        let lc = self.start.after(&raw.as_bytes()[..r]).line_column();
+        (self.raw_span(r..r + len), lc)
+    }
+}
+
+/// Builds the [`ActionBlock`] of a block the scanner closed.
+pub(crate) fn build_block(
+    closed: &ClosedBlock,
+    open: OpenBlock,
+    index: usize,
+    config: &Config,
+) -> ActionBlock {
+    build_block_with(closed, open, index, config, true)
+}
+
+/// [`build_block`]; `fast_path` tries a body as it is before the full pre-scan (off only in
+/// tests that check both ways agree).
+fn build_block_with(
+    closed: &ClosedBlock,
+    open: OpenBlock,
+    index: usize,
+    config: &Config,
+    fast_path: bool,
+) -> ActionBlock {
+    let mut diags = open.diagnostics;
+    let at_eof = closed.end == BlockEnd::Eof;
+    let here = Where {
+        closed,
+        start: open.start,
+    };
+    if let Some(fence) = open.outer_fence {
+        diags.push(Diagnostic::warning(
+            codes::CODE_FENCE,
+            fence,
+            "markdown code fence around the ACTION block ignored",
+        ));
+    }
+    if index > 0 {
+        diags.push(Diagnostic::warning(
+            codes::EXTRA_ACTION_BLOCK,
+            closed.span,
+            format!(
+                "ACTION block {} of this output: only the first block runs by default",
+                index + 1
+            ),
+        ));
+    }
+    if closed.dropped > 0 {
+        if at_eof {
+            diags.push(missing_close(closed, &[]));
+        }
+        diags.push(Diagnostic::error(
+            codes::BLOCK_TOO_LARGE,
+            closed.span,
+            format!(
+                "ACTION block of {} bytes exceeds the limit of {}; its content was dropped",
+                closed.span.len(),
+                config.max_block_bytes
+            ),
+        ));
+        return finish(closed, index, Vec::new(), diags, ByteString::new());
+    }
+    let raw = &closed.raw;
+    let body_range = closed.body.clone();
+    let body = &raw[body_range.clone()];
+    if &raw[..body_range.start] != CANONICAL_OPEN {
+        diags.push(Diagnostic::warning(
+            codes::NONCANONICAL_TAG,
+            here.raw_span(0..body_range.start),
+            format!(
+                "open tag '{}' should be written {CANONICAL_OPEN}",
+                &raw[..body_range.start]
+            ),
+        ));
+    }
+    if !at_eof && &raw[body_range.end..] != CANONICAL_CLOSE {
+        diags.push(Diagnostic::warning(
+            codes::NONCANONICAL_TAG,
+            here.raw_span(body_range.end..raw.len()),
+            format!(
+                "close tag '{}' should be written {CANONICAL_CLOSE}",
+                &raw[body_range.end..]
+            ),
+        ));
+    }
+    let (first_fence, last_fence) = fences_in_body(body);
+    let fences: Vec<Range<usize>> = first_fence.into_iter().chain(last_fence).collect();
+    if let Some(f) = fences.first() {
+        diags.push(Diagnostic::warning(
+            codes::CODE_FENCE,
+            here.body_span(f.clone()),
+            "markdown code fence inside the ACTION block ignored",
+        ));
+    }
+    let regions: Vec<RegionRef> = open
+        .regions
+        .iter()
+        .map(|r| RegionRef {
+            kind: r.kind,
+            full: r.full.start - body_range.start..r.full.end - body_range.start,
+            content: r.content.start - body_range.start..r.content.end - body_range.start,
+            closed: r.closed,
+        })
+        .collect();
+    let max_depth = config.max_depth.min(DEPTH_CAP);
+    if fast_path
+        && !at_eof
+        && fences.is_empty()
+        && let Some(clean) = clean_document(body, &regions, max_depth)
+        && let Ok(document) =
+            roxmltree::Document::parse_with_options(&clean.doc, parsing_options(config))
+    {
+        let calls = read_calls(&clean, &document, &here, &mut diags);
+        return finish_block(closed, index, calls, diags, raw.clone());
+    }
+    let prepared = prescan(body, &regions, at_eof, max_depth, &fences);
+    if at_eof && prepared.is_err() {
+        diags.push(missing_close(closed, &[]));
+    }
+    let calls = match prepared {
+        Err(Refusal::Dtd(at)) => {
+            let (span, lc) = here.point(at);
+            diags.push(
+                Diagnostic::error(
+                    codes::MALFORMED_XML,
+                    span,
+                    format!("document type declarations are not allowed (no DTD, no entity expansion) at {lc}"),
+                )
+                .with_raw(raw.clone()),
+            );
+            Vec::new()
+        }
+        Err(Refusal::TooDeep(at)) => {
+            let (span, lc) = here.point(at);
+            diags.push(
+                Diagnostic::error(
+                    codes::NESTING_TOO_DEEP,
+                    span,
+                    format!("elements nested deeper than {max_depth} levels at {lc}"),
+                )
+                .with_raw(raw.clone()),
+            );
+            Vec::new()
+        }
+        Ok(prepared) => parse_prepared(&prepared, &here, config, at_eof, &mut diags),
+    };
+    finish_block(closed, index, calls, diags, raw.clone())
+}
+
+/// Ends a block that was parsed: warns when it has no call.
+fn finish_block(
+    closed: &ClosedBlock,
+    index: usize,
+    calls: Vec<ActionCall>,
+    mut diags: Vec<Diagnostic>,
+    raw: ByteString,
+) -> ActionBlock {
+    if calls.is_empty() && !diags.iter().any(Diagnostic::is_error) {
+        diags.push(Diagnostic::warning(
+            codes::EMPTY_BLOCK,
+            closed.span,
+            "ACTION block contains no tool call",
+        ));
+    }
+    finish(closed, index, calls, diags, raw)
+}
+
+fn parsing_options<'i>(config: &Config) -> roxmltree::ParsingOptions<'i> {
+    roxmltree::ParsingOptions {
+        allow_dtd: false,
+        nodes_limit: config.max_nodes,
+        ..roxmltree::ParsingOptions::default()
+    }
+}
+
+/// The calls of a parsed document.
+fn read_calls(
+    prepared: &Prepared,
+    document: &roxmltree::Document<'_>,
+    here: &Where<'_>,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<ActionCall> {
+    let mut reader = TreeReader {
+        prepared,
+        body_start: here.closed.body.start,
+        offsets: &here.closed.offsets,
+        diagnostics: diags,
+    };
+    reader.calls(document.root_element())
+}
+
+fn element_list(names: &[String]) -> String {
+    let names: Vec<String> = names.iter().map(|n| format!("<{n}>")).collect();
+    names.join(", ")
+}
+
+/// The warning for a block the stream ended in, naming the elements that were closed.
+fn missing_close(closed: &ClosedBlock, auto_closed: &[String]) -> Diagnostic {
+    let message = if auto_closed.is_empty() {
+        "the stream ended before </ACTION>; the block was parsed as received".to_owned()
+    } else {
+        format!(
+            "the stream ended before </ACTION>, inside {}; the block was parsed as received and those elements closed",
+            element_list(auto_closed)
+        )
+    };
+    Diagnostic::warning(
+        codes::MISSING_CLOSE_TAG,
+        Span::new(closed.span.end, closed.span.end),
+        message,
+    )
+}
+
+fn finish(
+    closed: &ClosedBlock,
+    index: usize,
+    calls: Vec<ActionCall>,
+    mut diagnostics: Vec<Diagnostic>,
+    raw: ByteString,
+) -> ActionBlock {
+    diagnostics.sort_by_key(|d| d.span.start);
+    ActionBlock {
+        span: closed.span,
+        index,
+        calls,
+        diagnostics,
+        raw,
+    }
+}
+
+/// Reports the pre-scan's repairs, parses the document and reads the calls.
+fn parse_prepared(
+    prepared: &Prepared,
+    here: &Where<'_>,
+    config: &Config,
+    at_eof: bool,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<ActionCall> {
+    for r in &prepared.repairs {
+        diags.push(Diagnostic::warning(
+            r.code,
+            here.body_span(r.at.clone()),
+            r.message.clone(),
+        ));
+    }
+    let mut auto_closed: &[String] = &prepared.auto_closed;
+    if let [inner @ .., outer] = auto_closed
+        && outer.eq_ignore_ascii_case("ACTION")
+    {
+        // A nested <ACTION> (reported as such) closed by the block's own close tag.
+        auto_closed = inner;
+    }
+    if at_eof {
+        diags.push(missing_close(here.closed, auto_closed));
+    } else if !auto_closed.is_empty() {
+        let body_len = here.closed.body.len();
+        diags.push(Diagnostic::warning(
+            codes::MISSING_CLOSE_TAG,
+            here.body_span(body_len..body_len),
+            format!(
+                "{} not closed before </ACTION>; closed there",
+                element_list(auto_closed)
+            ),
+        ));
+    }
+    match roxmltree::Document::parse_with_options(&prepared.doc, parsing_options(config)) {
+        Ok(document) => read_calls(prepared, &document, here, diags),
+        Err(e) => {
+            diags.push(xml_error(&e, prepared, here, config));
+            Vec::new()
+        }
+    }
+}
+
+/// The diagnostic for a document roxmltree rejected.
+fn xml_error(
+    e: &roxmltree::Error,
+    prepared: &Prepared,
+    here: &Where<'_>,
+    config: &Config,
+) -> Diagnostic {
+    use roxmltree::Error as E;
+    let raw = here.closed.raw.clone();
+    if matches!(e, E::NodesLimitReached) {
+        return Diagnostic::error(
+            codes::TOO_MANY_NODES,
+            here.closed.span,
+            format!("ACTION block has more than {} XML nodes", config.max_nodes),
+        )
+        .with_raw(raw);
+    }
+    let doc = prepared.doc.as_str();
+    let positional = !matches!(
+        e,
+        E::NoRootNode
+            | E::UnclosedRootNode
+            | E::DtdDetected
+            | E::AttributesLimitReached
+            | E::NamespacesLimitReached
+            | E::UnexpectedEndOfStream
+    );
+    let doc_at = if positional {
+        let pos = e.pos();
+        doc_offset(doc, pos.row as usize, pos.col as usize)
+    } else {
+        doc.len() - CANONICAL_CLOSE.len()
+    };
+    let detail = e.to_string().replace(&format!(" at {}", e.pos()), "");
+    let (span, lc) = here.point(prepared.map.body(doc_at));
+    Diagnostic::error(codes::MALFORMED_XML, span, format!("{detail} at {lc}")).with_raw(raw)
+}
+
+/// The byte offset of 1-based `row` and `col` (in characters) in `doc`.
+fn doc_offset(doc: &str, row: usize, col: usize) -> usize {
+    let mut line_start = 0;
+    for _ in 1..row {
+        match memchr::memchr(b'\n', &doc.as_bytes()[line_start..]) {
+            Some(i) => line_start += i + 1,
+            None => break,
+        }
+    }
+    doc[line_start..]
+        .char_indices()
+        .nth(col.saturating_sub(1))
+        .map_or(doc.len(), |(i, _)| line_start + i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decoder::grammar;
+    use crate::prescan::RegionKind;
+    use proptest::prelude::*;
+    use tam_parse::scan::{BlockView, ScanHandler, Scanner};
+
+    /// Builds every block twice, with and without the fast path.
+    #[derive(Default)]
+    struct BothWays {
+        open: OpenBlock,
+        pending: Option<usize>,
+        pairs: Vec<(ActionBlock, ActionBlock)>,
+    }
+
+    impl ScanHandler for BothWays {
+        fn text(&mut self, _: &str, _: Span) {}
+
+        fn region_opened(&mut self, _: &BlockView<'_>, _: usize, marker: Range<usize>) {
+            self.pending = Some(marker.start);
+        }
+
+        fn region_closed(
+            &mut self,
+            _: &BlockView<'_>,
+            region: usize,
+            content: Range<usize>,
+            marker: Range<usize>,
+        ) {
+            if let Some(start) = self.pending.take() {
+                self.open.regions.push(RegionRef {
+                    kind: if region == 0 {
+                        RegionKind::Cdata
+                    } else {
+                        RegionKind::Comment
+                    },
+                    full: start..marker.end,
+                    content,
+                    closed: true,
+                });
+            }
+        }
+
+        fn block_closed(&mut self, closed: ClosedBlock) {
+            let open = std::mem::take(&mut self.open);
+            let config = Config::default();
+            let fast = build_block_with(&closed, open.clone(), 0, &config, true);
+            let full = build_block_with(&closed, open, 0, &config, false);
+            self.pairs.push((fast, full));
+        }
+    }
+
+    const PIECES: &[&str] = &[
+        "<ACTION>",
+        "</ACTION>",
+        "<t>",
+        "</t>",
+        "<a>",
+        "</a>",
+        "<A>",
+        "<item>",
+        "</item>",
+        "<p:x>",
+        "</p:x>",
+        "<e/>",
+        "<e />",
+        "<a b='1'>",
+        "<a b=\"&\">",
+        "<![CDATA[",
+        "]]>",
+        "]]",
+        "<!--",
+        "-->",
+        "x",
+        "中",
+        "&",
+        "&amp;",
+        "&#0;",
+        "&#x41;",
+        "&lol;",
+        "<",
+        ">",
+        "</",
+        "\n",
+        " ",
+        "<?pi?>",
+        "<!DOCTYPE x>",
+        "```xml\n",
+        "<x:y:z>",
+        "<1>",
+        "</ t>",
+        "<t >",
+        "</t >",
+        "<_a>",
+        "</_a>",
+    ];
+
+    /// Well-formed bodies, which the fast path takes.
+    fn element() -> impl Strategy<Value = String> {
+        let name = prop::sample::select(vec!["t", "a", "item", "p:x", "名", "_b"]);
+        let text = prop::sample::select(vec![
+            "x",
+            "中",
+            "&amp;",
+            " ",
+            "\n",
+            "<![CDATA[a<b]]>",
+            "&#x41;",
+            "",
+        ]);
+        (name.clone(), text)
+            .prop_map(|(n, t)| format!("<{n}>{t}</{n}>"))
+            .prop_recursive(4, 32, 4, move |inner| {
+                (
+                    name.clone(),
+                    prop::collection::vec(inner, 0..4),
+                    prop::bool::ANY,
+                )
+                    .prop_map(|(n, children, empty)| {
+                        if empty && children.is_empty() {
+                            format!("<{n}/>")
+                        } else {
+                            format!("<{n}>{}</{n}>", children.concat())
+                        }
+                    })
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        /// On well-formed bodies the fast path applies and agrees with the full pre-scan.
+        #[test]
+        fn fast_path_takes_well_formed_bodies(elements in prop::collection::vec(element(), 0..4)) {
+            let body = elements.concat().replace("p:x", "x");
+            let regions: Vec<RegionRef> = Vec::new();
+            let has_cdata = body.contains("<![CDATA[");
+            let clean = clean_document(&body, &regions, 64);
+            // Without CDATA (whose regions the scanner would report) the body is clean.
+            prop_assert!(has_cdata || clean.is_some(), "{}", body);
+            let input = format!("<ACTION>{body}</ACTION>");
+            let mut handler = BothWays::default();
+            let mut scanner = Scanner::new(grammar(), 1 << 20);
+            scanner.feed(&input, &mut handler);
+            scanner.finish(&mut handler);
+            let (fast, full) = &handler.pairs[0];
+            prop_assert_eq!(fast, full, "{}", input);
+            prop_assert!(!fast.has_errors(), "{:?}", fast.diagnostics);
+        }
+
+        /// The fast path never changes the result: it applies only where the full pre-scan
+        /// would change nothing.
+        #[test]
+        fn fast_path_agrees_with_the_full_pre_scan(
+            parts in prop::collection::vec(prop::sample::select(PIECES), 0..30)
+        ) {
+            let input = format!("<ACTION>{}</ACTION>", parts.concat());
+            let mut handler = BothWays::default();
+            let mut scanner = Scanner::new(grammar(), 1 << 20);
+            scanner.feed(&input, &mut handler);
+            scanner.finish(&mut handler);
+            for (fast, full) in &handler.pairs {
+                prop_assert_eq!(fast, full, "{}", input);
+            }
+        }
+    }
+
+    #[test]
+    fn doc_offsets_count_characters() {
+        assert_eq!(doc_offset("ab\n文字x", 2, 3), 3 + 6);
+        assert_eq!(doc_offset("ab", 1, 1), 0);
+        assert_eq!(doc_offset("ab", 5, 9), 2);
+    }
+}

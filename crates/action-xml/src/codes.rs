@@ -1,0 +1,61 @@
+//! The stable diagnostic codes this crate reports, next to the tam-parse ones it shares.
+//!
+//! Warnings mean the block was understood, possibly after a repair; errors mean part of it
+//! could not be used. Clients and tests match on these constants (or on
+//! [`Code::as_str`]).
+
+use tam_parse::Code;
+
+/// The body is not well-formed XML even after the repairs, or holds a DTD (error). The
+/// message ends with the line and column in the model's output; the diagnostic carries
+/// the block's raw text. The block has no calls.
+pub const MALFORMED_XML: Code = Code::new("malformed_xml");
+/// An `&` that begins no entity or character reference was read as `&amp;` (warning).
+pub const BARE_AMPERSAND: Code = Code::new("bare_ampersand");
+/// A `<` inside an element that begins no well-formed tag — or a tag left unclosed when
+/// its parent closed, or a close tag that matches no open element — was read as text
+/// (warning). This is how `<code>if a < b</code>` and `Vec<String>` in values survive.
+pub const UNESCAPED_LT: Code = Code::new("unescaped_lt");
+/// `]]>` in text outside CDATA: its `>` was read as `&gt;` (warning).
+pub const UNESCAPED_GT: Code = Code::new("unescaped_gt");
+/// A namespace prefix (`workflow:` in `<workflow:summarize_text>`) is used without an
+/// `xmlns:` declaration; names keep the prefix as written (warning).
+pub const UNDECLARED_PREFIX: Code = Code::new("undeclared_prefix");
+/// The stream ended before `</ACTION>`, or elements were still open at the end of the
+/// block; what arrived was parsed and the open elements closed (warning).
+pub const MISSING_CLOSE_TAG: Code = Code::new("missing_close_tag");
+/// A markdown code fence around the block or inside it was ignored (warning).
+pub const CODE_FENCE: Code = Code::new("code_fence");
+/// `<action>`, `< ACTION >` and the like, or a close tag that matches its element only
+/// ignoring case (warning).
+pub const NONCANONICAL_TAG: Code = Code::new("noncanonical_tag");
+/// Attributes carry no parameters; they were ignored (warning).
+pub const IGNORED_ATTRIBUTE: Code = Code::new("ignored_attribute");
+/// Non-blank text between calls, or beside the child elements of a call or of an
+/// object value, was ignored (warning). The same code as tam-parse's.
+pub const STRAY_TEXT: Code = Code::STRAY_TEXT;
+/// The second or a later ACTION block of the stream (warning). Only the first block runs
+/// by default; the dispatcher's policy may run the others.
+pub const EXTRA_ACTION_BLOCK: Code = Code::new("extra_action_block");
+/// An `<ACTION>` element inside an ACTION block (warning): the block's own `<ACTION>` was
+/// most likely a mention in prose and the real block followed; the inner element's
+/// children were read as the calls.
+pub const NESTED_ACTION_TAG: Code = Code::new("nested_action_tag");
+/// An ACTION block without any call (warning).
+pub const EMPTY_BLOCK: Code = Code::new("empty_block");
+/// Elements nested deeper than [`Config::max_depth`](crate::Config::max_depth) (error);
+/// the block has no calls.
+pub const NESTING_TOO_DEEP: Code = Code::new("nesting_too_deep");
+/// More XML nodes than [`Config::max_nodes`](crate::Config::max_nodes) (error); the block
+/// has no calls.
+pub const TOO_MANY_NODES: Code = Code::new("too_many_nodes");
+/// A block larger than [`Config::max_block_bytes`](crate::Config::max_block_bytes)
+/// (error); its bytes were dropped. The same code as tam-parse's.
+pub const BLOCK_TOO_LARGE: Code = Code::BLOCK_TOO_LARGE;
+/// Bytes that are not UTF-8 (error), from [`Decoder::feed_bytes`](crate::Decoder::feed_bytes).
+/// The same code as tam-parse's.
+pub const INVALID_UTF8: Code = Code::INVALID_UTF8;
+/// A TAM event that this version of the mixed decoder does not know (a newer tam-parse):
+/// passed on as a warning whose message is the event's debug form, so that nothing is
+/// dropped silently. Not emitted with the tam-parse this crate is built with.
+pub const UNKNOWN_TAM_EVENT: Code = Code::new("unknown_tam_event");

@@ -1,0 +1,373 @@
+//! The streaming ACTION decoder: the shared block scanner with the `<ACTION>` grammar,
+//! and the layer that turns its callbacks into events.
+
+use std::borrow::Cow;
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
+
+use tam_parse::scan::{
+    BlockSyntax, BlockView, ClosedBlock, Grammar, Pattern, Region, ScanHandler, Scanner,
+};
+use tam_parse::{Diagnostic, Span};
+
+use crate::block::{ActionBlock, OpenBlock, build_block};
+use crate::codes;
+use crate::fence::FenceTracker;
+use crate::position::StreamCursor;
+use crate::prescan::{RegionKind, RegionRef};
+
+/// Region index of CDATA sections in [`block_syntax`].
+const REGION_CDATA: usize = 0;
+/// Region index of comments in [`block_syntax`].
+const REGION_COMMENT: usize = 1;
+const CDATA_OPEN: &str = "<![CDATA[";
+const COMMENT_OPEN: &str = "<!--";
+
+/// The ACTION block syntax for the shared scanner: `<ACTION>` … `</ACTION>` (ASCII
+/// case-insensitive, blanks allowed inside the tags), with CDATA sections and comments as
+/// regions in which `</ACTION>` does not close the block.
+///
+/// Use it to build a [`Grammar`] that scans other protocols too (as [`crate::MixedDecoder`]
+/// does).
+pub fn block_syntax() -> BlockSyntax {
+    BlockSyntax {
+        start: Pattern::tag("ACTION"),
+        end: Pattern::closing_tag("ACTION"),
+        regions: vec![
+            Region {
+                open: Pattern::exact(CDATA_OPEN),
+                close: Pattern::exact("]]>"),
+                block_markers_inside: false,
+            },
+            Region {
+                open: Pattern::exact(COMMENT_OPEN),
+                close: Pattern::exact("-->"),
+                block_markers_inside: false,
+            },
+        ],
+        restart_on_start: false,
+    }
+}
+
+/// The compiled grammar of ACTION blocks alone (built once per process).
+pub fn grammar() -> Arc<Grammar> {
+    static GRAMMAR: OnceLock<Arc<Grammar>> = OnceLock::new();
+    Arc::clone(
+        GRAMMAR.get_or_init(|| {
+            Grammar::new(vec![block_syntax()]).expect("the ACTION grammar is valid")
+        }),
+    )
+}
+
+/// Decoder settings. Every limit bounds memory or work per block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Config {
+    /// Largest block kept, in bytes, tags included. A larger block is reported with error
+    /// `block_too_large` and no calls; its bytes are dropped as they arrive, and the
+    /// decoder holds at most this plus 64 KiB meanwhile. Default: 1 MiB.
+    pub max_block_bytes: usize,
+    /// Deepest element nesting inside `<ACTION>` (a call is level 1, its parameters level
+    /// 2). Deeper input gets error `nesting_too_deep` and no calls; it is checked by an
+    /// iterative pre-scan before any parser recurses. Values above 256 count as 256.
+    /// Default: 64.
+    pub max_depth: usize,
+    /// Most XML nodes (elements, text runs) in one block, passed to roxmltree as its
+    /// `nodes_limit`. More gets error `too_many_nodes` and no calls. Default: 65 536.
+    pub max_nodes: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_block_bytes: 1 << 20,
+            max_depth: 64,
+            max_nodes: 1 << 16,
+        }
+    }
+}
+
+/// What the decoder reports, in stream order.
+///
+/// Text borrows from the delta just fed (or from the decoder, for prose it held back);
+/// everything else owns its data. [`Event::into_owned`] detaches an event from both.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event<'a> {
+    /// Prose outside blocks: the response text before the first block, trailing text
+    /// after it. Adjacent text events may be split anywhere.
+    Text {
+        /// The text.
+        text: Cow<'a, str>,
+        /// Its place in the stream.
+        span: Span,
+    },
+    /// An `<ACTION>` tag: a block is open. `span` covers the tag.
+    BlockStart {
+        /// The open tag's span.
+        span: Span,
+    },
+    /// A closed block, emitted by the feed that delivered `</ACTION>` (or by `finish`
+    /// when the close tag never came).
+    Block(ActionBlock),
+    /// A problem outside any block (invalid UTF-8).
+    Diagnostic(Diagnostic),
+}
+
+impl Event<'_> {
+    /// The event with no borrow left.
+    pub fn into_owned(self) -> Event<'static> {
+        match self {
+            Event::Text { text, span } => Event::Text {
+                text: Cow::Owned(text.into_owned()),
+                span,
+            },
+            Event::BlockStart { span } => Event::BlockStart { span },
+            Event::Block(b) => Event::Block(b),
+            Event::Diagnostic(d) => Event::Diagnostic(d),
+        }
+    }
+
+    /// The span of the event.
+    pub fn span(&self) -> Span {
+        match self {
+            Event::Text { span, .. } | Event::BlockStart { span } => *span,
+            Event::Block(b) => b.span,
+            Event::Diagnostic(d) => d.span,
+        }
+    }
+}
+
+/// The ACTION protocol layer on top of the scanner: one block's callbacks to an
+/// [`ActionBlock`]. Shared by [`Decoder`] and [`crate::MixedDecoder`].
+#[derive(Debug, Default)]
+pub(crate) struct ActionLayer {
+    pub config: Config,
+    blocks_seen: usize,
+    fence: FenceTracker,
+    open: OpenBlock,
+}
+
+impl ActionLayer {
+    pub(crate) fn new(config: Config) -> Self {
+        ActionLayer {
+            config,
+            ..ActionLayer::default()
+        }
+    }
+
+    /// Forgets the stream (for a new one).
+    pub(crate) fn reset(&mut self) {
+        *self = ActionLayer::new(self.config);
+    }
+
+    pub(crate) fn text(&mut self, text: &str, span: Span) {
+        self.fence.text(text, span);
+    }
+
+    /// Something other than prose (another protocol's block, invalid bytes) ends at `end`.
+    pub(crate) fn interrupt(&mut self, end: usize) {
+        self.fence.interrupt(end);
+    }
+
+    pub(crate) fn block_opened(&mut self, marker: Span, start: crate::position::Cursor) {
+        self.open = OpenBlock {
+            start,
+            outer_fence: self.fence.fence_before_block(marker.start),
+            ..OpenBlock::default()
+        };
+    }
+
+    pub(crate) fn region_opened(&mut self, region: usize, marker: Range<usize>) {
+        let kind = match region {
+            REGION_CDATA => RegionKind::Cdata,
+            REGION_COMMENT => RegionKind::Comment,
+            _ => return,
+        };
+        self.open.open_region = Some((kind, marker.start));
+    }
+
+    pub(crate) fn region_closed(&mut self, content: Range<usize>, marker: Range<usize>) {
+        if let Some((kind, start)) = self.open.open_region.take() {
+            self.open.regions.push(RegionRef {
+                kind,
+                full: start..marker.end,
+                content,
+                closed: true,
+            });
+        }
+    }
+
+    pub(crate) fn invalid_utf8_in_block(&mut self, diagnostic: Diagnostic) {
+        self.open.diagnostics.push(diagnostic);
+    }
+
+    pub(crate) fn block_closed(&mut self, closed: &ClosedBlock) -> ActionBlock {
+        let mut open = std::mem::take(&mut self.open);
+        // A block that exceeded its limit is not parsed: its regions do not matter (and
+        // their offsets refer to bytes since dropped).
+        if let (0, Some((_, content_start)), Some((kind, start))) =
+            (closed.dropped, closed.open_region, open.open_region.take())
+        {
+            let end = closed.raw.len();
+            open.regions.push(RegionRef {
+                kind,
+                full: start..end,
+                content: content_start.min(end)..end,
+                closed: false,
+            });
+        }
+        let index = self.blocks_seen;
+        self.blocks_seen += 1;
+        self.fence.interrupt(closed.span.end);
+        build_block(closed, open, index, &self.config)
+    }
+}
+
+/// The diagnostic for bytes that are not UTF-8.
+pub(crate) fn invalid_utf8(bytes: &[u8], span: Span) -> Diagnostic {
+    let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Diagnostic::error(
+        codes::INVALID_UTF8,
+        span,
+        format!("invalid UTF-8 bytes [{}]", hex.join(" ")),
+    )
+}
+
+/// Connects the scanner to the layer and to the caller's callback for one delta.
+struct Sink<'s, F> {
+    layer: &'s mut ActionLayer,
+    cursor: &'s StreamCursor,
+    delta: &'s [u8],
+    out: &'s mut F,
+}
+
+impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
+    fn text(&mut self, text: &str, span: Span) {
+        self.layer.text(text, span);
+        (self.out)(Event::Text {
+            text: Cow::Borrowed(text),
+            span,
+        });
+    }
+
+    fn block_opened(&mut self, _kind: usize, marker: Span) {
+        let start = self.cursor.at(self.delta, marker.start);
+        self.layer.block_opened(marker, start);
+        (self.out)(Event::BlockStart { span: marker });
+    }
+
+    fn region_opened(&mut self, _view: &BlockView<'_>, region: usize, marker: Range<usize>) {
+        self.layer.region_opened(region, marker);
+    }
+
+    fn region_closed(
+        &mut self,
+        _view: &BlockView<'_>,
+        _region: usize,
+        content: Range<usize>,
+        marker: Range<usize>,
+    ) {
+        self.layer.region_closed(content, marker);
+    }
+
+    fn block_closed(&mut self, closed: ClosedBlock) {
+        let block = self.layer.block_closed(&closed);
+        (self.out)(Event::Block(block));
+    }
+
+    fn invalid_utf8(&mut self, bytes: &[u8], span: Span, in_block: bool) {
+        let diagnostic = invalid_utf8(bytes, span);
+        if in_block {
+            self.layer.invalid_utf8_in_block(diagnostic);
+        } else {
+            self.layer.interrupt(span.end);
+            (self.out)(Event::Diagnostic(diagnostic));
+        }
+    }
+}
+
+/// The streaming ACTION decoder. See the [crate documentation](crate).
+#[derive(Debug)]
+pub struct Decoder {
+    scanner: Scanner,
+    layer: ActionLayer,
+    cursor: StreamCursor,
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Decoder::new(Config::default())
+    }
+}
+
+impl Decoder {
+    /// A decoder with `config`.
+    pub fn new(config: Config) -> Self {
+        Decoder {
+            scanner: Scanner::new(grammar(), config.max_block_bytes),
+            layer: ActionLayer::new(config),
+            cursor: StreamCursor::default(),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &Config {
+        &self.layer.config
+    }
+
+    /// Stream offset of the next byte to be fed.
+    pub fn position(&self) -> usize {
+        self.scanner.position()
+    }
+
+    /// Bytes held: prose held back (a possible `<ACTION` prefix, at most 23 bytes) or the
+    /// open block.
+    pub fn buffered(&self) -> usize {
+        self.scanner.buffered()
+    }
+
+    /// Feeds one text delta; events go to `on_event` as soon as they are decided.
+    pub fn feed(&mut self, delta: &str, mut on_event: impl FnMut(Event<'_>)) {
+        let mut sink = Sink {
+            layer: &mut self.layer,
+            cursor: &self.cursor,
+            delta: delta.as_bytes(),
+            out: &mut on_event,
+        };
+        self.scanner.feed(delta, &mut sink);
+        self.cursor.finish_delta(delta.as_bytes());
+    }
+
+    /// Feeds one byte delta. A UTF-8 character may be split across byte deltas; invalid
+    /// UTF-8 gets an `invalid_utf8` diagnostic (inside a block, U+FFFD stands in for it).
+    pub fn feed_bytes(&mut self, delta: &[u8], mut on_event: impl FnMut(Event<'_>)) {
+        let mut sink = Sink {
+            layer: &mut self.layer,
+            cursor: &self.cursor,
+            delta,
+            out: &mut on_event,
+        };
+        self.scanner.feed_bytes(delta, &mut sink);
+        self.cursor.finish_delta(delta);
+    }
+
+    /// Ends the stream: emits held-back prose, and a block left open (parsed as received,
+    /// with warning `missing_close_tag`).
+    pub fn finish(mut self, on_event: impl FnMut(Event<'_>)) {
+        self.finish_in_place(on_event);
+    }
+
+    /// Like [`Decoder::finish`], leaving the decoder ready for a new stream.
+    pub fn finish_in_place(&mut self, mut on_event: impl FnMut(Event<'_>)) {
+        let mut sink = Sink {
+            layer: &mut self.layer,
+            cursor: &self.cursor,
+            delta: &[],
+            out: &mut on_event,
+        };
+        self.scanner.finish(&mut sink);
+        self.layer.reset();
+        self.cursor = StreamCursor::default();
+    }
+}

@@ -1,0 +1,359 @@
+//! Both protocols in one stream: TAM blocks (tam-parse) and ACTION blocks, found by one
+//! scanner whose grammar has both syntaxes.
+
+use std::borrow::Cow;
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
+
+use tam_parse::scan::{BlockView, ClosedBlock, Grammar, ScanHandler, Scanner};
+use tam_parse::{BlockParser, ByteString, Diagnostic, Dialect, Span};
+
+use crate::block::ActionBlock;
+use crate::codes;
+use crate::decoder::{ActionLayer, Config, block_syntax, invalid_utf8};
+use crate::position::StreamCursor;
+
+/// Block kind of TAM blocks in the mixed grammar.
+const KIND_TAM: usize = 0;
+
+/// Which protocol a block is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// TAM (`<|[REQUEST_TOOL]|>` … `<|[END_TOOL]|>`, or the VCP dialect).
+    Tam,
+    /// ACTION XML (`<ACTION>` … `</ACTION>`).
+    Action,
+}
+
+impl Protocol {
+    /// `"tam"` or `"action"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Tam => "tam",
+            Protocol::Action => "action",
+        }
+    }
+}
+
+/// Settings of a [`MixedDecoder`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct MixedConfig {
+    /// TAM settings: dialect and per-block limits (`max_calls`, `max_key_len`).
+    pub tam: tam_parse::Config,
+    /// ACTION settings. Its `max_block_bytes` is the block size limit of both protocols
+    /// (the scanner has one).
+    pub action: Config,
+}
+
+/// What a [`MixedDecoder`] reports, in stream order.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum MixedEvent<'a> {
+    /// Prose outside blocks. Adjacent text events may be split anywhere.
+    Text {
+        /// The text.
+        text: Cow<'a, str>,
+        /// Its place in the stream.
+        span: Span,
+    },
+    /// A start marker or `<ACTION>` tag: a block is open.
+    BlockStart {
+        /// The block's protocol.
+        protocol: Protocol,
+        /// The marker's span.
+        span: Span,
+    },
+    /// A TAM command value closed (for UIs; the [`MixedEvent::TamBlock`] is authoritative).
+    CommandSeen {
+        /// Chain number.
+        call: u64,
+        /// The tool id.
+        tool: ByteString,
+        /// The command entry's span.
+        span: Span,
+    },
+    /// A closed TAM block.
+    TamBlock(tam_parse::Block),
+    /// A closed ACTION block.
+    ActionBlock(ActionBlock),
+    /// A problem outside any block: an unterminated TAM block, invalid UTF-8.
+    Diagnostic(Diagnostic),
+}
+
+impl MixedEvent<'_> {
+    /// The event with no borrow left.
+    pub fn into_owned(self) -> MixedEvent<'static> {
+        match self {
+            MixedEvent::Text { text, span } => MixedEvent::Text {
+                text: Cow::Owned(text.into_owned()),
+                span,
+            },
+            MixedEvent::BlockStart { protocol, span } => MixedEvent::BlockStart { protocol, span },
+            MixedEvent::CommandSeen { call, tool, span } => {
+                MixedEvent::CommandSeen { call, tool, span }
+            }
+            MixedEvent::TamBlock(b) => MixedEvent::TamBlock(b),
+            MixedEvent::ActionBlock(b) => MixedEvent::ActionBlock(b),
+            MixedEvent::Diagnostic(d) => MixedEvent::Diagnostic(d),
+        }
+    }
+
+    /// The span of the event.
+    pub fn span(&self) -> Span {
+        match self {
+            MixedEvent::Text { span, .. }
+            | MixedEvent::BlockStart { span, .. }
+            | MixedEvent::CommandSeen { span, .. } => *span,
+            MixedEvent::TamBlock(b) => b.span,
+            MixedEvent::ActionBlock(b) => b.span,
+            MixedEvent::Diagnostic(d) => d.span,
+        }
+    }
+}
+
+/// The grammar with TAM blocks of `dialect` as kind 0 and ACTION blocks as kind 1 (built
+/// once per dialect and process).
+pub fn mixed_grammar(dialect: Dialect) -> Arc<Grammar> {
+    static TAM: OnceLock<Arc<Grammar>> = OnceLock::new();
+    static VCP: OnceLock<Arc<Grammar>> = OnceLock::new();
+    let cell = match dialect {
+        Dialect::Tam => &TAM,
+        Dialect::Vcp => &VCP,
+    };
+    Arc::clone(cell.get_or_init(|| {
+        Grammar::new(vec![dialect.block_syntax(), block_syntax()])
+            .expect("the mixed grammar is valid")
+    }))
+}
+
+/// Turns TAM events into mixed ones, keeping the ACTION layer's view of the prose.
+fn forward_tam<'a, F: FnMut(MixedEvent<'_>)>(
+    action: &'a mut ActionLayer,
+    out: &'a mut F,
+) -> impl FnMut(tam_parse::Event<'_>) + 'a {
+    move |event| {
+        let mixed = match event {
+            tam_parse::Event::Text { text, span } => {
+                action.text(&text, span);
+                MixedEvent::Text { text, span }
+            }
+            tam_parse::Event::BlockStart { span } => MixedEvent::BlockStart {
+                protocol: Protocol::Tam,
+                span,
+            },
+            tam_parse::Event::CommandSeen { call, tool, span } => {
+                MixedEvent::CommandSeen { call, tool, span }
+            }
+            tam_parse::Event::Block(block) => {
+                action.interrupt(block.span.end);
+                MixedEvent::TamBlock(block)
+            }
+            tam_parse::Event::Diagnostic(d) => {
+                action.interrupt(d.span.end);
+                MixedEvent::Diagnostic(d)
+            }
+            other => {
+                // A TAM event this crate does not know yet: passed on as a diagnostic so
+                // that nothing is dropped silently.
+                MixedEvent::Diagnostic(Diagnostic::warning(
+                    codes::UNKNOWN_TAM_EVENT,
+                    other.span(),
+                    format!("{other:?}"),
+                ))
+            }
+        };
+        out(mixed);
+    }
+}
+
+struct MixedSink<'s, F> {
+    tam: &'s mut BlockParser,
+    action: &'s mut ActionLayer,
+    open_kind: &'s mut Option<usize>,
+    cursor: &'s StreamCursor,
+    delta: &'s [u8],
+    out: &'s mut F,
+}
+
+impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
+    fn text(&mut self, text: &str, span: Span) {
+        self.action.text(text, span);
+        (self.out)(MixedEvent::Text {
+            text: Cow::Borrowed(text),
+            span,
+        });
+    }
+
+    fn block_opened(&mut self, kind: usize, marker: Span) {
+        *self.open_kind = Some(kind);
+        if kind == KIND_TAM {
+            self.tam
+                .block_opened(marker, &mut forward_tam(self.action, self.out));
+        } else {
+            let start = self.cursor.at(self.delta, marker.start);
+            self.action.block_opened(marker, start);
+            (self.out)(MixedEvent::BlockStart {
+                protocol: Protocol::Action,
+                span: marker,
+            });
+        }
+    }
+
+    fn region_opened(&mut self, view: &BlockView<'_>, region: usize, marker: Range<usize>) {
+        if view.kind() == KIND_TAM {
+            self.tam.region_opened(view, region, marker);
+        } else {
+            self.action.region_opened(region, marker);
+        }
+    }
+
+    fn region_closed(
+        &mut self,
+        view: &BlockView<'_>,
+        region: usize,
+        content: Range<usize>,
+        marker: Range<usize>,
+    ) {
+        if view.kind() == KIND_TAM {
+            self.tam.region_closed(
+                view,
+                region,
+                content,
+                marker,
+                &mut forward_tam(self.action, self.out),
+            );
+        } else {
+            self.action.region_closed(content, marker);
+        }
+    }
+
+    fn block_closed(&mut self, closed: ClosedBlock) {
+        *self.open_kind = None;
+        if closed.kind == KIND_TAM {
+            self.tam
+                .block_closed(closed, &mut forward_tam(self.action, self.out));
+        } else {
+            let block = self.action.block_closed(&closed);
+            (self.out)(MixedEvent::ActionBlock(block));
+        }
+    }
+
+    fn invalid_utf8(&mut self, bytes: &[u8], span: Span, in_block: bool) {
+        match (in_block, *self.open_kind) {
+            (true, Some(KIND_TAM)) => {
+                self.tam
+                    .invalid_utf8(bytes, span, true, &mut forward_tam(self.action, self.out));
+            }
+            (true, _) => self.action.invalid_utf8_in_block(invalid_utf8(bytes, span)),
+            (false, _) => {
+                self.action.interrupt(span.end);
+                (self.out)(MixedEvent::Diagnostic(invalid_utf8(bytes, span)));
+            }
+        }
+    }
+}
+
+/// A streaming decoder for output that may hold TAM blocks and ACTION blocks, in any
+/// order: one scanner, one pass, the events of both protocols in stream order.
+///
+/// ```
+/// use action_xml::{MixedConfig, MixedDecoder, MixedEvent};
+///
+/// let mut decoder = MixedDecoder::new(MixedConfig::default());
+/// let mut tools = Vec::new();
+/// let mut on_event = |e: MixedEvent<'_>| match e {
+///     MixedEvent::TamBlock(b) => tools.extend(b.calls.iter().map(|c| c.tool.to_string())),
+///     MixedEvent::ActionBlock(b) => tools.extend(b.calls.iter().map(|c| c.tool.clone())),
+///     _ => {}
+/// };
+/// decoder.feed("<|[REQUEST_TOOL]|>command:「始」A「末」<|[END_TOOL]|>", &mut on_event);
+/// decoder.feed("<ACTION><B/></ACTION>", &mut on_event);
+/// decoder.finish(&mut on_event);
+/// assert_eq!(tools, ["A", "B"]);
+/// ```
+#[derive(Debug)]
+pub struct MixedDecoder {
+    scanner: Scanner,
+    tam: BlockParser,
+    action: ActionLayer,
+    open_kind: Option<usize>,
+    cursor: StreamCursor,
+}
+
+impl Default for MixedDecoder {
+    fn default() -> Self {
+        MixedDecoder::new(MixedConfig::default())
+    }
+}
+
+impl MixedDecoder {
+    /// A decoder with `config`.
+    pub fn new(config: MixedConfig) -> Self {
+        let limit = config.action.max_block_bytes;
+        let mut tam = config.tam;
+        tam.max_block_bytes = limit;
+        MixedDecoder {
+            scanner: Scanner::new(mixed_grammar(tam.dialect), limit),
+            tam: BlockParser::new(tam),
+            action: ActionLayer::new(config.action),
+            open_kind: None,
+            cursor: StreamCursor::default(),
+        }
+    }
+
+    /// Stream offset of the next byte to be fed.
+    pub fn position(&self) -> usize {
+        self.scanner.position()
+    }
+
+    /// Bytes held: prose held back (a possible marker prefix) or the open block.
+    pub fn buffered(&self) -> usize {
+        self.scanner.buffered()
+    }
+
+    /// The scanner and a sink for one delta, borrowed apart.
+    fn parts<'s, F>(
+        &'s mut self,
+        delta: &'s [u8],
+        out: &'s mut F,
+    ) -> (&'s mut Scanner, MixedSink<'s, F>) {
+        let sink = MixedSink {
+            tam: &mut self.tam,
+            action: &mut self.action,
+            open_kind: &mut self.open_kind,
+            cursor: &self.cursor,
+            delta,
+            out,
+        };
+        (&mut self.scanner, sink)
+    }
+
+    /// Feeds one text delta; events go to `on_event` as soon as they are decided.
+    pub fn feed(&mut self, delta: &str, mut on_event: impl FnMut(MixedEvent<'_>)) {
+        let (scanner, mut sink) = self.parts(delta.as_bytes(), &mut on_event);
+        scanner.feed(delta, &mut sink);
+        self.cursor.finish_delta(delta.as_bytes());
+    }
+
+    /// Feeds one byte delta (a UTF-8 character may be split across deltas).
+    pub fn feed_bytes(&mut self, delta: &[u8], mut on_event: impl FnMut(MixedEvent<'_>)) {
+        let (scanner, mut sink) = self.parts(delta, &mut on_event);
+        scanner.feed_bytes(delta, &mut sink);
+        self.cursor.finish_delta(delta);
+    }
+
+    /// Ends the stream: emits held-back prose and closes a block left open.
+    pub fn finish(mut self, on_event: impl FnMut(MixedEvent<'_>)) {
+        self.finish_in_place(on_event);
+    }
+
+    /// Like [`MixedDecoder::finish`], leaving the decoder ready for a new stream.
+    pub fn finish_in_place(&mut self, mut on_event: impl FnMut(MixedEvent<'_>)) {
+        let (scanner, mut sink) = self.parts(&[], &mut on_event);
+        scanner.finish(&mut sink);
+        self.action.reset();
+        self.open_kind = None;
+        self.cursor = StreamCursor::default();
+    }
+}

@@ -1,0 +1,837 @@
+//! The pre-scan: one iterative pass over a block body, before roxmltree sees it.
+//!
+//! It enforces the depth limit (with an explicit stack, so 100 000 nested elements cost a
+//! counter, not the call stack), rejects DTDs, repairs the mistakes models make (bare `&`,
+//! `<` in code, undeclared prefixes, unclosed elements, a stream cut short) and writes the
+//! document roxmltree parses: the body, edited, inside a wrapper root element that declares
+//! the undeclared prefixes. Every edit is recorded so that positions in the document map
+//! back to the body.
+//!
+//! CDATA sections and comments are not searched again: the block scanner reported them as
+//! regions (their content is skipped in one step).
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+
+use memchr::{memchr, memchr3, memmem};
+use tam_parse::Code;
+
+use crate::codes;
+use crate::xml_chars::{is_xml_space, name_end, reference_len};
+
+/// A CDATA section or comment the scanner found, in body offsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RegionRef {
+    pub kind: RegionKind,
+    /// Opener to closer, inclusive (to the body end when unclosed).
+    pub full: Range<usize>,
+    /// What is between opener and closer.
+    pub content: Range<usize>,
+    /// False when the stream ended inside it.
+    pub closed: bool,
+}
+
+/// What a region is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RegionKind {
+    Cdata,
+    Comment,
+}
+
+/// A CDATA section in document offsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CdataRef {
+    pub full: Range<usize>,
+    pub content: Range<usize>,
+}
+
+/// A repair made, as a warning to report: `at` is a body range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Repair {
+    pub code: Code,
+    pub at: Range<usize>,
+    pub message: String,
+}
+
+/// What stops the pre-scan: the block cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// A `<!DOCTYPE`, `<!ENTITY`, … at this body offset.
+    Dtd(usize),
+    /// An element deeper than the limit begins at this body offset.
+    TooDeep(usize),
+}
+
+/// Maps document offsets to body offsets and back.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DocMap {
+    /// `(doc, body)` pairs at every edit boundary, both ascending.
+    anchors: Vec<(usize, usize)>,
+    body_len: usize,
+}
+
+impl DocMap {
+    /// The body offset of document offset `doc` (text inserted by a repair maps to where
+    /// it was inserted).
+    pub(crate) fn body(&self, doc: usize) -> usize {
+        let i = self.anchors.partition_point(|&(d, _)| d <= doc);
+        if i == 0 {
+            return 0;
+        }
+        let (d, b) = self.anchors[i - 1];
+        let limit = self.anchors.get(i).map_or(self.body_len, |&(_, nb)| nb);
+        (b + (doc - d)).min(limit)
+    }
+
+    /// The document offset of body offset `body` (not inside deleted text); text inserted
+    /// at `body` comes after it.
+    fn doc(&self, body: usize) -> usize {
+        let i = self.anchors.partition_point(|&(_, b)| b < body);
+        match self.anchors.get(i) {
+            Some(&(d, b)) if b == body => d,
+            _ if i == 0 => 0,
+            _ => {
+                let (d, b) = self.anchors[i - 1];
+                d + (body - b)
+            }
+        }
+    }
+}
+
+/// The document for roxmltree and what the pre-scan learnt.
+#[derive(Debug, Clone)]
+pub(crate) struct Prepared {
+    /// `<ACTION xmlns:p="urn:undeclared:p" …>` + edited body + closers + `</ACTION>`.
+    pub doc: String,
+    pub map: DocMap,
+    /// CDATA sections, in document order.
+    pub cdata: Vec<CdataRef>,
+    /// Repairs to report, in the order made.
+    pub repairs: Vec<Repair>,
+    /// Elements closed at the end of the body because their close tags were missing,
+    /// innermost first.
+    pub auto_closed: Vec<String>,
+}
+
+#[derive(Debug)]
+struct Edit {
+    at: usize,
+    delete: usize,
+    insert: Cow<'static, str>,
+}
+
+#[derive(Debug, Clone)]
+struct Open {
+    lt: usize,
+    name: Range<usize>,
+    /// Close tags inside it that match no open element: text if the element closes
+    /// properly (`<code>s = "</div>"</code>`), else the first place roxmltree rejects.
+    unmatched: Vec<usize>,
+}
+
+/// A repair counted per block: one warning with the first place and the count.
+#[derive(Debug, Default)]
+struct Tally {
+    first: Option<Range<usize>>,
+    count: usize,
+}
+
+impl Tally {
+    fn add(&mut self, at: Range<usize>) {
+        self.first.get_or_insert(at);
+        self.count += 1;
+    }
+}
+
+/// How a tag parse ended.
+enum Tag {
+    /// A well-formed tag ending at this offset.
+    Done { end: usize, empty: bool },
+    /// Not a tag.
+    Malformed,
+    /// The body ended inside it.
+    Incomplete,
+}
+
+/// Depth of parameter values: a `<` is read as text only inside an element this deep (a
+/// call is depth 1, its parameters depth 2), where values hold code.
+const VALUE_DEPTH: usize = 2;
+
+const DTD_KEYWORDS: [&[u8]; 5] = [
+    b"!DOCTYPE",
+    b"!ENTITY",
+    b"!ELEMENT",
+    b"!ATTLIST",
+    b"!NOTATION",
+];
+
+struct Prescan<'a> {
+    body: &'a str,
+    bytes: &'a [u8],
+    regions: &'a [RegionRef],
+    next_region: usize,
+    at_eof: bool,
+    max_depth: usize,
+    stack: Vec<Open>,
+    edits: Vec<Edit>,
+    cdata: Vec<(Range<usize>, Range<usize>, bool)>,
+    /// Prefix → first use, for prefixes of accepted elements and attributes.
+    used_prefixes: HashMap<&'a str, usize>,
+    declared_prefixes: HashSet<&'a str>,
+    amp: Tally,
+    lt: Tally,
+    gt: Tally,
+    case: Tally,
+    truncated_tag: Option<Range<usize>>,
+}
+
+/// Runs the pre-scan over `body` (with the scanner's `regions`, in body offsets and
+/// order). `at_eof` says the block was cut short by the end of the stream; `deleted` are
+/// ranges to drop (code fence lines).
+pub(crate) fn prescan(
+    body: &str,
+    regions: &[RegionRef],
+    at_eof: bool,
+    max_depth: usize,
+    deleted: &[Range<usize>],
+) -> Result<Prepared, Refusal> {
+    let mut p = Prescan {
+        body,
+        bytes: body.as_bytes(),
+        regions,
+        next_region: 0,
+        at_eof,
+        max_depth,
+        stack: Vec::new(),
+        edits: deleted
+            .iter()
+            .map(|r| Edit {
+                at: r.start,
+                delete: r.len(),
+                insert: Cow::Borrowed(""),
+            })
+            .collect(),
+        cdata: Vec::new(),
+        used_prefixes: HashMap::new(),
+        declared_prefixes: HashSet::new(),
+        amp: Tally::default(),
+        lt: Tally::default(),
+        gt: Tally::default(),
+        case: Tally::default(),
+        truncated_tag: None,
+    };
+    p.walk()?;
+    Ok(p.finish())
+}
+
+/// The document for a body that needs no repair, when one quick look can tell: every `<`
+/// outside CDATA begins a start tag without quotes or a close tag, there is no comment,
+/// processing instruction or declaration, and the nesting stays within `max_depth`.
+///
+/// roxmltree then either accepts the document — and [`prescan`] would have changed
+/// nothing, since each of its repairs is of something roxmltree rejects — or rejects it,
+/// and the caller runs [`prescan`]. Well-formed output, the common case, is looked at once
+/// for `<` and once more by roxmltree.
+pub(crate) fn clean_document(
+    body: &str,
+    regions: &[RegionRef],
+    max_depth: usize,
+) -> Option<Prepared> {
+    if regions.iter().any(|r| r.kind == RegionKind::Comment) {
+        return None;
+    }
+    let b = body.as_bytes();
+    let mut depth = 0usize;
+    let mut pos = 0;
+    let mut next_region = regions.iter().peekable();
+    while let Some(off) = memchr(b'<', &b[pos..]) {
+        let i = pos + off;
+        if let Some(r) = next_region.next_if(|r| r.full.start == i) {
+            pos = r.full.end;
+            continue;
+        }
+        match b.get(i + 1) {
+            Some(b'/') => {
+                depth = depth.checked_sub(1)?;
+                pos = i + 2;
+            }
+            Some(&c) if c >= 0x80 || ASCII_NAME_START.contains(&c) || c.is_ascii_alphabetic() => {
+                // Tags are short: a plain loop beats a vectorised search here.
+                let mut j = i + 2;
+                loop {
+                    match *b.get(j)? {
+                        b'>' => break,
+                        // Quotes may hide a `>` or `/>`: only the full pre-scan can tell.
+                        b'"' | b'\'' | b'<' => return None,
+                        _ => j += 1,
+                    }
+                }
+                if depth >= max_depth {
+                    return None;
+                }
+                if b[j - 1] != b'/' {
+                    depth += 1;
+                }
+                pos = j + 1;
+            }
+            _ => return None,
+        }
+    }
+    const OPEN: &str = "<ACTION>";
+    let mut doc = String::with_capacity(body.len() + 2 * OPEN.len() + 1);
+    doc.push_str(OPEN);
+    doc.push_str(body);
+    doc.push_str("</ACTION>");
+    let shift = OPEN.len();
+    let cdata = regions
+        .iter()
+        .map(|r| CdataRef {
+            full: r.full.start + shift..r.full.end + shift,
+            content: r.content.start + shift..r.content.end + shift,
+        })
+        .collect();
+    Some(Prepared {
+        doc,
+        map: DocMap {
+            anchors: vec![(shift, 0)],
+            body_len: body.len(),
+        },
+        cdata,
+        repairs: Vec::new(),
+        auto_closed: Vec::new(),
+    })
+}
+
+/// ASCII bytes other than letters that may begin a name.
+const ASCII_NAME_START: [u8; 2] = [b'_', b':'];
+
+impl<'a> Prescan<'a> {
+    fn edit(&mut self, at: usize, delete: usize, insert: impl Into<Cow<'static, str>>) {
+        self.edits.push(Edit {
+            at,
+            delete,
+            insert: insert.into(),
+        });
+    }
+
+    fn walk(&mut self) -> Result<(), Refusal> {
+        let b = self.bytes;
+        let mut pos = 0;
+        while let Some(off) = memchr3(b'<', b'&', b'>', &b[pos..]) {
+            let i = pos + off;
+            pos = match b[i] {
+                b'&' => {
+                    self.ampersand(i);
+                    i + 1
+                }
+                b'>' => {
+                    if i >= 2 && &b[i - 2..i] == b"]]" {
+                        self.edit(i, 1, "&gt;");
+                        self.gt.add(i..i + 1);
+                    }
+                    i + 1
+                }
+                _ => self.markup(i)?,
+            };
+        }
+        Ok(())
+    }
+
+    fn ampersand(&mut self, i: usize) {
+        if reference_len(self.bytes, i).is_none() {
+            self.edit(i + 1, 0, "amp;");
+            self.amp.add(i..i + 1);
+        }
+    }
+
+    /// A `<` at `i`: a region, a tag, or text. Returns where to go on.
+    fn markup(&mut self, i: usize) -> Result<usize, Refusal> {
+        while self
+            .regions
+            .get(self.next_region)
+            .is_some_and(|r| r.full.start < i)
+        {
+            self.next_region += 1;
+        }
+        if let Some(r) = self
+            .regions
+            .get(self.next_region)
+            .filter(|r| r.full.start == i)
+        {
+            self.next_region += 1;
+            match r.kind {
+                RegionKind::Cdata => {
+                    self.cdata
+                        .push((r.full.clone(), r.content.clone(), r.closed));
+                    if !r.closed {
+                        self.edit(self.bytes.len(), 0, "]]>");
+                    }
+                }
+                RegionKind::Comment => self.edit(r.full.start, r.full.len(), ""),
+            }
+            return Ok(r.full.end);
+        }
+        let b = self.bytes;
+        let result = match b.get(i + 1) {
+            Some(b'!') => {
+                let rest = &b[i + 1..];
+                if self.stack.is_empty() && DTD_KEYWORDS.iter().any(|k| rest.starts_with(k)) {
+                    // Inside an element it is text (an HTML snippet); here it declares a DTD.
+                    return Err(Refusal::Dtd(i));
+                }
+                let partial_opener = |opener: &[u8]| opener.starts_with(rest);
+                if partial_opener(b"!--") || partial_opener(b"![CDATA[") {
+                    Tag::Incomplete
+                } else {
+                    Tag::Malformed
+                }
+            }
+            Some(b'?') => match memmem::find(&b[i + 2..], b"?>") {
+                Some(e) => {
+                    // A processing instruction (an XML declaration, say) means nothing here.
+                    let end = i + 2 + e + 2;
+                    self.edit(i, end - i, "");
+                    return Ok(end);
+                }
+                None => Tag::Incomplete,
+            },
+            Some(b'/') => return self.close_tag(i),
+            Some(_) if name_end(self.body, i + 1) > i + 1 => return self.start_tag(i),
+            None => Tag::Incomplete,
+            Some(_) => Tag::Malformed,
+        };
+        Ok(self.not_a_tag(i, result))
+    }
+
+    /// What to do with a `<` at `i` that begins no tag.
+    fn not_a_tag(&mut self, i: usize, how: Tag) -> usize {
+        if matches!(how, Tag::Incomplete) && self.at_eof {
+            // The stream was cut inside this tag: drop the fragment.
+            self.edit(i, self.bytes.len() - i, "");
+            self.truncated_tag = Some(i..self.bytes.len());
+            return self.bytes.len();
+        }
+        if self.stack.len() >= VALUE_DEPTH {
+            self.escape_lt(i);
+        }
+        // Between calls or parameters the `<` is structure gone wrong: it is left for
+        // roxmltree to reject with its position.
+        i + 1
+    }
+
+    fn skip_space(&self, mut j: usize) -> usize {
+        while self.bytes.get(j).is_some_and(|&b| is_xml_space(b)) {
+            j += 1;
+        }
+        j
+    }
+
+    fn start_tag(&mut self, i: usize) -> Result<usize, Refusal> {
+        let body = self.body;
+        let b = self.bytes;
+        let name = i + 1..name_end(body, i + 1);
+        let mut j = name.end;
+        let mut attr_edits: Vec<usize> = Vec::new();
+        let mut attr_prefixes: Vec<(&'a str, usize)> = Vec::new();
+        let mut declared: Vec<&'a str> = Vec::new();
+        let how = loop {
+            let after_space = self.skip_space(j);
+            let had_space = after_space > j;
+            j = after_space;
+            match b.get(j) {
+                None => break Tag::Incomplete,
+                Some(b'>') => {
+                    break Tag::Done {
+                        end: j + 1,
+                        empty: false,
+                    };
+                }
+                Some(b'/') => match b.get(j + 1) {
+                    Some(b'>') => {
+                        break Tag::Done {
+                            end: j + 2,
+                            empty: true,
+                        };
+                    }
+                    None => break Tag::Incomplete,
+                    Some(_) => break Tag::Malformed,
+                },
+                Some(_) if !had_space => break Tag::Malformed,
+                Some(_) => {}
+            }
+            // An attribute: name = "value" or 'value'.
+            let an_end = name_end(body, j);
+            if an_end == j {
+                break Tag::Malformed;
+            }
+            let attr_start = j;
+            let attr_name = &body[j..an_end];
+            j = self.skip_space(an_end);
+            match b.get(j) {
+                Some(b'=') => {}
+                None => break Tag::Incomplete,
+                Some(_) => break Tag::Malformed,
+            }
+            j = self.skip_space(j + 1);
+            let quote = match b.get(j) {
+                Some(&q @ (b'"' | b'\'')) => q,
+                None => break Tag::Incomplete,
+                Some(_) => break Tag::Malformed,
+            };
+            let Some(len) = memchr(quote, &b[j + 1..]) else {
+                break Tag::Incomplete;
+            };
+            let value = j + 1..j + 1 + len;
+            if memchr(b'<', &b[value.clone()]).is_some() {
+                break Tag::Malformed;
+            }
+            let mut at = value.start;
+            while let Some(k) = memchr(b'&', &b[at..value.end]) {
+                if reference_len(&b[..value.end], at + k).is_none() {
+                    attr_edits.push(at + k);
+                }
+                at += k + 1;
+            }
+            if let Some(p) = attr_name.strip_prefix("xmlns:") {
+                declared.push(p);
+            } else if let Some((p, _)) = attr_name.split_once(':') {
+                attr_prefixes.push((p, attr_start));
+            }
+            j = value.end + 1;
+        };
+        let (end, empty) = match how {
+            Tag::Done { end, empty } => (end, empty),
+            other => return Ok(self.not_a_tag(i, other)),
+        };
+        for at in attr_edits {
+            self.ampersand(at);
+        }
+        self.declared_prefixes.extend(declared);
+        for (p, at) in attr_prefixes {
+            self.use_prefix(p, at);
+        }
+        if self.stack.len() >= self.max_depth {
+            return Err(Refusal::TooDeep(i));
+        }
+        if empty {
+            self.accept(name);
+        } else {
+            self.stack.push(Open {
+                lt: i,
+                name,
+                unmatched: Vec::new(),
+            });
+        }
+        Ok(end)
+    }
+
+    fn close_tag(&mut self, i: usize) -> Result<usize, Refusal> {
+        let body = self.body;
+        let b = self.bytes;
+        let start = i + 2;
+        let end_name = name_end(body, start);
+        let how = if end_name == start {
+            if start >= b.len() {
+                Tag::Incomplete
+            } else {
+                Tag::Malformed
+            }
+        } else {
+            let j = self.skip_space(end_name);
+            match b.get(j) {
+                Some(b'>') => Tag::Done {
+                    end: j + 1,
+                    empty: false,
+                },
+                None => Tag::Incomplete,
+                Some(_) => Tag::Malformed,
+            }
+        };
+        let Tag::Done { end, .. } = how else {
+            return Ok(self.not_a_tag(i, how));
+        };
+        let name = &body[start..end_name];
+        let Some(top) = self.stack.last() else {
+            // Nothing is open: left for roxmltree to reject.
+            return Ok(end);
+        };
+        let top_name = &body[top.name.clone()];
+        if top_name == name {
+            self.close_top();
+            return Ok(end);
+        }
+        if top_name.eq_ignore_ascii_case(name) {
+            self.edit(start, name.len(), top_name.to_owned());
+            self.case.add(i..end);
+            self.close_top();
+            return Ok(end);
+        }
+        match self
+            .stack
+            .iter()
+            .rposition(|o| &body[o.name.clone()] == name)
+        {
+            Some(k) if k + 1 >= VALUE_DEPTH => {
+                // The elements opened after it were never closed: they were text (`Vec<String>`).
+                for open in self.stack.split_off(k + 1) {
+                    self.escape_lt(open.lt);
+                    for at in open.unmatched {
+                        self.escape_lt(at);
+                    }
+                }
+                self.close_top();
+                Ok(end)
+            }
+            Some(k) => {
+                // An element left open directly in a call or between calls is structure
+                // gone wrong, not code: left for roxmltree to reject.
+                self.stack.truncate(k);
+                Ok(end)
+            }
+            None if self.stack.len() >= VALUE_DEPTH => {
+                if let Some(top) = self.stack.last_mut() {
+                    top.unmatched.push(i);
+                }
+                Ok(end)
+            }
+            None => Ok(end),
+        }
+    }
+
+    /// The top element closed properly: its unmatched close tags were text.
+    fn close_top(&mut self) {
+        if let Some(open) = self.stack.pop() {
+            for at in open.unmatched {
+                self.escape_lt(at);
+            }
+            self.accept(open.name);
+        }
+    }
+
+    fn escape_lt(&mut self, at: usize) {
+        self.edit(at, 1, "&lt;");
+        self.lt.add(at..at + 1);
+    }
+
+    /// An element is kept: note its prefix.
+    fn accept(&mut self, name: Range<usize>) {
+        let body = self.body;
+        if let Some((p, _)) = body[name.clone()].split_once(':') {
+            self.use_prefix(p, name.start);
+        }
+    }
+
+    fn use_prefix(&mut self, prefix: &'a str, at: usize) {
+        if !prefix.is_empty() && prefix != "xml" && prefix != "xmlns" {
+            self.used_prefixes.entry(prefix).or_insert(at);
+        }
+    }
+
+    fn finish(mut self) -> Prepared {
+        let body = self.body;
+        let len = body.len();
+        let mut auto_closed = Vec::new();
+        while let Some(open) = self.stack.last() {
+            let name = &body[open.name.clone()];
+            self.edit(len, 0, format!("</{name}>"));
+            auto_closed.push(name.to_owned());
+            self.close_top();
+        }
+        let mut repairs = Vec::new();
+        let mut tally = |t: &Tally, code: Code, what: &str| {
+            if let Some(first) = &t.first {
+                let times = if t.count == 1 {
+                    String::new()
+                } else {
+                    format!(" ({} times)", t.count)
+                };
+                repairs.push(Repair {
+                    code,
+                    at: first.clone(),
+                    message: format!("{what}{times}"),
+                });
+            }
+        };
+        tally(&self.amp, codes::BARE_AMPERSAND, "bare '&' read as '&amp;'");
+        tally(
+            &self.lt,
+            codes::UNESCAPED_LT,
+            "'<' that begins no element read as text",
+        );
+        tally(
+            &self.gt,
+            codes::UNESCAPED_GT,
+            "']]>' outside CDATA: '>' read as '&gt;'",
+        );
+        tally(
+            &self.case,
+            codes::NONCANONICAL_TAG,
+            "close tag matches its element only ignoring case",
+        );
+        let mut undeclared: Vec<(&str, usize)> = self
+            .used_prefixes
+            .iter()
+            .filter(|(p, _)| !self.declared_prefixes.contains(*p))
+            .map(|(p, at)| (*p, *at))
+            .collect();
+        undeclared.sort_by_key(|&(p, at)| (at, p));
+        let mut doc = String::with_capacity(len + 64 + 48 * undeclared.len());
+        doc.push_str("<ACTION");
+        for &(p, at) in &undeclared {
+            doc.push_str(" xmlns:");
+            doc.push_str(p);
+            doc.push_str("=\"urn:undeclared:");
+            doc.push_str(p);
+            doc.push('"');
+            repairs.push(Repair {
+                code: codes::UNDECLARED_PREFIX,
+                at: at..at + p.len(),
+                message: format!(
+                    "namespace prefix '{p}' is not declared; names keep it as written"
+                ),
+            });
+        }
+        doc.push('>');
+        self.edits.sort_by_key(|e| e.at);
+        let mut anchors = Vec::with_capacity(2 * self.edits.len() + 1);
+        anchors.push((doc.len(), 0));
+        let mut at = 0;
+        for e in &self.edits {
+            if e.at < at {
+                // Overlapping edits cannot be made; the pre-scan never makes them.
+                continue;
+            }
+            doc.push_str(&body[at..e.at]);
+            anchors.push((doc.len(), e.at));
+            doc.push_str(&e.insert);
+            at = e.at + e.delete;
+            anchors.push((doc.len(), at));
+        }
+        doc.push_str(&body[at..]);
+        doc.push_str("</ACTION>");
+        let map = DocMap {
+            anchors,
+            body_len: len,
+        };
+        let cdata = self
+            .cdata
+            .iter()
+            .map(|(full, content, closed)| {
+                let content = map.doc(content.start)..map.doc(content.end);
+                let full_end = if *closed {
+                    map.doc(full.end)
+                } else {
+                    content.end + 3
+                };
+                CdataRef {
+                    full: map.doc(full.start)..full_end,
+                    content,
+                }
+            })
+            .collect();
+        if let Some(t) = self.truncated_tag {
+            repairs.push(Repair {
+                code: codes::MISSING_CLOSE_TAG,
+                at: t,
+                message: "the stream ended inside a tag; the fragment was dropped".to_owned(),
+            });
+        }
+        Prepared {
+            doc,
+            map,
+            cdata,
+            repairs,
+            auto_closed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(body: &str) -> Prepared {
+        prescan(body, &[], false, 64, &[]).unwrap()
+    }
+
+    fn inner(p: &Prepared) -> &str {
+        let start = p.doc.find('>').unwrap() + 1;
+        &p.doc[start..p.doc.len() - "</ACTION>".len()]
+    }
+
+    #[test]
+    fn leaves_valid_xml_alone() {
+        let p = run("<t><a>x &amp; y</a><b/></t>");
+        assert_eq!(inner(&p), "<t><a>x &amp; y</a><b/></t>");
+        assert!(p.repairs.is_empty());
+    }
+
+    #[test]
+    fn escapes_bare_ampersand_and_stray_lt() {
+        let p = run("<t><c>a && b < c</c></t>");
+        assert_eq!(inner(&p), "<t><c>a &amp;&amp; b &lt; c</c></t>");
+        let codes: Vec<_> = p.repairs.iter().map(|r| r.code.as_str()).collect();
+        assert_eq!(codes, ["bare_ampersand", "unescaped_lt"]);
+        assert_eq!(p.repairs[0].message, "bare '&' read as '&amp;' (2 times)");
+        // At call level a stray `<` is structure gone wrong, left for the parser.
+        let p = run("<t>< c>x</c></t>");
+        assert_eq!(inner(&p), "<t>< c>x</c></t>");
+        assert!(p.repairs.is_empty());
+    }
+
+    #[test]
+    fn unclosed_inner_tag_becomes_text() {
+        let p = run("<t><c>Vec<String> x</c></t>");
+        assert_eq!(inner(&p), "<t><c>Vec&lt;String> x</c></t>");
+    }
+
+    #[test]
+    fn unmatched_close_tag_is_text_only_if_its_element_closes() {
+        let p = run("<t><c>s = \"</div>\";</c></t>");
+        assert_eq!(inner(&p), "<t><c>s = \"&lt;/div>\";</c></t>");
+        // `</b>` is a typo here: left for roxmltree to reject where it is.
+        let p = run("<t><a>1</b></t>");
+        assert_eq!(inner(&p), "<t><a>1</b></t>");
+    }
+
+    #[test]
+    fn closes_open_elements_and_declares_prefixes() {
+        let p = run("<w:tool><p>x</p>");
+        assert!(p.doc.starts_with("<ACTION xmlns:w=\"urn:undeclared:w\">"));
+        assert!(p.doc.ends_with("<p>x</p></w:tool></ACTION>"));
+        assert_eq!(p.auto_closed, ["w:tool"]);
+    }
+
+    #[test]
+    fn depth_is_checked_without_recursion() {
+        let deep = "<a>".repeat(100_000);
+        assert_eq!(
+            prescan(&deep, &[], false, 64, &[]).unwrap_err(),
+            Refusal::TooDeep(64 * 3)
+        );
+    }
+
+    #[test]
+    fn dtd_is_refused() {
+        assert_eq!(
+            prescan("<!DOCTYPE x [<!ENTITY a 'b'>]><t/>", &[], false, 64, &[]).unwrap_err(),
+            Refusal::Dtd(0)
+        );
+    }
+
+    #[test]
+    fn doc_map_round_trips_offsets() {
+        let p = run("<t>a & b</t>");
+        // "<ACTION>" is 8 bytes; '&' at body 5 is followed by the inserted "amp;".
+        assert_eq!(p.map.body(8 + 5), 5);
+        assert_eq!(p.map.body(8 + 7), 6);
+        assert_eq!(p.map.body(8 + 10), 6);
+        assert_eq!(p.map.body(8 + 11), 7);
+        assert_eq!(p.map.doc(7), 8 + 11);
+        assert_eq!(p.map.doc(6), 8 + 6);
+        // Closers inserted at the body end come after the body's end.
+        let p = run("<t>");
+        assert_eq!(p.map.doc(3), 8 + 3);
+    }
+}

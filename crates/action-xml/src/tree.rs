@@ -1,0 +1,353 @@
+//! From the roxmltree document to calls: each child element of ACTION is a call, its
+//! child elements are parameters, and values follow SPEC §3.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::ops::Range;
+
+use roxmltree::Node;
+use serde_json::map::Entry;
+use serde_json::{Map, Value};
+use tam_parse::scan::OffsetMap;
+use tam_parse::{Diagnostic, Span};
+
+use crate::block::ActionCall;
+use crate::codes;
+use crate::prescan::Prepared;
+use crate::xml_chars::{decode_text, is_blank, name_end, trim_xml};
+
+/// Converts the tree of one block, collecting warnings.
+pub(crate) struct TreeReader<'p> {
+    pub prepared: &'p Prepared,
+    /// Offset of the body in the block's raw text.
+    pub body_start: usize,
+    pub offsets: &'p OffsetMap,
+    pub diagnostics: &'p mut Vec<Diagnostic>,
+}
+
+/// Where ignored text was found, for its warning.
+#[derive(Debug, Clone, Copy)]
+enum Place<'n> {
+    /// Between calls.
+    Top,
+    /// Inside the call of this tool.
+    Call(&'n str),
+    /// Beside the child elements of this value.
+    Value(&'n str),
+}
+
+/// At most this many characters of ignored text are quoted in a warning.
+const PREVIEW_CHARS: usize = 40;
+
+fn trim_end_xml(s: &str) -> &str {
+    s.trim_end_matches([' ', '\t', '\n', '\r'])
+}
+
+fn preview(text: &str) -> String {
+    let t = trim_xml(text);
+    match t.char_indices().nth(PREVIEW_CHARS) {
+        Some((i, _)) => format!("{}…", &t[..i]),
+        None => t.to_owned(),
+    }
+}
+
+impl TreeReader<'_> {
+    /// The stream span of a document range.
+    pub(crate) fn span(&self, doc: Range<usize>) -> Span {
+        let map = &self.prepared.map;
+        let start = self.body_start + map.body(doc.start);
+        let end = self.body_start + map.body(doc.end);
+        self.offsets.span(start..end.max(start))
+    }
+
+    /// The element's name as written, prefix included.
+    fn name<'d>(&self, node: Node<'_, 'd>) -> &'d str {
+        let tag = node.tag_name();
+        if tag.namespace().is_none() {
+            // Without a namespace there is no prefix: the local name is the name.
+            return tag.name();
+        }
+        let doc = node.document().input_text();
+        let start = node.range().start + 1;
+        &doc[start..name_end(doc, start)]
+    }
+
+    /// The calls: the child elements of the root. An `<ACTION>` element among them (the
+    /// block's own `<ACTION>` was a mention in prose, the real one followed) holds calls
+    /// itself.
+    pub(crate) fn calls(&mut self, root: Node<'_, '_>) -> Vec<ActionCall> {
+        let mut calls = Vec::new();
+        self.calls_in(root, &mut calls);
+        calls
+    }
+
+    fn calls_in(&mut self, parent: Node<'_, '_>, calls: &mut Vec<ActionCall>) {
+        for child in parent.children() {
+            if child.is_element() {
+                let name = self.name(child);
+                if name.eq_ignore_ascii_case("ACTION")
+                    && parent.parent().is_some_and(|p| p.is_root())
+                {
+                    self.attributes(child, name);
+                    self.diagnostics.push(Diagnostic::warning(
+                        codes::NESTED_ACTION_TAG,
+                        self.span(child.range().start..child.range().start + name.len() + 1),
+                        "<ACTION> inside an ACTION block: its children were read as calls (the first <ACTION> was probably prose)",
+                    ));
+                    self.calls_in(child, calls);
+                } else {
+                    calls.push(self.call(child));
+                }
+            } else if child.is_text() {
+                self.stray(child, Place::Top);
+            }
+        }
+    }
+
+    fn call(&mut self, node: Node<'_, '_>) -> ActionCall {
+        let tool = self.name(node);
+        self.attributes(node, tool);
+        ActionCall {
+            tool: tool.to_owned(),
+            args: self.object(
+                node,
+                Place::Call(tool),
+                node.children().filter(Node::is_element).count(),
+            ),
+            span: self.span(node.range()),
+        }
+    }
+
+    fn object(
+        &mut self,
+        node: Node<'_, '_>,
+        place: Place<'_>,
+        elements: usize,
+    ) -> Map<String, Value> {
+        let mut map = Map::with_capacity(elements);
+        // Keys that repeated, whose value is now the array of their values.
+        let mut repeated: HashSet<&str> = HashSet::new();
+        for child in node.children() {
+            if child.is_text() {
+                self.stray(child, place);
+                continue;
+            }
+            if !child.is_element() {
+                continue;
+            }
+            let key = self.name(child);
+            let value = self.value(child, key);
+            match map.entry(key) {
+                Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                Entry::Occupied(mut slot) => match slot.get_mut() {
+                    Value::Array(items) if repeated.contains(&key) => items.push(value),
+                    first => {
+                        let first = first.take();
+                        *slot.get_mut() = Value::Array(vec![first, value]);
+                        repeated.insert(key);
+                    }
+                },
+            }
+        }
+        map
+    }
+
+    fn value(&mut self, node: Node<'_, '_>, name: &str) -> Value {
+        self.attributes(node, name);
+        let mut elements = 0;
+        let mut all_items = true;
+        for child in node.children().filter(Node::is_element) {
+            elements += 1;
+            all_items &= self.name(child) == "item";
+        }
+        if elements == 0 {
+            return Value::String(self.leaf(node));
+        }
+        let place = Place::Value(name);
+        if !all_items {
+            return Value::Object(self.object(node, place, elements));
+        }
+        let mut items = Vec::with_capacity(elements);
+        for child in node.children() {
+            if child.is_element() {
+                items.push(self.value(child, "item"));
+            } else if child.is_text() {
+                self.stray(child, place);
+            }
+        }
+        Value::Array(items)
+    }
+
+    fn stray(&mut self, text_node: Node<'_, '_>, place: Place<'_>) {
+        let text = text_node.text().unwrap_or("");
+        if is_blank(text) {
+            return;
+        }
+        let what = match place {
+            Place::Top => "text between tool calls is not a call and was ignored".to_owned(),
+            Place::Call(tool) => format!("text inside <{tool}> is not a parameter and was ignored"),
+            Place::Value(name) => format!("text beside the child elements of <{name}> was ignored"),
+        };
+        // The span covers the written text without the blanks around it.
+        let range = text_node.range();
+        let written = &self.prepared.doc[range.clone()];
+        let start = range.start
+            + (written.len() - written.trim_start_matches([' ', '\t', '\n', '\r']).len());
+        let end = range.start + trim_end_xml(written).len();
+        self.diagnostics.push(Diagnostic::warning(
+            codes::STRAY_TEXT,
+            self.span(start..end.max(start)),
+            format!("{what}: '{}'", preview(text)),
+        ));
+    }
+
+    fn attributes(&mut self, node: Node<'_, '_>, name: &str) {
+        let mut attrs = node.attributes();
+        let Some(first) = attrs.next() else {
+            return;
+        };
+        let mut names = vec![first.name()];
+        let mut range = first.range();
+        for a in attrs {
+            names.push(a.name());
+            range.end = a.range().end;
+        }
+        self.diagnostics.push(Diagnostic::warning(
+            codes::IGNORED_ATTRIBUTE,
+            self.span(range),
+            format!(
+                "attributes carry no parameters; ignored on <{name}>: {}",
+                names.join(", ")
+            ),
+        ));
+    }
+
+    /// The string value of an element without child elements.
+    fn leaf(&self, node: Node<'_, '_>) -> String {
+        let range = node.range();
+        let cdata = &self.prepared.cdata;
+        let k = cdata.partition_point(|c| c.full.start < range.start);
+        if cdata.get(k).is_some_and(|c| c.full.start < range.end) {
+            return self.leaf_with_cdata(node, k);
+        }
+        trim_xml(node.text().unwrap_or("")).to_owned()
+    }
+
+    /// A value holding CDATA: the sections verbatim, except a line break right after the
+    /// first `<![CDATA[` and the blanks after the last line break before the last `]]>`;
+    /// text around the sections is decoded and trimmed at the edges.
+    fn leaf_with_cdata(&self, node: Node<'_, '_>, first: usize) -> String {
+        let doc = self.prepared.doc.as_str();
+        let range = node.range();
+        let content_start = start_tag_end(doc, range.start);
+        let content_end = doc[..range.end]
+            .rfind("</")
+            .filter(|&e| e >= content_start)
+            .unwrap_or(range.end);
+        // Text pieces are decoded unless blank (the usual indentation around a section).
+        fn text(s: &str) -> Cow<'_, str> {
+            if is_blank(s) {
+                Cow::Borrowed(s)
+            } else {
+                Cow::Owned(decode_text(s))
+            }
+        }
+        let mut pieces: Vec<(bool, Cow<'_, str>)> = Vec::new();
+        let mut at = content_start;
+        for c in self.prepared.cdata[first..]
+            .iter()
+            .take_while(|c| c.full.start < content_end)
+        {
+            if c.full.start > at {
+                pieces.push((false, text(&doc[at..c.full.start])));
+            }
+            pieces.push((true, Cow::Borrowed(&doc[c.content.clone()])));
+            at = c.full.end;
+        }
+        if at < content_end {
+            pieces.push((false, text(&doc[at..content_end])));
+        }
+        assemble(pieces)
+    }
+}
+
+/// Joins text and CDATA pieces by the rule of [`TreeReader::leaf_with_cdata`].
+fn assemble(mut pieces: Vec<(bool, Cow<'_, str>)>) -> String {
+    let blank_text = |p: &(bool, Cow<'_, str>)| !p.0 && is_blank(&p.1);
+    let skip = pieces.iter().take_while(|p| blank_text(p)).count();
+    pieces.drain(..skip);
+    while pieces.last().is_some_and(blank_text) {
+        pieces.pop();
+    }
+    let last = pieces.len().saturating_sub(1);
+    let mut out = String::new();
+    for (i, (is_cdata, text)) in pieces.iter().enumerate() {
+        let mut t: &str = text;
+        if i == 0 {
+            t = if *is_cdata {
+                t.strip_prefix("\r\n")
+                    .or_else(|| t.strip_prefix('\n'))
+                    .unwrap_or(t)
+            } else {
+                t.trim_start_matches([' ', '\t', '\n', '\r'])
+            };
+        }
+        if i == last {
+            t = if *is_cdata {
+                let kept = t.trim_end_matches([' ', '\t']);
+                if kept.ends_with('\n') { kept } else { t }
+            } else {
+                t.trim_end_matches([' ', '\t', '\n', '\r'])
+            };
+        }
+        out.push_str(t);
+    }
+    out
+}
+
+/// The offset after the `>` of the start tag that begins at `start`.
+fn start_tag_end(doc: &str, start: usize) -> usize {
+    let bytes = doc.as_bytes();
+    let mut i = start + 1;
+    let mut quote = None;
+    while let Some(&b) = bytes.get(i) {
+        match (quote, b) {
+            (None, b'"' | b'\'') => quote = Some(b),
+            (Some(q), _) if b == q => quote = None,
+            (None, b'>') => return i + 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    bytes.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(v: &[(bool, &'static str)]) -> String {
+        assemble(v.iter().map(|&(c, t)| (c, Cow::Borrowed(t))).collect())
+    }
+
+    #[test]
+    fn cdata_rule() {
+        assert_eq!(
+            pieces(&[(false, "\n  "), (true, "\ncode\n  "), (false, "\n")]),
+            "code\n"
+        );
+        assert_eq!(pieces(&[(true, " a ")]), " a ");
+        assert_eq!(pieces(&[(true, "a\n b")]), "a\n b");
+        assert_eq!(pieces(&[(true, "a]]"), (true, ">b\n\t")]), "a]]>b\n");
+        assert_eq!(pieces(&[(true, "\n\n "), (true, "")]), "\n ");
+        assert_eq!(pieces(&[(false, " x "), (true, "\ny")]), "x \ny");
+    }
+
+    #[test]
+    fn start_tag_ends() {
+        assert_eq!(start_tag_end("<a b='>'>x", 0), 9);
+        assert_eq!(start_tag_end("<a>", 0), 3);
+    }
+}

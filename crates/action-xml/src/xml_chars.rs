@@ -1,0 +1,230 @@
+//! Character classes of XML 1.0 (names, valid characters, whitespace) and the predefined
+//! entities.
+
+/// XML whitespace: space, tab, line feed, carriage return.
+pub(crate) fn is_xml_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// `s` without leading and trailing XML whitespace (not Unicode whitespace: an ideographic
+/// space in a value is content).
+pub(crate) fn trim_xml(s: &str) -> &str {
+    s.trim_matches([' ', '\t', '\n', '\r'])
+}
+
+/// True when `s` is only XML whitespace.
+pub(crate) fn is_blank(s: &str) -> bool {
+    s.bytes().all(is_xml_space)
+}
+
+/// `Char` of XML 1.0: what may appear in a document at all.
+pub(crate) fn is_xml_char(c: char) -> bool {
+    matches!(c, '\u{9}' | '\u{A}' | '\u{D}' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..='\u{10FFFF}')
+}
+
+/// `NameStartChar` of XML 1.0 (`:` included).
+pub(crate) fn is_name_start(c: char) -> bool {
+    matches!(c,
+        ':' | 'A'..='Z' | '_' | 'a'..='z'
+        | '\u{C0}'..='\u{D6}' | '\u{D8}'..='\u{F6}' | '\u{F8}'..='\u{2FF}'
+        | '\u{370}'..='\u{37D}' | '\u{37F}'..='\u{1FFF}' | '\u{200C}'..='\u{200D}'
+        | '\u{2070}'..='\u{218F}' | '\u{2C00}'..='\u{2FEF}' | '\u{3001}'..='\u{D7FF}'
+        | '\u{F900}'..='\u{FDCF}' | '\u{FDF0}'..='\u{FFFD}' | '\u{10000}'..='\u{EFFFF}')
+}
+
+/// `NameChar` of XML 1.0.
+pub(crate) fn is_name_char(c: char) -> bool {
+    is_name_start(c)
+        || matches!(c, '-' | '.' | '0'..='9' | '\u{B7}' | '\u{300}'..='\u{36F}' | '\u{203F}'..='\u{2040}')
+}
+
+/// True when `s` is an XML `Name`.
+pub(crate) fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(is_name_start) && chars.all(is_name_char)
+}
+
+/// ASCII name classes: bit 0 = name start, bit 1 = name character.
+const ASCII_NAME: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        let start = c.is_ascii_alphabetic() || c == b':' || c == b'_';
+        let name = start || c.is_ascii_digit() || c == b'-' || c == b'.';
+        t[b] = (start as u8) | ((name as u8) << 1);
+        b += 1;
+    }
+    t
+};
+
+/// The end of the name that starts at `at` in `s` (`at` itself when no name starts there).
+pub(crate) fn name_end(s: &str, at: usize) -> usize {
+    let bytes = s.as_bytes();
+    // The common case: an ASCII name ended by an ASCII byte.
+    if let Some(&first) = bytes.get(at)
+        && first < 0x80
+        && ASCII_NAME[usize::from(first)] & 1 != 0
+    {
+        let rest = &bytes[at + 1..];
+        let n = rest
+            .iter()
+            .position(|&b| b >= 0x80 || ASCII_NAME[usize::from(b)] & 2 == 0)
+            .unwrap_or(rest.len());
+        if rest.get(n).is_none_or(|&b| b < 0x80) {
+            return at + 1 + n;
+        }
+    }
+    let mut i = at;
+    // ASCII by table; other characters are decoded.
+    while let Some(&b) = bytes.get(i) {
+        let ok = if b < 0x80 {
+            let class = ASCII_NAME[usize::from(b)];
+            if i == at {
+                class & 1 != 0
+            } else {
+                class & 2 != 0
+            }
+        } else {
+            let c = s[i..].chars().next().unwrap_or('\0');
+            let ok = if i == at {
+                is_name_start(c)
+            } else {
+                is_name_char(c)
+            };
+            if ok {
+                i += c.len_utf8();
+                continue;
+            }
+            false
+        };
+        if !ok {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// The length of the entity or character reference at `s[at]` (an `&`), when it is one
+/// that needs no DTD: `&lt;` `&gt;` `&amp;` `&apos;` `&quot;`, `&#N;`, `&#xH;` naming a
+/// valid XML character.
+pub(crate) fn reference_len(s: &[u8], at: usize) -> Option<usize> {
+    let rest = &s[at + 1..];
+    if rest.first() == Some(&b'#') {
+        let (digits, radix, head) = if rest.get(1) == Some(&b'x') {
+            (&rest[2..], 16, 3)
+        } else {
+            (&rest[1..], 10, 2)
+        };
+        let n = digits
+            .iter()
+            .take_while(|b| {
+                if radix == 16 {
+                    b.is_ascii_hexdigit()
+                } else {
+                    b.is_ascii_digit()
+                }
+            })
+            .count();
+        if n == 0 || n > 8 || digits.get(n) != Some(&b';') {
+            return None;
+        }
+        let text = std::str::from_utf8(&digits[..n]).ok()?;
+        let value = u32::from_str_radix(text, radix).ok()?;
+        let c = char::from_u32(value)?;
+        return is_xml_char(c).then_some(head + n + 1);
+    }
+    ["lt;", "gt;", "amp;", "apos;", "quot;"]
+        .iter()
+        .find(|name| rest.starts_with(name.as_bytes()))
+        .map(|name| name.len() + 1)
+}
+
+/// Decodes the predefined entities and character references in `s`, and normalises line
+/// ends (`\r\n` and `\r` become `\n`) as an XML parser does in text.
+pub(crate) fn decode_text(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut at = 0;
+    while let Some(i) = memchr::memchr2(b'&', b'\r', &bytes[at..]).map(|i| at + i) {
+        out.push_str(&s[at..i]);
+        if bytes[i] == b'\r' {
+            out.push('\n');
+            at = if bytes.get(i + 1) == Some(&b'\n') {
+                i + 2
+            } else {
+                i + 1
+            };
+            continue;
+        }
+        match reference_len(bytes, i) {
+            Some(len) => {
+                let name = &s[i + 1..i + len - 1];
+                match name {
+                    "lt" => out.push('<'),
+                    "gt" => out.push('>'),
+                    "amp" => out.push('&'),
+                    "apos" => out.push('\''),
+                    "quot" => out.push('"'),
+                    _ => {
+                        let (digits, radix) = match name.strip_prefix("#x") {
+                            Some(h) => (h, 16),
+                            None => (&name[1..], 10),
+                        };
+                        if let Some(c) = u32::from_str_radix(digits, radix)
+                            .ok()
+                            .and_then(char::from_u32)
+                        {
+                            out.push(c);
+                        }
+                    }
+                }
+                at = i + len;
+            }
+            None => {
+                out.push('&');
+                at = i + 1;
+            }
+        }
+    }
+    out.push_str(&s[at..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references() {
+        assert_eq!(reference_len(b"&amp;x", 0), Some(5));
+        assert_eq!(reference_len(b"&#x41;", 0), Some(6));
+        assert_eq!(reference_len(b"&#65;", 0), Some(5));
+        assert_eq!(reference_len(b"&#0;", 0), None);
+        assert_eq!(reference_len(b"&nbsp;", 0), None);
+        assert_eq!(reference_len(b"& b", 0), None);
+        assert_eq!(reference_len(b"&", 0), None);
+        assert_eq!(decode_text("a&lt;b&#x4E2D;\r\nc&amp;"), "a<b中\nc&");
+    }
+
+    #[test]
+    fn names() {
+        assert!(is_name("workflow:summarize_text"));
+        assert!(is_name("读取文件"));
+        assert!(!is_name("1a"));
+        assert!(!is_name("a b"));
+        assert!(!is_name(""));
+        assert_eq!(name_end("ab-c d", 0), 4);
+        assert_eq!(name_end("<文字>", 1), 7);
+        assert_eq!(name_end(" x", 0), 0);
+        assert_eq!(name_end("-x", 0), 0);
+        assert_eq!(name_end("x-1.:_y>", 0), 7);
+        for b in 0u8..128 {
+            let c = char::from(b);
+            let class = ASCII_NAME[usize::from(b)];
+            assert_eq!(class & 1 != 0, is_name_start(c), "{c:?}");
+            assert_eq!(class & 2 != 0, is_name_char(c), "{c:?}");
+        }
+    }
+}

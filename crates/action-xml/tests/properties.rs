@@ -1,0 +1,206 @@
+//! Property tests: any split gives the events of the whole input and spans tile it (for
+//! the ACTION and the mixed decoder), arbitrary bytes never panic, and rendered calls parse
+//! back to themselves.
+
+mod common;
+
+use action_xml::{Config, MixedConfig, parse, render_action};
+use common::{Action, Mixed};
+use proptest::prelude::*;
+use serde_json::{Map, Value};
+
+/// Pieces that reach every state of the scanner, the pre-scan and the repairs.
+const PIECES: &[&str] = &[
+    "<ACTION>",
+    "</ACTION>",
+    "<action >",
+    "< ACTION\t>",
+    "<ACT",
+    "ION>",
+    "</ACT",
+    "<![CDATA[",
+    "]]>",
+    "]]",
+    "<!--",
+    "-->",
+    "<t>",
+    "</t>",
+    "<a>",
+    "</a>",
+    "<A>",
+    "<item>",
+    "</item>",
+    "<p:x>",
+    "</p:x>",
+    "<e/>",
+    "<a b='1'>",
+    " x=\"&\"",
+    "x",
+    "中",
+    "🙂",
+    "&",
+    "&amp;",
+    "&#x41;",
+    "&lol;",
+    "<",
+    ">",
+    "</",
+    "\n",
+    "\r\n",
+    " ",
+    "\t",
+    "```",
+    "```xml\n",
+    "<!DOCTYPE x>",
+    "<?pi x?>",
+    "<?",
+    "<|[REQUEST_TOOL]|>",
+    "<|[END_TOOL]|>",
+    "command:",
+    "「始」",
+    "「末」",
+];
+
+fn action_like() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(PIECES), 0..40).prop_map(|v| v.concat())
+}
+
+fn small_config() -> impl Strategy<Value = Config> {
+    (16usize..400, 1usize..6, 4u32..100).prop_map(|(block, depth, nodes)| {
+        let mut c = Config::default();
+        c.max_block_bytes = block;
+        c.max_depth = depth;
+        c.max_nodes = nodes;
+        c
+    })
+}
+
+fn name() -> impl Strategy<Value = String> {
+    prop::sample::select(vec![
+        "a", "key_1", "x-y.z", "名前", "p:k", "q:v", "Path", "_u",
+    ])
+    .prop_map(str::to_owned)
+}
+
+fn string_value() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec![
+            "a",
+            "<",
+            "&",
+            "]]>",
+            "]]",
+            "]",
+            ">",
+            "\n",
+            "\r\n",
+            "\r",
+            " ",
+            "\t",
+            "中文",
+            "🙂",
+            "<![CDATA[",
+            "<!--",
+            "-->",
+            "&amp;",
+            "x y",
+            "</ACTION>",
+            "<ACTION>",
+            "<b>",
+            "\"'",
+        ]),
+        0..8,
+    )
+    .prop_map(|v| v.concat())
+}
+
+/// JSON values the renderer carries exactly: strings, non-empty arrays, non-empty objects.
+fn value() -> impl Strategy<Value = Value> {
+    string_value()
+        .prop_map(Value::String)
+        .prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 1..4).prop_map(Value::Array),
+                prop::collection::vec((name(), inner), 1..4).prop_map(|kv| {
+                    Value::Object(kv.into_iter().collect::<Map<String, Value>>())
+                }),
+            ]
+        })
+}
+
+fn call() -> impl Strategy<Value = (String, Map<String, Value>)> {
+    let tool = prop::sample::select(vec!["tool", "workflow:summarize_text", "读取", "a.b-c"]);
+    (
+        tool.prop_map(str::to_owned),
+        prop::collection::vec((name(), value()), 0..4)
+            .prop_map(|kv| kv.into_iter().collect::<Map<String, Value>>()),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Any split of any input gives the events of the whole input, and spans tile it.
+    #[test]
+    fn any_split_gives_the_same_events(input in action_like(), config in small_config()) {
+        common::decode_all_ways(Action(config), input.as_bytes());
+    }
+
+    /// The same for the mixed decoder.
+    #[test]
+    fn any_split_gives_the_same_mixed_events(input in action_like(), config in small_config()) {
+        let mut mixed = MixedConfig::default();
+        mixed.action = config;
+        common::decode_all_ways(Mixed(mixed), input.as_bytes());
+    }
+
+    /// Arbitrary bytes never panic, and splitting still does not matter.
+    #[test]
+    fn arbitrary_bytes(input in prop::collection::vec(any::<u8>(), 0..200)) {
+        common::decode_all_ways(Action(Config::default()), &input);
+        common::decode_all_ways(Mixed(MixedConfig::default()), &input);
+    }
+
+    /// Arbitrary bytes mixed with markup (more likely to reach deep states).
+    #[test]
+    fn markup_heavy_bytes(parts in prop::collection::vec(
+        prop_oneof![
+            prop::sample::select(PIECES).prop_map(|s| s.as_bytes().to_vec()),
+            prop::collection::vec(any::<u8>(), 1..4),
+        ], 0..30)) {
+        let input = parts.concat();
+        common::decode_all_ways(Action(Config::default()), &input);
+    }
+
+    /// Rendered calls parse back to the same tools and values.
+    #[test]
+    fn render_then_parse_round_trips(calls in prop::collection::vec(call(), 1..4)) {
+        let text = render_action(calls.iter().map(|(t, a)| (t.as_str(), a))).unwrap();
+        let out = parse(&text);
+        prop_assert!(
+            out.diagnostics.iter().all(|d| d.code.as_str() == "undeclared_prefix"),
+            "{}\n{:?}", text, out.diagnostics
+        );
+        let got: Vec<(String, Map<String, Value>)> =
+            out.calls.into_iter().map(|c| (c.tool, c.args)).collect();
+        prop_assert_eq!(got, calls, "{}", text);
+    }
+
+    /// A rendered block embedded in prose and fed in pieces gives the same calls.
+    #[test]
+    fn rendered_block_in_a_stream(call in call(), cut in any::<prop::sample::Index>()) {
+        let block = render_action([(call.0.as_str(), &call.1)]).unwrap();
+        let text = format!("Thinking…\n{block}\nDone.");
+        let mut at = cut.index(text.len() + 1);
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        let events = common::normalize::<Action>(
+            <Action as common::Harness>::run_str(Action(Config::default()), [&text[..at], &text[at..]]),
+        );
+        let blocks = common::blocks(&events);
+        prop_assert_eq!(blocks.len(), 1);
+        prop_assert_eq!(&blocks[0].calls[0].args, &call.1);
+        prop_assert_eq!(common::text(&events), "Thinking…\n\n\nDone.");
+    }
+}
