@@ -129,6 +129,26 @@ impl Pattern {
         }
     }
 
+    /// Marks the bytes that may follow the first byte of a match.
+    fn mark_second_bytes(&self, table: &mut [bool; 256]) {
+        match &self.kind {
+            PatternKind::Exact(b) if b.len() > 1 => table[usize::from(b[1])] = true,
+            PatternKind::Exact(_) => table.fill(true),
+            PatternKind::Tag { name, closing } => {
+                table[usize::from(b' ')] = true;
+                table[usize::from(b'\t')] = true;
+                if *closing {
+                    table[usize::from(b'/')] = true;
+                } else if let Some(&c) = name.first() {
+                    table[usize::from(c.to_ascii_lowercase())] = true;
+                    table[usize::from(c.to_ascii_uppercase())] = true;
+                } else {
+                    table[usize::from(b'>')] = true;
+                }
+            }
+        }
+    }
+
     fn exact_bytes(&self) -> Option<&[u8]> {
         match &self.kind {
             PatternKind::Exact(b) if !self.line_start => Some(b),
@@ -329,6 +349,9 @@ fn is_line_start(hay: &[u8], at: usize, lf: LineFloor) -> bool {
 struct PatternSet {
     patterns: Vec<(Pattern, Action)>,
     finder: Finder,
+    /// Per distinct first byte, the bytes that may follow it: most candidates (every `<` in
+    /// an XML body) are rejected by one table look-up.
+    second: Box<[(u8, [bool; 256])]>,
 }
 
 impl PatternSet {
@@ -351,12 +374,34 @@ impl PatternSet {
                 Finder::Table(t)
             }
         };
-        PatternSet { patterns, finder }
+        let mut second: Vec<(u8, [bool; 256])> = Vec::new();
+        for (p, _) in &patterns {
+            let first = p.first_byte();
+            let i = match second.iter().position(|(f, _)| *f == first) {
+                Some(i) => i,
+                None => {
+                    second.push((first, [false; 256]));
+                    second.len() - 1
+                }
+            };
+            p.mark_second_bytes(&mut second[i].1);
+        }
+        PatternSet {
+            patterns,
+            finder,
+            second: second.into_boxed_slice(),
+        }
     }
 
     /// Decides what happens at candidate `at`: the longest full match unless some pattern
     /// is still partial (then wait, unless at end of stream).
     fn try_at(&self, hay: &[u8], at: usize, eof: bool, lf: LineFloor) -> Option<Found> {
+        if let Some(&next) = hay.get(at + 1)
+            && let Some((_, table)) = self.second.iter().find(|(f, _)| *f == hay[at])
+            && !table[usize::from(next)]
+        {
+            return None;
+        }
         let mut best: Option<(usize, Action)> = None;
         let mut partial = false;
         for (p, action) in &self.patterns {

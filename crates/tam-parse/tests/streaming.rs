@@ -219,7 +219,7 @@ async fn codec_yields_each_block_before_the_input_ends() {
     use tokio::io::AsyncWriteExt;
     use tokio_util::codec::FramedRead;
 
-    let (mut writer, reader) = tokio::io::duplex(64);
+    let (mut writer, reader) = tokio::io::duplex(4096);
     let mut frames = FramedRead::new(reader, tam_parse::codec::TamCodec::new(Config::default()));
     writer
         .write_all("x <|[REQUEST_TOOL]|>command:「始」Early「末」<|[END_TOOL]|>".as_bytes())
