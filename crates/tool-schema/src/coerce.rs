@@ -212,7 +212,8 @@ impl Coercion {
 }
 
 /// The candidate most likely meant by an unknown `key`: one with the same canonical key,
-/// else the most similar one above [`SUGGESTION_THRESHOLD`] (the first on a tie).
+/// else the most similar one (normalised Damerau–Levenshtein of the canonical keys, at
+/// least 0.7; the first on a tie).
 /// Runs only on error paths, so it recomputes canonical keys freely.
 pub fn suggest<'c>(key: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
     let canonical = canonical_key(key);
