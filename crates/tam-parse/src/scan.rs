@@ -505,6 +505,8 @@ struct SyntaxSets {
 pub struct Grammar {
     syntaxes: Vec<BlockSyntax>,
     outside: PatternSet,
+    /// The first bytes of the start patterns: a short delta without any is prose at once.
+    starts: [bool; 256],
     sets: Vec<SyntaxSets>,
 }
 
@@ -574,9 +576,14 @@ impl Grammar {
                 }
             })
             .collect();
+        let mut starts = [false; 256];
+        for s in &syntaxes {
+            starts[usize::from(s.start.first_byte())] = true;
+        }
         Ok(Arc::new(Grammar {
             syntaxes,
             outside,
+            starts,
             sets,
         }))
     }
@@ -773,6 +780,8 @@ pub struct Scanner {
     overflow: bool,
     /// Size of the last block, to size the next block's buffer in one allocation.
     last_block_len: usize,
+    /// How much of a delta the next push into the open block takes.
+    next_push: usize,
     utf8_pending: [u8; 4],
     utf8_pending_len: u8,
 }
@@ -797,6 +806,7 @@ impl Scanner {
             body_start: 0,
             overflow: false,
             last_block_len: 0,
+            next_push: FIRST_PUSH,
             utf8_pending: [0; 4],
             utf8_pending_len: 0,
         }
@@ -988,6 +998,15 @@ impl Scanner {
     /// Consumes prose from `d` until a block opens; returns the unconsumed rest.
     fn feed_outside<'d>(&mut self, d: &'d str, h: &mut impl ScanHandler) -> &'d str {
         let p0 = self.pos;
+        // Token-sized prose deltas: one pass over a few bytes decides them.
+        if self.buf.is_empty()
+            && d.len() <= 64
+            && !d.bytes().any(|b| self.grammar.starts[usize::from(b)])
+        {
+            h.text(d, Span::new(p0, p0 + d.len()));
+            self.pos = p0 + d.len();
+            return "";
+        }
         let grammar = Arc::clone(&self.grammar);
         let set = &grammar.outside;
         let lf = LineFloor {
@@ -1069,6 +1088,7 @@ impl Scanner {
         self.buf
             .reserve(self.last_block_len.min(self.max_block_bytes) + MAX_PATTERN_LEN);
         self.state = State::Body { kind };
+        self.next_push = FIRST_PUSH;
         self.block_start = start;
         self.body_start = self.buf.len();
         self.scan_from = self.buf.len();
@@ -1084,15 +1104,19 @@ impl Scanner {
     /// Consumes block bytes from `d` until the block closes; returns the unconsumed rest.
     fn feed_inside<'d>(&mut self, d: &'d str, h: &mut impl ScanHandler) -> &'d str {
         // Push in chunks so that the buffer never grows far past the limit.
+        // The push grows geometrically from FIRST_PUSH: bytes copied past the end marker
+        // (given back below) stay within twice the block's own size, so a large delta
+        // holding many blocks is still copied O(1) times per byte.
         let room = if self.overflow {
             0
         } else {
             (self.max_block_bytes + MAX_PATTERN_LEN).saturating_sub(self.buf.len())
         }
         .max(CHUNK);
-        let mut n = d.len().min(room);
+        let mut n = d.len().min(room).min(self.next_push);
+        self.next_push = (self.next_push * 2).min(CHUNK);
         while !d.is_char_boundary(n) {
-            n -= 1;
+            n += 1;
         }
         let p0 = self.pos;
         self.buf.push_str(&d[..n]);
@@ -1299,3 +1323,6 @@ struct MarkerClose {
 /// Input is pushed into an open block at most this much at a time once it is near its
 /// limit, which bounds memory to `max_block_bytes + CHUNK`.
 const CHUNK: usize = 64 * 1024;
+
+/// The first push into a newly opened block.
+const FIRST_PUSH: usize = 256;
