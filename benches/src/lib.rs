@@ -1,1 +1,18 @@
-//! Benchmark support: corpus generation shared by the benches and the report binary.
+//! Benchmark support for the workspace: the corpora the decoding benchmarks read, the
+//! generator that writes them, and the naive baseline the streaming decoder is compared to.
+//!
+//! * [`corpus`] — the four workloads (`prose`, `prose_tam`, `code`, `cjk`) as committed in
+//!   `benches/data/`: a 64 KiB model reply and its token deltas, and messages of any size
+//!   built from them.
+//! * [`synth`] — the deterministic text generator behind `cargo run -p tam-benches --bin
+//!   gen-corpora`, which also cuts the text into o200k tokens (tiktoken-rs) regrouped at
+//!   UTF-8 boundaries.
+//! * [`naive`] — what most clients do today: accumulate the reply and, after every delta,
+//!   search the whole of it again for blocks and re-extract them.
+//!
+//! The benchmarks themselves are in `benches/benches/`; `benches/README.md` says what each
+//! measures and how to read the report that `bench-report` writes to `docs/`.
+
+pub mod corpus;
+pub mod naive;
+pub mod synth;

@@ -111,7 +111,10 @@ fn fuzz_targets() -> Vec<String> {
             rd.filter_map(|e| e.ok())
                 .filter_map(|e| {
                     let p = e.path();
-                    (p.extension()? == "rs").then(|| p.file_stem()?.to_string_lossy().into_owned())
+                    if p.extension()? != "rs" {
+                        return None;
+                    }
+                    Some(p.file_stem()?.to_string_lossy().into_owned())
                 })
                 .collect()
         })
@@ -122,6 +125,7 @@ fn fuzz_targets() -> Vec<String> {
 
 fn fuzz(args: &[String]) -> Result<(), String> {
     let mut secs = 60u64;
+    let mut runs = None;
     let mut target = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -131,6 +135,13 @@ fn fuzz(args: &[String]) -> Result<(), String> {
                     .next()
                     .and_then(|s| s.parse().ok())
                     .ok_or("--secs needs a number")?
+            }
+            "--runs" => {
+                runs = Some(
+                    it.next()
+                        .and_then(|s| s.parse::<u64>().ok())
+                        .ok_or("--runs needs a number")?,
+                )
             }
             t => target = Some(t.to_string()),
         }
@@ -143,30 +154,77 @@ fn fuzz(args: &[String]) -> Result<(), String> {
         return Err("no fuzz targets found under fuzz/fuzz_targets".into());
     }
     for t in targets {
+        // New inputs go to the working corpus (not committed); the seeds are read only.
         let corpus = root().join("fuzz/corpus").join(&t);
         let seeds = root().join("fuzz/seeds").join(&t);
         std::fs::create_dir_all(&corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
         let mut cmd = Command::new("cargo");
         cmd.current_dir(root().join("fuzz"));
-        cmd.args(["+nightly", "fuzz", "run", &t]);
+        // The crates forbid `unsafe`: no sanitizer, for speed; debug assertions (and so
+        // overflow checks) on, to catch offset arithmetic going wrong.
+        cmd.args([
+            "+nightly",
+            "fuzz",
+            "run",
+            "--sanitizer",
+            "none",
+            "--debug-assertions",
+            &t,
+        ]);
         cmd.arg(&corpus);
         if seeds.exists() {
             cmd.arg(&seeds);
         }
-        cmd.args(["--", &format!("-max_total_time={secs}")]);
-        run(&format!("fuzz {t} for {secs}s"), cmd)?;
+        cmd.args([
+            "--",
+            "-timeout=10",
+            "-rss_limit_mb=4096",
+            "-print_final_stats=1",
+        ]);
+        let what = match runs {
+            Some(n) => {
+                cmd.arg(format!("-runs={n}"));
+                format!("{n} runs")
+            }
+            None => {
+                cmd.arg(format!("-max_total_time={secs}"));
+                format!("{secs}s")
+            }
+        };
+        run(&format!("fuzz {t} for {what}"), cmd)?;
     }
     Ok(())
 }
 
 fn bench(args: &[String]) -> Result<(), String> {
+    // `--quick` and anything after `--` go to criterion; `--bench NAME` picks bench files.
     let mut cmd = cargo();
     cmd.args(["bench", "-p", "tam-benches"]);
-    if args.iter().any(|a| a == "--quick") {
-        cmd.args(["--", "--quick"]);
+    let mut criterion_args = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--quick" => criterion_args.push(a.clone()),
+            "--bench" => {
+                let name = it.next().ok_or("--bench needs a name")?;
+                cmd.args(["--bench", name]);
+            }
+            "--" => criterion_args.extend(it.by_ref().cloned()),
+            other => return Err(format!("bench: unknown argument {other}")),
+        }
+    }
+    if !criterion_args.is_empty() {
+        cmd.arg("--").args(criterion_args);
     }
     run("cargo bench", cmd)?;
     let mut plot = cargo();
-    plot.args(["run", "--release", "-p", "tam-benches", "--bin", "bench-report"]);
+    plot.args([
+        "run",
+        "--release",
+        "-p",
+        "tam-benches",
+        "--bin",
+        "bench-report",
+    ]);
     run("bench report", plot)
 }

@@ -1,0 +1,69 @@
+//! Runs one decoding case in a loop, for a profiler (`valgrind --tool=callgrind`, `perf`):
+//! nothing else runs, so the profile is the case alone.
+//!
+//! `profile-decode WORKLOAD SIZE MODE [ITERATIONS]` with WORKLOAD one of `prose`,
+//! `prose_tam`, `code`, `cjk`; SIZE in bytes; MODE `whole`, `tokens` or `bytes`.
+//!
+//! `cargo build --release -p tam-benches --bin profile-decode && valgrind --tool=callgrind
+//! target/release/profile-decode prose 65536 tokens 20`
+
+use std::hint::black_box;
+use std::process::ExitCode;
+
+use tam_benches::corpus::{Corpus, Workload};
+use tam_parse::{Config, Decoder, Event};
+
+fn run() -> Result<usize, String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [workload, size, mode, rest @ ..] = args.as_slice() else {
+        return Err("usage: profile-decode WORKLOAD SIZE MODE [ITERATIONS]".into());
+    };
+    let workload =
+        Workload::from_name(workload).ok_or_else(|| format!("no workload {workload}"))?;
+    let size: usize = size.parse().map_err(|e| format!("size: {e}"))?;
+    let iterations: usize = match rest.first() {
+        Some(n) => n.parse().map_err(|e| format!("iterations: {e}"))?,
+        None => 10,
+    };
+    let message = Corpus::load(workload)
+        .map_err(|e| e.to_string())?
+        .message(size);
+    let mut seen = 0usize;
+    let mut see = |e: Event<'_>| {
+        if let Event::Text { text, .. } = &e {
+            seen += text.len();
+        }
+    };
+    for _ in 0..iterations {
+        let mut decoder = Decoder::new(Config::default());
+        match mode.as_str() {
+            "whole" => decoder.feed(black_box(&message.text), &mut see),
+            "tokens" => {
+                for delta in message.token_deltas() {
+                    decoder.feed(black_box(delta), &mut see);
+                }
+            }
+            "bytes" => {
+                for byte in message.text.as_bytes().chunks(1) {
+                    decoder.feed_bytes(black_box(byte), &mut see);
+                }
+            }
+            other => return Err(format!("no mode {other}")),
+        }
+        decoder.finish(&mut see);
+    }
+    Ok(seen)
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(seen) => {
+            println!("{seen} bytes of text");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("profile-decode: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

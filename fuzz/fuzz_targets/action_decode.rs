@@ -1,0 +1,12 @@
+//! The ACTION decoder on arbitrary bytes cut at arbitrary points: no panic, the same
+//! events however the stream is cut, spans that tile the stream (see `tam_fuzz` for the
+//! layout).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tam_fuzz::{Action, Input, check};
+
+fuzz_target!(|raw: &[u8]| {
+    let input = Input::parse(raw);
+    check(Action::from_flags(input.flags), &input);
+});
