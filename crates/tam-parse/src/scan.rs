@@ -1276,6 +1276,11 @@ impl Scanner {
             (ByteString::new(), 0..0)
         } else {
             buf.truncate(end);
+            // The raw text outlives the scanner inside the events: do not let it pin much
+            // more memory than it holds.
+            if buf.capacity() > 2 * buf.len() + MAX_PATTERN_LEN {
+                buf.shrink_to_fit();
+            }
             (
                 ByteString::from(buf),
                 self.body_start.min(body_end)..body_end,
