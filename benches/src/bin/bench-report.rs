@@ -591,7 +591,7 @@ fn report(r: &Results, idle: &IdleMemory, criterion: &Path) -> String {
 
     let _ = writeln!(
         md,
-        "\n## Memory of an idle decoder\n\n\
+        "\n## Memory of an idle decoder\n\n(Measured by `bench-report` itself when it writes this file, with a counting allocator.)\n\n\
          - `size_of::<tam_parse::Decoder>()`: {} bytes\n\
          - heap of a new decoder (the shared grammar is built once per process and not counted): {} bytes\n\
          - heap after 16 KiB of prose in token deltas: {} bytes ({} bytes held back)\n\
