@@ -16,24 +16,7 @@ use std::hint::black_box;
 
 use action_xml::{Config, Decoder, Event};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-
-/// The body of one call with `repeat` rounds of parameters.
-fn body(repeat: usize) -> String {
-    let mut out = String::from("<ApplyProjectDiff>\n");
-    for i in 0..repeat {
-        out.push_str(&format!(
-            "  <target_file_{i}>config/settings_{i}.json</target_file_{i}>\n\
-             \x20 <reason_{i}>Enable the feature &amp; keep the old key; see ticket #{i}.</reason_{i}>\n\
-             \x20 <files_{i}>\n    <item>src/app.ts</item>\n    <item>src/utils.ts</item>\n  </files_{i}>\n\
-             \x20 <options_{i}>\n    <mode>replace</mode>\n    <dry_run>false</dry_run>\n  </options_{i}>\n\
-             \x20 <diff_{i}>\n    <![CDATA[\n--- a/config/settings.json\n+++ b/config/settings.json\n\
-             @@ -1,5 +1,5 @@\n {{\n-  \"feature_enabled\": false,\n+  \"feature_enabled\": true,\n\
-             \x20  \"api_key\": \"old_key_value\"\n }}\n    ]]>\n  </diff_{i}>\n"
-        ));
-    }
-    out.push_str("</ApplyProjectDiff>");
-    out
-}
+use tam_benches::action::{block as action_block, body};
 
 fn parse_block(block: &str) -> usize {
     let mut decoder = Decoder::new(Config::default());
@@ -66,7 +49,7 @@ fn parse_block_in_deltas(block: &str, delta: usize) -> usize {
 fn bench(c: &mut Criterion) {
     for (name, repeat) in [("typical", 1), ("large", 128)] {
         let body = body(repeat);
-        let block = format!("<ACTION>\n{body}\n</ACTION>");
+        let block = action_block(repeat);
         // The two must agree on what there is to read.
         assert_eq!(parse_block(&block), 5 * repeat);
         assert!(roxmltree::Document::parse(&body).is_ok());

@@ -1,6 +1,7 @@
 //! Benchmark support for the workspace: the corpora the decoding benchmarks read, the
 //! generator that writes them, and the naive baseline the streaming decoder is compared to.
 //!
+//! * [`action`] — the ACTION blocks of the `action_xml` benchmark.
 //! * [`corpus`] — the four workloads (`prose`, `prose_tam`, `code`, `cjk`) as committed in
 //!   `benches/data/`: a 64 KiB model reply and its token deltas, and messages of any size
 //!   built from them.
@@ -13,6 +14,7 @@
 //! The benchmarks themselves are in `benches/benches/`; `benches/README.md` says what each
 //! measures and how to read the report that `bench-report` writes to `docs/`.
 
+pub mod action;
 pub mod corpus;
 pub mod naive;
 pub mod synth;

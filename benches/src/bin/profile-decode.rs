@@ -4,12 +4,17 @@
 //! `profile-decode WORKLOAD SIZE MODE [ITERATIONS]` with WORKLOAD one of `prose`,
 //! `prose_tam`, `code`, `cjk`; SIZE in bytes; MODE `whole`, `tokens` or `bytes`.
 //!
+//! `profile-decode action REPEAT MODE [ITERATIONS]` parses the `action_xml` benchmark's
+//! block (`REPEAT` rounds of parameters: 1 is `typical`, 128 is `large`) with MODE `whole`,
+//! `deltas` (64 bytes, as the benchmark) or `roxmltree` (the baseline: its body alone).
+//!
 //! `cargo build --release -p tam-benches --bin profile-decode && valgrind --tool=callgrind
 //! target/release/profile-decode prose 65536 tokens 20`
 
 use std::hint::black_box;
 use std::process::ExitCode;
 
+use tam_benches::action;
 use tam_benches::corpus::{Corpus, Workload};
 use tam_parse::{Config, Decoder, Event};
 
@@ -18,6 +23,9 @@ fn run() -> Result<usize, String> {
     let [workload, size, mode, rest @ ..] = args.as_slice() else {
         return Err("usage: profile-decode WORKLOAD SIZE MODE [ITERATIONS]".into());
     };
+    if workload == "action" {
+        return action(size, mode, rest);
+    }
     let workload =
         Workload::from_name(workload).ok_or_else(|| format!("no workload {workload}"))?;
     let size: usize = size.parse().map_err(|e| format!("size: {e}"))?;
@@ -47,6 +55,42 @@ fn run() -> Result<usize, String> {
                 for byte in message.text.as_bytes().chunks(1) {
                     decoder.feed_bytes(black_box(byte), &mut see);
                 }
+            }
+            other => return Err(format!("no mode {other}")),
+        }
+        decoder.finish(&mut see);
+    }
+    Ok(seen)
+}
+
+/// The `action` workload: one ACTION block parsed `ITERATIONS` times.
+fn action(repeat: &str, mode: &str, rest: &[String]) -> Result<usize, String> {
+    let repeat: usize = repeat.parse().map_err(|e| format!("repeat: {e}"))?;
+    let iterations: usize = match rest.first() {
+        Some(n) => n.parse().map_err(|e| format!("iterations: {e}"))?,
+        None => 10,
+    };
+    let body = action::body(repeat);
+    let block = action::block(repeat);
+    let mut seen = 0usize;
+    for _ in 0..iterations {
+        let mut see = |e: action_xml::Event<'_>| {
+            if let action_xml::Event::Block(b) = e {
+                seen += b.calls.iter().map(|c| c.args.len()).sum::<usize>();
+            }
+        };
+        let mut decoder = action_xml::Decoder::new(action_xml::Config::default());
+        match mode {
+            "whole" => decoder.feed(black_box(&block), &mut see),
+            "deltas" => {
+                for delta in block.as_bytes().chunks(64) {
+                    decoder.feed_bytes(black_box(delta), &mut see);
+                }
+            }
+            "roxmltree" => {
+                let doc =
+                    roxmltree::Document::parse(black_box(&body)).map_err(|e| e.to_string())?;
+                black_box(doc.descendants().count());
             }
             other => return Err(format!("no mode {other}")),
         }

@@ -227,12 +227,13 @@ impl Registry {
             path: path.to_owned(),
             source,
         })?;
-        let definition = tool_schema::load::workflow_from_str(&text, stem, &source)?;
+        // Parsed once: the definition and the graph the engine runs come from one document.
         let workflow: Value =
             serde_json::from_str(&text).map_err(|e| tool_schema::Error::Syntax {
-                file: source,
+                file: source.clone(),
                 message: e.to_string(),
             })?;
+        let definition = tool_schema::load::workflow_from_value(&workflow, stem, &source)?;
         self.register_workflow(definition, &workflow)
     }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use tool_schema::load::{
     AgentProfile, nodes_from_path, nodes_from_str, plugin_from_path, plugin_from_str,
-    workflow_from_dir, workflow_from_path, workflow_from_str,
+    workflow_from_dir, workflow_from_path, workflow_from_str, workflow_from_value,
 };
 use tool_schema::{Error, Implementation, ToolId};
 
@@ -84,6 +84,25 @@ fn every_data_flow_type_maps_and_suggestions_need_combo_option() {
         })
     );
     assert_eq!(tool.output_schema, None);
+}
+
+#[test]
+fn a_parsed_workflow_document_gives_the_same_tool_as_its_text() {
+    let text = std::fs::read_to_string(fixture("workflows/all_types.json")).unwrap();
+    let document: Value = serde_json::from_str(&text).unwrap();
+    let from_value = workflow_from_value(&document, "all_types", "all_types.json").unwrap();
+    let from_text = workflow_from_str(&text, "all_types", "all_types.json").unwrap();
+    assert_eq!(from_value.parameters, from_text.parameters);
+    assert_eq!(from_value.id, from_text.id);
+    assert_eq!(from_value.display_name, from_text.display_name);
+    // The id is checked first, whatever the document.
+    assert!(matches!(
+        workflow_from_value(&document, "../up", "x.json"),
+        Err(Error::InvalidToolId { .. })
+    ));
+    // A document that is not an object names the source.
+    let error = workflow_from_value(&json!([1]), "w", "w.json").unwrap_err();
+    assert!(error.to_string().contains("w.json"), "{error}");
 }
 
 #[test]

@@ -22,7 +22,7 @@ use crate::Error;
 pub use agent_profile::AgentProfile;
 pub use node::{nodes_from_path, nodes_from_str};
 pub use plugin::{plugin_from_path, plugin_from_str};
-pub use workflow::{workflow_from_dir, workflow_from_path, workflow_from_str};
+pub use workflow::{workflow_from_dir, workflow_from_path, workflow_from_str, workflow_from_value};
 
 fn read_text(path: &Path) -> Result<String, Error> {
     std::fs::read_to_string(path).map_err(|source| Error::Io {

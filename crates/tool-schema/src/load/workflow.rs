@@ -20,9 +20,23 @@ pub fn workflow_from_str(
     workflow_id: &str,
     source: &str,
 ) -> Result<ToolDefinition, Error> {
+    ToolId::workflow(workflow_id)?;
+    workflow_from_value(&parse_json(text, source)?, workflow_id, source)
+}
+
+/// [`workflow_from_str`] for a workflow document already parsed — for a caller that also
+/// needs the document itself (an engine that runs the workflow's graph), so the file is
+/// parsed once.
+///
+/// # Errors
+/// As [`workflow_from_str`], but for [`Error::Syntax`].
+pub fn workflow_from_value(
+    document: &serde_json::Value,
+    workflow_id: &str,
+    source: &str,
+) -> Result<ToolDefinition, Error> {
     let id = ToolId::workflow(workflow_id)?;
-    let document = parse_json(text, source)?;
-    let root = Fields::root(source, &document)?;
+    let root = Fields::root(source, document)?;
     let mut definition = ToolDefinition::new(
         id,
         root.optional_str("description")?.unwrap_or_default(),
