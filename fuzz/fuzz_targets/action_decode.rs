@@ -4,9 +4,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tam_fuzz::{Action, Input, check};
+use tam_fuzz::{Input, check, action};
 
 fuzz_target!(|raw: &[u8]| {
     let input = Input::parse(raw);
-    check(Action::from_flags(input.flags), &input);
+    check(action(input.flags), &input);
 });

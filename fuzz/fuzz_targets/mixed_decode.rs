@@ -4,9 +4,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tam_fuzz::{Input, Mixed, check};
+use tam_fuzz::{Input, check, mixed};
 
 fuzz_target!(|raw: &[u8]| {
     let input = Input::parse(raw);
-    check(Mixed::from_flags(input.flags), &input);
+    check(mixed(input.flags), &input);
 });

@@ -3,9 +3,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tam_fuzz::{Input, Tam, check};
+use tam_fuzz::{Input, check, tam};
 
 fuzz_target!(|raw: &[u8]| {
     let input = Input::parse(raw);
-    check(Tam::from_flags(input.flags), &input);
+    check(tam(input.flags), &input);
 });

@@ -10,7 +10,7 @@ use tam_parse::{BlockParser, ByteString, Diagnostic, Dialect, Span};
 
 use crate::block::ActionBlock;
 use crate::codes;
-use crate::decoder::{ActionLayer, Config, block_syntax, invalid_utf8};
+use crate::decoder::{ActionLayer, Config, Event, block_syntax, invalid_utf8};
 use crate::position::StreamCursor;
 
 /// Block kind of TAM blocks in the mixed grammar.
@@ -133,11 +133,23 @@ fn forward_tam<'a, F: FnMut(MixedEvent<'_>)>(
     out: &'a mut F,
 ) -> impl FnMut(tam_parse::Event<'_>) + 'a {
     move |event| {
-        let mixed = match event {
-            tam_parse::Event::Text { text, span } => {
-                action.text(&text, span);
-                MixedEvent::Text { text, span }
-            }
+        match &event {
+            tam_parse::Event::Text { text, span } => action.text(text, *span),
+            tam_parse::Event::Block(block) => action.interrupt(block.span.end),
+            tam_parse::Event::Diagnostic(d) => action.interrupt(d.span.end),
+            _ => {}
+        }
+        out(MixedEvent::from(event));
+    }
+}
+
+/// A TAM decoder's event as the mixed decoder reports it. A TAM event this crate does not
+/// know yet (a newer tam-parse) becomes an [`codes::UNKNOWN_TAM_EVENT`] warning whose
+/// message is its debug form, so that nothing is dropped silently.
+impl<'a> From<tam_parse::Event<'a>> for MixedEvent<'a> {
+    fn from(event: tam_parse::Event<'a>) -> MixedEvent<'a> {
+        match event {
+            tam_parse::Event::Text { text, span } => MixedEvent::Text { text, span },
             tam_parse::Event::BlockStart { span } => MixedEvent::BlockStart {
                 protocol: Protocol::Tam,
                 span,
@@ -145,25 +157,29 @@ fn forward_tam<'a, F: FnMut(MixedEvent<'_>)>(
             tam_parse::Event::CommandSeen { call, tool, span } => {
                 MixedEvent::CommandSeen { call, tool, span }
             }
-            tam_parse::Event::Block(block) => {
-                action.interrupt(block.span.end);
-                MixedEvent::TamBlock(block)
-            }
-            tam_parse::Event::Diagnostic(d) => {
-                action.interrupt(d.span.end);
-                MixedEvent::Diagnostic(d)
-            }
-            other => {
-                // A TAM event this crate does not know yet: passed on as a diagnostic so
-                // that nothing is dropped silently.
-                MixedEvent::Diagnostic(Diagnostic::warning(
-                    codes::UNKNOWN_TAM_EVENT,
-                    other.span(),
-                    format!("{other:?}"),
-                ))
-            }
-        };
-        out(mixed);
+            tam_parse::Event::Block(block) => MixedEvent::TamBlock(block),
+            tam_parse::Event::Diagnostic(d) => MixedEvent::Diagnostic(d),
+            other => MixedEvent::Diagnostic(Diagnostic::warning(
+                codes::UNKNOWN_TAM_EVENT,
+                other.span(),
+                format!("{other:?}"),
+            )),
+        }
+    }
+}
+
+/// An ACTION decoder's event as the mixed decoder reports it.
+impl<'a> From<Event<'a>> for MixedEvent<'a> {
+    fn from(event: Event<'a>) -> MixedEvent<'a> {
+        match event {
+            Event::Text { text, span } => MixedEvent::Text { text, span },
+            Event::BlockStart { span } => MixedEvent::BlockStart {
+                protocol: Protocol::Action,
+                span,
+            },
+            Event::Block(block) => MixedEvent::ActionBlock(block),
+            Event::Diagnostic(d) => MixedEvent::Diagnostic(d),
+        }
     }
 }
 

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 
 use action_xml::{Config, MixedConfig};
-use common::{Action, Mixed};
+use tam_testkit::{Action, Mixed};
 
 /// Settings by file name: `limit_block*`, `limit_depth*` and `limit_nodes*` use tiny
 /// limits.
@@ -44,9 +44,12 @@ fn golden_cases() {
         let got = if name.starts_with("mixed_") {
             let mut config = MixedConfig::default();
             config.action = config_for(&name);
-            common::dump_mixed(&common::decode_all_ways(Mixed(config), &input))
+            common::dump_mixed(&tam_testkit::decode_all_ways(Mixed(config), &input))
         } else {
-            common::dump(&common::decode_all_ways(Action(config_for(&name)), &input))
+            common::dump(&tam_testkit::decode_all_ways(
+                Action(config_for(&name)),
+                &input,
+            ))
         };
         let expected_path = input_path.with_extension("events");
         if update {

@@ -6,7 +6,7 @@ mod common;
 use action_xml::{
     Config, Decoder, Event, MixedConfig, MixedDecoder, MixedEvent, codes, parse, parse_with,
 };
-use common::{Action, Harness};
+use tam_testkit::{Action, Harness};
 
 fn deep(n: usize) -> String {
     format!("<ACTION>{}x{}</ACTION>", "<a>".repeat(n), "</a>".repeat(n))
@@ -24,12 +24,12 @@ fn hundred_thousand_nested_elements_are_refused_without_recursion() {
         "elements nested deeper than 64 levels at line 1, column 201"
     );
     // Split arbitrarily, the same.
-    let split: Vec<Event<'static>> = common::normalize::<Action>(
+    let split: Vec<Event<'static>> = tam_testkit::normalize::<Action>(
         Action(Config::default()).run_bytes(input.as_bytes().chunks(4093)),
     );
     assert_eq!(
         split,
-        common::normalize::<Action>(Action(Config::default()).run_str([input.as_str()]))
+        tam_testkit::normalize::<Action>(Action(Config::default()).run_str([input.as_str()]))
     );
 }
 
@@ -96,9 +96,9 @@ fn oversized_block_is_dropped_with_bounded_memory() {
         peak <= config.max_block_bytes + 64 * 1024,
         "held {peak} bytes"
     );
-    let events = common::normalize::<Action>(events);
+    let events = tam_testkit::normalize::<Action>(events);
     let n = 7 + 14 + 4 * 1024 * 1024 + 23;
-    common::assert_tiles::<Action>(&events, n);
+    tam_testkit::assert_tiles::<Action>(&events, n);
     let block = common::blocks(&events)[0];
     assert!(block.calls.is_empty() && block.raw.is_empty());
     assert_eq!(block.diagnostics[0].code, codes::BLOCK_TOO_LARGE);

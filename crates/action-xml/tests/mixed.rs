@@ -3,55 +3,28 @@
 
 mod common;
 
-use action_xml::{Config, MixedConfig, MixedEvent, Protocol};
-use common::{Action, Harness, Mixed};
+use action_xml::{Config, MixedConfig, MixedEvent};
 use proptest::prelude::*;
+use tam_testkit::{Action, Harness, Mixed, Tam};
 
 /// The mixed events an ACTION-only decoder's events stand for.
 fn from_action(events: Vec<action_xml::Event<'static>>) -> Vec<MixedEvent<'static>> {
-    events
-        .into_iter()
-        .map(|e| match e {
-            action_xml::Event::Text { text, span } => MixedEvent::Text { text, span },
-            action_xml::Event::BlockStart { span } => MixedEvent::BlockStart {
-                protocol: Protocol::Action,
-                span,
-            },
-            action_xml::Event::Block(b) => MixedEvent::ActionBlock(b),
-            action_xml::Event::Diagnostic(d) => MixedEvent::Diagnostic(d),
-            other => panic!("unexpected {other:?}"),
-        })
-        .collect()
+    events.into_iter().map(MixedEvent::from).collect()
 }
 
 /// The mixed events a TAM-only decoder's events stand for.
 fn tam_events(input: &[u8], config: tam_parse::Config) -> Vec<MixedEvent<'static>> {
-    let mut events = Vec::new();
-    let mut decoder = tam_parse::Decoder::new(config);
-    decoder.feed_bytes(input, |e| events.push(e.into_owned()));
-    decoder.finish(|e| events.push(e.into_owned()));
-    events
+    Tam(config)
+        .run_bytes([input])
         .into_iter()
-        .map(|e| match e {
-            tam_parse::Event::Text { text, span } => MixedEvent::Text { text, span },
-            tam_parse::Event::BlockStart { span } => MixedEvent::BlockStart {
-                protocol: Protocol::Tam,
-                span,
-            },
-            tam_parse::Event::CommandSeen { call, tool, span } => {
-                MixedEvent::CommandSeen { call, tool, span }
-            }
-            tam_parse::Event::Block(b) => MixedEvent::TamBlock(b),
-            tam_parse::Event::Diagnostic(d) => MixedEvent::Diagnostic(d),
-            other => panic!("unexpected {other:?}"),
-        })
+        .map(MixedEvent::from)
         .collect()
 }
 
 #[test]
 fn both_protocols_in_stream_order() {
     let input = "a <|[REQUEST_TOOL]|>command:「始」T「末」<|[END_TOOL]|> b <ACTION><X/></ACTION> c";
-    let events = common::decode_all_ways(Mixed(MixedConfig::default()), input.as_bytes());
+    let events = tam_testkit::decode_all_ways(Mixed(MixedConfig::default()), input.as_bytes());
     let kinds: Vec<&str> = events
         .iter()
         .map(|e| match e {
@@ -84,7 +57,7 @@ fn vcp_dialect_and_action() {
     config.tam = tam_parse::Config::with_dialect(tam_parse::Dialect::Vcp);
     let input =
         "<<<[TOOL_REQUEST]>>>tool_name:「始」V「末」<<<[END_TOOL_REQUEST]>>><ACTION><A/></ACTION>";
-    let events = common::decode_all_ways(Mixed(config), input.as_bytes());
+    let events = tam_testkit::decode_all_ways(Mixed(config), input.as_bytes());
     let tools: Vec<String> = events
         .iter()
         .flat_map(|e| match e {
@@ -155,8 +128,8 @@ proptest! {
         let action = from_action(Action(Config::default()).run_str([input.as_str()]));
         let mixed = Mixed(MixedConfig::default()).run_str([input.as_str()]);
         prop_assert_eq!(
-            common::normalize::<Mixed>(mixed),
-            common::normalize::<Mixed>(action)
+            tam_testkit::normalize::<Mixed>(mixed),
+            tam_testkit::normalize::<Mixed>(action)
         );
     }
 
@@ -166,8 +139,8 @@ proptest! {
         let tam = tam_events(input.as_bytes(), tam_parse::Config::default());
         let mixed = Mixed(MixedConfig::default()).run_bytes([input.as_bytes()]);
         prop_assert_eq!(
-            common::normalize::<Mixed>(mixed),
-            common::normalize::<Mixed>(tam)
+            tam_testkit::normalize::<Mixed>(mixed),
+            tam_testkit::normalize::<Mixed>(tam)
         );
     }
 }

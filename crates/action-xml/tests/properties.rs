@@ -5,9 +5,9 @@
 mod common;
 
 use action_xml::{Config, MixedConfig, parse, render_action};
-use common::{Action, Mixed};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
+use tam_testkit::{Action, Mixed};
 
 /// Pieces that reach every state of the scanner, the pre-scan and the repairs.
 const PIECES: &[&str] = &[
@@ -143,7 +143,7 @@ proptest! {
     /// Any split of any input gives the events of the whole input, and spans tile it.
     #[test]
     fn any_split_gives_the_same_events(input in action_like(), config in small_config()) {
-        common::decode_all_ways(Action(config), input.as_bytes());
+        tam_testkit::decode_all_ways(Action(config), input.as_bytes());
     }
 
     /// The same for the mixed decoder.
@@ -151,14 +151,14 @@ proptest! {
     fn any_split_gives_the_same_mixed_events(input in action_like(), config in small_config()) {
         let mut mixed = MixedConfig::default();
         mixed.action = config;
-        common::decode_all_ways(Mixed(mixed), input.as_bytes());
+        tam_testkit::decode_all_ways(Mixed(mixed), input.as_bytes());
     }
 
     /// Arbitrary bytes never panic, and splitting still does not matter.
     #[test]
     fn arbitrary_bytes(input in prop::collection::vec(any::<u8>(), 0..200)) {
-        common::decode_all_ways(Action(Config::default()), &input);
-        common::decode_all_ways(Mixed(MixedConfig::default()), &input);
+        tam_testkit::decode_all_ways(Action(Config::default()), &input);
+        tam_testkit::decode_all_ways(Mixed(MixedConfig::default()), &input);
     }
 
     /// Arbitrary bytes mixed with markup (more likely to reach deep states).
@@ -169,7 +169,7 @@ proptest! {
             prop::collection::vec(any::<u8>(), 1..4),
         ], 0..30)) {
         let input = parts.concat();
-        common::decode_all_ways(Action(Config::default()), &input);
+        tam_testkit::decode_all_ways(Action(Config::default()), &input);
     }
 
     /// Rendered calls parse back to the same tools and values.
@@ -195,8 +195,8 @@ proptest! {
         while !text.is_char_boundary(at) {
             at -= 1;
         }
-        let events = common::normalize::<Action>(
-            <Action as common::Harness>::run_str(Action(Config::default()), [&text[..at], &text[at..]]),
+        let events = tam_testkit::normalize::<Action>(
+            <Action as tam_testkit::Harness>::run_str(Action(Config::default()), [&text[..at], &text[at..]]),
         );
         let blocks = common::blocks(&events);
         prop_assert_eq!(blocks.len(), 1);

@@ -1,10 +1,11 @@
 //! One face over the three stream decoders `tam decode` can run: tam-parse's TAM decoder,
 //! action-xml's ACTION decoder, and action-xml's mixed decoder for streams with both.
 //!
-//! Every decoder's events are reported as [`MixedEvent`]s, the richest of the three event
-//! types, so the output writer has one event type to handle.
+//! Every decoder's events are reported as [`MixedEvent`]s (action-xml's `From`
+//! conversions), the richest of the three event types, so the output writer has one event
+//! type to handle.
 
-use action_xml::{MixedConfig, MixedDecoder, MixedEvent, Protocol};
+use action_xml::{MixedConfig, MixedDecoder, MixedEvent};
 use tam_parse::Dialect;
 
 /// Which blocks a [`ProtocolDecoder`] looks for.
@@ -54,9 +55,9 @@ impl ProtocolDecoder {
     /// Feeds one text delta.
     pub(crate) fn feed(&mut self, delta: &str, mut on_event: impl FnMut(MixedEvent<'_>)) {
         match self {
-            ProtocolDecoder::Tam(decoder) => decoder.feed(delta, |e| forward_tam(e, &mut on_event)),
+            ProtocolDecoder::Tam(decoder) => decoder.feed(delta, |e| on_event(e.into())),
             ProtocolDecoder::Action(decoder) => {
-                decoder.feed(delta, |e| forward_action(e, &mut on_event));
+                decoder.feed(delta, |e| on_event(e.into()));
             }
             ProtocolDecoder::Both(decoder) => decoder.feed(delta, on_event),
         }
@@ -67,10 +68,10 @@ impl ProtocolDecoder {
     pub(crate) fn feed_bytes(&mut self, delta: &[u8], mut on_event: impl FnMut(MixedEvent<'_>)) {
         match self {
             ProtocolDecoder::Tam(decoder) => {
-                decoder.feed_bytes(delta, |e| forward_tam(e, &mut on_event));
+                decoder.feed_bytes(delta, |e| on_event(e.into()));
             }
             ProtocolDecoder::Action(decoder) => {
-                decoder.feed_bytes(delta, |e| forward_action(e, &mut on_event));
+                decoder.feed_bytes(delta, |e| on_event(e.into()));
             }
             ProtocolDecoder::Both(decoder) => decoder.feed_bytes(delta, on_event),
         }
@@ -79,45 +80,11 @@ impl ProtocolDecoder {
     /// Ends the stream: held-back prose, and a block left open.
     pub(crate) fn finish(self, mut on_event: impl FnMut(MixedEvent<'_>)) {
         match self {
-            ProtocolDecoder::Tam(decoder) => decoder.finish(|e| forward_tam(e, &mut on_event)),
+            ProtocolDecoder::Tam(decoder) => decoder.finish(|e| on_event(e.into())),
             ProtocolDecoder::Action(decoder) => {
-                decoder.finish(|e| forward_action(e, &mut on_event));
+                decoder.finish(|e| on_event(e.into()));
             }
             ProtocolDecoder::Both(decoder) => decoder.finish(on_event),
         }
     }
-}
-
-/// A TAM decoder event as the mixed decoder would report it.
-fn forward_tam(event: tam_parse::Event<'_>, on_event: &mut impl FnMut(MixedEvent<'_>)) {
-    let event = match event {
-        tam_parse::Event::Text { text, span } => MixedEvent::Text { text, span },
-        tam_parse::Event::BlockStart { span } => MixedEvent::BlockStart {
-            protocol: Protocol::Tam,
-            span,
-        },
-        tam_parse::Event::CommandSeen { call, tool, span } => {
-            MixedEvent::CommandSeen { call, tool, span }
-        }
-        tam_parse::Event::Block(block) => MixedEvent::TamBlock(block),
-        tam_parse::Event::Diagnostic(diagnostic) => MixedEvent::Diagnostic(diagnostic),
-        // A variant added to tam-parse later: nothing `tam decode` knows how to print.
-        _ => return,
-    };
-    on_event(event);
-}
-
-/// An ACTION decoder event as the mixed decoder would report it.
-fn forward_action(event: action_xml::Event<'_>, on_event: &mut impl FnMut(MixedEvent<'_>)) {
-    let event = match event {
-        action_xml::Event::Text { text, span } => MixedEvent::Text { text, span },
-        action_xml::Event::BlockStart { span } => MixedEvent::BlockStart {
-            protocol: Protocol::Action,
-            span,
-        },
-        action_xml::Event::Block(block) => MixedEvent::ActionBlock(block),
-        action_xml::Event::Diagnostic(diagnostic) => MixedEvent::Diagnostic(diagnostic),
-        _ => return,
-    };
-    on_event(event);
 }

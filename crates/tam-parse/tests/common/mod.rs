@@ -1,151 +1,17 @@
-//! Shared test harness: every input is fed whole, char by char, byte by byte, in random
-//! splits and as every prefix + rest, and all must give the same events.
+//! Shared test helpers: decoding every way (the workspace's `tam-testkit`) and a stable
+//! rendering of events for golden files.
 #![allow(dead_code)]
 
-use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use tam_parse::{Config, Decoder, Event, Span};
+use tam_parse::{Config, Event, Span};
 
-/// Feeds `deltas` as byte deltas and collects owned events.
-pub fn feed_bytes_deltas<'a>(
-    deltas: impl IntoIterator<Item = &'a [u8]>,
-    config: Config,
-) -> Vec<Event<'static>> {
-    let mut events = Vec::new();
-    let mut d = Decoder::new(config);
-    for delta in deltas {
-        d.feed_bytes(delta, |e| events.push(e.into_owned()));
-    }
-    d.finish(|e| events.push(e.into_owned()));
-    events
-}
-
-/// Feeds `deltas` as text deltas and collects owned events.
-pub fn feed_str_deltas<'a>(
-    deltas: impl IntoIterator<Item = &'a str>,
-    config: Config,
-) -> Vec<Event<'static>> {
-    let mut events = Vec::new();
-    let mut d = Decoder::new(config);
-    for delta in deltas {
-        d.feed(delta, |e| events.push(e.into_owned()));
-    }
-    d.finish(|e| events.push(e.into_owned()));
-    events
-}
-
-/// Merges adjacent text events (they may be split anywhere).
-pub fn normalize(events: Vec<Event<'static>>) -> Vec<Event<'static>> {
-    let mut out: Vec<Event<'static>> = Vec::with_capacity(events.len());
-    for e in events {
-        if let Event::Text { text, span } = &e {
-            if text.is_empty() {
-                continue;
-            }
-            if let Some(Event::Text {
-                text: prev,
-                span: prev_span,
-            }) = out.last_mut()
-            {
-                assert_eq!(prev_span.end, span.start, "text events out of order");
-                let mut s = prev.to_string();
-                s.push_str(text);
-                *prev = Cow::Owned(s);
-                prev_span.end = span.end;
-                continue;
-            }
-        }
-        out.push(e);
-    }
-    out
-}
-
-/// Asserts that the spans of text, block and top-level diagnostic events tile [0, n).
-pub fn assert_tiles(events: &[Event<'static>], n: usize) {
-    let mut at = 0;
-    for e in events {
-        let span = match e {
-            Event::Text { span, .. } => *span,
-            Event::Block(b) => b.span,
-            Event::Diagnostic(d) => d.span,
-            _ => continue,
-        };
-        assert_eq!(span.start, at, "gap or overlap before {e:?}");
-        assert!(span.end >= span.start);
-        at = span.end;
-    }
-    assert_eq!(at, n, "spans do not reach the end of the input");
-}
-
-/// A small deterministic generator for split points.
-pub struct XorShift(pub u64);
-
-impl XorShift {
-    pub fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-}
-
-/// Random split points of `len` bytes.
-pub fn random_splits(len: usize, seed: u64) -> Vec<usize> {
-    let mut rng = XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    let mut cuts = vec![0];
-    let mut at = 0;
-    while at < len {
-        at = (at + 1 + (rng.next() % 13) as usize).min(len);
-        cuts.push(at);
-    }
-    cuts
-}
-
-fn pieces<'a>(input: &'a [u8], cuts: &'a [usize]) -> impl Iterator<Item = &'a [u8]> {
-    cuts.windows(2).map(move |w| &input[w[0]..w[1]])
-}
-
-/// Decodes `input` every way and asserts identical events and tiled spans. Returns the
-/// normalised events.
+/// Decodes `input` every way (whole, `&str`, char by char, byte by byte, random splits,
+/// every prefix + rest: see `tam_testkit::decode_all_ways`) and asserts identical events,
+/// tiled spans and text equal to the input under it. Returns the events, adjacent text
+/// merged.
 pub fn decode_all_ways(input: &[u8], config: Config) -> Vec<Event<'static>> {
-    let whole = normalize(feed_bytes_deltas([input], config));
-    assert_tiles(&whole, input.len());
-    let check = |how: &str, events: Vec<Event<'static>>| {
-        let events = normalize(events);
-        assert_eq!(events, whole, "events differ when fed {how}");
-    };
-    if let Ok(text) = std::str::from_utf8(input) {
-        check("whole as &str", feed_str_deltas([text], config));
-        let chars: Vec<&str> = text
-            .char_indices()
-            .map(|(i, c)| &text[i..i + c.len_utf8()])
-            .collect();
-        check("char by char", feed_str_deltas(chars, config));
-        for (i, _) in text.char_indices().skip(1) {
-            check(
-                &format!("as &str prefix {i} + rest"),
-                feed_str_deltas([&text[..i], &text[i..]], config),
-            );
-        }
-    }
-    check("byte by byte", feed_bytes_deltas(input.chunks(1), config));
-    for seed in 1..=8 {
-        let cuts = random_splits(input.len(), seed);
-        check(
-            &format!("in random splits (seed {seed})"),
-            feed_bytes_deltas(pieces(input, &cuts), config),
-        );
-    }
-    for i in 1..input.len() {
-        check(
-            &format!("as prefix {i} + rest"),
-            feed_bytes_deltas([&input[..i], &input[i..]], config),
-        );
-    }
-    whole
+    tam_testkit::decode_all_ways(tam_testkit::Tam(config), input)
 }
 
 /// Shorthand for text input.

@@ -1,0 +1,386 @@
+//! The streaming test kit of the workspace: one place that knows how to feed a stream to a
+//! decoder cut every way and what must hold of the events. tam-parse's and action-xml's
+//! integration tests and the fuzz targets all use it.
+//!
+//! * [`Harness`] — a decoder under test (implemented for the TAM [`Tam`], ACTION
+//!   [`Action`] and mixed [`Mixed`] decoders): feeds `&str` or byte deltas, finishes, and
+//!   returns owned events with adjacent text events merged ([`push`]) — text may be split
+//!   anywhere, so merged text is what two feedings can be compared on.
+//! * [`assert_tiles`] / [`assert_text_is_input`] — the spans of text, block and top-level
+//!   diagnostic events tile `[0, n)`; each text event is the input under its span.
+//! * [`decode_all_ways`] — whole (bytes and `&str`), char by char, byte by byte, 8 random
+//!   byte splittings, 4 random `&str` splittings, every prefix + rest: all must agree.
+//! * [`check_cuts`] — the cheaper check the fuzz targets run on every input: whole, cut at
+//!   given points (as bytes and as `&str`), and optionally byte by byte.
+#![forbid(unsafe_code)]
+
+use std::fmt::Debug;
+
+use action_xml::{MixedDecoder, MixedEvent};
+use tam_parse::Span;
+
+/// A streaming decoder under test, giving owned events.
+pub trait Harness: Copy {
+    /// The owned event type.
+    type Event: PartialEq + Debug;
+    /// Feeds text deltas to a new decoder, finishes it, returns the events (merged by
+    /// [`push`]).
+    fn run_str<'a>(self, deltas: impl IntoIterator<Item = &'a str>) -> Vec<Self::Event>;
+    /// Feeds byte deltas to a new decoder, finishes it, returns the events (merged by
+    /// [`push`]).
+    fn run_bytes<'a>(self, deltas: impl IntoIterator<Item = &'a [u8]>) -> Vec<Self::Event>;
+    /// The text and span of a text event.
+    fn text(e: &Self::Event) -> Option<(&str, Span)>;
+    /// Appends `text` at `span` to `last` if `last` is a text event that ends where `span`
+    /// starts; says whether it did.
+    fn extend_text(last: &mut Self::Event, text: &str, span: Span) -> bool;
+    /// The span of a text, block or top-level diagnostic event (those tile the stream).
+    fn tiling_span(e: &Self::Event) -> Option<Span>;
+}
+
+/// Appends an owned event; a text event right after an adjacent text event is merged into
+/// it in place, and empty text is dropped.
+pub fn push<H: Harness>(events: &mut Vec<H::Event>, e: H::Event) {
+    if let Some((text, span)) = H::text(&e) {
+        if text.is_empty() {
+            return;
+        }
+        if let Some(last) = events.last_mut()
+            && H::extend_text(last, text, span)
+        {
+            return;
+        }
+    }
+    events.push(e);
+}
+
+/// Events collected some other way, merged as [`push`] does.
+pub fn normalize<H: Harness>(events: Vec<H::Event>) -> Vec<H::Event> {
+    let mut out = Vec::with_capacity(events.len());
+    for e in events {
+        push::<H>(&mut out, e);
+    }
+    out
+}
+
+/// Asserts that the tiling spans cover `[0, n)` with no gap and no overlap.
+pub fn assert_tiles<H: Harness>(events: &[H::Event], n: usize) {
+    let mut at = 0;
+    for e in events {
+        let Some(span) = H::tiling_span(e) else {
+            continue;
+        };
+        assert_eq!(span.start, at, "gap or overlap before {e:?}");
+        assert!(span.end >= span.start, "reversed span in {e:?}");
+        at = span.end;
+    }
+    assert_eq!(at, n, "spans do not reach the end of the stream");
+}
+
+/// Asserts, when `stream` is UTF-8, that each text event is the input under its span.
+pub fn assert_text_is_input<H: Harness>(events: &[H::Event], stream: &[u8]) {
+    let Ok(input) = std::str::from_utf8(stream) else {
+        return;
+    };
+    for e in events {
+        if let Some((text, span)) = H::text(e) {
+            assert_eq!(
+                input.get(span.start..span.end),
+                Some(text),
+                "text event is not the input under its span"
+            );
+        }
+    }
+}
+
+/// A small deterministic generator (xorshift64) for split points.
+#[derive(Debug, Clone)]
+pub struct XorShift(pub u64);
+
+impl XorShift {
+    /// The next value.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+}
+
+/// Random cut points of `len` bytes, pieces of 1 to 13 bytes: `0, …, len`.
+pub fn random_cuts(len: usize, seed: u64) -> Vec<usize> {
+    let mut rng = XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut cuts = vec![0];
+    let mut at = 0;
+    while at < len {
+        at = (at + 1 + (rng.next_u64() % 13) as usize).min(len);
+        cuts.push(at);
+    }
+    cuts
+}
+
+/// `input` cut at `cuts` (increasing, from 0 to `input.len()`).
+pub fn byte_pieces<'a>(input: &'a [u8], cuts: &'a [usize]) -> impl Iterator<Item = &'a [u8]> {
+    cuts.windows(2).map(move |w| &input[w[0]..w[1]])
+}
+
+/// `text` cut at `cuts` moved back to character boundaries (empty pieces dropped).
+pub fn str_pieces<'a>(text: &'a str, cuts: &[usize]) -> Vec<&'a str> {
+    let mut at = 0;
+    let mut out = Vec::with_capacity(cuts.len());
+    for &c in cuts {
+        let mut c = c.min(text.len());
+        while !text.is_char_boundary(c) {
+            c -= 1;
+        }
+        if c > at {
+            out.push(&text[at..c]);
+            at = c;
+        }
+    }
+    if at < text.len() {
+        out.push(&text[at..]);
+    }
+    out
+}
+
+/// Decodes `input` every way, asserts identical events, tiled spans and text equal to the
+/// input under it; returns the events.
+pub fn decode_all_ways<H: Harness>(harness: H, input: &[u8]) -> Vec<H::Event> {
+    let whole = harness.run_bytes([input]);
+    assert_tiles::<H>(&whole, input.len());
+    assert_text_is_input::<H>(&whole, input);
+    let check = |how: &str, events: Vec<H::Event>| {
+        assert_eq!(events, whole, "events differ when fed {how}");
+    };
+    if let Ok(text) = std::str::from_utf8(input) {
+        check("whole as &str", harness.run_str([text]));
+        let chars: Vec<&str> = text
+            .char_indices()
+            .map(|(i, c)| &text[i..i + c.len_utf8()])
+            .collect();
+        check("char by char", harness.run_str(chars));
+        for (i, _) in text.char_indices().skip(1) {
+            check(
+                &format!("as &str prefix {i} + rest"),
+                harness.run_str([&text[..i], &text[i..]]),
+            );
+        }
+        for seed in 1..=4 {
+            let cuts = random_cuts(input.len(), seed);
+            check(
+                &format!("as &str in random splits (seed {seed})"),
+                harness.run_str(str_pieces(text, &cuts)),
+            );
+        }
+    }
+    check("byte by byte", harness.run_bytes(input.chunks(1)));
+    for seed in 1..=8 {
+        let cuts = random_cuts(input.len(), seed);
+        check(
+            &format!("in random splits (seed {seed})"),
+            harness.run_bytes(byte_pieces(input, &cuts)),
+        );
+    }
+    for i in 1..input.len() {
+        check(
+            &format!("as prefix {i} + rest"),
+            harness.run_bytes([&input[..i], &input[i..]]),
+        );
+    }
+    whole
+}
+
+/// The fuzz targets' check: `stream` fed whole is the reference (tiled, text equal to the
+/// input); fed cut at `cuts` (increasing, from 0 to `stream.len()`) as bytes, as `&str`
+/// whole and cut at `cuts` moved back to character boundaries, and — if `byte_by_byte` —
+/// one byte at a time, it gives the same events.
+pub fn check_cuts<H: Harness>(harness: H, stream: &[u8], cuts: &[usize], byte_by_byte: bool) {
+    let whole = harness.run_bytes([stream]);
+    assert_tiles::<H>(&whole, stream.len());
+    assert_text_is_input::<H>(&whole, stream);
+    let split = harness.run_bytes(byte_pieces(stream, cuts));
+    assert_eq!(
+        split, whole,
+        "byte deltas {cuts:?} differ from the whole stream"
+    );
+    if let Ok(text) = std::str::from_utf8(stream) {
+        let as_str = harness.run_str([text]);
+        assert_eq!(as_str, whole, "the whole stream as &str differs from bytes");
+        let split = harness.run_str(str_pieces(text, cuts));
+        assert_eq!(split, whole, "&str deltas differ from the whole stream");
+    }
+    if byte_by_byte {
+        let bytes = harness.run_bytes(stream.chunks(1));
+        assert_eq!(
+            bytes, whole,
+            "byte-by-byte feeding differs from the whole stream"
+        );
+    }
+}
+
+/// Feeds `deltas` to a new decoder with `$feed`, finishes it and collects the events.
+macro_rules! feed_all {
+    ($decoder:expr, $deltas:expr, $feed:ident) => {{
+        let mut events = Vec::new();
+        let mut decoder = $decoder;
+        for delta in $deltas {
+            decoder.$feed(delta, |e| push::<Self>(&mut events, e.into_owned()));
+        }
+        decoder.finish(|e| push::<Self>(&mut events, e.into_owned()));
+        events
+    }};
+}
+
+/// The [`Harness`] methods that read and extend the text variant `$text`.
+macro_rules! text_methods {
+    ($($text:ident)::+) => {
+        fn text(e: &Self::Event) -> Option<(&str, Span)> {
+            match e {
+                $($text)::+ { text, span } => Some((text, *span)),
+                _ => None,
+            }
+        }
+
+        fn extend_text(last: &mut Self::Event, text: &str, span: Span) -> bool {
+            match last {
+                $($text)::+ { text: prev, span: prev_span } if prev_span.end == span.start => {
+                    prev.to_mut().push_str(text);
+                    prev_span.end = span.end;
+                    true
+                }
+                _ => false,
+            }
+        }
+    };
+}
+
+/// The TAM decoder with a config.
+#[derive(Clone, Copy, Debug)]
+pub struct Tam(pub tam_parse::Config);
+
+impl Harness for Tam {
+    type Event = tam_parse::Event<'static>;
+
+    fn run_str<'a>(self, deltas: impl IntoIterator<Item = &'a str>) -> Vec<Self::Event> {
+        feed_all!(tam_parse::Decoder::new(self.0), deltas, feed)
+    }
+
+    fn run_bytes<'a>(self, deltas: impl IntoIterator<Item = &'a [u8]>) -> Vec<Self::Event> {
+        feed_all!(tam_parse::Decoder::new(self.0), deltas, feed_bytes)
+    }
+
+    text_methods!(tam_parse::Event::Text);
+
+    fn tiling_span(e: &Self::Event) -> Option<Span> {
+        match e {
+            tam_parse::Event::Text { span, .. } => Some(*span),
+            tam_parse::Event::Block(b) => Some(b.span),
+            tam_parse::Event::Diagnostic(d) => Some(d.span),
+            _ => None,
+        }
+    }
+}
+
+/// The ACTION decoder with a config.
+#[derive(Clone, Copy, Debug)]
+pub struct Action(pub action_xml::Config);
+
+impl Harness for Action {
+    type Event = action_xml::Event<'static>;
+
+    fn run_str<'a>(self, deltas: impl IntoIterator<Item = &'a str>) -> Vec<Self::Event> {
+        feed_all!(action_xml::Decoder::new(self.0), deltas, feed)
+    }
+
+    fn run_bytes<'a>(self, deltas: impl IntoIterator<Item = &'a [u8]>) -> Vec<Self::Event> {
+        feed_all!(action_xml::Decoder::new(self.0), deltas, feed_bytes)
+    }
+
+    text_methods!(action_xml::Event::Text);
+
+    fn tiling_span(e: &Self::Event) -> Option<Span> {
+        match e {
+            action_xml::Event::Text { span, .. } => Some(*span),
+            action_xml::Event::Block(b) => Some(b.span),
+            action_xml::Event::Diagnostic(d) => Some(d.span),
+            _ => None,
+        }
+    }
+}
+
+/// The decoder of TAM and ACTION blocks in one stream, with a config.
+#[derive(Clone, Copy, Debug)]
+pub struct Mixed(pub action_xml::MixedConfig);
+
+impl Harness for Mixed {
+    type Event = MixedEvent<'static>;
+
+    fn run_str<'a>(self, deltas: impl IntoIterator<Item = &'a str>) -> Vec<Self::Event> {
+        feed_all!(MixedDecoder::new(self.0), deltas, feed)
+    }
+
+    fn run_bytes<'a>(self, deltas: impl IntoIterator<Item = &'a [u8]>) -> Vec<Self::Event> {
+        feed_all!(MixedDecoder::new(self.0), deltas, feed_bytes)
+    }
+
+    text_methods!(MixedEvent::Text);
+
+    fn tiling_span(e: &Self::Event) -> Option<Span> {
+        match e {
+            MixedEvent::Text { span, .. } => Some(*span),
+            MixedEvent::TamBlock(b) => Some(b.span),
+            MixedEvent::ActionBlock(b) => Some(b.span),
+            MixedEvent::Diagnostic(d) => Some(d.span),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn str_pieces_cut_at_char_boundaries_and_cover_the_text() {
+        let text = "a始b末";
+        let pieces = str_pieces(text, &[0, 2, 3, 4, 5, 7]);
+        assert_eq!(pieces.concat(), text);
+        assert_eq!(pieces, ["a", "始", "b", "末"]);
+        assert_eq!(str_pieces("", &[0, 0]), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn random_cuts_cover_the_length() {
+        for len in [0, 1, 13, 100] {
+            let cuts = random_cuts(len, 3);
+            assert_eq!(cuts.first(), Some(&0));
+            assert_eq!(cuts.last(), Some(&len));
+            assert!(cuts.windows(2).all(|w| w[0] < w[1]));
+        }
+    }
+
+    #[test]
+    fn push_merges_adjacent_text_only() {
+        let t = |s: &str, a: usize| tam_parse::Event::Text {
+            text: s.to_owned().into(),
+            span: Span::new(a, a + s.len()),
+        };
+        let mut events = Vec::new();
+        push::<Tam>(&mut events, t("ab", 0));
+        push::<Tam>(&mut events, t("", 2));
+        push::<Tam>(&mut events, t("c", 2));
+        push::<Tam>(&mut events, t("e", 4));
+        assert_eq!(events, vec![t("abc", 0), t("e", 4)]);
+    }
+
+    #[test]
+    fn a_decoder_that_loses_text_fails_the_tiling_check() {
+        let events = Tam(tam_parse::Config::default()).run_str(["hello"]);
+        assert_tiles::<Tam>(&events, 5);
+        let result = std::panic::catch_unwind(|| assert_tiles::<Tam>(&events, 6));
+        assert!(result.is_err());
+    }
+}
