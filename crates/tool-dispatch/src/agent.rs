@@ -158,6 +158,17 @@ pub enum AgentEvent {
     },
     /// Prose the model wrote outside blocks, as soon as the decoder releases it.
     TextDelta(String),
+    /// A block's start marker (or `<ACTION>` tag) arrived: the model is writing tool calls.
+    /// Sent in the push that completes the marker, before the block's content — for a UI
+    /// to show "calling a tool…" while the block is still streaming. A
+    /// [`AgentEvent::BlockClosed`] (or, for a block left open at the end, a
+    /// [`AgentEvent::Diagnostic`]) follows.
+    BlockStarted {
+        /// The block's protocol.
+        kind: BlockKind,
+        /// The start marker's span in the reply.
+        span: Span,
+    },
     /// A block closed; unless `executed` is false, its calls are about to run (they may
     /// wait for an earlier block's).
     BlockClosed {
@@ -461,6 +472,10 @@ impl Agent {
             Decoded::Text(text) => {
                 answer.push_str(&text);
                 emit(AgentEvent::TextDelta(text.into_owned()));
+                return;
+            }
+            Decoded::BlockStart { kind, span } => {
+                emit(AgentEvent::BlockStarted { kind, span });
                 return;
             }
             Decoded::Block {

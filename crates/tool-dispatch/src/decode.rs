@@ -34,6 +34,11 @@ pub enum BlockKind {
 /// A decoder event with the protocol's calls already made protocol-neutral.
 pub(crate) enum Decoded<'a> {
     Text(Cow<'a, str>),
+    /// A start marker or `<ACTION>` tag: a block of this protocol is open.
+    BlockStart {
+        kind: BlockKind,
+        span: Span,
+    },
     Block {
         kind: BlockKind,
         span: Span,
@@ -71,42 +76,33 @@ impl StreamDecoder {
 
     pub(crate) fn feed(&mut self, delta: &str, out: &mut impl FnMut(Decoded<'_>)) {
         match self {
-            Self::Tam(d) => d.feed(delta, |e| tam_event(e, out)),
-            Self::Action(d) => d.feed(delta, |e| action_event(e, out)),
-            Self::Both(d) => d.feed(delta, |e| mixed_event(e, out)),
+            Self::Tam(d) => d.feed(delta, |e| route(e.into(), out)),
+            Self::Action(d) => d.feed(delta, |e| route(e.into(), out)),
+            Self::Both(d) => d.feed(delta, |e| route(e, out)),
         }
     }
 
     pub(crate) fn finish(self, out: &mut impl FnMut(Decoded<'_>)) {
         match self {
-            Self::Tam(d) => d.finish(|e| tam_event(e, out)),
-            Self::Action(d) => d.finish(|e| action_event(e, out)),
-            Self::Both(d) => d.finish(|e| mixed_event(e, out)),
+            Self::Tam(d) => d.finish(|e| route(e.into(), out)),
+            Self::Action(d) => d.finish(|e| route(e.into(), out)),
+            Self::Both(d) => d.finish(|e| route(e, out)),
         }
     }
 }
 
-fn tam_event(event: tam_parse::Event<'_>, out: &mut impl FnMut(Decoded<'_>)) {
-    match event {
-        tam_parse::Event::Text { text, .. } => out(Decoded::Text(text)),
-        tam_parse::Event::Block(block) => out(tam_block(block)),
-        tam_parse::Event::Diagnostic(d) => out(Decoded::Diagnostic(d)),
-        _ => {}
-    }
-}
-
-fn action_event(event: action_xml::Event<'_>, out: &mut impl FnMut(Decoded<'_>)) {
-    match event {
-        action_xml::Event::Text { text, .. } => out(Decoded::Text(text)),
-        action_xml::Event::Block(block) => out(action_block(block)),
-        action_xml::Event::Diagnostic(d) => out(Decoded::Diagnostic(d)),
-        _ => {}
-    }
-}
-
-fn mixed_event(event: action_xml::MixedEvent<'_>, out: &mut impl FnMut(Decoded<'_>)) {
+/// Every decoder's events, as the mixed decoder's (action-xml's `From` conversions), made
+/// protocol-neutral. `CommandSeen` is not passed on: the closed block is authoritative.
+fn route(event: action_xml::MixedEvent<'_>, out: &mut impl FnMut(Decoded<'_>)) {
     match event {
         action_xml::MixedEvent::Text { text, .. } => out(Decoded::Text(text)),
+        action_xml::MixedEvent::BlockStart { protocol, span } => out(Decoded::BlockStart {
+            kind: match protocol {
+                action_xml::Protocol::Tam => BlockKind::Tam,
+                action_xml::Protocol::Action => BlockKind::Action,
+            },
+            span,
+        }),
         action_xml::MixedEvent::TamBlock(block) => out(tam_block(block)),
         action_xml::MixedEvent::ActionBlock(block) => out(action_block(block)),
         action_xml::MixedEvent::Diagnostic(d) => out(Decoded::Diagnostic(d)),

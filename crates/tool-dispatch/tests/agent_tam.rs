@@ -11,8 +11,8 @@ use support::{ScriptedModel, Step, get_player_info, no_params, observations, str
 use tokio_util::sync::CancellationToken;
 use tool_dispatch::engine::ReferenceEngine;
 use tool_dispatch::{
-    Agent, AgentConfig, AgentEvent, AgentOutcome, CallStatus, Dispatcher, Error, FailurePolicy,
-    Message, Registry, Role, Scope, StopReason, ToolExecutionResult,
+    Agent, AgentConfig, AgentEvent, AgentOutcome, BlockKind, CallStatus, Dispatcher, Error,
+    FailurePolicy, Message, Registry, Role, Scope, StopReason, ToolExecutionResult,
 };
 
 const LOOKUP: &str = "我查一下玩家信息。\n<|[REQUEST_TOOL]|>\ncommand:「始」GetPlayerInfo「末」\nplayerId:「始」player123「末」\n<|[END_TOOL]|>";
@@ -233,6 +233,65 @@ async fn a_blocks_calls_start_before_the_model_stream_ends() {
 }
 
 #[tokio::test]
+async fn block_started_arrives_while_the_block_is_still_being_written() {
+    let (opened, signal) = tokio::sync::oneshot::channel::<()>();
+    let opened = Mutex::new(Some(opened));
+    let mut registry = Registry::new();
+    registry
+        .register_fn(no_params("ping"), |_| async {
+            ToolExecutionResult::success("operation", json!("pong"), "sent")
+        })
+        .unwrap();
+    // The model stops after the start marker until the UI has seen `BlockStarted`: were
+    // the event held back until the block closed, the run would never finish.
+    let model = ScriptedModel::new(vec![
+        vec![
+            Step::Delta("Pinging.\n<|[REQUEST_".into()),
+            Step::Delta("TOOL]|>\ncomm".into()),
+            Step::WaitFor(signal),
+            Step::Delta("and:「始」ping「末」\n<|[END_TOOL]|>".into()),
+        ],
+        vec![Step::Delta("Done.".into())],
+    ]);
+    let events = Mutex::new(Vec::new());
+    let agent = agent(registry, AgentConfig::default());
+    let mut conversation = Vec::new();
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(10),
+        agent.run(
+            &model,
+            &mut conversation,
+            "Ping.",
+            |e| {
+                if matches!(e, AgentEvent::BlockStarted { .. })
+                    && let Some(tx) = opened.lock().unwrap().take()
+                {
+                    let _ = tx.send(());
+                }
+                events.lock().unwrap().push(e);
+            },
+            &CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("BlockStarted was sent before the block closed")
+    .unwrap();
+    assert_eq!(outcome.stop, StopReason::Answer);
+    let events = events.into_inner().unwrap();
+    let started: Vec<&AgentEvent> = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::BlockStarted { .. }))
+        .collect();
+    assert_eq!(
+        started,
+        [&AgentEvent::BlockStarted {
+            kind: BlockKind::Tam,
+            span: tam_parse::Span::new(9, 27),
+        }]
+    );
+}
+
+#[tokio::test]
 async fn events_arrive_in_order_for_a_ui() {
     let played = play(AgentConfig::default(), &[LOOKUP, "Alice."], 9).await;
     let kinds: Vec<&str> = played
@@ -241,6 +300,7 @@ async fn events_arrive_in_order_for_a_ui() {
         .map(|e| match e {
             AgentEvent::RoundStarted { .. } => "round",
             AgentEvent::TextDelta(_) => "text",
+            AgentEvent::BlockStarted { .. } => "opened",
             AgentEvent::BlockClosed { .. } => "block",
             AgentEvent::CallStarted { .. } => "start",
             AgentEvent::CallFinished(_) => "finish",
@@ -255,6 +315,7 @@ async fn events_arrive_in_order_for_a_ui() {
         [
             "round",
             "text",
+            "opened",
             "block",
             "start",
             "finish",
