@@ -151,7 +151,7 @@ fn bad_files_are_named_with_the_place_and_the_reason() {
     let message = failure(&plugin);
     assert!(
         message.contains(
-            "broken_plugin.yaml: tools[1].implementation.type: unknown implementation type 'nod'"
+            "broken_plugin.yaml:10: tools[1].implementation.type: unknown implementation type 'nod'"
         ),
         "{message}"
     );

@@ -35,10 +35,14 @@ pub enum Error {
         message: String,
     },
     /// A field of a definition file that is missing or has an unusable value.
-    #[error("{file}: {field}: {reason}")]
+    #[error("{file}{}: {field}: {reason}", .line.map(|l| format!(":{l}")).unwrap_or_default())]
     InvalidField {
         /// The source name given to the loader (usually the file name).
         file: String,
+        /// The 1-based line where the field was written — for a missing field, where the
+        /// object that lacks it begins. Known for `plugin.yaml` (serde-saphyr keeps
+        /// positions); `None` for the JSON formats, whose parser does not.
+        line: Option<u32>,
         /// The field, as a path from the document root (`tools[0].implementation.type`).
         field: String,
         /// Why it is wrong.

@@ -315,9 +315,10 @@ fn plugin_yaml_with_a_bad_field_names_the_field() {
     let error = plugin_from_path(&fixture("plugins/broken/plugin.yaml")).unwrap_err();
     let message = error.to_string();
     assert!(
-        message.contains("broken/plugin.yaml: tools[1].implementation.type: "),
+        message.contains("broken/plugin.yaml:10: tools[1].implementation.type: "),
         "{message}"
     );
+    assert!(matches!(error, Error::InvalidField { line: Some(10), .. }));
     let (field, reason) = invalid_field(error);
     assert_eq!(field, "tools[1].implementation.type");
     assert_eq!(
@@ -328,6 +329,36 @@ fn plugin_yaml_with_a_bad_field_names_the_field() {
 
 fn plugin_error(yaml: &str) -> (String, String) {
     invalid_field(plugin_from_str(yaml, "plugin.yaml").unwrap_err())
+}
+
+#[test]
+fn plugin_yaml_field_errors_carry_the_line() {
+    let line = |yaml: &str| match plugin_from_str(yaml, "plugin.yaml").unwrap_err() {
+        Error::InvalidField { line, .. } => line,
+        other => panic!("expected InvalidField, got {other:?}"),
+    };
+    let service = "implementation: {type: service}";
+    // The field's own line.
+    assert_eq!(
+        line(&format!(
+            "tools:\n  - id: p:t\n    {service}\n  - id: p:t\n    {service}"
+        )),
+        Some(4)
+    );
+    assert_eq!(
+        line("name: p\ntools:\n  - id: p:t\n    implementation:\n      type: rocket"),
+        Some(5)
+    );
+    // A missing field: where the object that lacks it is.
+    assert_eq!(line("\n\ntools:\n  - id: p:t"), Some(4));
+    // A root that is not a mapping.
+    assert_eq!(line("- a\n- b"), Some(1));
+    // JSON formats have no positions.
+    let error = workflow_from_str("{\"interfaceInputs\": 3}", "w", "w.json").unwrap_err();
+    assert!(
+        matches!(error, Error::InvalidField { line: None, .. }),
+        "{error:?}"
+    );
 }
 
 #[test]

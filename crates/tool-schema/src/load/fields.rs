@@ -22,6 +22,7 @@ impl<'a> Fields<'a> {
                 map,
             }),
             other => Err(Error::InvalidField {
+                line: None,
                 file: file.to_owned(),
                 field: "(document)".to_owned(),
                 reason: format!("expected an object, found {}", kind(other)),
@@ -40,6 +41,7 @@ impl<'a> Fields<'a> {
 
     pub(crate) fn error(&self, field: String, reason: impl Into<String>) -> Error {
         Error::InvalidField {
+            line: None,
             file: self.file.to_owned(),
             field,
             reason: reason.into(),
@@ -185,6 +187,7 @@ impl Fields<'_> {
 /// Parses a tool id found in a file, reporting a bad one as a field error.
 pub(crate) fn parse_tool_id(file: &str, field: String, text: &str) -> Result<ToolId, Error> {
     ToolId::parse(text).map_err(|error| Error::InvalidField {
+        line: None,
         file: file.to_owned(),
         field,
         reason: error.to_string(),

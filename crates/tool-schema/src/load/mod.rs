@@ -4,7 +4,9 @@
 //! Each format has a `*_from_str` function taking the text and a source name used in
 //! messages, and a `*_from_path` function that reads a file and uses its path as the
 //! source name. Every error names the file, the field (as a path from the document root,
-//! `tools[0].implementation.type`) and the reason.
+//! `tools[0].implementation.type`) and the reason; for `plugin.yaml` also the line
+//! (`plugin.yaml:10: tools[1].implementation.type: …`). The JSON formats carry no line:
+//! `serde_json::Value` keeps no positions.
 
 mod agent_profile;
 mod fields;
@@ -12,6 +14,7 @@ mod interface;
 mod node;
 mod plugin;
 mod workflow;
+mod yaml_lines;
 
 use std::path::Path;
 

@@ -29,6 +29,7 @@ pub fn nodes_from_str(text: &str, source: &str) -> Result<Vec<ToolDefinition>, E
                     map,
                 }),
                 other => Err(Error::InvalidField {
+                    line: None,
                     file: source.to_owned(),
                     field: format!("[{index}]"),
                     reason: format!("expected a node definition object, found {}", kind(other)),

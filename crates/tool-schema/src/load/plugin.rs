@@ -33,7 +33,7 @@ const SERVICE_FIELDS: &[&str] = &["type"];
 ///
 /// # Errors
 /// [`Error::Syntax`] for bad YAML; [`Error::InvalidField`] naming the field
-/// (`tools[1].implementation.type`) for a missing or unknown field, a value of the wrong
+/// (`tools[1].implementation.type`) and the line it is on for a missing or unknown field, a value of the wrong
 /// kind, an id without a namespace or outside the plugin's, a repeated id, an unsafe
 /// workflow path, or parameters that are not a valid JSON Schema.
 pub fn plugin_from_str(text: &str, source: &str) -> Result<Vec<ToolDefinition>, Error> {
@@ -41,10 +41,28 @@ pub fn plugin_from_str(text: &str, source: &str) -> Result<Vec<ToolDefinition>, 
         file: source.to_owned(),
         message: error.to_string(),
     })?;
+    plugin_tools(&document, source).map_err(|error| match error {
+        Error::InvalidField {
+            file,
+            line: None,
+            field,
+            reason,
+        } => Error::InvalidField {
+            line: super::yaml_lines::line_of(text, &field),
+            file,
+            field,
+            reason,
+        },
+        other => other,
+    })
+}
+
+/// [`plugin_from_str`] on the parsed document; errors carry no line yet.
+fn plugin_tools(document: &Value, source: &str) -> Result<Vec<ToolDefinition>, Error> {
     if document.is_null() {
         return Ok(Vec::new());
     }
-    let root = Fields::root(source, &document)?;
+    let root = Fields::root(source, document)?;
     let plugin_name = root.optional_str("name")?;
     let mut tools: Vec<ToolDefinition> = Vec::new();
     for tool in root.objects("tools")? {
