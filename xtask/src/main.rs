@@ -201,6 +201,7 @@ fn bench(args: &[String]) -> Result<(), String> {
     let mut cmd = cargo();
     cmd.args(["bench", "-p", "tam-benches"]);
     let mut criterion_args = Vec::new();
+    let mut picked = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -208,9 +209,27 @@ fn bench(args: &[String]) -> Result<(), String> {
             "--bench" => {
                 let name = it.next().ok_or("--bench needs a name")?;
                 cmd.args(["--bench", name]);
+                picked = true;
             }
             "--" => criterion_args.extend(it.by_ref().cloned()),
             other => return Err(format!("bench: unknown argument {other}")),
+        }
+    }
+    if !picked {
+        // Every file of benches/benches/, named: with no `--bench`, cargo would also run
+        // the library's and binaries' test harnesses, which reject criterion's options.
+        let dir = root().join("benches/benches");
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                name.strip_suffix(".rs").map(str::to_owned)
+            })
+            .collect();
+        names.sort();
+        for name in names {
+            cmd.args(["--bench", &name]);
         }
     }
     if !criterion_args.is_empty() {
