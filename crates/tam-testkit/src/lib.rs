@@ -221,17 +221,30 @@ pub fn check_cuts<H: Harness>(harness: H, stream: &[u8], cuts: &[usize], byte_by
     }
 }
 
-/// Feeds `deltas` to a new decoder with `$feed`, finishes it and collects the events.
-macro_rules! feed_all {
-    ($decoder:expr, $deltas:expr, $feed:ident) => {{
-        let mut events = Vec::new();
-        let mut decoder = $decoder;
-        for delta in $deltas {
-            decoder.$feed(delta, |e| push::<Self>(&mut events, e.into_owned()));
+/// The [`Harness`] methods `run_str` and `run_bytes` for decoder type `$decoder`, built
+/// from the harness's config in field 0.
+macro_rules! runs {
+    ($($decoder:ident)::+) => {
+        fn run_str<'a>(self, deltas: impl IntoIterator<Item = &'a str>) -> Vec<Self::Event> {
+            let mut events = Vec::new();
+            let mut decoder = $($decoder)::+::new(self.0);
+            for delta in deltas {
+                decoder.feed(delta, |e| push::<Self>(&mut events, e.into_owned()));
+            }
+            decoder.finish(|e| push::<Self>(&mut events, e.into_owned()));
+            events
         }
-        decoder.finish(|e| push::<Self>(&mut events, e.into_owned()));
-        events
-    }};
+
+        fn run_bytes<'a>(self, deltas: impl IntoIterator<Item = &'a [u8]>) -> Vec<Self::Event> {
+            let mut events = Vec::new();
+            let mut decoder = $($decoder)::+::new(self.0);
+            for delta in deltas {
+                decoder.feed_bytes(delta, |e| push::<Self>(&mut events, e.into_owned()));
+            }
+            decoder.finish(|e| push::<Self>(&mut events, e.into_owned()));
+            events
+        }
+    };
 }
 
 /// The [`Harness`] methods that read and extend the text variant `$text`.
@@ -264,13 +277,7 @@ pub struct Tam(pub tam_parse::Config);
 impl Harness for Tam {
     type Event = tam_parse::Event<'static>;
 
-    fn run_str<'a>(self, deltas: impl IntoIterator<Item = &'a str>) -> Vec<Self::Event> {
-        feed_all!(tam_parse::Decoder::new(self.0), deltas, feed)
-    }
-
-    fn run_bytes<'a>(self, deltas: impl IntoIterator<Item = &'a [u8]>) -> Vec<Self::Event> {
-        feed_all!(tam_parse::Decoder::new(self.0), deltas, feed_bytes)
-    }
+    runs!(tam_parse::Decoder);
 
     text_methods!(tam_parse::Event::Text);
 
@@ -291,13 +298,7 @@ pub struct Action(pub action_xml::Config);
 impl Harness for Action {
     type Event = action_xml::Event<'static>;
 
-    fn run_str<'a>(self, deltas: impl IntoIterator<Item = &'a str>) -> Vec<Self::Event> {
-        feed_all!(action_xml::Decoder::new(self.0), deltas, feed)
-    }
-
-    fn run_bytes<'a>(self, deltas: impl IntoIterator<Item = &'a [u8]>) -> Vec<Self::Event> {
-        feed_all!(action_xml::Decoder::new(self.0), deltas, feed_bytes)
-    }
+    runs!(action_xml::Decoder);
 
     text_methods!(action_xml::Event::Text);
 
@@ -318,13 +319,7 @@ pub struct Mixed(pub action_xml::MixedConfig);
 impl Harness for Mixed {
     type Event = MixedEvent<'static>;
 
-    fn run_str<'a>(self, deltas: impl IntoIterator<Item = &'a str>) -> Vec<Self::Event> {
-        feed_all!(MixedDecoder::new(self.0), deltas, feed)
-    }
-
-    fn run_bytes<'a>(self, deltas: impl IntoIterator<Item = &'a [u8]>) -> Vec<Self::Event> {
-        feed_all!(MixedDecoder::new(self.0), deltas, feed_bytes)
-    }
+    runs!(MixedDecoder);
 
     text_methods!(MixedEvent::Text);
 
