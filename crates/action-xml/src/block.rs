@@ -140,7 +140,7 @@ fn build_block_with(
     fast_path: bool,
 ) -> ActionBlock {
     let mut diags = open.diagnostics;
-    let at_eof = closed.end == BlockEnd::Eof;
+    let at_eof = matches!(closed.end, BlockEnd::Eof | BlockEnd::Cut);
     let here = Where {
         closed,
         start: open.start,

@@ -485,7 +485,8 @@ impl BlockParser {
                     builder(&mut self.builder).finish_block(&closed, closed.body.end, &self.config);
                 out(Event::Block(block));
             }
-            BlockEnd::Eof => self.block_at_eof(closed, out),
+            // TODO(issue 11): no repair on a cut stream.
+            BlockEnd::Eof | BlockEnd::Cut => self.block_at_eof(closed, out),
             BlockEnd::Restart => {
                 builder(&mut self.builder).reset(0);
                 out(Event::Diagnostic(unterminated(

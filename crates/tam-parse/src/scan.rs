@@ -601,8 +601,11 @@ pub enum BlockEnd {
     Marker,
     /// Another start marker of its kind (see [`BlockSyntax::restart_on_start`]).
     Restart,
-    /// End of stream.
+    /// End of stream ([`Scanner::finish`]): the stream ended normally.
     Eof,
+    /// End of a stream that was cut ([`Scanner::finish_cut`]): a token limit, a transport
+    /// error. Protocol layers apply no end-of-stream repair to such a block (SPEC §5).
+    Cut,
 }
 
 /// A block as the scanner hands it over when it ends.
@@ -688,6 +691,26 @@ pub trait ScanHandler {
     /// content begins at `marker.end`. Not reported once the block has overflowed.
     fn region_opened(&mut self, view: &BlockView<'_>, region: usize, marker: Range<usize>) {
         let _ = (view, region, marker);
+    }
+
+    /// Whether the region opener at `view.buf()[marker]` opens a region. Returning `false`
+    /// leaves the opener as ordinary block content (scanning goes on after it in the body),
+    /// so a protocol can refuse an opener that is out of place (a TAM `「始」` with no key
+    /// before it). The decision may look only at `view.buf()[..marker.end]`, which keeps it
+    /// independent of how the input was split. Not asked once the block has overflowed.
+    /// Default: `true`.
+    fn accept_region(&mut self, view: &BlockView<'_>, region: usize, marker: Range<usize>) -> bool {
+        let _ = (view, region, marker);
+        true
+    }
+
+    /// Progress inside the open block: `view.buf()[..settled]` is decided (no marker
+    /// candidate in it is still undecided) and every region event up to `settled` has been
+    /// reported. Called after each push of bytes into the block, so a protocol layer can
+    /// stream what it has read (argument values as the model writes them). `settled` never
+    /// decreases within one block. Not called once the block has overflowed. Default: nothing.
+    fn block_progress(&mut self, view: &BlockView<'_>, settled: usize) {
+        let _ = (view, settled);
     }
 
     /// A region closed: `content` and `marker` (its closer) are ranges of `view.buf()`.
@@ -901,6 +924,16 @@ impl Scanner {
     /// Ends the stream: held-back prose is emitted and an open block is closed as
     /// [`BlockEnd::Eof`]. The scanner is then ready for a new stream (positions restart at 0).
     pub fn finish(&mut self, h: &mut impl ScanHandler) {
+        self.finish_as(BlockEnd::Eof, h);
+    }
+
+    /// Like [`Scanner::finish`] for a stream that was cut (a token limit, a transport
+    /// error): an open block is closed as [`BlockEnd::Cut`].
+    pub fn finish_cut(&mut self, h: &mut impl ScanHandler) {
+        self.finish_as(BlockEnd::Cut, h);
+    }
+
+    fn finish_as(&mut self, how: BlockEnd, h: &mut impl ScanHandler) {
         self.flush_pending_utf8(h);
         loop {
             let kind = match self.state {
@@ -928,7 +961,7 @@ impl Scanner {
                         _ => None,
                     };
                     let len = self.buf.len();
-                    self.close_block(kind, BlockEnd::Eof, len, len, open_region, h);
+                    self.close_block(kind, how, len, len, open_region, h);
                 }
             }
         }
@@ -1132,6 +1165,14 @@ impl Scanner {
             return &d[used..];
         }
         self.check_overflow();
+        if !self.overflow && self.state != State::Outside {
+            let view = BlockView {
+                buf: &self.buf,
+                offsets: &self.offsets,
+                kind: self.kind(),
+            };
+            h.block_progress(&view, self.scan_from);
+        }
         &d[n..]
     }
 
@@ -1201,6 +1242,17 @@ impl Scanner {
                         self.close_block(kind, BlockEnd::Restart, at, at, None, h);
                     }
                     Action::EnterRegion(region) => {
+                        if self.within_limit(at + len) {
+                            let view = BlockView {
+                                buf: &self.buf,
+                                offsets: &self.offsets,
+                                kind,
+                            };
+                            if !h.accept_region(&view, region, at..at + len) {
+                                self.scan_from = at + len;
+                                continue;
+                            }
+                        }
                         self.state = State::Region {
                             kind,
                             region,
