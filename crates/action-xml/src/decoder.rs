@@ -370,4 +370,24 @@ impl Decoder {
         self.layer.reset();
         self.cursor = StreamCursor::default();
     }
+
+    /// Ends a stream that was cut (`finish_reason: "length"`, a transport error): like
+    /// [`Decoder::finish`], but no end-of-stream repair applies to a block open at the cut
+    /// (SPEC §5): it yields no call.
+    pub fn finish_cut(mut self, on_event: impl FnMut(Event<'_>)) {
+        self.finish_cut_in_place(on_event);
+    }
+
+    /// Like [`Decoder::finish_cut`], leaving the decoder ready for a new stream.
+    pub fn finish_cut_in_place(&mut self, mut on_event: impl FnMut(Event<'_>)) {
+        let mut sink = Sink {
+            layer: &mut self.layer,
+            cursor: &self.cursor,
+            delta: &[],
+            out: &mut on_event,
+        };
+        self.scanner.finish_cut(&mut sink);
+        self.layer.reset();
+        self.cursor = StreamCursor::default();
+    }
 }

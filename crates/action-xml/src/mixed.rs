@@ -372,4 +372,20 @@ impl MixedDecoder {
         self.open_kind = None;
         self.cursor = StreamCursor::default();
     }
+
+    /// Ends a stream that was cut (`finish_reason: "length"`, a transport error): like
+    /// [`MixedDecoder::finish`], but no end-of-stream repair applies to a block open at the
+    /// cut (SPEC §5): it yields no call.
+    pub fn finish_cut(mut self, on_event: impl FnMut(MixedEvent<'_>)) {
+        self.finish_cut_in_place(on_event);
+    }
+
+    /// Like [`MixedDecoder::finish_cut`], leaving the decoder ready for a new stream.
+    pub fn finish_cut_in_place(&mut self, mut on_event: impl FnMut(MixedEvent<'_>)) {
+        let (scanner, mut sink) = self.parts(&[], &mut on_event);
+        scanner.finish_cut(&mut sink);
+        self.action.reset();
+        self.open_kind = None;
+        self.cursor = StreamCursor::default();
+    }
 }

@@ -735,6 +735,22 @@ impl Decoder {
         };
         self.scanner.finish(&mut sink);
     }
+
+    /// Ends a stream that was cut (`finish_reason: "length"`, a transport error): like
+    /// [`Decoder::finish`], but no end-of-stream repair applies to a block open at the cut
+    /// (SPEC §5): it yields no call.
+    pub fn finish_cut(mut self, on_event: impl FnMut(Event<'_>)) {
+        self.finish_cut_in_place(on_event);
+    }
+
+    /// Like [`Decoder::finish_cut`], leaving the decoder ready for a new stream.
+    pub fn finish_cut_in_place(&mut self, mut on_event: impl FnMut(Event<'_>)) {
+        let mut sink = Sink {
+            parser: &mut self.parser,
+            out: &mut on_event,
+        };
+        self.scanner.finish_cut(&mut sink);
+    }
 }
 
 /// Decodes a whole text at once: the events of feeding it as one delta, then finishing.

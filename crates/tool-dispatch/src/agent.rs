@@ -439,7 +439,7 @@ impl Agent {
                         decoder.feed(&delta, &mut on_event);
                     }
                     Some(Err(e)) => {
-                        decoder.finish(&mut on_event);
+                        decoder.finish_cut(&mut on_event);
                         return Err(Error::Model(e));
                     }
                     None => break true,

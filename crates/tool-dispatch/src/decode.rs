@@ -89,6 +89,15 @@ impl StreamDecoder {
             Self::Both(d) => d.finish(|e| route(e, out)),
         }
     }
+
+    /// End of a cut stream (SPEC §5): no repair for a block open at the cut.
+    pub(crate) fn finish_cut(self, out: &mut impl FnMut(Decoded<'_>)) {
+        match self {
+            Self::Tam(d) => d.finish_cut(|e| route(e.into(), out)),
+            Self::Action(d) => d.finish_cut(|e| route(e.into(), out)),
+            Self::Both(d) => d.finish_cut(|e| route(e, out)),
+        }
+    }
 }
 
 /// Every decoder's events, as the mixed decoder's (action-xml's `From` conversions), made
