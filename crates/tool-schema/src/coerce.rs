@@ -157,7 +157,7 @@ impl Coercion {
         coerced
     }
 
-    fn find(&mut self, properties: &[Property], key: &str) -> Option<usize> {
+    pub(crate) fn find(&mut self, properties: &[Property], key: &str) -> Option<usize> {
         let exact = properties.iter().position(|property| property.name == key);
         if exact.is_some() || self.keys == KeyMatch::Exact {
             return exact;

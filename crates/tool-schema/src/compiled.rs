@@ -108,6 +108,52 @@ impl CompiledTool {
             _ => unreachable!("the coerced arguments were built as an object"),
         }
     }
+
+    /// [`coerce`](Self::coerce) for arguments whose source text is known (ACTION XML keeps
+    /// the exact text of each parameter element's content): a top-level argument whose
+    /// declared schema allows a string but neither an object nor an array, and whose value
+    /// arrived as a JSON object or array (`<code>let s = "<b>x</b>";</code>` read as
+    /// `{"b": "x"}`), takes `source(key)` as its string instead. `key` is the argument key
+    /// as written; the text is used exactly as `source` returns it. Where `source` returns
+    /// `None` the value is coerced as [`coerce`](Self::coerce) would (and reported as the
+    /// wrong type). Nested members are never replaced: only a whole parameter has a span.
+    ///
+    /// # Errors
+    /// As [`coerce`](Self::coerce).
+    pub fn coerce_with_source<'s, K, I, S>(
+        &self,
+        arguments: I,
+        keys: KeyMatch,
+        source: S,
+    ) -> Result<Map<String, Value>, ValidationErrors>
+    where
+        K: AsRef<str>,
+        I: IntoIterator<Item = (K, Value)>,
+        S: Fn(&str) -> Option<&'s str>,
+    {
+        let mut matcher = Coercion::new(keys);
+        let arguments: Vec<(K, Value)> = arguments
+            .into_iter()
+            .map(|(key, value)| {
+                if !(value.is_object() || value.is_array()) {
+                    return (key, value);
+                }
+                let takes_text = matcher
+                    .find(&self.parameters.properties, key.as_ref())
+                    .map(|index| self.parameters.properties[index].shape.types)
+                    .is_some_and(|types| {
+                        types.contains(TypeSet::STRING)
+                            && !types.contains(TypeSet::OBJECT)
+                            && !types.contains(TypeSet::ARRAY)
+                    });
+                match takes_text.then(|| source(key.as_ref())).flatten() {
+                    Some(text) => (key, Value::String(text.to_owned())),
+                    None => (key, value),
+                }
+            })
+            .collect();
+        self.coerce(arguments, keys)
+    }
 }
 
 /// A JSON pointer's segments as a parameter path: `args.file[1].path`.
