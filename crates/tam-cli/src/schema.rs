@@ -18,8 +18,9 @@ Print the tool definitions in workflow JSON, node definition JSON and plugin.yam
 as one JSON array in the order given.
 
 Kinds are told by extension and content: *.yaml / *.yml is a plugin manifest (its tools:);
-a JSON object with interfaceInputs, interfaceOutputs, nodes or edges is a workflow (the
-tool workflow:<file stem>); a JSON object with fullType, or an array of them, is node
+a JSON object with interfaceInputs, interfaceOutputs, inputInterface (a skill, ACTION seed
+§7.1), outputInterface, nodes or edges is a workflow (the tool workflow:<file stem>); a
+directory holding a plugin.yaml is a whole plugin; a JSON object with fullType, or an array of them, is node
 definitions. A tool id defined by two files is an error.
 
 Export formats name tools by ^[a-zA-Z0-9_-]{1,64}$; other ids get a reversible alias

@@ -1,5 +1,5 @@
 //! Tool definition files, recognised by extension and content: a workflow (`*.json` with
-//! `interfaceInputs`, `nodes` or `edges`), node definitions (`*.json` holding an object with
+//! `interfaceInputs`, `inputInterface`, `nodes` or `edges`), node definitions (`*.json` holding an object with
 //! `fullType` or an array of them) or a plugin manifest (`*.yaml` / `*.yml`, its `tools:`).
 
 use std::path::Path;
@@ -22,7 +22,14 @@ pub(crate) enum ToolFileKind {
 }
 
 /// Fields any one of which marks a JSON object as a workflow.
-const WORKFLOW_FIELDS: &[&str] = &["interfaceInputs", "interfaceOutputs", "nodes", "edges"];
+const WORKFLOW_FIELDS: &[&str] = &[
+    "interfaceInputs",
+    "interfaceOutputs",
+    "inputInterface",
+    "outputInterface",
+    "nodes",
+    "edges",
+];
 
 /// Reads the tool definitions in the file at `path`.
 ///
@@ -109,6 +116,11 @@ mod tests {
         assert_eq!(
             kind("w.json", r#"{"interfaceInputs": {}}"#),
             Ok(ToolFileKind::Workflow)
+        );
+        assert_eq!(
+            kind("skill.json", r#"{"inputInterface": {}}"#),
+            Ok(ToolFileKind::Workflow),
+            "ACTION seed §7.1: a skill names its inputs inputInterface"
         );
         assert_eq!(
             kind("w.json", r#"{"nodes": [], "edges": []}"#),

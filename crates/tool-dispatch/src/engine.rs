@@ -105,6 +105,12 @@ pub struct WorkflowExecutionPayload {
     /// Interface output key → the node slot it is read from.
     #[serde(default)]
     pub output_interface_mappings: BTreeMap<String, OutputMapping>,
+    /// A node whose every output slot is also an interface output of the same name (after
+    /// `output_interface_mappings`, which win on a name both give): single-node wrapping of
+    /// a node whose outputs no schema names, so nothing the node returns is lost. An engine
+    /// must honour it as [`ReferenceEngine`] does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_through_outputs: Option<String>,
 }
 
 /// The stored workflow JSON, reduced to what execution needs.
@@ -115,7 +121,7 @@ struct StoredWorkflow {
     nodes: Vec<StoredNode>,
     #[serde(default)]
     edges: Vec<StoredEdge>,
-    #[serde(default)]
+    #[serde(default, alias = "outputInterface")]
     interface_outputs: Option<Map<String, Value>>,
 }
 
@@ -220,19 +226,22 @@ impl WorkflowExecutionPayload {
             edges,
             inputs: Map::new(),
             output_interface_mappings,
+            pass_through_outputs: None,
         })
     }
 
     /// Single-node wrapping (ACTION seed §7.3.2): one node of `node_type` whose inputs are
     /// `inputs`, no edges, and each of `output_slots` mapped to the interface output of the
-    /// same name.
+    /// same name. With no `output_slots` (the tool declares no output schema) every slot
+    /// the node returns is an interface output ([`pass_through_outputs`](Self::pass_through_outputs)),
+    /// as the seed maps "all output slots" of the node.
     pub fn single_node(
         node_type: &str,
         inputs: Map<String, Value>,
         output_slots: impl IntoIterator<Item = String>,
     ) -> Self {
         const NODE_ID: &str = "node";
-        let output_interface_mappings = output_slots
+        let output_interface_mappings: BTreeMap<String, OutputMapping> = output_slots
             .into_iter()
             .map(|slot| {
                 let mapping = OutputMapping {
@@ -252,6 +261,9 @@ impl WorkflowExecutionPayload {
             }],
             edges: Vec::new(),
             inputs: Map::new(),
+            pass_through_outputs: output_interface_mappings
+                .is_empty()
+                .then(|| NODE_ID.to_owned()),
             output_interface_mappings,
         }
     }
@@ -298,6 +310,9 @@ impl WorkflowExecutionPayload {
         }
         for mapping in self.output_interface_mappings.values() {
             lookup(&mapping.source_node_id)?;
+        }
+        if let Some(node) = &self.pass_through_outputs {
+            lookup(node)?;
         }
         let mut ready: VecDeque<usize> = (0..self.nodes.len())
             .filter(|&i| in_degree[i] == 0)
@@ -518,7 +533,7 @@ async fn execute(
         };
         produced.insert(node.id.as_str(), outputs);
     }
-    Ok(payload
+    let mut outputs: InterfaceOutputs = payload
         .output_interface_mappings
         .iter()
         .map(|(key, m)| {
@@ -529,7 +544,17 @@ async fn execute(
                 .unwrap_or(Value::Null);
             (key.clone(), value)
         })
-        .collect())
+        .collect();
+    if let Some(slots) = payload
+        .pass_through_outputs
+        .as_deref()
+        .and_then(|node| produced.remove(node))
+    {
+        for (slot, value) in slots {
+            outputs.entry(slot).or_insert(value);
+        }
+    }
+    Ok(outputs)
 }
 
 /// The value a workflow tool returns: the only output's value itself when there is one

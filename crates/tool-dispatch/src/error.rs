@@ -63,6 +63,23 @@ pub enum Error {
         /// The most similar id available.
         suggestion: Option<String>,
     },
+    /// A display name that several registered tools share (`availableTools.initial` may
+    /// name a tool by id or by display name).
+    #[error("the tool name '{name}' is ambiguous: it is the display name of {}", candidates.join(", "))]
+    AmbiguousTool {
+        /// The name as written.
+        name: String,
+        /// The ids of every tool with that display name, in order.
+        candidates: Vec<String>,
+    },
+    /// A plugin `service` tool for which the caller supplied no implementation.
+    #[error("plugin {plugin}: no service implementation was supplied for tool '{tool}'")]
+    MissingService {
+        /// The plugin's name.
+        plugin: String,
+        /// The tool id.
+        tool: String,
+    },
     /// A tool id registered twice.
     #[error("tool '{0}' is already registered")]
     DuplicateTool(String),

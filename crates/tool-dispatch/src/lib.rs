@@ -111,9 +111,11 @@ pub use dispatch::{
 };
 pub use error::Error;
 pub use observation::{OBSERVATION_PREFIX, diagnostic_observation};
-pub use registry::{Registry, Tool, ToolContext};
+pub use registry::{PluginServices, Registry, Tool, ToolContext};
 pub use result::{IntoToolResult, NULL_RESULT_MESSAGE, ToolExecutionResult, operation_type};
-pub use scope::{AvailableTools, DEFAULT_MAX_TOOL_CALLS, DynamicTools, LlmNodeConfig, Scope};
+pub use scope::{
+    AvailableTools, DEFAULT_MAX_TOOL_CALLS, DynamicTools, LlmNodeConfig, ModelParameters, Scope,
+};
 
 /// Re-exported so callers can cancel calls and runs without naming tokio-util.
 pub use tokio_util::sync::CancellationToken;

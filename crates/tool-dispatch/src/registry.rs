@@ -92,6 +92,51 @@ impl fmt::Debug for Entry {
     }
 }
 
+/// The functions that implement a plugin's `service` tools, by tool id: `plugin.yaml`
+/// says only `type: service`, so the host supplies each one
+/// ([`Registry::register_plugin_dir`]).
+#[derive(Clone, Default)]
+pub struct PluginServices {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl fmt::Debug for PluginServices {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.tools.keys()).finish()
+    }
+}
+
+impl PluginServices {
+    /// No services.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Supplies `tool` for the service tool `tool_id`, replacing an earlier one.
+    #[must_use]
+    pub fn with(mut self, tool_id: impl Into<String>, tool: impl Tool + 'static) -> Self {
+        self.tools.insert(tool_id.into(), Arc::new(tool));
+        self
+    }
+
+    /// Supplies an async closure for the service tool `tool_id`, as
+    /// [`Registry::register_fn`] takes one.
+    #[must_use]
+    pub fn with_fn<F, Fut>(self, tool_id: impl Into<String>, f: F) -> Self
+    where
+        F: Fn(Map<String, Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: IntoToolResult,
+    {
+        self.with(tool_id, FnTool(f))
+    }
+
+    /// The tool ids supplied, in order.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+}
+
 /// Every tool a dispatcher can run, by id.
 ///
 /// Registration compiles the definition's parameter schema once; an id can be registered
@@ -235,6 +280,101 @@ impl Registry {
             })?;
         let definition = tool_schema::load::workflow_from_value(&workflow, stem, &source)?;
         self.register_workflow(definition, &workflow)
+    }
+
+    /// Registers every tool of the plugin in directory `dir` at once (TAM seed §5.3):
+    /// `node` tools as [`register_node_tool`](Self::register_node_tool), `workflow` tools
+    /// with the workflow file their `workflowId` names inside `dir`, `service` tools with
+    /// the implementation `services` supplies under the tool's id. Ids are `插件名:工具名`,
+    /// the namespace being the plugin's `name` (the directory's name when absent). Either
+    /// every tool is registered or none is. Returns the ids registered, in manifest order.
+    ///
+    /// # Errors
+    /// [`Error::Schema`] for a manifest or workflow file that cannot be read or is invalid,
+    /// a tool outside the plugin's namespace, or a `workflowId` leaving `dir` (`..`, a
+    /// symbolic link); [`Error::MissingService`] for a service tool `services` lacks;
+    /// [`Error::DuplicateTool`]; as [`register_workflow`](Self::register_workflow).
+    pub fn register_plugin_dir(
+        &mut self,
+        dir: &Path,
+        services: &PluginServices,
+    ) -> Result<Vec<ToolId>, Error> {
+        let plugin = tool_schema::load::plugin_dir(dir)?;
+        let mut staged = self.clone();
+        let mut ids = Vec::with_capacity(plugin.tools.len());
+        for definition in &plugin.tools {
+            let id = definition.id.clone();
+            match &definition.implementation {
+                Implementation::Service => {
+                    let tool =
+                        services
+                            .tools
+                            .get(id.as_str())
+                            .ok_or_else(|| Error::MissingService {
+                                plugin: plugin.name.clone(),
+                                tool: id.to_string(),
+                            })?;
+                    staged.insert(definition.clone(), Runner::Service(Arc::clone(tool)))?;
+                }
+                Implementation::Node { .. } => staged.register_node_tool(definition.clone())?,
+                Implementation::Workflow { .. } => {
+                    let workflow = plugin.workflow(&id).ok_or_else(|| Error::InvalidWorkflow {
+                        workflow: id.to_string(),
+                        reason: "the plugin loader returned no workflow document".to_owned(),
+                    })?;
+                    staged.register_workflow(definition.clone(), workflow)?;
+                }
+                other => {
+                    return Err(Error::InvalidWorkflow {
+                        workflow: id.to_string(),
+                        reason: format!("unsupported implementation {other:?}"),
+                    });
+                }
+            }
+            ids.push(id);
+        }
+        *self = staged;
+        Ok(ids)
+    }
+
+    /// The id of the tool `id_or_name` names: a registered id as it is, else the one tool
+    /// whose display name it is (the registration seed lets `availableTools.initial` name a
+    /// tool by "ID或名称").
+    ///
+    /// # Errors
+    /// [`Error::AmbiguousTool`] naming every candidate when several tools share the display
+    /// name; [`Error::UnknownTool`] with a suggestion among ids and display names when none
+    /// matches.
+    pub fn resolve(&self, id_or_name: &str) -> Result<&ToolId, Error> {
+        if let Some(entry) = self.get(id_or_name) {
+            return Ok(&entry.tool.definition().id);
+        }
+        let mut matches = self
+            .definitions()
+            .filter(|d| d.display_name.as_deref() == Some(id_or_name));
+        match (matches.next(), matches.next()) {
+            (Some(only), None) => Ok(&only.id),
+            (Some(first), Some(second)) => {
+                let candidates = [first, second]
+                    .into_iter()
+                    .chain(matches)
+                    .map(|d| d.id.to_string())
+                    .collect();
+                Err(Error::AmbiguousTool {
+                    name: id_or_name.to_owned(),
+                    candidates,
+                })
+            }
+            (None, _) => {
+                let names = self
+                    .definitions()
+                    .flat_map(|d| std::iter::once(d.id.as_str()).chain(d.display_name.as_deref()));
+                Err(Error::UnknownTool {
+                    id: id_or_name.to_owned(),
+                    suggestion: tool_schema::suggest(id_or_name, names).map(str::to_owned),
+                })
+            }
+        }
     }
 
     fn insert(&mut self, definition: ToolDefinition, runner: Runner) -> Result<(), Error> {

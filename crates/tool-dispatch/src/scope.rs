@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tool_schema::ToolDefinition;
 
 use crate::{Error, Registry};
@@ -16,7 +16,7 @@ pub const DEFAULT_MAX_TOOL_CALLS: usize = 10;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AvailableTools {
-    /// Tool ids available from the start.
+    /// Tools available from the start, each by id or by display name.
     #[serde(default)]
     pub initial: Vec<String>,
 }
@@ -41,7 +41,7 @@ impl AvailableTools {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DynamicTools {
-    /// The extra tool ids.
+    /// The extra tools, each by id or by display name.
     #[serde(default)]
     pub tool_ids: Vec<String>,
     /// How each tool is described in the prompt, with `{toolName}` and
@@ -50,8 +50,104 @@ pub struct DynamicTools {
     pub description_template: Option<String>,
 }
 
+/// An LLM node's `parameters` (registration seed: "可选的参数覆盖"): the sampling settings
+/// the node passes to its model, typed where the common names are known, with the whole
+/// map as written kept in [`raw`](Self::raw) (serialising gives it back unchanged).
+///
+/// Known keys, each in snake_case or camelCase: `temperature`, `top_p`, `max_tokens`,
+/// `stop` (a string or an array of strings), `seed`, `presence_penalty`,
+/// `frequency_penalty`. They map one to one onto an OpenAI-style request's fields of the
+/// same snake_case names; other keys stay in `raw` for the model to pass through.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Map<String, Value>", into = "Map<String, Value>")]
+#[non_exhaustive]
+pub struct ModelParameters {
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Nucleus sampling mass.
+    pub top_p: Option<f64>,
+    /// Most tokens the model may generate per reply.
+    pub max_tokens: Option<u64>,
+    /// Stop sequences; empty when none are given.
+    pub stop: Vec<String>,
+    /// Sampling seed.
+    pub seed: Option<i64>,
+    /// Presence penalty.
+    pub presence_penalty: Option<f64>,
+    /// Frequency penalty.
+    pub frequency_penalty: Option<f64>,
+    /// Every key as written, the known ones included.
+    pub raw: Map<String, Value>,
+}
+
+impl TryFrom<Map<String, Value>> for ModelParameters {
+    type Error = String;
+
+    fn try_from(raw: Map<String, Value>) -> Result<Self, String> {
+        let find = |snake: &str, camel: &str| {
+            raw.get(snake)
+                .or_else(|| raw.get(camel))
+                .filter(|v| !v.is_null())
+                .map(|v| (snake.to_owned(), v))
+        };
+        let number = |snake: &str, camel: &str| -> Result<Option<f64>, String> {
+            find(snake, camel)
+                .map(|(key, v)| {
+                    v.as_f64()
+                        .ok_or(format!("{key}: expected a number, found {v}"))
+                })
+                .transpose()
+        };
+        let max_tokens = find("max_tokens", "maxTokens")
+            .map(|(key, v)| {
+                v.as_u64()
+                    .ok_or(format!("{key}: expected a non-negative integer, found {v}"))
+            })
+            .transpose()?;
+        let seed = find("seed", "seed")
+            .map(|(key, v)| {
+                v.as_i64()
+                    .ok_or(format!("{key}: expected an integer, found {v}"))
+            })
+            .transpose()?;
+        let stop = match find("stop", "stop") {
+            None => Vec::new(),
+            Some((_, Value::String(one))) => vec![one.clone()],
+            Some((key, Value::Array(items))) => items
+                .iter()
+                .map(|item| {
+                    item.as_str()
+                        .map(str::to_owned)
+                        .ok_or(format!("{key}: expected strings, found {item}"))
+                })
+                .collect::<Result<_, _>>()?,
+            Some((key, other)) => {
+                return Err(format!(
+                    "{key}: expected a string or an array of strings, found {other}"
+                ));
+            }
+        };
+        Ok(Self {
+            temperature: number("temperature", "temperature")?,
+            top_p: number("top_p", "topP")?,
+            max_tokens,
+            stop,
+            seed,
+            presence_penalty: number("presence_penalty", "presencePenalty")?,
+            frequency_penalty: number("frequency_penalty", "frequencyPenalty")?,
+            raw,
+        })
+    }
+}
+
+impl From<ModelParameters> for Map<String, Value> {
+    fn from(parameters: ModelParameters) -> Self {
+        parameters.raw
+    }
+}
+
 /// The tool-related part of an LLM node's configuration (`LLMNodeConfig`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LlmNodeConfig {
     /// The LLM profile the node uses.
@@ -60,6 +156,9 @@ pub struct LlmNodeConfig {
     /// The node's prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// Sampling settings overriding the profile's (`parameters`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<ModelParameters>,
     /// Most tool calls the node may make; `None` means [`DEFAULT_MAX_TOOL_CALLS`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_calls: Option<usize>,
@@ -129,17 +228,29 @@ impl Scope {
     }
 
     /// An LLM node's scope: the workflow's `availableTools.initial` plus the node's
-    /// `dynamicTools.toolIds`.
+    /// `dynamicTools.toolIds`. Each entry is a tool id or a tool's display name (the
+    /// registration seed's "工具ID或名称"), resolved to the id here, once
+    /// ([`Registry::resolve`]).
     ///
     /// # Errors
-    /// As [`Scope::new`]: every id of both lists must be registered.
+    /// [`Error::UnknownTool`] for an entry that names no registered tool;
+    /// [`Error::AmbiguousTool`] naming the candidates for a display name several tools
+    /// share.
     pub fn for_llm_node(
         registry: &Registry,
         workflow: &AvailableTools,
         node: &LlmNodeConfig,
     ) -> Result<Self, Error> {
         let dynamic = node.dynamic_tools.iter().flat_map(|d| d.tool_ids.iter());
-        Self::new(registry, workflow.initial.iter().chain(dynamic))
+        let allowed = workflow
+            .initial
+            .iter()
+            .chain(dynamic)
+            .map(|entry| registry.resolve(entry).map(|id| id.as_str().to_owned()))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            allowed: Some(allowed),
+        })
     }
 
     /// Whether a call to `id` may run.

@@ -73,7 +73,9 @@ fn code_with_tags_arrives_whole() {
         ("content", json!([{"b": "x"}, {"b": "y"}])),
     ];
     let coerced = tool
-        .coerce_with_source(args, KeyMatch::Exact, |key| (key == "content").then_some(source))
+        .coerce_with_source(args, KeyMatch::Exact, |key| {
+            (key == "content").then_some(source)
+        })
         .unwrap();
     assert_eq!(coerced["content"], json!(source));
 }

@@ -13,6 +13,7 @@ mod fields;
 mod interface;
 mod node;
 mod plugin;
+mod plugin_dir;
 mod workflow;
 mod yaml_lines;
 
@@ -25,6 +26,7 @@ use crate::Error;
 pub use agent_profile::AgentProfile;
 pub use node::{nodes_from_path, nodes_from_str};
 pub use plugin::{plugin_from_path, plugin_from_str};
+pub use plugin_dir::{PLUGIN_MANIFEST, PluginDir, plugin_dir};
 pub use workflow::{workflow_from_dir, workflow_from_path, workflow_from_str, workflow_from_value};
 
 fn read_text(path: &Path) -> Result<String, Error> {

@@ -37,11 +37,22 @@ const SERVICE_FIELDS: &[&str] = &["type"];
 /// kind, an id without a namespace or outside the plugin's, a repeated id, an unsafe
 /// workflow path, or parameters that are not a valid JSON Schema.
 pub fn plugin_from_str(text: &str, source: &str) -> Result<Vec<ToolDefinition>, Error> {
+    plugin_manifest(text, source, None).map(|(_, tools)| tools)
+}
+
+/// [`plugin_from_str`] that also gives the plugin's name: the file's `name`, else
+/// `default_name` (a plugin directory's name). With a name, every tool id's namespace must
+/// equal it.
+pub(crate) fn plugin_manifest(
+    text: &str,
+    source: &str,
+    default_name: Option<&str>,
+) -> Result<(Option<String>, Vec<ToolDefinition>), Error> {
     let document: Value = serde_saphyr::from_str(text).map_err(|error| Error::Syntax {
         file: source.to_owned(),
         message: error.to_string(),
     })?;
-    plugin_tools(&document, source).map_err(|error| match error {
+    plugin_tools(&document, source, default_name).map_err(|error| match error {
         Error::InvalidField {
             file,
             line: None,
@@ -58,12 +69,16 @@ pub fn plugin_from_str(text: &str, source: &str) -> Result<Vec<ToolDefinition>, 
 }
 
 /// [`plugin_from_str`] on the parsed document; errors carry no line yet.
-fn plugin_tools(document: &Value, source: &str) -> Result<Vec<ToolDefinition>, Error> {
+fn plugin_tools(
+    document: &Value,
+    source: &str,
+    default_name: Option<&str>,
+) -> Result<(Option<String>, Vec<ToolDefinition>), Error> {
     if document.is_null() {
-        return Ok(Vec::new());
+        return Ok((default_name.map(str::to_owned), Vec::new()));
     }
     let root = Fields::root(source, document)?;
-    let plugin_name = root.optional_str("name")?;
+    let plugin_name = root.optional_str("name")?.or(default_name);
     let mut tools: Vec<ToolDefinition> = Vec::new();
     for tool in root.objects("tools")? {
         let definition = plugin_tool(&tool, plugin_name)?;
@@ -78,7 +93,7 @@ fn plugin_tools(document: &Value, source: &str) -> Result<Vec<ToolDefinition>, E
         }
         tools.push(definition);
     }
-    Ok(tools)
+    Ok((plugin_name.map(str::to_owned), tools))
 }
 
 /// Reads the tools declared in the `plugin.yaml` at `path`.

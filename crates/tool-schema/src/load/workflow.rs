@@ -7,8 +7,9 @@ use super::interface::interface_schema;
 use super::{parse_json, read_text};
 use crate::{Error, Implementation, ToolDefinition, ToolId};
 
-/// Reads a workflow definition (`description`, `interfaceInputs`, `interfaceOutputs`, and
-/// `name` as the display name) as the tool `workflow:<workflow_id>`. `source` names the
+/// Reads a workflow definition (`description`, `interfaceInputs` — or `inputInterface`,
+/// as the ACTION seed §7.1 names a skill's inputs —, `interfaceOutputs` or
+/// `outputInterface`, and `name` as the display name) as the tool `workflow:<workflow_id>`. `source` names the
 /// text in error messages.
 ///
 /// # Errors
@@ -37,19 +38,43 @@ pub fn workflow_from_value(
 ) -> Result<ToolDefinition, Error> {
     let id = ToolId::workflow(workflow_id)?;
     let root = Fields::root(source, document)?;
+    let inputs = interface_key(&root, INPUT_KEYS)?;
     let mut definition = ToolDefinition::new(
         id,
         root.optional_str("description")?.unwrap_or_default(),
-        interface_schema(&root, "interfaceInputs")?,
+        interface_schema(&root, inputs)?,
         Implementation::Workflow {
             workflow_id: workflow_id.to_owned(),
         },
     );
     definition.display_name = root.optional_str("name")?.map(str::to_owned);
-    if root.get("interfaceOutputs").is_some() {
-        definition.output_schema = Some(interface_schema(&root, "interfaceOutputs")?);
+    let outputs = interface_key(&root, OUTPUT_KEYS)?;
+    if root.get(outputs).is_some() {
+        definition.output_schema = Some(interface_schema(&root, outputs)?);
     }
     Ok(definition)
+}
+
+/// The two spellings of a workflow's inputs: the workflow seeds' `interfaceInputs` and the
+/// ACTION seed's `inputInterface` (§7.1, a skill's `WorkflowDefinition`).
+const INPUT_KEYS: [&str; 2] = ["interfaceInputs", "inputInterface"];
+/// The two spellings of a workflow's outputs.
+const OUTPUT_KEYS: [&str; 2] = ["interfaceOutputs", "outputInterface"];
+
+/// The spelling `root` uses (the first when it uses neither); both at once is an error, as
+/// one would silently shadow the other.
+fn interface_key(
+    root: &Fields<'_>,
+    [first, second]: [&'static str; 2],
+) -> Result<&'static str, Error> {
+    match (root.get(first), root.get(second)) {
+        (Some(_), Some(_)) => Err(root.error(
+            root.field(second),
+            format!("'{first}' and '{second}' are two names for the same interface: give one"),
+        )),
+        (None, Some(_)) => Ok(second),
+        _ => Ok(first),
+    }
 }
 
 /// Reads the workflow file at `path`; its stem is the workflow id.
