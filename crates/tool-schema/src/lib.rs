@@ -56,6 +56,9 @@
 //!   [`coerce`](CompiledTool::coerce) turns one call's arguments into the object the tool
 //!   expects, or reports every problem at once in [`ValidationErrors`].
 //! - [`render_tool_list`]: the prompt text of a tool list, in a [`PromptStyle`].
+//! - [`SystemPrompt`]: a complete system prompt for a [`PromptProtocol`] in a
+//!   [`PromptLanguage`] — role, tool list, a usage-notes hook, the decision instruction,
+//!   few-shot examples and the result rules — each [`PromptPart`] replaceable.
 //! - [`export_tools`]: the tool list in an [`ExportFormat`], with an [`AliasMap`].
 //!
 //! # Key matching: canonical for TAM, exact for ACTION XML
@@ -105,6 +108,36 @@
 //! (`workflow:summarize_text` → `workflow__summarize_text`) that [`AliasMap::resolve`]
 //! maps back.
 //!
+//! # Decisions where the seeds are silent
+//!
+//! - **System prompts.** The parts follow TAM seed §6.2 (role and goal, tool list,
+//!   retrieved knowledge, decision) then the ACTION seed's few-shot advice (§4.3) and the
+//!   result-format seed's 【工具调用规则】; headings are the TAM seed's bracketed ones
+//!   (`[可用工具参考]`, `[你的决策]`), in English `[Available tools]`, `[Your decision]`.
+//!   Both protocols share the layout; the tool list, instructions and examples differ.
+//!   The Chinese tool list uses the TAM seed's labels (`描述`, `参数`), the ACTION one
+//!   translated headings; parameter types stay English (`string, required`) as in the
+//!   seed's Chinese example. The ACTION list adds an `Example:` under each object or array
+//!   parameter (§4.2 does so for `payload`). The result rules keep the seed's wording and
+//!   add that results arrive as `Observation: …` lines, since that is how a dispatcher
+//!   feeds them back. They tell the model to stop with `TOOL_EXECUTION_FAILED` on any
+//!   failure, which rules out the ACTION seed's self-correction (§5.5): a caller that wants
+//!   self-correction leaves [`PromptPart::ResultRules`] out. The usage-notes section
+//!   appears only when the caller fills it; an empty tool list renders as `(none)`.
+//! - **Skills.** A workflow's inputs may be named `inputInterface` (ACTION seed §7.1) as
+//!   well as `interfaceInputs`, and its outputs `outputInterface`; a file using both
+//!   spellings of one interface is refused rather than one silently winning.
+//! - **Plugin directories.** [`load::plugin_dir`] takes the namespace from `plugin.yaml`'s
+//!   `name`, else from the directory's name; a `workflowId` is resolved one component at a
+//!   time and refused at any `..`, absolute path or symbolic link, so a plugin cannot make
+//!   the loader read outside its directory. A workflow tool whose manifest gives no
+//!   parameters (the seed's example leaves them as a comment) takes its workflow's
+//!   interface.
+//! - **Raw text for strings.** [`CompiledTool::coerce_with_source`] replaces only
+//!   top-level values, only objects and arrays, and only for parameters whose schema
+//!   allows a string but neither an object nor an array: a parameter declared
+//!   `["string", "object"]` keeps the XML reading.
+//!
 //! # Input safety
 //!
 //! No input panics: bad files, ids, schemas and arguments are all reported as errors.
@@ -127,6 +160,7 @@ mod id;
 pub mod load;
 pub mod prompt;
 mod shape;
+mod system_prompt;
 
 pub use coerce::{KeyMatch, canonical_key, suggest};
 pub use compiled::CompiledTool;
@@ -135,3 +169,4 @@ pub use error::{Error, ValidationErrors};
 pub use export::{AliasMap, ExportFormat, ExportedTools, export_tools};
 pub use id::{ToolId, WORKFLOW_NAMESPACE};
 pub use prompt::{PromptStyle, render_tool_list};
+pub use system_prompt::{PromptLanguage, PromptPart, PromptProtocol, SystemPrompt};

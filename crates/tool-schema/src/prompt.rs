@@ -60,9 +60,43 @@ impl PromptStyle {
     }
 }
 
+/// The words a rendered tool list uses, in one language.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Labels {
+    pub(crate) tool_id: &'static str,
+    pub(crate) description: &'static str,
+    pub(crate) parameters: &'static str,
+    pub(crate) none: &'static str,
+    pub(crate) tools_heading: &'static str,
+    pub(crate) skills_heading: &'static str,
+    pub(crate) example: &'static str,
+}
+
+/// The labels of [`render_tool_list`]: English.
+pub(crate) const ENGLISH_LABELS: Labels = Labels {
+    tool_id: "Tool ID",
+    description: "Description",
+    parameters: "Parameters",
+    none: "none",
+    tools_heading: "**Tools (direct function calls):**",
+    skills_heading: "**Skills (workflow executions):**",
+    example: "Example",
+};
+
+/// The TAM seed §6.2 example's labels (`描述`, `参数`), for Chinese system prompts.
+pub(crate) const CHINESE_LABELS: Labels = Labels {
+    tool_id: "Tool ID",
+    description: "描述",
+    parameters: "参数",
+    none: "无",
+    tools_heading: "**工具（直接函数调用）：**",
+    skills_heading: "**技能（工作流执行）：**",
+    example: "示例",
+};
+
 /// How a style lays out a tool's parameters.
 struct ParameterLayout {
-    /// The line above the parameters (`Parameters:` at its indent), if the style has one.
+    /// What precedes the `Parameters:` line above the parameters, if the style has one.
     heading: Option<&'static str>,
     /// Indent of a top-level parameter, and how much each nesting level adds.
     indent: usize,
@@ -74,7 +108,7 @@ struct ParameterLayout {
 }
 
 const TAM_LAYOUT: ParameterLayout = ParameterLayout {
-    heading: Some("  - Parameters:"),
+    heading: Some("  - "),
     indent: 4,
     step: 2,
     bullet: "- ",
@@ -83,7 +117,7 @@ const TAM_LAYOUT: ParameterLayout = ParameterLayout {
 };
 
 const XML_LAYOUT: ParameterLayout = ParameterLayout {
-    heading: Some("    *   Parameters:"),
+    heading: Some("    *   "),
     indent: 8,
     step: 4,
     bullet: "*   ",
@@ -105,22 +139,41 @@ pub fn render_tool_list<'a>(
     tools: impl IntoIterator<Item = &'a ToolDefinition>,
     style: &PromptStyle,
 ) -> String {
+    render_with(tools, style, &ENGLISH_LABELS, false)
+}
+
+/// [`render_tool_list`] with `labels`; `xml_examples` adds, under each object or array
+/// parameter of the XML style, how to write its value (ACTION seed §4.2's `Example:`).
+pub(crate) fn render_with<'a>(
+    tools: impl IntoIterator<Item = &'a ToolDefinition>,
+    style: &PromptStyle,
+    labels: &Labels,
+    xml_examples: bool,
+) -> String {
     let tools: Vec<&ToolDefinition> = tools.into_iter().collect();
     let mut out = String::new();
+    let render = Render {
+        labels,
+        xml_examples,
+    };
     match style {
         PromptStyle::Tam => {
             for tool in tools {
-                let _ = writeln!(out, "- Tool ID: {}", tool.id);
-                write_item(&mut out, 2, &format!("- Description: {}", tool.description));
-                write_parameters(&mut out, tool, &TAM_LAYOUT);
+                let _ = writeln!(out, "- {}: {}", labels.tool_id, tool.id);
+                write_item(
+                    &mut out,
+                    2,
+                    &format!("- {}: {}", labels.description, tool.description),
+                );
+                render.parameters(&mut out, tool, &TAM_LAYOUT);
             }
         }
         PromptStyle::Xml => {
             let (skills, functions): (Vec<_>, Vec<_>) =
                 tools.into_iter().partition(|tool| tool.is_skill());
             for (heading, group) in [
-                ("**Tools (direct function calls):**", functions),
-                ("**Skills (workflow executions):**", skills),
+                (labels.tools_heading, functions),
+                (labels.skills_heading, skills),
             ] {
                 if group.is_empty() {
                     continue;
@@ -137,14 +190,14 @@ pub fn render_tool_list<'a>(
                         head.push_str(&tool.description);
                     }
                     write_item(&mut out, 0, &head);
-                    write_parameters(&mut out, tool, &XML_LAYOUT);
+                    render.parameters(&mut out, tool, &XML_LAYOUT);
                 }
             }
         }
         PromptStyle::Plain { template } => {
             for tool in tools {
                 let mut parameters = String::new();
-                write_parameters(&mut parameters, tool, &PLAIN_LAYOUT);
+                render.parameters(&mut parameters, tool, &PLAIN_LAYOUT);
                 if !parameters.is_empty() {
                     // `{toolParameters}` starts each line with its break and ends with none.
                     parameters.insert(0, '\n');
@@ -164,18 +217,60 @@ pub fn render_tool_list<'a>(
     out
 }
 
-/// Writes the heading and one line per parameter, depth first; with a heading, a tool
-/// without parameters gets `heading none`.
-fn write_parameters(out: &mut String, tool: &ToolDefinition, layout: &ParameterLayout) {
-    let shape = Shape::read(&tool.parameters);
-    let lines = parameter_lines(&shape);
-    if let Some(heading) = layout.heading {
-        let none = if lines.is_empty() { " none" } else { "" };
-        let _ = writeln!(out, "{heading}{none}");
+/// The options of one rendering.
+struct Render<'l> {
+    labels: &'l Labels,
+    xml_examples: bool,
+}
+
+impl Render<'_> {
+    /// Writes the heading and one line per parameter, depth first; with a heading, a tool
+    /// without parameters gets `Parameters: none`.
+    fn parameters(&self, out: &mut String, tool: &ToolDefinition, layout: &ParameterLayout) {
+        let shape = Shape::read(&tool.parameters);
+        let lines = parameter_lines(&shape);
+        if let Some(heading) = layout.heading {
+            let label = self.labels.parameters;
+            if lines.is_empty() {
+                let _ = writeln!(out, "{heading}{label}: {}", self.labels.none);
+            } else {
+                let _ = writeln!(out, "{heading}{label}:");
+            }
+        }
+        let with_examples = self.xml_examples && layout.open == XML_LAYOUT.open;
+        for line in lines {
+            line.write_to(out, layout);
+            if with_examples && line.depth == 0 {
+                if let Some(example) = xml_example(line.name, line.shape) {
+                    let indent = layout.indent + layout.step;
+                    let text = format!("{}{}: {example}", layout.bullet, self.labels.example);
+                    write_item(out, indent, &text);
+                }
+            }
+        }
     }
-    for line in lines {
-        line.write_to(out, layout);
+}
+
+/// How to write a structured top-level parameter in ACTION XML, as the seed's §4.2 shows
+/// for `payload`: an object as nested tags, an array as `<item>` tags.
+fn xml_example(name: &str, shape: &Shape) -> Option<String> {
+    if shape.types == TypeSet::ARRAY {
+        return Some(format!("`<{name}><item>…</item><item>…</item></{name}>`"));
     }
+    if shape.types == TypeSet::OBJECT {
+        let members: String = shape
+            .object
+            .iter()
+            .flat_map(|object| object.properties.iter().take(2))
+            .map(|p| format!("<{0}>…</{0}>", p.name))
+            .collect();
+        return Some(if members.is_empty() {
+            format!("`<{name}><![CDATA[{{\"key\": \"value\"}}]]></{name}>`")
+        } else {
+            format!("`<{name}>{members}</{name}>`")
+        });
+    }
+    None
 }
 
 /// Writes `text` at `indent` and a line break; its own line breaks are indented to match,

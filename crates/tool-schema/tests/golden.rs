@@ -154,3 +154,37 @@ fn a_tool_without_parameters_says_so() {
         "- system:get_current_time: Returns the time."
     );
 }
+
+/// TAM seed §6.2, ACTION seed §4.1–§4.3 and the result-format seed: the complete system
+/// prompt of every protocol in every language.
+#[test]
+fn tam_seed_6_2_system_prompt() {
+    use tool_schema::{PromptLanguage, PromptProtocol, SystemPrompt};
+    let tools = tools();
+    for (protocol, language, name) in [
+        (
+            PromptProtocol::Tam,
+            PromptLanguage::Chinese,
+            "system-tam-zh.txt",
+        ),
+        (
+            PromptProtocol::Tam,
+            PromptLanguage::English,
+            "system-tam-en.txt",
+        ),
+        (
+            PromptProtocol::Action,
+            PromptLanguage::Chinese,
+            "system-action-zh.txt",
+        ),
+        (
+            PromptProtocol::Action,
+            PromptLanguage::English,
+            "system-action-en.txt",
+        ),
+    ] {
+        let mut text = SystemPrompt::new(protocol, language).render(&tools);
+        text.push('\n');
+        check_golden(name, &text);
+    }
+}

@@ -65,3 +65,127 @@ fn action_seed_7_1_both_interface_spellings_is_an_error() {
     };
     assert_eq!(field, "inputInterface.x.dataFlowType");
 }
+
+mod system_prompt {
+    use serde_json::json;
+    use tool_schema::{
+        Implementation, PromptLanguage, PromptPart, PromptProtocol, SystemPrompt, ToolDefinition,
+        ToolId,
+    };
+
+    fn apply_edit() -> ToolDefinition {
+        ToolDefinition::new(
+            ToolId::parse("FileOperator.ApplyEdit").unwrap(),
+            "用于精确替换文件中的一行或多行文本。",
+            json!({"type": "object", "properties": {
+                "filePath": {"type": "string", "description": "文件的绝对路径。"}
+            }, "required": ["filePath"]}),
+            Implementation::Service,
+        )
+    }
+
+    /// TAM seed §6.2: role, tool list, a RAG hook the caller fills, the decision.
+    #[test]
+    fn tam_seed_6_2_system_prompt_parts() {
+        let tool = apply_edit();
+        let prompt = SystemPrompt::new(PromptProtocol::Tam, PromptLanguage::Chinese);
+        let text = prompt.render([&tool]);
+        let headings: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with(['[', '【']))
+            .collect();
+        // Without usage notes that section is left out.
+        assert_eq!(
+            headings,
+            [
+                "[角色与目标]",
+                "[可用工具参考]",
+                "[你的决策]",
+                "[示例]",
+                "【工具调用规则】"
+            ]
+        );
+        assert!(text.contains(
+            "- Tool ID: FileOperator.ApplyEdit\n  - 描述: 用于精确替换文件中的一行或多行文本。\n  - 参数:\n    - filePath (string, required): 文件的绝对路径。"
+        ));
+        for needle in [
+            "<|[REQUEST_TOOL]|>",
+            "command 的值必须是上面列出的工具 ID 之一",
+            "command1",
+            "「始ESCAPE」",
+            "TOOL_EXECUTION_FAILED",
+        ] {
+            assert!(text.contains(needle), "{needle}");
+        }
+
+        let filled = prompt
+            .clone()
+            .with_usage_notes("- ApplyEdit 的 search_string 必须与文件内容逐字一致。")
+            .with_part(PromptPart::Role, "你是 main.js 的维护者。")
+            .without_part(PromptPart::Examples);
+        let text = filled.render([&tool]);
+        assert!(text.starts_with("[角色与目标]\n你是 main.js 的维护者。\n\n[可用工具参考]\n"));
+        assert!(text.contains(
+            "[工具用法参考]\n- ApplyEdit 的 search_string 必须与文件内容逐字一致。\n\n[你的决策]\n"
+        ));
+        assert!(!text.contains("[示例]"));
+        // The tool list can be replaced too, and only the list is available on its own.
+        let custom = prompt.clone().with_part(PromptPart::Tools, "- calculator");
+        assert!(
+            custom
+                .render([&tool])
+                .contains("[可用工具参考]\n- calculator\n\n")
+        );
+        assert_eq!(
+            prompt.render_tools([&tool]),
+            "- Tool ID: FileOperator.ApplyEdit\n  - 描述: 用于精确替换文件中的一行或多行文本。\n  - 参数:\n    - filePath (string, required): 文件的绝对路径。"
+        );
+    }
+
+    /// ACTION seed §4.1–§4.3: explanation first, one `<ACTION>` block last, CDATA, few-shot
+    /// examples with a call and a plain answer.
+    #[test]
+    fn action_seed_4_system_prompt() {
+        let tool = apply_edit();
+        let text =
+            SystemPrompt::new(PromptProtocol::Action, PromptLanguage::English).render([&tool]);
+        assert!(text.contains("You have access to the following tools and skills:\n\n**Tools (direct function calls):**\n\n*   `<FileOperator.ApplyEdit>`"));
+        for needle in [
+            "first explain your reasoning, then output the <ACTION> block last",
+            "<![CDATA[",
+            "If no action is needed, just provide your textual response",
+            "Example 3 (no tool needed):",
+            "reply exactly TOOL_EXECUTION_FAILED",
+        ] {
+            assert!(text.contains(needle), "{needle}");
+        }
+        assert!(!text.contains("REQUEST_TOOL"));
+        let none = SystemPrompt::new(PromptProtocol::Action, PromptLanguage::English).render([]);
+        assert!(none.contains(
+            "[Available tools]\nYou have access to the following tools and skills:\n\n(none)\n\n"
+        ));
+    }
+
+    /// Result-format seed: the 【工具调用规则】 block, verbatim in Chinese.
+    #[test]
+    fn tool_result_format_rules_block() {
+        let text = SystemPrompt::new(PromptProtocol::Tam, PromptLanguage::Chinese).render([]);
+        let rules = text.split("【工具调用规则】\n").nth(1).unwrap();
+        assert!(rules.starts_with(
+            "所有工具都会返回JSON格式的结果，包含以下结构：\n{\n  \"success\": true/false,"
+        ));
+        assert!(rules.contains("2. 当success为false时，请直接回复 \"TOOL_EXECUTION_FAILED\" (不包含引号)，不要尝试重新解释或生成其他内容"));
+        assert_eq!(
+            SystemPrompt::default_text(
+                PromptProtocol::Action,
+                PromptLanguage::Chinese,
+                PromptPart::ResultRules
+            ),
+            SystemPrompt::default_text(
+                PromptProtocol::Tam,
+                PromptLanguage::Chinese,
+                PromptPart::ResultRules
+            )
+        );
+    }
+}

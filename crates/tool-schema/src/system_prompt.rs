@@ -1,0 +1,410 @@
+//! Complete system prompts: role and goal, the tool list, retrieved usage notes, the
+//! decision instruction, few-shot examples and the result rules, for either protocol in
+//! either language (TAM seed §6.2, ACTION seed §4.1–§4.3, result-format seed).
+
+use std::collections::BTreeMap;
+
+use crate::ToolDefinition;
+use crate::prompt::{CHINESE_LABELS, ENGLISH_LABELS, PromptStyle, render_with};
+
+/// The protocol a system prompt teaches the model to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PromptProtocol {
+    /// `<|[REQUEST_TOOL]|>` blocks with `key:「始」value「末」` entries (TAM seed).
+    Tam,
+    /// One `<ACTION>` XML block after the explanation (ACTION seed).
+    Action,
+}
+
+/// The language of a system prompt's own words (tool descriptions stay as written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PromptLanguage {
+    /// The seeds' Chinese wording.
+    Chinese,
+    /// An English wording of the same content.
+    English,
+}
+
+/// The sections of a system prompt, in the order they are rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum PromptPart {
+    /// Who the model is and what it is for (TAM seed §6.2 point 1).
+    Role,
+    /// The tools the model may call; by default rendered from the definitions given to
+    /// [`SystemPrompt::render`] (point 2).
+    Tools,
+    /// Retrieved usage notes, examples and pitfalls of the tools (point 3, RAG): empty
+    /// unless the caller fills it, and left out while empty.
+    UsageNotes,
+    /// How to decide and what to write (point 4; ACTION seed §4.1).
+    Instructions,
+    /// Few-shot examples: a call, a chained call, a plain answer (ACTION seed §4.3).
+    Examples,
+    /// The 【工具调用规则】 block of the result-format seed: every tool returns JSON with
+    /// `success`; on `success: false` the answer is exactly `TOOL_EXECUTION_FAILED`.
+    ResultRules,
+}
+
+impl PromptPart {
+    /// Every part, in rendering order.
+    pub const ALL: [PromptPart; 6] = [
+        PromptPart::Role,
+        PromptPart::Tools,
+        PromptPart::UsageNotes,
+        PromptPart::Instructions,
+        PromptPart::Examples,
+        PromptPart::ResultRules,
+    ];
+
+    /// The section heading in `language` (`[可用工具参考]`, `[Available tools]`, …).
+    pub fn heading(self, language: PromptLanguage) -> &'static str {
+        let (zh, en) = match self {
+            PromptPart::Role => ("[角色与目标]", "[Role and goal]"),
+            PromptPart::Tools => ("[可用工具参考]", "[Available tools]"),
+            PromptPart::UsageNotes => ("[工具用法参考]", "[Tool usage notes]"),
+            PromptPart::Instructions => ("[你的决策]", "[Your decision]"),
+            PromptPart::Examples => ("[示例]", "[Examples]"),
+            PromptPart::ResultRules => ("【工具调用规则】", "[Tool result rules]"),
+        };
+        match language {
+            PromptLanguage::Chinese => zh,
+            PromptLanguage::English => en,
+        }
+    }
+}
+
+/// A complete system prompt for a protocol and a language, each part replaceable.
+///
+/// Each part is rendered as its heading, a line break and its text; parts are separated by
+/// a blank line. A part's text is the built-in one ([`SystemPrompt::default_text`]) unless
+/// replaced with [`with_part`](Self::with_part) or left out with
+/// [`without_part`](Self::without_part); the usage notes are the hook a caller fills with
+/// retrieved knowledge ([`with_usage_notes`](Self::with_usage_notes)).
+///
+/// ```
+/// use tool_schema::{PromptLanguage, PromptPart, PromptProtocol, SystemPrompt};
+///
+/// let prompt = SystemPrompt::new(PromptProtocol::Tam, PromptLanguage::English)
+///     .with_part(PromptPart::Role, "You are the build assistant of this repository.")
+///     .with_usage_notes("- Run tests before committing.");
+/// let text = prompt.render([]);
+/// assert!(text.starts_with("[Role and goal]\nYou are the build assistant"));
+/// assert!(text.contains("[Tool usage notes]\n- Run tests before committing."));
+/// assert!(text.contains("<|[REQUEST_TOOL]|>"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SystemPrompt {
+    protocol: PromptProtocol,
+    language: PromptLanguage,
+    /// Replaced texts; `None` leaves the part out.
+    replaced: BTreeMap<PromptPart, Option<String>>,
+}
+
+impl SystemPrompt {
+    /// The built-in prompt for `protocol` in `language`, without usage notes.
+    pub fn new(protocol: PromptProtocol, language: PromptLanguage) -> Self {
+        Self {
+            protocol,
+            language,
+            replaced: BTreeMap::new(),
+        }
+    }
+
+    /// The protocol.
+    pub fn protocol(&self) -> PromptProtocol {
+        self.protocol
+    }
+
+    /// The language.
+    pub fn language(&self) -> PromptLanguage {
+        self.language
+    }
+
+    /// Replaces the text of `part` (its heading stays). For [`PromptPart::Tools`] the text
+    /// replaces the rendered tool list.
+    #[must_use]
+    pub fn with_part(mut self, part: PromptPart, text: impl Into<String>) -> Self {
+        self.replaced.insert(part, Some(text.into()));
+        self
+    }
+
+    /// Leaves `part` out, heading and all.
+    #[must_use]
+    pub fn without_part(mut self, part: PromptPart) -> Self {
+        self.replaced.insert(part, None);
+        self
+    }
+
+    /// Fills the usage-notes hook (TAM seed §6.2 point 3): the notes a retriever found for
+    /// the listed tools. Blank notes leave the section out.
+    #[must_use]
+    pub fn with_usage_notes(self, notes: impl Into<String>) -> Self {
+        self.with_part(PromptPart::UsageNotes, notes)
+    }
+
+    /// The built-in text of `part` for `protocol` in `language`; for
+    /// [`PromptPart::Tools`], the framing line above the rendered list; empty for
+    /// [`PromptPart::UsageNotes`].
+    pub fn default_text(
+        protocol: PromptProtocol,
+        language: PromptLanguage,
+        part: PromptPart,
+    ) -> &'static str {
+        use PromptLanguage::{Chinese, English};
+        use PromptProtocol::{Action, Tam};
+        match (part, protocol, language) {
+            (PromptPart::Role, _, Chinese) => ROLE_ZH,
+            (PromptPart::Role, _, English) => ROLE_EN,
+            (PromptPart::Tools, Tam, Chinese) => TOOLS_TAM_ZH,
+            (PromptPart::Tools, Tam, English) => TOOLS_TAM_EN,
+            (PromptPart::Tools, Action, Chinese) => TOOLS_ACTION_ZH,
+            (PromptPart::Tools, Action, English) => TOOLS_ACTION_EN,
+            (PromptPart::UsageNotes, _, _) => "",
+            (PromptPart::Instructions, Tam, Chinese) => INSTRUCTIONS_TAM_ZH,
+            (PromptPart::Instructions, Tam, English) => INSTRUCTIONS_TAM_EN,
+            (PromptPart::Instructions, Action, Chinese) => INSTRUCTIONS_ACTION_ZH,
+            (PromptPart::Instructions, Action, English) => INSTRUCTIONS_ACTION_EN,
+            (PromptPart::Examples, Tam, Chinese) => EXAMPLES_TAM_ZH,
+            (PromptPart::Examples, Tam, English) => EXAMPLES_TAM_EN,
+            (PromptPart::Examples, Action, Chinese) => EXAMPLES_ACTION_ZH,
+            (PromptPart::Examples, Action, English) => EXAMPLES_ACTION_EN,
+            (PromptPart::ResultRules, _, Chinese) => RESULT_RULES_ZH,
+            (PromptPart::ResultRules, _, English) => RESULT_RULES_EN,
+        }
+    }
+
+    /// Only the tool list of the prompt: `tools` in the protocol's style (TAM seed §6.2,
+    /// ACTION seed §4.2 with an example under each object or array parameter), labelled in
+    /// the prompt's language. No trailing line break.
+    pub fn render_tools<'a>(&self, tools: impl IntoIterator<Item = &'a ToolDefinition>) -> String {
+        let labels = match self.language {
+            PromptLanguage::Chinese => &CHINESE_LABELS,
+            PromptLanguage::English => &ENGLISH_LABELS,
+        };
+        match self.protocol {
+            PromptProtocol::Tam => render_with(tools, &PromptStyle::Tam, labels, false),
+            PromptProtocol::Action => render_with(tools, &PromptStyle::Xml, labels, true),
+        }
+    }
+
+    /// The whole prompt with `tools` listed, in the order given. An empty tool list
+    /// renders as the language's "none". No trailing line break.
+    pub fn render<'a>(&self, tools: impl IntoIterator<Item = &'a ToolDefinition>) -> String {
+        let mut sections = Vec::with_capacity(PromptPart::ALL.len());
+        let mut tools = Some(tools);
+        for part in PromptPart::ALL {
+            let text = match self.replaced.get(&part) {
+                Some(None) => continue,
+                Some(Some(text)) => text.clone(),
+                None if part == PromptPart::Tools => {
+                    let list = tools
+                        .take()
+                        .map(|t| self.render_tools(t))
+                        .unwrap_or_default();
+                    let list = if list.is_empty() {
+                        match self.language {
+                            PromptLanguage::Chinese => "（无）".to_owned(),
+                            PromptLanguage::English => "(none)".to_owned(),
+                        }
+                    } else {
+                        list
+                    };
+                    let framing = Self::default_text(self.protocol, self.language, part);
+                    format!("{framing}\n\n{list}")
+                }
+                None => Self::default_text(self.protocol, self.language, part).to_owned(),
+            };
+            let text = text.trim_end();
+            if text.trim().is_empty() {
+                continue;
+            }
+            sections.push(format!("{}\n{text}", part.heading(self.language)));
+        }
+        sections.join("\n\n")
+    }
+}
+
+const ROLE_ZH: &str = "\
+你是一个能够调用工具来完成任务的智能助手。你的目标是准确理解用户的请求，在需要时调用下面列出的工具获取信息或执行操作，并根据工具返回的结果给出最终回答。";
+
+const ROLE_EN: &str = "\
+You are an assistant that can call tools to get tasks done. Your goal is to understand the user's request, call the tools listed below when they are needed to get information or act, and give a final answer based on what the tools return.";
+
+const TOOLS_TAM_ZH: &str = "你只能调用以下工具：";
+const TOOLS_TAM_EN: &str = "You can call only the following tools:";
+const TOOLS_ACTION_ZH: &str = "你可以使用以下工具和技能：";
+const TOOLS_ACTION_EN: &str = "You have access to the following tools and skills:";
+
+const INSTRUCTIONS_TAM_ZH: &str = "\
+请基于上述信息做出决策。需要调用工具时，先用一两句自然语言说明你的意图，然后输出一个符合 TAM 规范的工具调用块：
+- 块以 <|[REQUEST_TOOL]|> 开始，以 <|[END_TOOL]|> 结束，每个块只写一次结束标记。
+- command 的值必须是上面列出的工具 ID 之一，不要编造工具。
+- 每个参数写成一行开头的 参数名:「始」值「末」。值原样写在「始」和「末」之间，可以跨多行，代码、JSON、XML 等都不需要任何转义。
+- 需要按顺序执行多个步骤时，使用数字后缀串联：command1 和 filePath1 属于第 1 步，command2 和 filePath2 属于第 2 步，依此类推；各步骤按编号顺序执行，某一步失败时后面的步骤不会执行。
+- 只有当值本身包含「末」时，才改用 参数名:「始ESCAPE」值「末ESCAPE」 的形式，此时值里的「末」按原样保留。
+- 写完 <|[END_TOOL]|> 后停止输出，等待工具结果。
+- 不需要调用工具时，直接用自然语言回答，不要输出 <|[REQUEST_TOOL]|>。";
+
+const INSTRUCTIONS_TAM_EN: &str = "\
+Decide based on the information above. When you need a tool, first say in a sentence or two what you are going to do, then write one tool call block in the TAM format:
+- The block starts with <|[REQUEST_TOOL]|> and ends with <|[END_TOOL]|>.
+- The value of command must be one of the tool IDs listed above; never invent a tool.
+- Write each parameter at the start of a line as name:「始」value「末」. The value goes verbatim between 「始」 and 「末」: it may span several lines, and code, JSON or XML need no escaping at all.
+- For several steps in order, chain them with number suffixes: command1 and filePath1 belong to step 1, command2 and filePath2 to step 2, and so on; the steps run in number order, and a failed step stops the ones after it.
+- Only when a value itself contains 「末」, write it as name:「始ESCAPE」value「末ESCAPE」 instead; 「末」 inside it is then kept as written.
+- Stop writing after <|[END_TOOL]|> and wait for the tool results.
+- When no tool is needed, answer in plain language and write no <|[REQUEST_TOOL]|> block.";
+
+const INSTRUCTIONS_ACTION_ZH: &str = "\
+需要调用工具或技能时，先用自然语言解释你的思考和选择该工具的理由，然后在回复的最后输出一个 <ACTION> 块：
+- <ACTION> 内的第一层标签是工具或技能的 ID（与上面列出的完全一致），它的子标签是参数，参数标签名与列出的参数名完全一致。
+- 列表写成多个 <item> 子标签；对象写成嵌套的子标签。
+- 参数值包含代码、<、>、& 等 XML 特殊字符，或是需要保留格式的多行文本时，用 <![CDATA[ ... ]]> 包裹。
+- 每次回复至多一个 <ACTION> 块，</ACTION> 之后不要再写任何内容。
+- 不需要调用工具时，直接用自然语言回答，不要包含 <ACTION> 标签。";
+
+const INSTRUCTIONS_ACTION_EN: &str = "\
+When you decide to use a tool or skill, first explain your reasoning, then output the <ACTION> block last in your reply, with the chosen tool/skill ID as the main tag and its parameters as child tags:
+- The tag directly inside <ACTION> is the tool or skill ID exactly as listed above; each parameter is a child tag named exactly as listed.
+- Write a list as repeated <item> tags and an object as nested tags.
+- Wrap a value that contains code, XML special characters such as <, > or &, or multi-line text whose layout matters in <![CDATA[ ... ]]>.
+- Write at most one <ACTION> block per reply, and nothing after </ACTION>.
+- If no action is needed, just provide your textual response, without any <ACTION> tag.";
+
+const EXAMPLES_TAM_ZH: &str = "\
+示例 1（调用一个工具）：
+好的，我将使用 FileOperator.ApplyEdit 工具来修改文件。
+<|[REQUEST_TOOL]|>
+command:「始」FileOperator.ApplyEdit「末」
+filePath:「始」/path/to/your/project/main.js「末」
+search_string:「始」console.log(\"old message\");「末」
+replace_string:「始」console.log(\"new message\");「末」
+<|[END_TOOL]|>
+
+示例 2（按顺序执行两个步骤）：
+我先创建日志文件，再追加一条记录。
+<|[REQUEST_TOOL]|>
+# 步骤 1: 创建文件
+command1:「始」FileOperator.WriteFile「末」
+filePath1:「始」/logs/today.log「末」
+content1:「始」任务开始...「末」
+
+# 步骤 2: 追加日志
+command2:「始」FileOperator.AppendFile「末」
+filePath2:「始」/logs/today.log「末」
+content2:「始」添加新记录。「末」
+<|[END_TOOL]|>
+
+示例 3（不需要工具）：
+今天天气晴朗，很适合出门。";
+
+const EXAMPLES_TAM_EN: &str = "\
+Example 1 (one tool call):
+I will use FileOperator.ApplyEdit to change the file.
+<|[REQUEST_TOOL]|>
+command:「始」FileOperator.ApplyEdit「末」
+filePath:「始」/path/to/your/project/main.js「末」
+search_string:「始」console.log(\"old message\");「末」
+replace_string:「始」console.log(\"new message\");「末」
+<|[END_TOOL]|>
+
+Example 2 (two steps in order):
+I will create the log file first, then append a line to it.
+<|[REQUEST_TOOL]|>
+# Step 1: create the file
+command1:「始」FileOperator.WriteFile「末」
+filePath1:「始」/logs/today.log「末」
+content1:「始」Task started...「末」
+
+# Step 2: append to the log
+command2:「始」FileOperator.AppendFile「末」
+filePath2:「始」/logs/today.log「末」
+content2:「始」A new entry.「末」
+<|[END_TOOL]|>
+
+Example 3 (no tool needed):
+The weather is sunny and pleasant today. It's a great day to go out.";
+
+const EXAMPLES_ACTION_ZH: &str = "\
+示例 1（调用一个工具）：
+我需要先查看当前的天气，才能回答玩家的问题。
+<ACTION>
+    <ReadWorldStateTool>
+        <path>environment.weather.current_conditions</path>
+        <default_value>unknown</default_value>
+    </ReadWorldStateTool>
+</ACTION>
+
+示例 2（列表和 CDATA）：
+我需要读取这两个文件，然后修改其中的代码。
+<ACTION>
+    <read_file>
+        <args>
+            <file><path>src/app.ts</path></file>
+            <file><path>src/utils.ts</path></file>
+        </args>
+    </read_file>
+</ACTION>
+
+示例 3（不需要工具）：
+现在天气晴朗宜人，非常适合去冒险！";
+
+const EXAMPLES_ACTION_EN: &str = "\
+Example 1 (a tool call):
+Okay, I need to check the current weather to answer the player's question.
+<ACTION>
+    <ReadWorldStateTool>
+        <path>environment.weather.current_conditions</path>
+        <default_value>unknown</default_value>
+    </ReadWorldStateTool>
+</ACTION>
+
+Example 2 (a value with special characters, in CDATA):
+I will apply the following diff to update the configuration.
+<ACTION>
+    <ApplyProjectDiff>
+        <target_file>config/settings.json</target_file>
+        <diff_patch><![CDATA[
+-  \"feature_enabled\": false,
++  \"feature_enabled\": true,
+]]></diff_patch>
+    </ApplyProjectDiff>
+</ACTION>
+
+Example 3 (no tool needed):
+The weather is currently sunny and pleasant. It's a great day for an adventure!";
+
+const RESULT_RULES_ZH: &str = "\
+所有工具都会返回JSON格式的结果，包含以下结构：
+{
+  \"success\": true/false,   // true表示成功，false表示失败或空数据
+  \"operationType\": \"query/operation/save\",  // 操作类型
+  \"data\": {...},           // 实际数据内容
+  \"message\": \"...\"         // 操作说明或错误信息
+}
+工具结果会以 \"Observation: Tool X executed successfully. Result: …\"（success 为 true）或 \"Observation: Error - …\"（success 为 false）的形式返回给你。
+
+【重要规则】
+1. 如果工具返回的success字段为false，说明操作失败或没有查询到数据
+2. 当success为false时，请直接回复 \"TOOL_EXECUTION_FAILED\" (不包含引号)，不要尝试重新解释或生成其他内容
+3. 这样做可以让系统知道数据获取失败，需要停止整个工作流
+4. 只有当success为true时，才能使用返回的data数据继续你的任务";
+
+const RESULT_RULES_EN: &str = "\
+Every tool returns a JSON result with this structure:
+{
+  \"success\": true/false,   // true: it worked; false: it failed or found no data
+  \"operationType\": \"query/operation/save\",  // the kind of operation
+  \"data\": {...},           // the actual data
+  \"message\": \"...\"         // what was done, or the error
+}
+Results reach you as \"Observation: Tool X executed successfully. Result: …\" (success true) or \"Observation: Error - …\" (success false).
+
+Important rules:
+1. A result whose success field is false means the operation failed or found no data.
+2. When success is false, reply exactly TOOL_EXECUTION_FAILED (without quotes) and nothing else; do not try to explain or produce anything more.
+3. This tells the system that getting the data failed and the whole workflow must stop.
+4. Use the returned data to continue your task only when success is true.";
