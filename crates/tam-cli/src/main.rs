@@ -5,7 +5,8 @@
 //!   one JSON object per event, flushed as soon as the event is decided.
 //! * `tam schema` reads tool definitions from workflow JSON, node definitions or a
 //!   `plugin.yaml` and prints them, or exports them in the OpenAI, Anthropic or MCP format.
-//! * `tam prompt` renders an agent profile's tool list for a system prompt.
+//! * `tam prompt` renders a complete system prompt (TAM or ACTION, English or Chinese) or
+//!   only the tool list, for an agent profile or the tools of the files given.
 //! * `tam demo` runs an agent loop end to end on an embedded scripted model that streams
 //!   like a real one and uses both protocols.
 //!

@@ -1,4 +1,5 @@
-//! `tam prompt`: the tool list of an agent profile, rendered for a system prompt.
+//! `tam prompt`: a complete system prompt, or only the tool list, for an agent profile's
+//! tools or every tool of the files given.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -6,23 +7,33 @@ use std::path::PathBuf;
 use clap::ValueEnum;
 use clap::error::ErrorKind;
 use tool_schema::load::{AgentProfile, workflow_from_dir};
-use tool_schema::{PromptStyle, ToolDefinition, render_tool_list};
+use tool_schema::{
+    PromptLanguage, PromptProtocol, PromptStyle, SystemPrompt, ToolDefinition, render_tool_list,
+};
 
 use crate::error::CliError;
 use crate::schema::load_all;
 
 const LONG_ABOUT: &str = "\
 Render the tool list of an agent profile (an agent_profile.json whose tool_ids_inventory
-names the tools it may call) for a system prompt, in inventory order.
+names the tools it may call) for a system prompt, in inventory order; with --full, the
+complete system prompt around it. Without PROFILE, every tool the --tools files define, in
+file order.
 
 The definitions come from the files given with --tools (workflow JSON, node definition
-JSON, plugin.yaml; tools they define outside the inventory are left out) and, for
-workflow:<id> tools, from <id>.json in the --workflows directory. An inventory tool no file
-defines is an error, unless --skip-missing leaves it out (with a note on standard error).
+JSON, plugin.yaml, or a plugin directory holding a plugin.yaml and the workflow files its
+tools name; tools they define outside the inventory are left out) and, for workflow:<id>
+tools, from <id>.json in the --workflows directory. An inventory tool no file defines is an
+error, unless --skip-missing leaves it out (with a note on standard error).
 
-Styles: tam (the TAM seed §6.2 layout), xml (the ACTION XML seed §4.2 layout, workflow
-tools listed apart as skills), list (one entry per tool from --template, default
+Tool list styles: tam (the TAM seed §6.2 layout), xml (the ACTION XML seed §4.2 layout,
+workflow tools listed apart as skills), list (one entry per tool from --template, default
 \"- {toolName}: {toolDescription}{toolParameters}\").
+
+--full prints the complete system prompt: role and goal, the tool list, usage notes (from
+--usage-notes), the decision instruction, few-shot examples and the tool result rules
+(TAM seed §6.2, ACTION seed §4.1-§4.3, the result-format seed), for --protocol tam or
+action, in --language en or zh.
 
 Give PROFILE before --tools, or end the --tools files with --.";
 
@@ -37,16 +48,45 @@ pub(crate) enum StyleChoice {
     List,
 }
 
-/// Render an agent profile's tool list for a system prompt.
+/// The protocol a full system prompt teaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ProtocolChoice {
+    /// `<|[REQUEST_TOOL]|>` blocks (TAM seed).
+    Tam,
+    /// One `<ACTION>` XML block (ACTION seed).
+    Action,
+}
+
+/// The language of a system prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PromptLanguageChoice {
+    /// English.
+    En,
+    /// Chinese, the seeds' wording.
+    Zh,
+}
+
+impl From<PromptLanguageChoice> for PromptLanguage {
+    fn from(choice: PromptLanguageChoice) -> Self {
+        match choice {
+            PromptLanguageChoice::En => PromptLanguage::English,
+            PromptLanguageChoice::Zh => PromptLanguage::Chinese,
+        }
+    }
+}
+
+/// Render a system prompt, or its tool list, for an agent profile's tools.
 #[derive(Debug, clap::Args)]
 #[command(long_about = LONG_ABOUT)]
 pub(crate) struct PromptArgs {
-    /// The agent profile (JSON with tool_ids_inventory).
-    profile: PathBuf,
-    /// Prompt layout.
-    #[arg(long, value_enum, default_value_t = StyleChoice::Tam)]
-    style: StyleChoice,
-    /// Files that define the profile's tools: workflow JSON, node definitions, plugin.yaml.
+    /// The agent profile (JSON with tool_ids_inventory); without it, every tool of --tools.
+    #[arg(required_unless_present = "tools")]
+    profile: Option<PathBuf>,
+    /// Tool list layout (not with --full: the protocol decides it).
+    #[arg(long, value_enum, conflicts_with = "full")]
+    style: Option<StyleChoice>,
+    /// Files that define the tools: workflow JSON, node definitions, plugin.yaml, plugin
+    /// directories.
     #[arg(long = "tools", value_name = "FILE", num_args = 1.., action = clap::ArgAction::Append)]
     tools: Vec<PathBuf>,
     /// Directory holding `workflow:<id>` tools as `<id>.json`.
@@ -58,15 +98,27 @@ pub(crate) struct PromptArgs {
     /// Leave out inventory tools no file defines instead of failing.
     #[arg(long)]
     skip_missing: bool,
+    /// Print the complete system prompt, not only the tool list.
+    #[arg(long)]
+    full: bool,
+    /// The protocol the full prompt teaches.
+    #[arg(long, value_enum, default_value_t = ProtocolChoice::Tam, requires = "full")]
+    protocol: ProtocolChoice,
+    /// The language of the full prompt.
+    #[arg(long, value_enum, default_value_t = PromptLanguageChoice::En, requires = "full")]
+    language: PromptLanguageChoice,
+    /// A file of usage notes for the tools (retrieved knowledge) to put in the full prompt.
+    #[arg(long, value_name = "FILE", requires = "full")]
+    usage_notes: Option<PathBuf>,
 }
 
 /// Runs `tam prompt`.
 pub(crate) fn run(args: &PromptArgs) -> Result<(), CliError> {
-    let style = match (args.style, &args.template) {
+    let style = match (args.style.unwrap_or(StyleChoice::Tam), &args.template) {
         (StyleChoice::Tam, None) => PromptStyle::Tam,
         (StyleChoice::Xml, None) => PromptStyle::Xml,
         (StyleChoice::List, None) => PromptStyle::plain(),
-        (StyleChoice::List, Some(template)) => PromptStyle::Plain {
+        (StyleChoice::List, Some(template)) if !args.full => PromptStyle::Plain {
             template: template.clone(),
         },
         (_, Some(_)) => {
@@ -76,8 +128,44 @@ pub(crate) fn run(args: &PromptArgs) -> Result<(), CliError> {
             ));
         }
     };
-    let profile = AgentProfile::from_path(&args.profile)?;
     let defined = load_all(&args.tools)?;
+    let listed = match &args.profile {
+        Some(profile) => inventory_tools(args, profile, &defined)?,
+        None => defined,
+    };
+    let text = if args.full {
+        let mut prompt = SystemPrompt::new(
+            match args.protocol {
+                ProtocolChoice::Tam => PromptProtocol::Tam,
+                ProtocolChoice::Action => PromptProtocol::Action,
+            },
+            args.language.into(),
+        );
+        if let Some(path) = &args.usage_notes {
+            let notes = std::fs::read_to_string(path).map_err(|source| CliError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            prompt = prompt.with_usage_notes(notes);
+        }
+        prompt.render(&listed)
+    } else {
+        render_tool_list(&listed, &style)
+    };
+    let mut out = io::stdout().lock();
+    writeln!(out, "{text}")
+        .and_then(|()| out.flush())
+        .map_err(CliError::Write)
+}
+
+/// The tools of the profile's inventory, in its order, from `defined` or the workflow
+/// directory.
+fn inventory_tools(
+    args: &PromptArgs,
+    profile_path: &std::path::Path,
+    defined: &[ToolDefinition],
+) -> Result<Vec<ToolDefinition>, CliError> {
+    let profile = AgentProfile::from_path(profile_path)?;
     let mut listed: Vec<ToolDefinition> = Vec::new();
     let mut missing = Vec::new();
     for (index, id) in profile.tool_ids_inventory.iter().enumerate() {
@@ -107,15 +195,11 @@ pub(crate) fn run(args: &PromptArgs) -> Result<(), CliError> {
             return Err(CliError::Definition(format!(
                 "{}: no file defines {}; give the files that do with --tools (workflow tools \
                  also with --workflows DIR), or leave them out with --skip-missing",
-                args.profile.display(),
+                profile_path.display(),
                 names.join(", ")
             )));
         }
         eprintln!("tam: left out, no file defines them: {}", names.join(", "));
     }
-    let text = render_tool_list(&listed, &style);
-    let mut out = io::stdout().lock();
-    writeln!(out, "{text}")
-        .and_then(|()| out.flush())
-        .map_err(CliError::Write)
+    Ok(listed)
 }

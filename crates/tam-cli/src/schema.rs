@@ -53,7 +53,7 @@ pub(crate) struct SchemaArgs {
     /// One line of JSON instead of indented JSON.
     #[arg(long)]
     compact: bool,
-    /// Workflow JSON, node definition JSON or plugin.yaml files.
+    /// Workflow JSON, node definition JSON or plugin.yaml files, or plugin directories.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
 }

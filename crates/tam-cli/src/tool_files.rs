@@ -1,12 +1,13 @@
 //! Tool definition files, recognised by extension and content: a workflow (`*.json` with
 //! `interfaceInputs`, `inputInterface`, `nodes` or `edges`), node definitions (`*.json` holding an object with
-//! `fullType` or an array of them) or a plugin manifest (`*.yaml` / `*.yml`, its `tools:`).
+//! `fullType` or an array of them), a plugin manifest (`*.yaml` / `*.yml`, its `tools:`) or a
+//! plugin directory (its `plugin.yaml` and the workflow files its tools name).
 
 use std::path::Path;
 
 use serde_json::Value;
 use tool_schema::ToolDefinition;
-use tool_schema::load::{nodes_from_str, plugin_from_str, workflow_from_str};
+use tool_schema::load::{nodes_from_str, plugin_dir, plugin_from_str, workflow_from_str};
 
 use crate::error::CliError;
 
@@ -38,6 +39,10 @@ const WORKFLOW_FIELDS: &[&str] = &[
 /// cannot be told; [`CliError::Schema`] (file, field and reason) when it is not a valid
 /// definition of its kind.
 pub(crate) fn load_tool_file(path: &Path) -> Result<Vec<ToolDefinition>, CliError> {
+    if path.is_dir() {
+        // A whole plugin (TAM seed §5.3): its plugin.yaml and the workflow files it names.
+        return Ok(plugin_dir(path)?.tools);
+    }
     let text = std::fs::read_to_string(path).map_err(|source| CliError::Read {
         path: path.to_owned(),
         source,

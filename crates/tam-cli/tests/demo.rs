@@ -73,6 +73,24 @@ fn the_demo_shows_the_prompt_and_colours_when_asked() {
         "{}",
         output.stdout
     );
+    assert!(
+        output.stdout.contains("[Your decision]") && output.stdout.contains("[Tool result rules]"),
+        "the complete system prompt is shown: {}",
+        output.stdout
+    );
+    let chinese = run(
+        &[
+            "demo",
+            "--fast",
+            "--show-prompt",
+            "--prompt-language",
+            "zh",
+            "--color",
+            "never",
+        ],
+        b"",
+    );
+    assert!(chinese.stdout.contains("[你的决策]"), "{}", chinese.stdout);
     assert!(output.stdout.contains("\x1b[32m"), "successes are green");
     assert_eq!(run(&["demo", "--color", "sometimes"], b"").code, Some(2));
 }

@@ -172,3 +172,58 @@ fn bad_profiles_and_flags_fail() {
     assert_eq!(run(&["prompt"], b"").code, Some(2));
     assert_eq!(prompt(&["--style", "yaml"]).code, Some(2));
 }
+
+fn prompt_of(args: &[&str]) -> Output {
+    let mut all = vec!["prompt"];
+    all.extend(args);
+    run(&all, b"")
+}
+
+/// TAM seed §6.2, ACTION seed §4, result-format seed: `--full` prints the whole system
+/// prompt, in either protocol and language; without a profile every tool of the files.
+#[test]
+fn tam_seed_6_2_full_system_prompt() {
+    let plugin = test_path("fixtures/skill-plugin");
+    let plugin = plugin.to_str().unwrap();
+    let output = prompt_of(&["--full", "--language", "zh", "--tools", plugin]);
+    let text = success(&output);
+    assert!(text.starts_with("[角色与目标]\n"), "{text}");
+    assert!(text.contains("[可用工具参考]\n你只能调用以下工具：\n\n- Tool ID: skill-plugin:greet\n  - 描述: Greets the player"), "{text}");
+    assert!(text.contains("<|[REQUEST_TOOL]|>"), "{text}");
+    assert!(
+        text.contains("【工具调用规则】\n所有工具都会返回JSON格式的结果"),
+        "{text}"
+    );
+
+    let notes = test_path("fixtures/usage_notes.txt");
+    let output = prompt_of(&[
+        "--full",
+        "--protocol",
+        "action",
+        "--usage-notes",
+        notes.to_str().unwrap(),
+        "--tools",
+        plugin,
+    ]);
+    let text = success(&output);
+    assert!(text.contains("You have access to the following tools and skills:\n\n**Skills (workflow executions):**\n\n*   `<skill-plugin:greet>`"), "{text}");
+    assert!(
+        text.contains(
+            "[Tool usage notes]\nGreet a returning player with quest_reminder.\n\n[Your decision]\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("<ACTION>"), "{text}");
+
+    // Only the tool list without --full; the full-prompt flags need --full.
+    let list = prompt_of(&["--tools", plugin]);
+    assert!(success(&list).starts_with("- Tool ID: skill-plugin:greet\n  - Description: Greets"));
+    assert_eq!(
+        prompt_of(&["--language", "zh", "--tools", plugin]).code,
+        Some(2)
+    );
+    assert_eq!(
+        prompt_of(&["--full", "--style", "xml", "--tools", plugin]).code,
+        Some(2)
+    );
+}

@@ -182,3 +182,49 @@ fn bad_flags_are_usage_errors() {
         assert_eq!(output.stdout, "");
     }
 }
+
+/// ACTION seed §7.1: a skill's `WorkflowDefinition` names its inputs `inputInterface`.
+#[test]
+fn action_seed_7_1_a_skill_file_is_a_workflow_tool() {
+    let tools = json_of(&schema(&[], &["fixtures/skill_greet_player.json"]));
+    let tool = &tools[0];
+    assert_eq!(tool["id"], "workflow:skill_greet_player");
+    assert_eq!(tool["parameters"]["required"], json!(["player_id"]));
+    assert_eq!(
+        tool["parameters"]["properties"]["greeting_context"]["enum"],
+        json!(["first_encounter", "quest_reminder"])
+    );
+}
+
+/// TAM seed §5.3: a plugin directory as a whole — its manifest and the workflow files its
+/// tools name, the namespace taken from the directory when the manifest has no name.
+#[test]
+fn tam_seed_5_3_schema_of_a_plugin_directory() {
+    let tools = json_of(&schema(
+        &["--compact"],
+        &["fixtures/skill-plugin", "fixtures/my-awesome-plugin"],
+    ));
+    let ids: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "skill-plugin:greet",
+            "my-awesome-plugin:magic_node_tool",
+            "my-awesome-plugin:clock"
+        ]
+    );
+    // The manifest gives no parameters or description: the workflow's interface does.
+    assert_eq!(tools[0]["parameters"]["required"], json!(["player_id"]));
+    assert_eq!(
+        tools[0]["description"],
+        "Greets the player appropriately based on context."
+    );
+    let missing = schema(&[], &["fixtures/workflows"]);
+    assert_eq!(missing.code, Some(1));
+    assert!(missing.stderr.contains("plugin.yaml"), "{}", missing.stderr);
+}

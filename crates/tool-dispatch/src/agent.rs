@@ -313,6 +313,14 @@ impl Agent {
         format!("{}\n{list}", self.config.tool_list_heading)
     }
 
+    /// The complete system prompt (tool-schema's [`SystemPrompt`](tool_schema::SystemPrompt))
+    /// listing the scope's tools. Put it in `conversation` as [`Message::system`] before
+    /// [`run`](Self::run): the conversation is then not empty, so the tool list is not added
+    /// to the first prompt a second time.
+    pub fn system_prompt(&self, prompt: &tool_schema::SystemPrompt) -> String {
+        prompt.render(self.scope.definitions(self.dispatcher.registry()))
+    }
+
     /// Runs the loop for `prompt` on `conversation`, which it extends with the prompt, each
     /// model output and each round's observations.
     ///

@@ -17,7 +17,10 @@ use std::io::{self, IsTerminal};
 use std::time::Duration;
 
 use clap::ValueEnum;
-use tool_dispatch::{Agent, AgentConfig, CancellationToken, Protocol, StopReason};
+use tool_dispatch::{Agent, AgentConfig, CancellationToken, Message, Protocol, StopReason};
+use tool_schema::{PromptProtocol, SystemPrompt};
+
+pub(crate) use crate::prompt::PromptLanguageChoice;
 
 use self::model::{Pacing, ScriptedModel};
 use self::terminal::Printer;
@@ -56,9 +59,12 @@ pub(crate) struct DemoArgs {
     /// Colour the output.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     color: ColorChoice,
-    /// Also print the tool list given to the model.
+    /// Also print the system prompt given to the model (TAM seed §6.2, with its tool list).
     #[arg(long)]
     show_prompt: bool,
+    /// Language of the system prompt.
+    #[arg(long, value_enum, default_value_t = PromptLanguageChoice::En)]
+    prompt_language: PromptLanguageChoice,
 }
 
 /// Shortest and longest pause before a delta when not `--fast`.
@@ -88,15 +94,20 @@ pub(crate) fn run(args: &DemoArgs) -> Result<(), CliError> {
         .ids()
         .map(|ids| ids.map(str::to_owned).collect())
         .unwrap_or_default();
-    let tool_list = args.show_prompt.then(|| agent.tool_descriptions());
+    // The demo's model writes TAM first, so the prompt teaches TAM.
+    let system_prompt = agent.system_prompt(&SystemPrompt::new(
+        PromptProtocol::Tam,
+        args.prompt_language.into(),
+    ));
+    let tool_list = args.show_prompt.then_some(system_prompt.as_str());
 
     let mut printer = Printer::new(io::stdout(), color);
-    printer.intro(&tool_ids, &prompt, tool_list.as_deref());
+    printer.intro(&tool_ids, &prompt, tool_list);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .map_err(CliError::Runtime)?;
-    let mut conversation = Vec::new();
+    let mut conversation = vec![Message::system(system_prompt.clone())];
     let outcome = runtime.block_on(agent.run(
         &model,
         &mut conversation,
