@@ -240,12 +240,13 @@ impl Render<'_> {
         let with_examples = self.xml_examples && layout.open == XML_LAYOUT.open;
         for line in lines {
             line.write_to(out, layout);
-            if with_examples && line.depth == 0 {
-                if let Some(example) = xml_example(line.name, line.shape) {
-                    let indent = layout.indent + layout.step;
-                    let text = format!("{}{}: {example}", layout.bullet, self.labels.example);
-                    write_item(out, indent, &text);
-                }
+            if with_examples
+                && line.depth == 0
+                && let Some(example) = xml_example(line.name, line.shape)
+            {
+                let indent = layout.indent + layout.step;
+                let text = format!("{}{}: {example}", layout.bullet, self.labels.example);
+                write_item(out, indent, &text);
             }
         }
     }
