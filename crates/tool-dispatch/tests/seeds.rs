@@ -330,3 +330,113 @@ fn registration_seed_llm_node_parameters() {
             .to_string();
     assert!(bad.contains("temperature: expected a number"), "{bad}");
 }
+
+mod prompt_examples {
+    use tool_schema::{PromptLanguage, PromptPart, PromptProtocol, SystemPrompt};
+
+    /// The few-shot examples of a prompt, one text each.
+    fn examples(protocol: PromptProtocol, language: PromptLanguage) -> Vec<&'static str> {
+        let text = SystemPrompt::default_text(protocol, language, PromptPart::Examples);
+        let separator = match language {
+            PromptLanguage::Chinese => "\n\n示例 ",
+            _ => "\n\nExample ",
+        };
+        text.split(separator).collect()
+    }
+
+    /// (calls per block, diagnostics) of a TAM text fed whole and in 1-byte deltas.
+    fn tam_blocks(text: &str) -> Vec<(usize, usize)> {
+        let mut blocks = Vec::new();
+        for step in [text.len().max(1), 1] {
+            let mut decoder = tam_parse::Decoder::new(tam_parse::Config::default());
+            let mut seen = Vec::new();
+            let mut on_event = |event: tam_parse::Event<'_>| {
+                if let tam_parse::Event::Block(block) = event {
+                    seen.push((block.calls.len(), block.diagnostics.len()));
+                }
+            };
+            let mut start = 0;
+            while start < text.len() {
+                let mut end = (start + step).min(text.len());
+                while !text.is_char_boundary(end) {
+                    end += 1;
+                }
+                decoder.feed(&text[start..end], &mut on_event);
+                start = end;
+            }
+            decoder.finish(&mut on_event);
+            if step == 1 {
+                assert_eq!(seen, blocks, "the same blocks whatever the deltas");
+            }
+            blocks = seen;
+        }
+        blocks
+    }
+
+    fn action_blocks(text: &str) -> Vec<(usize, usize)> {
+        let mut decoder = action_xml::Decoder::new(action_xml::Config::default());
+        let mut seen = Vec::new();
+        let mut on_event = |event: action_xml::Event<'_>| {
+            if let action_xml::Event::Block(block) = event {
+                seen.push((block.calls.len(), block.diagnostics.len()));
+            }
+        };
+        decoder.feed(text, &mut on_event);
+        decoder.finish(&mut on_event);
+        seen
+    }
+
+    /// TAM seed §6.2: the examples a prompt shows decode as the calls they show, with no
+    /// diagnostic: a call, a two-step chain, a plain answer.
+    #[test]
+    fn tam_seed_6_2_prompt_examples_decode_cleanly() {
+        for language in [PromptLanguage::Chinese, PromptLanguage::English] {
+            let examples = examples(PromptProtocol::Tam, language);
+            let blocks: Vec<Vec<(usize, usize)>> =
+                examples.iter().map(|example| tam_blocks(example)).collect();
+            assert_eq!(blocks, [vec![(1, 0)], vec![(2, 0)], vec![]], "{language:?}");
+        }
+    }
+
+    /// ACTION seed §4.3: the few-shot examples are one clean block each, and a plain answer.
+    #[test]
+    fn action_seed_4_3_prompt_examples_decode_cleanly() {
+        for language in [PromptLanguage::Chinese, PromptLanguage::English] {
+            let examples = examples(PromptProtocol::Action, language);
+            let blocks: Vec<Vec<(usize, usize)>> = examples
+                .iter()
+                .map(|example| action_blocks(example))
+                .collect();
+            assert_eq!(blocks, [vec![(1, 0)], vec![(1, 0)], vec![]], "{language:?}");
+        }
+    }
+}
+
+/// TAM seed §6.2 in the agent: the system prompt lists exactly the scope's tools.
+#[test]
+fn tam_seed_6_2_agent_system_prompt_lists_its_scope() {
+    use tool_dispatch::{Agent, AgentConfig, Protocol};
+    use tool_schema::{PromptLanguage, PromptProtocol, SystemPrompt};
+
+    let mut registry = Registry::new();
+    registry
+        .register_plugin_dir(&fixture("plugins/my-awesome-plugin"), &services())
+        .unwrap();
+    let scope = Scope::new(&registry, ["my-awesome-plugin:clock"]).unwrap();
+    let dispatcher = Dispatcher::new(registry, plugin_engine());
+    let agent = Agent::with_config(
+        dispatcher,
+        scope,
+        AgentConfig::for_protocol(Protocol::Action),
+    );
+    let text = agent.system_prompt(&SystemPrompt::new(
+        PromptProtocol::Action,
+        PromptLanguage::English,
+    ));
+    assert!(
+        text.contains("*   `<my-awesome-plugin:clock>`: Returns the current time."),
+        "{text}"
+    );
+    assert!(!text.contains("magic_node_tool"), "{text}");
+    assert!(text.contains("[Your decision]"), "{text}");
+}
