@@ -268,3 +268,34 @@ fn payload_serialises_in_the_seed_shape() {
         })
     );
 }
+
+#[tokio::test]
+async fn single_node_wrapping_without_output_slots_passes_every_output_through() {
+    let engine = ReferenceEngine::new().with_node("x:Two", |_| async move {
+        Ok(object(json!({"result": 1, "extra": "kept"})))
+    });
+    let payload = WorkflowExecutionPayload::single_node("x:Two", Default::default(), []);
+    assert_eq!(payload.pass_through_outputs.as_deref(), Some("node"));
+    let outputs = engine.run(payload).await.unwrap();
+    assert_eq!(
+        Value::Object(outputs),
+        json!({"result": 1, "extra": "kept"})
+    );
+
+    // Declared slots are mapped as before, and nothing else passes.
+    let declared =
+        WorkflowExecutionPayload::single_node("x:Two", Default::default(), ["result".to_owned()]);
+    assert_eq!(declared.pass_through_outputs, None);
+    let outputs = engine.run(declared).await.unwrap();
+    assert_eq!(Value::Object(outputs), json!({"result": 1}));
+
+    // A pass-through node that does not exist is an invalid workflow.
+    let dangling = WorkflowExecutionPayload {
+        pass_through_outputs: Some("ghost".into()),
+        ..WorkflowExecutionPayload::single_node("x:Two", Default::default(), [])
+    };
+    assert_eq!(
+        engine.run(dangling).await.unwrap_err().to_string(),
+        "invalid workflow <inline>: unknown node 'ghost'"
+    );
+}

@@ -90,10 +90,11 @@ mod system_prompt {
         let tool = apply_edit();
         let prompt = SystemPrompt::new(PromptProtocol::Tam, PromptLanguage::Chinese);
         let text = prompt.render([&tool]);
-        let headings: Vec<&str> = text
-            .lines()
-            .filter(|l| l.starts_with(['[', '【']))
+        let all: Vec<&str> = PromptPart::ALL
+            .iter()
+            .map(|part| part.heading(PromptLanguage::Chinese))
             .collect();
+        let headings: Vec<&str> = text.lines().filter(|l| all.contains(l)).collect();
         // Without usage notes that section is left out.
         assert_eq!(
             headings,
@@ -188,4 +189,33 @@ mod system_prompt {
             )
         );
     }
+}
+
+/// TAM seed §5.3: a plugin directory's workflow tools come with their workflow documents,
+/// and take the workflow's interface when the manifest declares no parameters.
+#[test]
+fn tam_seed_5_3_plugin_dir_loads_workflow_documents() {
+    let plugin = tool_schema::load::plugin_dir(&fixture("plugins/my-awesome-plugin")).unwrap();
+    assert_eq!(plugin.name, "my-awesome-plugin");
+    let ids: Vec<&str> = plugin.tools.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "my-awesome-plugin:magic_node_tool",
+            "my-awesome-plugin:complex_workflow_tool",
+            "my-awesome-plugin:clock"
+        ]
+    );
+    let workflow_tool = &plugin.tools[1];
+    assert_eq!(workflow_tool.parameters["required"], json!(["topic"]));
+    assert_eq!(
+        workflow_tool.output_schema.as_ref().unwrap()["properties"]["shouted"]["type"],
+        "string"
+    );
+    let document = plugin.workflow(&workflow_tool.id).unwrap();
+    assert_eq!(document["nodes"][1]["type"], "my-awesome-plugin:Shout");
+    // A directory without a manifest is an I/O error naming plugin.yaml.
+    let err = tool_schema::load::plugin_dir(&fixture("skills")).unwrap_err();
+    assert!(matches!(err, Error::Io { .. }));
+    assert!(err.to_string().contains("plugin.yaml"), "{err}");
 }
