@@ -71,6 +71,22 @@
 //!   observation saying so. TAM blocks all run, in stream order, one after another.
 //! * The loop ends on [`TOOL_EXECUTION_FAILED`] when it is the whole prose of a reply
 //!   (blank around it allowed), as the result seed's engine compares it.
+//! * A node tool whose definition declares no output schema returns every output slot the
+//!   node produced (single-node wrapping maps "all output slots", ACTION seed §7.3.2;
+//!   [`engine::WorkflowExecutionPayload::pass_through_outputs`]), so the seed plugin's
+//!   `magic_node_tool` returns its node's `result` instead of the null result.
+//! * A plugin directory ([`Registry::register_plugin_dir`]) registers all its tools or
+//!   none. `plugin.yaml` names no function for a `service` tool, so the caller supplies
+//!   one per tool id in [`PluginServices`]; a missing one is [`Error::MissingService`].
+//! * `availableTools.initial` and `dynamicTools.toolIds` entries are ids or display names
+//!   ([`Registry::resolve`]): an id wins over a display name; a display name several tools
+//!   share is refused with [`Error::AmbiguousTool`] naming them all.
+//! * An LLM node's `parameters` are kept as [`ModelParameters`]: the common sampling
+//!   settings typed (snake_case or camelCase keys), the whole map in `raw`; a known key of
+//!   the wrong type makes the node configuration invalid rather than being dropped.
+//! * [`Agent::system_prompt`] renders tool-schema's complete system prompt for the scope;
+//!   the caller puts it first in the conversation, and the loop then adds no second tool
+//!   list to the first prompt.
 //!
 //! # Limits
 //!

@@ -338,15 +338,16 @@ const EXAMPLES_ACTION_ZH: &str = "\
     </ReadWorldStateTool>
 </ACTION>
 
-示例 2（列表和 CDATA）：
-我需要读取这两个文件，然后修改其中的代码。
+示例 2（含特殊字符的值，用 CDATA 包裹）：
+我将应用下面的 diff 来更新配置。
 <ACTION>
-    <read_file>
-        <args>
-            <file><path>src/app.ts</path></file>
-            <file><path>src/utils.ts</path></file>
-        </args>
-    </read_file>
+    <ApplyProjectDiff>
+        <target_file>config/settings.json</target_file>
+        <diff_patch><![CDATA[
+-  \"feature_enabled\": false,
++  \"feature_enabled\": true,
+]]></diff_patch>
+    </ApplyProjectDiff>
 </ACTION>
 
 示例 3（不需要工具）：
