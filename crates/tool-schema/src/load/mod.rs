@@ -7,6 +7,9 @@
 //! `tools[0].implementation.type`) and the reason; for `plugin.yaml` also the line
 //! (`plugin.yaml:10: tools[1].implementation.type: …`). The JSON formats carry no line:
 //! `serde_json::Value` keeps no positions.
+//!
+//! [`plugin_dir`] loads a whole plugin directory: its `plugin.yaml` and the workflow files
+//! its `workflow` tools name, resolved inside the directory only.
 
 mod agent_profile;
 mod fields;
