@@ -172,6 +172,14 @@ pub enum McpError {
         #[source]
         source: Box<tool_schema::Error>,
     },
+    /// Closing the connection failed (`mcp.shutdown`).
+    #[error("MCP server `{command}` did not shut down cleanly: {reason}")]
+    Shutdown {
+        /// The command line.
+        command: String,
+        /// The SDK's error.
+        reason: String,
+    },
     /// The registry refused a tool (`mcp.registry`).
     #[error(transparent)]
     Registry(#[from] crate::Error),
@@ -189,6 +197,7 @@ impl McpError {
             McpError::InvalidToolName { .. } => "mcp.tool_name",
             McpError::NameClash(_) => "mcp.name_clash",
             McpError::Schema { .. } => "mcp.schema",
+            McpError::Shutdown { .. } => "mcp.shutdown",
             McpError::Registry(_) => "mcp.registry",
         }
     }
@@ -251,7 +260,10 @@ impl McpTool {
 ///
 /// Dropping the handle kills the process; see the module docs.
 pub struct McpServer {
-    service: RunningService<RoleClient, ()>,
+    /// `None` only once [`McpServer::shutdown`] took it.
+    service: Option<RunningService<RoleClient, ()>>,
+    /// The connection's request side (what registered tools hold).
+    peer: Peer<RoleClient>,
     command: Arc<str>,
     pid: Option<u32>,
     tools: Vec<McpTool>,
@@ -367,7 +379,8 @@ impl McpServer {
                 timeout: config.startup_timeout,
             })??;
         Ok(McpServer {
-            service,
+            peer: service.peer().clone(),
+            service: Some(service),
             command,
             pid,
             tools: tools.into_iter().map(McpTool::from_rmcp).collect(),
@@ -391,7 +404,7 @@ impl McpServer {
 
     /// The server's name and version from its `initialize` reply, if it sent them.
     pub fn server_name(&self) -> Option<(String, String)> {
-        let info = self.service.peer_info()?;
+        let info = self.service.as_ref()?.peer_info()?;
         let server = info.server_info.as_ref()?;
         Some((server.name.clone(), server.version.clone()))
     }
@@ -446,7 +459,7 @@ impl McpServer {
             .find(|t| t.name == name)
             .is_some_and(|t| t.read_only);
         call_tool(
-            self.service.peer().clone(),
+            self.peer.clone(),
             Arc::clone(&self.command),
             name.to_owned(),
             read_only,
@@ -460,24 +473,43 @@ impl McpServer {
     ///
     /// # Errors
     /// The SDK's error when the connection task failed.
-    pub async fn shutdown(self) -> Result<(), McpError> {
-        let command = self.command.to_string();
-        self.service
-            .cancel()
-            .await
-            .map(drop)
-            .map_err(|e| McpError::Initialize {
-                command,
-                reason: format!("shutdown failed: {e}"),
-            })
+    pub async fn shutdown(mut self) -> Result<(), McpError> {
+        let Some(service) = self.service.take() else {
+            return Ok(());
+        };
+        let result = service.cancel().await;
+        // The group is gone or being killed by the SDK now; `Drop` must not signal a
+        // process group id that could be reused.
+        self.pid = None;
+        result.map(drop).map_err(|e| McpError::Shutdown {
+            command: self.command.to_string(),
+            reason: e.to_string(),
+        })
     }
 
     fn runner(&self, tool: &McpTool) -> McpToolRunner {
         McpToolRunner {
-            peer: self.service.peer().clone(),
+            peer: self.peer.clone(),
             command: Arc::clone(&self.command),
             name: tool.name.clone(),
             read_only: tool.read_only,
+        }
+    }
+}
+
+impl Drop for McpServer {
+    /// Kills the server at once: its whole process group on Unix (the SDK's own clean-up
+    /// kills only from a task of a live runtime, and only the leader would die from
+    /// tokio's `kill_on_drop`).
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if self.service.is_some()
+            && let Some(pid) = self.pid.and_then(|p| i32::try_from(p).ok())
+        {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
     }
 }

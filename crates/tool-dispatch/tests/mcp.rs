@@ -33,6 +33,8 @@ use tool_dispatch::{
 // ---------------------------------------------------------------------------------------
 
 const SERVER_ENV: &str = "TAM_MCP_TEST_SERVER";
+/// Set too: the server lingers for a minute after its input closes.
+const LINGER_ENV: &str = "TAM_MCP_TEST_LINGER";
 /// Tools per `tools/list` page, so listing takes two pages.
 const PAGE: usize = 2;
 
@@ -66,6 +68,11 @@ fn server_tools() -> Vec<Tool> {
                 "properties": {"values": {"type": "array", "items": {"type": "number"}}},
                 "required": ["values"]
             })),
+        ),
+        Tool::new(
+            "whoami",
+            "The server's process id.",
+            schema(json!({"type": "object", "properties": {}})),
         ),
         Tool::new(
             "sleep",
@@ -137,6 +144,7 @@ impl ServerHandler for TestServer {
                     json!({"count": values.len(), "sum": values.iter().sum::<f64>()}),
                 )
             }
+            "whoami" => CallToolResult::structured(json!({"pid": std::process::id()})),
             "sleep" => {
                 let ms = u64::try_from(int(&args, "ms")?).unwrap_or(0);
                 tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -174,17 +182,43 @@ fn mcp_test_server_main() {
             .expect("the client initializes");
         let _ = service.waiting().await;
     });
+    // A server that does not exit when its input closes: only a kill ends it.
+    if std::env::var_os(LINGER_ENV).is_some() {
+        std::thread::sleep(Duration::from_secs(60));
+    }
+}
+
+/// The test binary's arguments that run the server.
+const SERVER_ARGS: &str =
+    "mcp_test_server_main --exact --ignored --quiet --nocapture --test-threads=1";
+
+fn quoted_exe() -> String {
+    let exe = std::env::current_exe().unwrap();
+    shlex::try_quote(exe.to_str().unwrap())
+        .unwrap()
+        .into_owned()
 }
 
 /// The command line that starts the test server.
 fn server_command() -> String {
-    let exe = std::env::current_exe().unwrap();
-    let exe = shlex::try_quote(exe.to_str().unwrap())
-        .unwrap()
-        .into_owned();
-    format!(
-        "env {SERVER_ENV}=1 {exe} mcp_test_server_main --exact --ignored --quiet --nocapture --test-threads=1"
-    )
+    format!("env {SERVER_ENV}=1 {} {SERVER_ARGS}", quoted_exe())
+}
+
+/// A server that ignores its input closing, started by a shell that waits for it (so the
+/// server is a grandchild of the host).
+fn lingering_server_command() -> String {
+    let script = format!(
+        "{SERVER_ENV}=1 {LINGER_ENV}=1 {} {SERVER_ARGS}; exit 0",
+        quoted_exe()
+    );
+    format!("sh -c {}", shlex::try_quote(&script).unwrap())
+}
+
+/// The server's own pid, asked through its `whoami` tool.
+async fn server_pid(server: &McpServer) -> u32 {
+    let reply = server.call("whoami", Map::new()).await;
+    let pid = reply.data.as_ref().and_then(|d| d["pid"].as_u64());
+    u32::try_from(pid.expect("whoami answers")).unwrap()
 }
 
 async fn start() -> McpServer {
@@ -239,14 +273,14 @@ async fn every_page_of_tools_is_listed_and_registered_with_its_schema() {
     let names: Vec<&str> = server.tools().iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["add", "divide", "stats", "sleep"],
-        "two pages of two"
+        ["add", "divide", "stats", "whoami", "sleep"],
+        "three pages"
     );
     assert!(server.tools()[0].read_only);
     assert!(!server.tools()[1].read_only);
 
     let mut registry = Registry::new();
-    assert_eq!(server.register(&mut registry, None).unwrap(), 4);
+    assert_eq!(server.register(&mut registry, None).unwrap(), 5);
     let add = registry.definition("add").unwrap();
     assert_eq!(add.description, "Adds two integers.");
     assert_eq!(add.display_name.as_deref(), Some("Add"));
@@ -341,7 +375,7 @@ async fn structured_content_is_the_data() {
 async fn a_prefix_namespaces_the_tools_and_a_clash_registers_nothing() {
     let server = start().await;
     let mut registry = Registry::new();
-    assert_eq!(server.register(&mut registry, Some("calc")).unwrap(), 4);
+    assert_eq!(server.register(&mut registry, Some("calc")).unwrap(), 5);
     assert!(registry.contains("calc:add"));
     assert!(!registry.contains("add"));
 
@@ -351,7 +385,7 @@ async fn a_prefix_namespaces_the_tools_and_a_clash_registers_nothing() {
         "{again}"
     );
     assert_eq!(again.code(), "mcp.name_clash");
-    assert_eq!(registry.len(), 4);
+    assert_eq!(registry.len(), 5);
 
     // A clash on a later tool leaves the earlier ones unregistered too.
     let mut other = Registry::new();
@@ -380,8 +414,9 @@ async fn a_prefix_namespaces_the_tools_and_a_clash_registers_nothing() {
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn dropping_the_handle_kills_the_server_and_its_tools_then_fail() {
-    let server = start().await;
-    let pid = server.pid().expect("a pid");
+    let server = McpServer::spawn(&lingering_server_command()).await.unwrap();
+    let shell = server.pid().expect("a pid");
+    let pid = server_pid(&server).await;
     assert!(!process_gone(pid));
     let mut registry = Registry::new();
     server.register(&mut registry, None).unwrap();
@@ -393,10 +428,12 @@ async fn dropping_the_handle_kills_the_server_and_its_tools_then_fail() {
     );
 
     drop(server);
-    assert!(
-        wait_gone(pid).await,
-        "process {pid} still runs after the drop"
-    );
+    for pid in [shell, pid] {
+        assert!(
+            wait_gone(pid).await,
+            "process {pid} still runs after the drop"
+        );
+    }
 
     let outcome = dispatch(&dispatcher, "add", json!({"a": 1, "b": 1})).await;
     assert!(!outcome.result.success);
@@ -426,15 +463,22 @@ fn dropping_the_handle_outside_the_runtime_still_kills_the_server() {
         .enable_all()
         .build()
         .unwrap();
-    let server = rt.block_on(start());
-    let pid = server.pid().expect("a pid");
+    let (server, inner) = rt.block_on(async {
+        let server = McpServer::spawn(&lingering_server_command()).await.unwrap();
+        let inner = server_pid(&server).await;
+        (server, inner)
+    });
+    let shell = server.pid().expect("a pid");
+    assert_ne!(shell, inner, "the server runs under the shell");
     drop(rt);
     drop(server);
-    let gone = (0..100).any(|_| {
-        std::thread::sleep(Duration::from_millis(50));
-        process_gone(pid)
-    });
-    assert!(gone, "process {pid} outlived its handle");
+    for pid in [shell, inner] {
+        let gone = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            process_gone(pid)
+        });
+        assert!(gone, "process {pid} outlived its handle");
+    }
 }
 
 #[tokio::test]
