@@ -83,6 +83,16 @@ fn server_tools() -> Vec<Tool> {
                 "required": ["ms"]
             })),
         ),
+        Tool::new(
+            "mixed",
+            "Several content blocks.",
+            schema(json!({"type": "object"})),
+        ),
+        Tool::new_with_raw(
+            "nothing",
+            None,
+            schema(json!({"type": "object", "properties": {"fail": {"type": "boolean"}}})),
+        ),
     ]
 }
 
@@ -150,6 +160,16 @@ impl ServerHandler for TestServer {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 CallToolResult::success(vec![ContentBlock::text("awake")])
             }
+            "mixed" => CallToolResult::success(vec![
+                ContentBlock::text("plain words"),
+                ContentBlock::text(r#"{"rows": [1, 2]}"#),
+                ContentBlock::text("a < b && c > d"),
+                ContentBlock::image("aGk=", "image/png"),
+            ]),
+            "nothing" => match args.get("fail").and_then(Value::as_bool) {
+                Some(true) => CallToolResult::error(Vec::new()),
+                _ => CallToolResult::success(Vec::new()),
+            },
             other => {
                 return Err(ErrorData::invalid_params(
                     format!("no tool named {other}"),
@@ -273,14 +293,16 @@ async fn every_page_of_tools_is_listed_and_registered_with_its_schema() {
     let names: Vec<&str> = server.tools().iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["add", "divide", "stats", "whoami", "sleep"],
-        "three pages"
+        [
+            "add", "divide", "stats", "whoami", "sleep", "mixed", "nothing"
+        ],
+        "four pages"
     );
     assert!(server.tools()[0].read_only);
     assert!(!server.tools()[1].read_only);
 
     let mut registry = Registry::new();
-    assert_eq!(server.register(&mut registry, None).unwrap(), 5);
+    assert_eq!(server.register(&mut registry, None).unwrap(), 7);
     let add = registry.definition("add").unwrap();
     assert_eq!(add.description, "Adds two integers.");
     assert_eq!(add.display_name.as_deref(), Some("Add"));
@@ -372,10 +394,48 @@ async fn structured_content_is_the_data() {
 }
 
 #[tokio::test]
+async fn content_blocks_map_to_data_and_empty_replies_are_not_successes() {
+    let server = start().await;
+    let mut registry = Registry::new();
+    server.register(&mut registry, None).unwrap();
+    assert_eq!(registry.definition("nothing").unwrap().description, "");
+    let dispatcher = Dispatcher::new(registry, ReferenceEngine::new());
+
+    let mixed = dispatch(&dispatcher, "mixed", json!({})).await;
+    assert!(mixed.result.success);
+    assert_eq!(mixed.result.operation_type, "operation");
+    assert_eq!(
+        mixed.result.data,
+        Some(json!([
+            "plain words",
+            {"rows": [1, 2]},
+            "a < b && c > d",
+            {"type": "image", "data": "aGk=", "mimeType": "image/png"}
+        ]))
+    );
+
+    let nothing = dispatch(&dispatcher, "nothing", json!({})).await;
+    assert!(!nothing.result.success);
+    assert_eq!(nothing.result.data, Some(Value::Null));
+    assert_eq!(
+        nothing.result.message,
+        "MCP tool nothing returned no content"
+    );
+
+    let silent_error = dispatch(&dispatcher, "nothing", json!({"fail": "true"})).await;
+    assert_eq!(silent_error.status, CallStatus::Completed);
+    assert!(!silent_error.result.success);
+    assert_eq!(
+        silent_error.result.message,
+        "MCP tool nothing reported an error"
+    );
+}
+
+#[tokio::test]
 async fn a_prefix_namespaces_the_tools_and_a_clash_registers_nothing() {
     let server = start().await;
     let mut registry = Registry::new();
-    assert_eq!(server.register(&mut registry, Some("calc")).unwrap(), 5);
+    assert_eq!(server.register(&mut registry, Some("calc")).unwrap(), 7);
     assert!(registry.contains("calc:add"));
     assert!(!registry.contains("add"));
 
@@ -385,7 +445,7 @@ async fn a_prefix_namespaces_the_tools_and_a_clash_registers_nothing() {
         "{again}"
     );
     assert_eq!(again.code(), "mcp.name_clash");
-    assert_eq!(registry.len(), 5);
+    assert_eq!(registry.len(), 7);
 
     // A clash on a later tool leaves the earlier ones unregistered too.
     let mut other = Registry::new();
