@@ -647,3 +647,67 @@ async fn an_agent_round_calls_the_mcp_tool_from_a_tam_block() {
     assert!(observed[0].contains("calc:add"), "{}", observed[0]);
     assert!(observed[0].contains('5'), "{}", observed[0]);
 }
+
+#[tokio::test]
+async fn a_server_that_dies_during_a_call_gives_a_failure() {
+    let server = McpServer::spawn(&lingering_server_command()).await.unwrap();
+    let mut registry = Registry::new();
+    server.register(&mut registry, None).unwrap();
+    let dispatcher = Dispatcher::new(registry, ReferenceEngine::new());
+
+    let call = dispatch(&dispatcher, "sleep", json!({"ms": "10000"}));
+    let kill = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        drop(server);
+    };
+    let (outcome, ()) = tokio::join!(call, kill);
+    assert_eq!(outcome.status, CallStatus::Completed);
+    assert!(!outcome.result.success);
+    assert!(
+        outcome.result.message.contains("MCP server `sh -c "),
+        "{}",
+        outcome.result.message
+    );
+    assert!(outcome.elapsed < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn a_reply_cut_inside_the_block_never_calls_the_mcp_tool() {
+    let server = start().await;
+    let mut registry = Registry::new();
+    server.register(&mut registry, Some("calc")).unwrap();
+    let agent = Agent::with_config(
+        Dispatcher::new(registry, ReferenceEngine::new()),
+        Scope::unrestricted(),
+        AgentConfig::default(),
+    );
+    let model = ScriptedModel::chunked(
+        &[
+            "Let me add them.\n<|[REQUEST_TOOL]|>\ncommand:「始」calc:add「末」\na:「始」2「末」\nb:「始」3",
+            "I could not finish the call.",
+        ],
+        3,
+    );
+    let mut conversation = Vec::new();
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(20),
+        agent.run(
+            &model,
+            &mut conversation,
+            "What is 2 + 3?",
+            |_| {},
+            &CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("the loop finishes")
+    .unwrap();
+    assert!(
+        outcome
+            .calls
+            .iter()
+            .all(|c| c.status != CallStatus::Completed),
+        "{:?}",
+        outcome.calls
+    );
+}
