@@ -44,12 +44,13 @@
 //! * **Failures.** A JSON-RPC error, a closed transport (the server exited or the handle
 //!   was dropped) or an unexpected reply becomes a failure result whose message names the
 //!   server's command; the agent feeds it back as an observation. Nothing panics.
-//! * **Lifetime.** The [`McpServer`] handle owns the child. Dropping it kills the child
-//!   (and, on Unix, its process group, so a `sh -c` or `npx` wrapper takes its children
-//!   along); the registered tools then fail with a "not running" message. Dropping must
-//!   happen inside a tokio runtime or after the runtime that spawned it is gone — the
-//!   kill is also sent synchronously (tokio's `kill_on_drop`), so the child never
-//!   outlives the handle. [`McpServer::shutdown`] closes it gracefully instead.
+//! * **Lifetime.** The [`McpServer`] handle owns the child, which runs as the leader of
+//!   its own process group on Unix. Dropping the handle sends `SIGKILL` to that group at
+//!   once (no runtime needed, so a `sh -c` or `npx` wrapper takes its children along even
+//!   when the handle outlives its runtime); elsewhere tokio's `kill_on_drop` kills the
+//!   child. The registered tools then fail with a "not running" message.
+//!   [`McpServer::shutdown`] closes the connection gracefully instead (the SDK waits for
+//!   the exit, then sends `SIGTERM`, then kills).
 //! * **Time-outs.** Start-up (spawn, `initialize`, `tools/list`) is bounded by
 //!   [`McpConfig::startup_timeout`]. Calls have no time-out of their own: they follow the
 //!   [`Dispatcher`](crate::Dispatcher)'s, whose expiry drops the call, which sends the
