@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
@@ -105,6 +105,7 @@ fn int(args: &Map<String, Value>, key: &str) -> Result<i64, ErrorData> {
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("tam-test-calculator", "1.2.3"))
     }
 
     async fn list_tools(
@@ -297,6 +298,10 @@ async fn every_page_of_tools_is_listed_and_registered_with_its_schema() {
             "add", "divide", "stats", "whoami", "sleep", "mixed", "nothing"
         ],
         "four pages"
+    );
+    assert_eq!(
+        server.server_name(),
+        Some(("tam-test-calculator".to_owned(), "1.2.3".to_owned()))
     );
     assert!(server.tools()[0].read_only);
     assert!(!server.tools()[1].read_only);
