@@ -101,7 +101,10 @@
 //!
 //! # Crate features
 //!
-//! None. The crate needs a tokio runtime with the `time` driver enabled (time-outs).
+//! * `mcp`: the [`mcp`] module, tools of MCP servers started as child processes
+//!   (official `rmcp` SDK).
+//!
+//! The crate needs a tokio runtime with the `time` driver enabled (time-outs).
 //!
 //! [`CompiledTool`]: tool_schema::CompiledTool
 #![forbid(unsafe_code)]
@@ -112,6 +115,8 @@ mod decode;
 mod dispatch;
 pub mod engine;
 mod error;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod observation;
 mod registry;
 mod result;
