@@ -101,7 +101,10 @@ mod tests {
             .filter_map(|l| l.strip_prefix("text  "))
             .map(|t| t.trim_matches('"').to_owned())
             .collect();
-        assert!(prose.contains("`if a < b && c { Vec::<u8>::new() }`"), "{prose}");
+        assert!(
+            prose.contains("`if a < b && c { Vec::<u8>::new() }`"),
+            "{prose}"
+        );
         assert!(prose.contains("<|[ is too"), "{prose}");
         assert!(prose.ends_with("Done."), "{prose}");
     }

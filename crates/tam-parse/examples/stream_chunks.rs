@@ -55,7 +55,11 @@ fn chunk(content: Option<&str>) -> Result<CreateChatCompletionStreamResponse, Op
             delta: ChatCompletionStreamResponseDelta {
                 content: content.map(str::to_owned),
             },
-            finish_reason: if content.is_none() { Some("stop") } else { None },
+            finish_reason: if content.is_none() {
+                Some("stop")
+            } else {
+                None
+            },
         }],
     })
 }
@@ -66,8 +70,12 @@ fn chunks(
 ) -> Vec<Result<CreateChatCompletionStreamResponse, OpenAIError>> {
     let mut all = vec![
         chunk(Some("Checking the weather first.\n<|[REQUEST_")),
-        chunk(Some("TOOL]|>\ncommand:「始」Weather.Get「末」\ncity:「始」Zürich「末」\n<|[END_TOOL]|>")),
-        chunk(Some("\nNow the calendar:\n<|[REQUEST_TOOL]|>\ncommand:「始」Calendar.Add「末」\n")),
+        chunk(Some(
+            "TOOL]|>\ncommand:「始」Weather.Get「末」\ncity:「始」Zürich「末」\n<|[END_TOOL]|>",
+        )),
+        chunk(Some(
+            "\nNow the calendar:\n<|[REQUEST_TOOL]|>\ncommand:「始」Calendar.Add「末」\n",
+        )),
         chunk(Some("title:「始」Hike「末」\n<|[END_TOOL]|>\n")),
         chunk(None),
     ];
@@ -96,7 +104,10 @@ async fn run(
             let content = chunk.ok().and_then(|response| {
                 let choice = response.choices.into_iter().find(|c| c.index == 0)?;
                 if let Some(reason) = choice.finish_reason {
-                    println!("  ({} from {}: finish_reason {reason})", response.id, response.model);
+                    println!(
+                        "  ({} from {}: finish_reason {reason})",
+                        response.id, response.model
+                    );
                 }
                 choice.delta.content
             });
@@ -153,7 +164,10 @@ mod tests {
     #[tokio::test]
     async fn every_closed_block_gives_its_call() {
         let (calls, error) = run(chunks(None)).await;
-        assert_eq!(calls, ["Weather.Get city=Zürich", "Calendar.Add title=Hike"]);
+        assert_eq!(
+            calls,
+            ["Weather.Get city=Zürich", "Calendar.Add title=Hike"]
+        );
         assert_eq!(error, None);
     }
 

@@ -74,7 +74,10 @@ fn walkthrough(plugin: &str) -> Result<Walkthrough, Box<dyn std::error::Error>> 
     let tool = CompiledTool::new(definition.clone())?;
     let coerced = tool
         .coerce(
-            [("Phrase", Value::from("rust 2024")), ("LIMIT", Value::from("5"))],
+            [
+                ("Phrase", Value::from("rust 2024")),
+                ("LIMIT", Value::from("5")),
+            ],
             KeyMatch::Canonical,
         )
         .map_err(|e| e.to_string());
