@@ -2,8 +2,8 @@
 //!
 //! * `ci` — the quality gates: `cargo fmt --check`, `cargo clippy --workspace --all-targets
 //!   -- -D warnings`, `cargo test --workspace`, `cargo doc --no-deps` with warnings denied,
-//!   and (when a nightly toolchain and cargo-fuzz are present) a short smoke run of every
-//!   fuzz target.
+//!   the release checks of [`release_checks`] (packaging, install, MSRV), and (when a
+//!   nightly toolchain and cargo-fuzz are present) a short smoke run of every fuzz target.
 //! * `fuzz [TARGET] [--secs N]` — run one or every fuzz target for N seconds (default 60).
 //! * `bench` — run the criterion benchmarks and write the plots (see `benches/README.md`).
 
@@ -82,10 +82,122 @@ fn ci() -> Result<(), String> {
     doc.env("RUSTDOCFLAGS", "-D warnings");
     run("cargo doc", doc)?;
 
+    release_checks()?;
+
     if fuzz_available() {
         fuzz(&["--secs".into(), "10".into()])?;
     } else {
         eprintln!("xtask: (fuzz smoke run skipped: nightly toolchain or cargo-fuzz not installed)");
+    }
+    Ok(())
+}
+
+/// What a stranger depending on the crates gets:
+///
+/// 1. `cargo package` of the four libraries and tam-cli together. Cargo (≥ 1.90) packages
+///    them in dependency order and verifies each one — unpacks its .crate and builds it with
+///    default features — against the already packaged siblings (a local registry overlay),
+///    since none is on crates.io yet. So each .crate is complete and its manifest's
+///    versions resolve; `cargo publish` would upload exactly these files.
+/// 2. tam-parse, which depends on no sibling, is unpacked from its .crate outside the
+///    workspace and `cargo test --all-features` runs there: its packaged tests and examples
+///    compile without the unpublished tam-testkit and pass.
+/// 3. `cargo install --path crates/tam-cli --locked --debug` into a temporary root, and the
+///    installed `tam --version` runs.
+/// 4. MSRV: when the toolchain named by `rust-version` in the root Cargo.toml is installed
+///    (`rustup toolchain install <version> --profile minimal`), `cargo +<version> check
+///    --locked --all-features` of each published crate on its own (so each crate's own
+///    feature list must be complete); otherwise a note says the step was skipped.
+fn release_checks() -> Result<(), String> {
+    const PUBLISHED: [&str; 5] = [
+        "tam-parse",
+        "action-xml",
+        "tool-schema",
+        "tool-dispatch",
+        "tam-cli",
+    ];
+    let mut package = cargo();
+    // `--allow-dirty`: check the working tree as it is (CI's is clean anyway).
+    package.args(["package", "--locked", "--allow-dirty"]);
+    for name in PUBLISHED {
+        package.args(["-p", name]);
+    }
+    run("cargo package (and verify)", package)?;
+
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml"))
+        .map_err(|e| format!("Cargo.toml: {e}"))?;
+    let field = |key: &str| {
+        manifest.lines().find_map(|line| {
+            let (k, v) = line.split_once('=')?;
+            (k.trim() == key).then(|| v.trim().trim_matches('"').to_owned())
+        })
+    };
+    let version = field("version").ok_or("no version in [workspace.package]")?;
+    let scratch = env::temp_dir().join(format!("tam-release-checks-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let target = root().join("target");
+
+    let krate = target.join(format!("package/tam-parse-{version}.crate"));
+    let mut untar = Command::new("tar");
+    untar.arg("xzf").arg(&krate).arg("-C").arg(&scratch);
+    run("unpack tam-parse.crate", untar)?;
+    let mut test = cargo();
+    test.current_dir(scratch.join(format!("tam-parse-{version}")))
+        .args(["test", "--all-features"])
+        .env("CARGO_TARGET_DIR", target.join("unpacked"));
+    run("cargo test in the unpacked tam-parse", test)?;
+
+    let mut install = cargo();
+    install
+        .args([
+            "install",
+            "--locked",
+            "--debug",
+            "--path",
+            "crates/tam-cli",
+            "--root",
+        ])
+        .arg(scratch.join("root"))
+        .env("CARGO_TARGET_DIR", &target);
+    run("cargo install --path crates/tam-cli", install)?;
+    let mut tam = Command::new(scratch.join("root/bin/tam"));
+    tam.arg("--version");
+    run("installed tam --version", tam)?;
+    let _ = std::fs::remove_dir_all(&scratch);
+
+    let msrv = field("rust-version").ok_or("no rust-version in [workspace.package]")?;
+    let installed = Command::new("rustup")
+        .args(["run", &msrv, "cargo", "--version"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !installed {
+        eprintln!(
+            "xtask: (MSRV check skipped: toolchain {msrv} not installed; \
+             rustup toolchain install {msrv} --profile minimal)"
+        );
+        return Ok(());
+    }
+    for name in &PUBLISHED {
+        let mut check = Command::new("rustup");
+        check
+            .current_dir(root())
+            .args([
+                "run",
+                &msrv,
+                "cargo",
+                "check",
+                "--locked",
+                "--all-features",
+                "-p",
+            ])
+            .arg(name)
+            .env("CARGO_TARGET_DIR", target.join("msrv"))
+            // Whatever cargo runs xtask must not leak into the MSRV toolchain's build.
+            .env_remove("RUSTC")
+            .env_remove("CARGO");
+        run(&format!("cargo +{msrv} check -p {name}"), check)?;
     }
     Ok(())
 }

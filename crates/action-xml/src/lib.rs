@@ -107,6 +107,8 @@
 //! None: the crate has no optional parts.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// docs.rs (nightly, `--cfg docsrs`) marks items behind a feature; stable builds ignore it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod block;
 pub mod codes;
@@ -127,3 +129,8 @@ pub use parsed::{Parsed, parse, parse_with};
 pub use position::LineColumn;
 pub use render::{RenderError, render_action, render_call};
 pub use tam_parse::{ByteString, Code, Diagnostic, Severity, Span};
+
+/// This crate's README example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -90,6 +90,8 @@
 //!   stream of text deltas (the shape async-openai, genai and ollama-rs deliver).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// docs.rs (nightly, `--cfg docsrs`) marks items behind a feature; stable builds ignore it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod block;
 #[cfg(feature = "codec")]
@@ -112,7 +114,8 @@ pub use diagnostic::{Code, Diagnostic, Severity, Span};
 pub use entry::canonical_key;
 pub use render::{RenderError, render_block, render_call};
 
-/// The workspace README's Rust examples, compiled and run as doctests.
+/// This crate's README example, compiled and run as a doctest (the workspace README's
+/// run in tam-testkit: it is not part of this package).
 #[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
+#[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

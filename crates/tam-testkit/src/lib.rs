@@ -12,10 +12,15 @@
 //!   byte splittings, 4 random `&str` splittings, every prefix + rest: all must agree.
 //! * [`check_cuts`] — the cheaper check the fuzz targets run on every input: whole, cut at
 //!   given points (as bytes and as `&str`), and optionally byte by byte.
+//!
+//! Feature `action` (default): the [`Action`] and [`Mixed`] harnesses, which need
+//! action-xml. tam-parse's tests turn it off so the kit does not depend back on action-xml
+//! (action-xml depends on tam-parse).
 #![forbid(unsafe_code)]
 
 use std::fmt::Debug;
 
+#[cfg(feature = "action")]
 use action_xml::{MixedDecoder, MixedEvent};
 use tam_parse::Span;
 
@@ -292,9 +297,11 @@ impl Harness for Tam {
 }
 
 /// The ACTION decoder with a config.
+#[cfg(feature = "action")]
 #[derive(Clone, Copy, Debug)]
 pub struct Action(pub action_xml::Config);
 
+#[cfg(feature = "action")]
 impl Harness for Action {
     type Event = action_xml::Event<'static>;
 
@@ -313,9 +320,11 @@ impl Harness for Action {
 }
 
 /// The decoder of TAM and ACTION blocks in one stream, with a config.
+#[cfg(feature = "action")]
 #[derive(Clone, Copy, Debug)]
 pub struct Mixed(pub action_xml::MixedConfig);
 
+#[cfg(feature = "action")]
 impl Harness for Mixed {
     type Event = MixedEvent<'static>;
 
@@ -333,6 +342,12 @@ impl Harness for Mixed {
         }
     }
 }
+
+/// The workspace README's Rust examples, compiled and run as doctests (here, in the
+/// unpublished kit, because the README is not inside any published package).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
 
 #[cfg(test)]
 mod tests {

@@ -109,6 +109,8 @@
 //! [`CompiledTool`]: tool_schema::CompiledTool
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// docs.rs (nightly, `--cfg docsrs`) marks items behind a feature; stable builds ignore it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod agent;
 mod decode;
@@ -143,3 +145,8 @@ pub use tokio_util::sync::CancellationToken;
 
 /// A boxed error from user code (node functions, language models).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// This crate's README example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -150,6 +150,8 @@
 //! This crate has no optional features.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// docs.rs (nightly, `--cfg docsrs`) marks items behind a feature; stable builds ignore it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod coerce;
 mod compiled;
@@ -170,3 +172,8 @@ pub use export::{AliasMap, ExportFormat, ExportedTools, export_tools};
 pub use id::{ToolId, WORKFLOW_NAMESPACE};
 pub use prompt::{PromptStyle, render_tool_list};
 pub use system_prompt::{PromptLanguage, PromptPart, PromptProtocol, SystemPrompt};
+
+/// This crate's README example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
