@@ -665,6 +665,16 @@ impl OffsetMap {
         Span::new(self.stream(r.start), self.stream(r.end))
     }
 
+    /// The buffer offset of stream offset `off` (the inverse of [`OffsetMap::stream`] for
+    /// offsets that are not inside invalid UTF-8 bytes; for the first of such bytes it is
+    /// where their U+FFFD begins).
+    pub fn buffer(&self, off: usize) -> usize {
+        match self.anchors.iter().rev().find(|(_, s)| *s <= off) {
+            Some(&(b, s)) => b + (off - s),
+            None => off.saturating_sub(self.base),
+        }
+    }
+
     /// Forget the first `n` buffer bytes (they were dropped).
     fn drop_front(&mut self, n: usize) {
         let s = self.stream(n);
@@ -708,7 +718,9 @@ pub trait ScanHandler {
     /// candidate in it is still undecided) and every region event up to `settled` has been
     /// reported. Called after each push of bytes into the block, so a protocol layer can
     /// stream what it has read (argument values as the model writes them). `settled` never
-    /// decreases within one block. Not called once the block has overflowed. Default: nothing.
+    /// decreases within one block and never exceeds `max_block_bytes`, so everything below
+    /// it is reported whatever the splitting. Not called after the push in which the block
+    /// overflowed. Default: nothing.
     fn block_progress(&mut self, view: &BlockView<'_>, settled: usize) {
         let _ = (view, settled);
     }
@@ -993,12 +1005,34 @@ impl Scanner {
         self.pos = span.end;
         h.invalid_utf8(bytes, span, true);
         // A partial marker before the replacement is now decided; keep memory bounded.
+        let was_overflow = self.overflow;
         if let Some(closed) = self.scan_block(h, false) {
             let kind = self.kind();
             self.close_block(kind, BlockEnd::Marker, closed.body_end, closed.end, None, h);
         } else {
+            self.report_progress(was_overflow, h);
             self.check_overflow();
         }
+    }
+
+    /// Calls [`ScanHandler::block_progress`] after a push into the open block, unless the
+    /// block had overflowed before it. `settled` is capped at `max_block_bytes` (moved back
+    /// to a character boundary), so what is reported does not depend on how the input was
+    /// split even for a block that overflows in this push.
+    fn report_progress(&mut self, was_overflow: bool, h: &mut impl ScanHandler) {
+        if was_overflow || self.state == State::Outside {
+            return;
+        }
+        let mut settled = self.scan_from.min(self.max_block_bytes).min(self.buf.len());
+        while !self.buf.is_char_boundary(settled) {
+            settled -= 1;
+        }
+        let view = BlockView {
+            buf: &self.buf,
+            offsets: &self.offsets,
+            kind: self.kind(),
+        };
+        h.block_progress(&view, settled);
     }
 
     fn kind(&self) -> usize {
@@ -1155,6 +1189,7 @@ impl Scanner {
         self.buf.push_str(&d[..n]);
         self.pos = p0 + n;
         let kind_before = self.kind();
+        let was_overflow = self.overflow;
         if let Some(closed) = self.scan_block(h, false) {
             // The bytes after the end marker came from this chunk: give them back.
             let used = closed.stream_end - p0;
@@ -1164,15 +1199,8 @@ impl Scanner {
             self.close_block(kind, BlockEnd::Marker, closed.body_end, closed.end, None, h);
             return &d[used..];
         }
+        self.report_progress(was_overflow, h);
         self.check_overflow();
-        if !self.overflow && self.state != State::Outside {
-            let view = BlockView {
-                buf: &self.buf,
-                offsets: &self.offsets,
-                kind: self.kind(),
-            };
-            h.block_progress(&view, self.scan_from);
-        }
         &d[n..]
     }
 
