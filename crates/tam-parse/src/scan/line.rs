@@ -19,3 +19,27 @@ pub(super) fn is_line_start(hay: &[u8], at: usize, lf: LineFloor) -> bool {
     }
     lf.floor_is_line_start
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blanks_and_cr_before_a_newline_or_the_floor() {
+        let lf = LineFloor {
+            floor: 0,
+            floor_is_line_start: true,
+        };
+        assert!(is_line_start(b"  \t#", 3, lf));
+        assert!(is_line_start(b"x\n \r#", 4, lf));
+        assert!(!is_line_start(b"x #", 2, lf));
+        let mid = LineFloor {
+            floor: 2,
+            floor_is_line_start: false,
+        };
+        assert!(
+            !is_line_start(b"\n\n  #", 4, mid),
+            "bytes before the floor are not read"
+        );
+    }
+}

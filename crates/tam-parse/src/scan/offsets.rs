@@ -55,3 +55,30 @@ impl OffsetMap {
         self.base = s;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_shift_after_replaced_bytes() {
+        // A block at stream offset 100: 5 bytes, then one invalid byte (U+FFFD, 3 bytes in
+        // the buffer), then more.
+        let mut m = OffsetMap::new(100);
+        m.anchors.push((8, 106));
+        assert_eq!(m.stream(4), 104);
+        assert_eq!(m.stream(8), 106);
+        assert_eq!(m.stream(10), 108);
+        assert_eq!(m.span(2..10), Span::new(102, 108));
+        assert_eq!(m.buffer(104), 4);
+        assert_eq!(
+            m.buffer(105),
+            5,
+            "the invalid byte maps to where its U+FFFD begins"
+        );
+        assert_eq!(m.buffer(108), 10);
+        m.drop_front(8);
+        assert_eq!(m.stream(0), 106);
+        assert_eq!(m.stream(2), 108);
+    }
+}

@@ -194,3 +194,47 @@ fn match_tag(name: &[u8], closing: bool, hay: &[u8]) -> MatchAt {
     }
     MatchAt::Full(i)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_patterns_match_full_partial_or_not() {
+        let p = Pattern::exact("「末」");
+        assert_eq!(p.match_at("「末」x".as_bytes()), MatchAt::Full(9));
+        assert_eq!(p.match_at(&"「末」".as_bytes()[..4]), MatchAt::Partial);
+        assert_eq!(p.match_at("「始」".as_bytes()), MatchAt::No);
+        assert_eq!(p.max_len(), 9);
+        assert_eq!(p.first_byte(), "「".as_bytes()[0]);
+    }
+
+    #[test]
+    fn tags_are_case_insensitive_with_bounded_blanks() {
+        let open = Pattern::tag("Action");
+        assert_eq!(open.match_at(b"<ACTION>"), MatchAt::Full(8));
+        assert_eq!(open.match_at(b"< action\t>"), MatchAt::Full(10));
+        assert_eq!(open.match_at(b"<act"), MatchAt::Partial);
+        assert_eq!(open.match_at(b"<actions>"), MatchAt::No);
+        assert_eq!(open.match_at(b"<         action>"), MatchAt::No);
+        let close = Pattern::closing_tag("action");
+        assert_eq!(close.match_at(b"</ Action >"), MatchAt::Full(11));
+        assert_eq!(close.match_at(b"<action>"), MatchAt::No);
+        assert!(close.max_len() <= MAX_PATTERN_LEN);
+    }
+
+    #[test]
+    fn second_byte_tables() {
+        let mut t = [false; 256];
+        Pattern::tag("a").mark_second_bytes(&mut t);
+        assert!(t[usize::from(b'a')] && t[usize::from(b'A')] && t[usize::from(b' ')]);
+        assert!(!t[usize::from(b'/')]);
+        let mut t = [false; 256];
+        Pattern::exact("#").mark_second_bytes(&mut t);
+        assert!(
+            t.iter().all(|&b| b),
+            "a one-byte pattern accepts any next byte"
+        );
+        assert_eq!(Pattern::exact("#").at_line_start().exact_bytes(), None);
+    }
+}

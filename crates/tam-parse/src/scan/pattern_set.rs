@@ -189,3 +189,66 @@ impl PatternSet {
         Found::None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LF: LineFloor = LineFloor {
+        floor: 0,
+        floor_is_line_start: true,
+    };
+
+    #[test]
+    fn one_exact_pattern_uses_memmem_and_reports_a_partial_tail() {
+        let set = PatternSet::new(vec![(Pattern::exact("<|[END_TOOL]|>"), Action::Close)]);
+        assert!(matches!(set.finder, Finder::Memmem(_)));
+        let hay = b"ab<|[END_TOOL]|>";
+        assert_eq!(
+            set.find(hay, 0, false, LF),
+            Found::Match {
+                at: 2,
+                len: 14,
+                action: Action::Close
+            }
+        );
+        assert_eq!(set.find(b"ab<|[EN", 0, false, LF), Found::Partial { at: 2 });
+        assert_eq!(set.find(b"ab<|[EN", 0, true, LF), Found::None);
+    }
+
+    #[test]
+    fn the_longest_match_wins_and_partials_wait() {
+        let set = PatternSet::new(vec![
+            (Pattern::exact("「始」"), Action::EnterRegion(0)),
+            (Pattern::exact("「始ESCAPE」"), Action::EnterRegion(1)),
+            (Pattern::exact("#").at_line_start(), Action::EnterRegion(2)),
+        ]);
+        assert!(matches!(set.finder, Finder::Two(..)));
+        let hay = "x「始ESCAPE」".as_bytes();
+        assert_eq!(
+            set.find(hay, 0, false, LF),
+            Found::Match {
+                at: 1,
+                len: 15,
+                action: Action::EnterRegion(1)
+            }
+        );
+        // `「始` may still become either opener: wait, unless at the end of the stream.
+        let hay = "a「始".as_bytes();
+        assert_eq!(set.find(hay, 0, false, LF), Found::Partial { at: 1 });
+        assert_eq!(set.find(hay, 0, true, LF), Found::None);
+        assert!(matches!(
+            set.find("「始」".as_bytes(), 0, false, LF),
+            Found::Match {
+                action: Action::EnterRegion(0),
+                ..
+            }
+        ));
+        // `#` only at line start.
+        assert_eq!(set.find(b"a # b", 0, false, LF), Found::None);
+        assert!(matches!(
+            set.find(b"a\n  # b", 0, false, LF),
+            Found::Match { at: 4, .. }
+        ));
+    }
+}
