@@ -17,15 +17,6 @@ fn tam_events(input: &[u8], config: tam_parse::Config) -> Vec<MixedEvent<'static
     Tam(config)
         .run_bytes([input])
         .into_iter()
-        // The mixed decoder does not stream TAM arguments (yet).
-        .filter(|e| {
-            !matches!(
-                e,
-                tam_parse::Event::ParamStart { .. }
-                    | tam_parse::Event::ParamText { .. }
-                    | tam_parse::Event::ParamEnd { .. }
-            )
-        })
         .map(MixedEvent::from)
         .collect()
 }

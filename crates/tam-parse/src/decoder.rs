@@ -121,6 +121,11 @@ pub struct Config {
     /// Longest key, in bytes; an entry with a longer key is dropped with error
     /// `key_too_long`. Default: 128.
     pub max_key_len: usize,
+    /// Stream arguments: emit [`Event::ParamStart`], [`Event::ParamText`] and
+    /// [`Event::ParamEnd`] while values are written. Default: `false` (opt-in, so that
+    /// consumers that do not know these events yet — the mixed decoder's event type,
+    /// tool-dispatch — see none).
+    pub param_events: bool,
 }
 
 impl Default for Config {
@@ -130,6 +135,7 @@ impl Default for Config {
             max_block_bytes: 1 << 20,
             max_calls: 64,
             max_key_len: 128,
+            param_events: false,
         }
     }
 }
@@ -141,6 +147,12 @@ impl Config {
             dialect,
             ..Config::default()
         }
+    }
+
+    /// These settings with argument streaming ([`Config::param_events`]) on or off.
+    pub fn with_param_events(mut self, on: bool) -> Self {
+        self.param_events = on;
+        self
     }
 }
 
@@ -703,26 +715,15 @@ pub struct BlockParser {
     /// Allocated when the first block opens, then reused: an idle decoder stays small.
     builder: Option<Box<BlockBuilder>>,
     config: Config,
-    param_events: bool,
 }
 
 impl BlockParser {
-    /// A parser with `config` (its `dialect` must match the block syntax scanned). It emits
-    /// no `ParamStart`/`ParamText`/`ParamEnd` events until
-    /// [`BlockParser::with_param_events`] turns them on ([`Decoder`] does).
+    /// A parser with `config` (its `dialect` must match the block syntax scanned).
     pub fn new(config: Config) -> Self {
         BlockParser {
             builder: None,
             config,
-            param_events: false,
         }
-    }
-
-    /// Turns the argument-streaming events ([`Event::ParamStart`], [`Event::ParamText`],
-    /// [`Event::ParamEnd`]) on or off.
-    pub fn with_param_events(mut self, on: bool) -> Self {
-        self.param_events = on;
-        self
     }
 
     /// The settings.
@@ -731,7 +732,7 @@ impl BlockParser {
     }
 
     fn builder(&mut self) -> &mut BlockBuilder {
-        let on = self.param_events;
+        let on = self.config.param_events;
         self.builder.get_or_insert_with(|| {
             Box::new(BlockBuilder {
                 param_events: on,
@@ -1103,7 +1104,7 @@ impl Decoder {
     pub fn new(config: Config) -> Self {
         Decoder {
             scanner: Scanner::new(config.dialect.grammar(), config.max_block_bytes),
-            parser: BlockParser::new(config).with_param_events(true),
+            parser: BlockParser::new(config),
         }
     }
 

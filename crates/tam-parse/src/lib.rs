@@ -56,7 +56,7 @@
 //!
 //! # Argument streaming
 //!
-//! [`Event::ParamStart`] (key as written), [`Event::ParamText`] pieces and
+//! With [`Config::param_events`] on, [`Event::ParamStart`] (key as written), [`Event::ParamText`] pieces and
 //! [`Event::ParamEnd`] (span = the entry = [`Param::span`]) report each entry while it is
 //! written; [`Event::CommandSeen`] is the "call begins" event. Pieces borrow the block
 //! buffer (no allocation per delta) and, concatenated, equal the entry's value exactly.
@@ -79,8 +79,9 @@
 //!   is then `unterminated_block`, not prose).
 //! * In a block that never closes and is given back as prose, invalid UTF-8 stays where it
 //!   was: text pieces around `invalid_utf8` diagnostics, which tile the stream.
-//! * [`BlockParser::new`] emits no `Param*` events until [`BlockParser::with_param_events`]
-//!   turns them on ([`Decoder`] does), so embedders that do not know them yet see none.
+//! * Argument streaming is opt-in ([`Config::param_events`], default `false`): the mixed
+//!   decoder's event type and tool-dispatch do not carry `Param*` events yet, and would
+//!   report each one as an unknown event.
 //!
 //! # What is borrowed, what is held back
 //!
@@ -102,6 +103,8 @@
 //! | `max_block_bytes` | 1 MiB | error `block_too_large`; the block's bytes are dropped up to its end marker; memory stays under the limit + 64 KiB |
 //! | `max_calls` | 64 | error `too_many_calls`; later calls dropped |
 //! | `max_key_len` | 128 bytes | error `key_too_long`; the entry is dropped (kept in the diagnostic) |
+//!
+//! [`Config::param_events`] (default `false`) turns argument streaming on.
 //!
 //! An idle decoder is at most 256 bytes (a test checks `size_of::<Decoder>()`) plus its
 //! buffer, which is empty until prose is held back or a block opens.

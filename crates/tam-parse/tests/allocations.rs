@@ -46,7 +46,7 @@ fn allocations_while_feeding(input: &str) -> (usize, usize, usize) {
 
 /// Like [`allocations_while_feeding`], also counting the `ParamText` pieces streamed.
 fn allocations_and_pieces(input: &str) -> ((usize, usize, usize), usize) {
-    let mut decoder = Decoder::new(Config::default());
+    let mut decoder = Decoder::new(Config::default().with_param_events(true));
     let mut pieces = 0usize;
     let mut blocks = 0usize;
     let mut deltas = 0usize;
@@ -116,7 +116,7 @@ fn blocks_allocate_per_block_not_per_delta() {
 /// Feeds `input` as ONE delta; returns (bytes allocated, allocations, blocks, params
 /// streamed).
 fn one_delta(input: &str) -> (usize, usize, usize, usize) {
-    let mut decoder = Decoder::new(Config::default());
+    let mut decoder = Decoder::new(Config::default().with_param_events(true));
     let mut blocks = 0usize;
     let mut params = 0usize;
     let bytes = BYTES.load(Ordering::Relaxed);

@@ -50,7 +50,7 @@ fn small_config() -> impl Strategy<Value = Config> {
         c.max_block_bytes = block;
         c.max_calls = calls;
         c.max_key_len = key;
-        c
+        c.with_param_events(true)
     })
 }
 
@@ -78,7 +78,7 @@ proptest! {
             prop::collection::vec(any::<u8>(), 1..4),
         ], 0..30)) {
         let input = parts.concat();
-        common::decode_all_ways(&input, Config::default());
+        common::decode_all_ways(&input, Config::default().with_param_events(true));
     }
 }
 
@@ -183,7 +183,7 @@ fn check_param_pieces(input: &str, cuts: &[usize], config: Config) -> usize {
     use std::borrow::Cow;
     use tam_parse::{Block, Decoder, Span};
 
-    let mut decoder = Decoder::new(config);
+    let mut decoder = Decoder::new(config.with_param_events(true));
     let mut entries: Vec<(Span, String)> = Vec::new();
     let mut open: Option<(String, Option<usize>)> = None;
     let mut blocks: Vec<Block> = Vec::new();

@@ -235,22 +235,22 @@ impl Scanner {
         self.pos = span.end;
         h.invalid_utf8(bytes, span, true);
         // A partial marker before the replacement is now decided; keep memory bounded.
-        let was_overflow = self.overflow;
         if let Some(closed) = self.scan_block(h, false) {
             let kind = self.kind();
             self.close_block(kind, BlockEnd::Marker, closed.body_end, closed.end, None, h);
         } else {
-            self.report_progress(was_overflow, h);
+            self.report_progress(h);
             self.check_overflow();
         }
     }
 
-    /// Calls [`ScanHandler::block_progress`] after a push into the open block, unless the
-    /// block had overflowed before it. `settled` is capped at `max_block_bytes` (moved back
-    /// to a character boundary), so what is reported does not depend on how the input was
-    /// split even for a block that overflows in this push.
-    fn report_progress(&mut self, was_overflow: bool, h: &mut impl ScanHandler) {
-        if was_overflow || self.state == State::Outside {
+    /// Calls [`ScanHandler::block_progress`] after a push into the open block (before
+    /// [`Scanner::check_overflow`]), unless the block had overflowed before it (a block
+    /// opened by a restart during the push has not). `settled` is capped at
+    /// `max_block_bytes` (moved back to a character boundary), so what is reported does
+    /// not depend on how the input was split even for a block that overflows in this push.
+    fn report_progress(&mut self, h: &mut impl ScanHandler) {
+        if self.overflow || self.state == State::Outside {
             return;
         }
         let mut settled = self.scan_from.min(self.max_block_bytes).min(self.buf.len());
@@ -415,7 +415,6 @@ impl Scanner {
         self.buf.push_str(&d[..n]);
         self.pos = p0 + n;
         let kind_before = self.kind();
-        let was_overflow = self.overflow;
         if let Some(closed) = self.scan_block(h, false) {
             // The bytes after the end marker came from this chunk: give them back.
             let used = closed.stream_end - p0;
@@ -425,7 +424,7 @@ impl Scanner {
             self.close_block(kind, BlockEnd::Marker, closed.body_end, closed.end, None, h);
             return &d[used..];
         }
-        self.report_progress(was_overflow, h);
+        self.report_progress(h);
         self.check_overflow();
         &d[n..]
     }
