@@ -250,10 +250,17 @@ impl Scanner {
     /// `max_block_bytes` (moved back to a character boundary), so what is reported does
     /// not depend on how the input was split even for a block that overflows in this push.
     fn report_progress(&mut self, h: &mut impl ScanHandler) {
+        self.report_progress_to(self.scan_from, h);
+    }
+
+    /// [`Scanner::report_progress`] with `buf[..settled]` decided; also called right before
+    /// a block closes (its end or restart marker at `settled`), so that a block closed in
+    /// the push that opened it reports what a byte-by-byte feed would have.
+    fn report_progress_to(&mut self, settled: usize, h: &mut impl ScanHandler) {
         if self.overflow || self.state == State::Outside {
             return;
         }
-        let mut settled = self.scan_from.min(self.max_block_bytes).min(self.buf.len());
+        let mut settled = settled.min(self.max_block_bytes).min(self.buf.len());
         while !self.buf.is_char_boundary(settled) {
             settled -= 1;
         }
@@ -485,6 +492,7 @@ impl Scanner {
                 }
                 Found::Match { at, len, action } => match action {
                     Action::Close => {
+                        self.report_progress_to(at, h);
                         return Some(MarkerClose {
                             body_end: at,
                             end: at + len,
@@ -492,6 +500,7 @@ impl Scanner {
                         });
                     }
                     Action::Restart => {
+                        self.report_progress_to(at, h);
                         self.close_block(kind, BlockEnd::Restart, at, at, None, h);
                     }
                     Action::EnterRegion(region) => {
