@@ -14,8 +14,9 @@
 //!   so only up to 64 KiB.
 //!
 //! `tam_decode/one_delta` feeds 1, 2, 4 and 8 MiB of prose with a block every ~400 bytes
-//! as ONE delta (`whole`): throughput must stay flat as the size grows (a scanner that
-//! copies the rest of the delta per block is quadratic here).
+//! as ONE delta (`whole`; `whole_params` with argument streaming on): throughput must stay
+//! flat as the size grows (a scanner that copies the rest of the delta per block is
+//! quadratic here).
 //!
 //! `bench-report` turns the results into the ratios of `docs/performance.md`.
 
@@ -61,6 +62,15 @@ impl Found {
 fn decode_whole(text: &str) -> Found {
     let mut found = Found::default();
     let mut decoder = Decoder::new(Config::default());
+    decoder.feed(text, |e| found.see(e));
+    decoder.finish(|e| found.see(e));
+    found
+}
+
+/// [`decode_whole`] with argument streaming on (`Config::param_events`).
+fn decode_whole_params(text: &str) -> Found {
+    let mut found = Found::default();
+    let mut decoder = Decoder::new(Config::default().with_param_events(true));
     decoder.feed(text, |e| found.see(e));
     decoder.finish(|e| found.see(e));
     found
@@ -190,6 +200,11 @@ fn bench_one_delta(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("whole", size), text.as_str(), |b, t| {
             b.iter(|| decode_whole(black_box(t)))
         });
+        group.bench_with_input(
+            BenchmarkId::new("whole_params", size),
+            text.as_str(),
+            |b, t| b.iter(|| decode_whole_params(black_box(t))),
+        );
     }
     group.finish();
 }
