@@ -323,7 +323,9 @@ impl OpenValue {
         // The longest tail of `buf[..settled]` that is a proper prefix of the end marker.
         let mut lim = settled;
         for k in (1..end_marker.len()).rev() {
-            if settled - k >= self.streamed && buf[..settled].ends_with(&end_marker[..k]) {
+            if settled.checked_sub(k).is_some_and(|p| p >= self.streamed)
+                && buf[..settled].ends_with(&end_marker[..k])
+            {
                 lim = settled - k;
                 break;
             }
