@@ -13,6 +13,11 @@
 //!   after every token delta (`tam_benches::naive`), what most clients do today. Quadratic,
 //!   so only up to 64 KiB.
 //!
+//! `tam_decode/one_delta` feeds 1, 2, 4 and 8 MiB of prose with a block every ~400 bytes
+//! as ONE delta (`whole`; `whole_params` with argument streaming on): throughput must stay
+//! flat as the size grows (a scanner that copies the rest of the delta per block is
+//! quadratic here).
+//!
 //! `bench-report` turns the results into the ratios of `docs/performance.md`.
 
 use std::hint::black_box;
@@ -57,6 +62,15 @@ impl Found {
 fn decode_whole(text: &str) -> Found {
     let mut found = Found::default();
     let mut decoder = Decoder::new(Config::default());
+    decoder.feed(text, |e| found.see(e));
+    decoder.finish(|e| found.see(e));
+    found
+}
+
+/// [`decode_whole`] with argument streaming on (`Config::param_events`).
+fn decode_whole_params(text: &str) -> Found {
+    let mut found = Found::default();
+    let mut decoder = Decoder::new(Config::default().with_param_events(true));
     decoder.feed(text, |e| found.see(e));
     decoder.finish(|e| found.see(e));
     found
@@ -162,10 +176,44 @@ fn bench_workload(c: &mut Criterion, workload: Workload) {
     group.finish();
 }
 
+/// Prose with many blocks, `size` bytes (whole units).
+fn many_blocks(size: usize) -> String {
+    const UNIT: &str = "The model explains what it will do next, with code like `a < b && c > d` and \
+        <b>markup</b>; then it calls the tool.\n<|[REQUEST_TOOL]|>\ncommand:「始」File.Write「末」\n\
+        path:「始」/tmp/out.txt「末」\ncontent:「始」fn main() { let v: Vec<u8> = vec![]; }\n「末」\n\
+        <|[END_TOOL]|>\nDone; the file is written.\n";
+    UNIT.repeat(size / UNIT.len())
+}
+
+fn bench_one_delta(c: &mut Criterion) {
+    let mut group = c.benchmark_group("tam_decode/one_delta");
+    let sizes: &[usize] = if std::env::args().any(|a| a == "--bench") {
+        &[1 << 20, 2 << 20, 4 << 20, 8 << 20]
+    } else {
+        &[64 << 10]
+    };
+    for &size in sizes {
+        let text = many_blocks(size);
+        let found = decode_whole(&text);
+        assert_eq!(found.blocks, start_markers(&text));
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        group.bench_with_input(BenchmarkId::new("whole", size), text.as_str(), |b, t| {
+            b.iter(|| decode_whole(black_box(t)))
+        });
+        group.bench_with_input(
+            BenchmarkId::new("whole_params", size),
+            text.as_str(),
+            |b, t| b.iter(|| decode_whole_params(black_box(t))),
+        );
+    }
+    group.finish();
+}
+
 fn tam_decode(c: &mut Criterion) {
     for workload in Workload::ALL {
         bench_workload(c, workload);
     }
+    bench_one_delta(c);
 }
 
 criterion_group! {

@@ -216,6 +216,10 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
         }
     }
 
+    fn accept_region(&mut self, view: &BlockView<'_>, region: usize, marker: Range<usize>) -> bool {
+        view.kind() != KIND_TAM || self.tam.accept_region(view, region, marker)
+    }
+
     fn region_opened(&mut self, view: &BlockView<'_>, region: usize, marker: Range<usize>) {
         if view.kind() == KIND_TAM {
             self.tam.region_opened(view, region, marker);

@@ -121,6 +121,11 @@ pub struct Config {
     /// Longest key, in bytes; an entry with a longer key is dropped with error
     /// `key_too_long`. Default: 128.
     pub max_key_len: usize,
+    /// Stream arguments: emit [`Event::ParamStart`], [`Event::ParamText`] and
+    /// [`Event::ParamEnd`] while values are written. Default: `false` (opt-in, so that
+    /// consumers that do not know these events yet — the mixed decoder's event type,
+    /// tool-dispatch — see none).
+    pub param_events: bool,
 }
 
 impl Default for Config {
@@ -130,6 +135,7 @@ impl Default for Config {
             max_block_bytes: 1 << 20,
             max_calls: 64,
             max_key_len: 128,
+            param_events: false,
         }
     }
 }
@@ -142,12 +148,24 @@ impl Config {
             ..Config::default()
         }
     }
+
+    /// These settings with argument streaming ([`Config::param_events`]) on or off.
+    pub fn with_param_events(mut self, on: bool) -> Self {
+        self.param_events = on;
+        self
+    }
 }
 
 /// What the decoder reports, in stream order.
 ///
-/// Text borrows from the delta just fed (or from the decoder, for prose it held back);
-/// everything else owns its data. [`Event::into_owned`] detaches an event from both.
+/// Text and the argument-streaming events borrow from the delta just fed or from the
+/// decoder's buffers; everything else owns its data. [`Event::into_owned`] detaches an
+/// event from both.
+///
+/// `BlockStart`, `ParamStart`/`ParamText`/`ParamEnd` and `CommandSeen` are early news for
+/// UIs; the [`Event::Block`] is authoritative. A block that never closes yields no block:
+/// what was streamed of it is then superseded by its text (or its `unterminated_block`
+/// diagnostic).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Event<'a> {
@@ -163,7 +181,30 @@ pub enum Event<'a> {
         /// The start marker's span.
         span: Span,
     },
-    /// A command value just closed (for UIs; the [`Event::Block`] is authoritative).
+    /// An entry's value begins (its key and `「始」` were read); `key` is as written.
+    ParamStart {
+        /// The key, as written (chain suffix not stripped).
+        key: Cow<'a, str>,
+        /// The key's span.
+        span: Span,
+    },
+    /// A piece of the value being written, borrowed from the block buffer. Pieces may be
+    /// split anywhere; consecutive pieces are adjacent in the stream, and the pieces of one
+    /// entry concatenated are its value exactly.
+    ParamText {
+        /// The piece.
+        text: Cow<'a, str>,
+        /// Its span.
+        span: Span,
+    },
+    /// The value closed; `span` is the whole entry (key to close marker), which is
+    /// [`Param::span`](crate::Param::span) of the parameter it becomes.
+    ParamEnd {
+        /// The entry's span.
+        span: Span,
+    },
+    /// A command value just closed (for UIs; the [`Event::Block`] is authoritative). This
+    /// is the "call begins" event: the tool id is known.
     CommandSeen {
         /// Chain number (0 for `command` and for VCP).
         call: u64,
@@ -174,8 +215,9 @@ pub enum Event<'a> {
     },
     /// A closed block, emitted by the feed that delivered the end marker's last byte.
     Block(Block),
-    /// A problem outside any block: an unterminated block (with its raw text) or invalid
-    /// UTF-8.
+    /// A problem outside any block: an unterminated block (with its raw text), a start
+    /// marker read as prose (`marker_in_prose`, a warning next to the text it is about), or
+    /// invalid UTF-8.
     Diagnostic(Diagnostic),
 }
 
@@ -188,6 +230,15 @@ impl Event<'_> {
                 span,
             },
             Event::BlockStart { span } => Event::BlockStart { span },
+            Event::ParamStart { key, span } => Event::ParamStart {
+                key: Cow::Owned(key.into_owned()),
+                span,
+            },
+            Event::ParamText { text, span } => Event::ParamText {
+                text: Cow::Owned(text.into_owned()),
+                span,
+            },
+            Event::ParamEnd { span } => Event::ParamEnd { span },
             Event::CommandSeen { call, tool, span } => Event::CommandSeen { call, tool, span },
             Event::Block(b) => Event::Block(b),
             Event::Diagnostic(d) => Event::Diagnostic(d),
@@ -199,10 +250,96 @@ impl Event<'_> {
         match self {
             Event::Text { span, .. }
             | Event::BlockStart { span }
+            | Event::ParamStart { span, .. }
+            | Event::ParamText { span, .. }
+            | Event::ParamEnd { span }
             | Event::CommandSeen { span, .. } => *span,
             Event::Block(b) => b.span,
             Event::Diagnostic(d) => d.span,
         }
+    }
+}
+
+/// Argument streaming of the keyed value being read.
+#[derive(Debug, Clone)]
+struct OpenValue {
+    key: Range<usize>,
+    /// `ParamStart` was emitted.
+    started: bool,
+    /// `buf[..streamed]` of the value was emitted as `ParamText`.
+    streamed: usize,
+    /// Where the next search for the block's end marker inside the value starts.
+    search_from: usize,
+    /// `buf[..checked]` was looked at for blanks; `nonblank_end` is the end of its last
+    /// non-blank byte (or the content start).
+    checked: usize,
+    nonblank_end: usize,
+    /// The value holds the block's end marker: streaming stops here (the end-of-stream
+    /// recovery may end the value before that marker).
+    frozen: Option<usize>,
+}
+
+fn is_recovery_blank(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+impl OpenValue {
+    fn new(key: Range<usize>, content_start: usize) -> Self {
+        OpenValue {
+            key,
+            started: false,
+            streamed: content_start,
+            search_from: content_start,
+            checked: content_start,
+            nonblank_end: content_start,
+            frozen: None,
+        }
+    }
+
+    /// How far the value may be streamed when `buf[..settled]` is decided. Held back, on top
+    /// of a possible close marker (already outside `settled`): whatever the end-of-stream
+    /// recovery of SPEC §2.3 could still cut off — from the first end marker inside the
+    /// value on, a tail that may begin an end marker, and the blanks before either.
+    /// Each byte is looked at a bounded number of times over the value's life.
+    fn limit(&mut self, buf: &[u8], settled: usize, end_marker: &[u8]) -> usize {
+        if let Some(f) = self.frozen {
+            return f;
+        }
+        if settled <= self.streamed {
+            return self.streamed;
+        }
+        if let Some(m) = memmem::find(&buf[self.search_from..settled], end_marker) {
+            let at = self.search_from + m;
+            let mut f = at;
+            while f > self.streamed && is_recovery_blank(buf[f - 1]) {
+                f -= 1;
+            }
+            self.frozen = Some(f);
+            return f;
+        }
+        self.search_from = settled
+            .saturating_sub(end_marker.len() - 1)
+            .max(self.search_from);
+        // The longest tail of `buf[..settled]` that is a proper prefix of the end marker.
+        let mut lim = settled;
+        for k in (1..end_marker.len()).rev() {
+            if settled.checked_sub(k).is_some_and(|p| p >= self.streamed)
+                && buf[..settled].ends_with(&end_marker[..k])
+            {
+                lim = settled - k;
+                break;
+            }
+        }
+        if lim > self.checked {
+            if let Some(i) = buf[self.checked..lim]
+                .iter()
+                .rposition(|&b| !is_recovery_blank(b))
+            {
+                self.nonblank_end = self.checked + i + 1;
+            }
+            self.checked = lim;
+        }
+        self.nonblank_end.min(lim).max(self.streamed)
     }
 }
 
@@ -214,11 +351,22 @@ struct BlockBuilder {
     seg_line_start: bool,
     /// The key of the value being read, if it had one.
     pending_key: Option<Range<usize>>,
+    /// The opener at this offset was accepted by `accept_region` (its segment is read).
+    accepted_at: Option<usize>,
     /// An open run of stray text (buffer range), reported when an entry, comment or the
     /// block end follows.
     stray: Option<Range<usize>>,
     entries: Vec<Entry>,
     diags: Vec<Diagnostic>,
+    /// Complete entries read (kept or dropped for a long key). A block that never closes
+    /// is a cut call when this is non-zero, prose otherwise.
+    complete: usize,
+    /// `entries[..announced]` had their `Param*` events emitted.
+    announced: usize,
+    /// Streaming of the keyed value being read.
+    open: Option<OpenValue>,
+    /// Emit `Param*` events.
+    param_events: bool,
 }
 
 fn preview(text: &str) -> String {
@@ -230,87 +378,234 @@ fn preview(text: &str) -> String {
     }
 }
 
+fn flush_stray(
+    stray: &mut Option<Range<usize>>,
+    diags: &mut Vec<Diagnostic>,
+    buf: &str,
+    span: impl Fn(Range<usize>) -> Span,
+) {
+    if let Some(r) = stray.take() {
+        let text = &buf[r.clone()];
+        diags.push(Diagnostic::warning(
+            Code::STRAY_TEXT,
+            span(r),
+            format!(
+                "text in tool block is not an entry and was skipped: '{}'",
+                preview(text)
+            ),
+        ));
+    }
+}
+
+fn key_too_long(key_len: usize, max: usize, span: Span, raw: &str) -> Diagnostic {
+    Diagnostic::error(
+        Code::KEY_TOO_LONG,
+        span,
+        format!("key of {key_len} bytes exceeds the limit of {max}; the entry is dropped"),
+    )
+    .with_raw(ByteString::from(raw))
+}
+
+/// The call a command entry opens and its tool id (trimmed, a range of `buf`), if `entry`
+/// is a command with a non-blank value.
+fn command_of(buf: &str, entry: &Entry, dialect: Dialect) -> Option<(u64, Range<usize>)> {
+    let canonical = canonical_key(&buf[entry.key.clone()]);
+    let call = match dialect {
+        Dialect::Tam => command_number(&canonical).map(|n| n.unwrap_or(0)),
+        Dialect::Vcp => (canonical == "toolname").then_some(0),
+    }?;
+    let value = &buf[entry.value.clone()];
+    let tool = value.trim();
+    if tool.is_empty() {
+        return None;
+    }
+    let offset = tool.as_ptr() as usize - value.as_ptr() as usize;
+    let start = entry.value.start + offset;
+    Some((call, start..start + tool.len()))
+}
+
+fn command_seen(buf: &str, entry: &Entry, dialect: Dialect, out: &mut impl FnMut(Event<'_>)) {
+    if let Some((call, tool)) = command_of(buf, entry, dialect) {
+        out(Event::CommandSeen {
+            call,
+            tool: ByteString::from(&buf[tool]),
+            span: entry.span,
+        });
+    }
+}
+
 impl BlockBuilder {
     fn reset(&mut self, body_start: usize) {
         self.seg_start = body_start;
         self.seg_line_start = true;
         self.pending_key = None;
+        self.accepted_at = None;
         self.stray = None;
         self.entries.clear();
         self.diags.clear();
-    }
-
-    fn flush_stray(&mut self, buf: &str, span: impl Fn(Range<usize>) -> Span) {
-        if let Some(r) = self.stray.take() {
-            let text = &buf[r.clone()];
-            self.diags.push(Diagnostic::warning(
-                Code::STRAY_TEXT,
-                span(r),
-                format!(
-                    "text in tool block is not an entry and was skipped: '{}'",
-                    preview(text)
-                ),
-            ));
-        }
+        self.complete = 0;
+        self.announced = 0;
+        self.open = None;
     }
 
     /// Reads the text between values up to `end` (the next value's opener or the end
-    /// marker); returns the entry key that ends it.
+    /// marker): stray text, comments and bare-bracket entries; returns the entry key that
+    /// ends it.
     fn read_segment(
         &mut self,
         buf: &str,
         end: usize,
         expect_key: bool,
+        config: &Config,
         span: impl Fn(Range<usize>) -> Span,
     ) -> Option<Range<usize>> {
         let base = self.seg_start;
-        let mut stray = self.stray.take();
-        let mut runs: Vec<Range<usize>> = Vec::new();
-        let key = parse_segment(
-            &buf[base..end],
-            self.seg_line_start,
-            expect_key,
-            |item| match item {
-                SegmentItem::Stray(r) => {
-                    let r = base + r.start..base + r.end;
-                    stray = Some(match stray.take() {
-                        Some(open) => open.start..r.end,
-                        None => r,
-                    });
+        let line_start = self.seg_line_start;
+        let BlockBuilder {
+            stray,
+            diags,
+            entries,
+            complete,
+            ..
+        } = self;
+        let key = parse_segment(&buf[base..end], line_start, expect_key, |item| match item {
+            SegmentItem::Stray(r) => {
+                let r = base + r.start..base + r.end;
+                *stray = Some(match stray.take() {
+                    Some(open) => open.start..r.end,
+                    None => r,
+                });
+            }
+            SegmentItem::Comment => flush_stray(stray, diags, buf, &span),
+            SegmentItem::Bare { key, value, text } => {
+                flush_stray(stray, diags, buf, &span);
+                *complete += 1;
+                let key = base + key.start..base + key.end;
+                let value = base + value.start..base + value.end;
+                let text = base + text.start..base + text.end;
+                let entry_span = span(text.clone());
+                if key.len() > config.max_key_len {
+                    diags.push(key_too_long(
+                        key.len(),
+                        config.max_key_len,
+                        entry_span,
+                        &buf[text],
+                    ));
+                    return;
                 }
-                SegmentItem::Comment => {
-                    if let Some(open) = stray.take() {
-                        runs.push(open);
-                    }
-                }
-            },
-        );
-        for r in runs {
-            self.stray = Some(r);
-            self.flush_stray(buf, &span);
-        }
-        self.stray = stray;
+                diags.push(Diagnostic::warning(
+                    Code::BARE_BRACKETS,
+                    entry_span,
+                    format!(
+                        "value of '{}' is written between bare brackets 「…」 without {VALUE_OPEN}/{VALUE_CLOSE}; it was read as '{}'",
+                        &buf[key.clone()],
+                        preview(&buf[value.clone()])
+                    ),
+                ));
+                entries.push(Entry {
+                    key,
+                    value,
+                    text,
+                    span: entry_span,
+                });
+            }
+        });
         key.map(|k| base + k.start..base + k.end)
     }
 
-    fn region_opened(&mut self, view: &BlockView<'_>, marker: Range<usize>) {
+    /// A value opener at `marker`: reads the segment before it. With a key before it the
+    /// value opens (returns `true`); without one the opener is stray text and opens
+    /// nothing (returns `false`; scanning goes on after it).
+    fn open_value(&mut self, view: &BlockView<'_>, marker: Range<usize>, config: &Config) -> bool {
         let buf = view.buf();
-        let key = self.read_segment(buf, marker.start, true, |r| view.span(r));
+        let key = self.read_segment(buf, marker.start, true, config, |r| view.span(r));
         match key {
             Some(k) => {
-                self.flush_stray(buf, |r| view.span(r));
+                flush_stray(&mut self.stray, &mut self.diags, buf, |r| view.span(r));
+                self.open = (self.param_events && k.len() <= config.max_key_len)
+                    .then(|| OpenValue::new(k.clone(), marker.end));
                 self.pending_key = Some(k);
+                true
             }
             None => {
-                // A value without a key: stray text, up to and including the value.
                 let start = self.stray.as_ref().map_or(marker.start, |s| s.start);
                 self.stray = Some(start..marker.end);
                 self.pending_key = None;
+                self.open = None;
+                self.seg_start = marker.end;
+                self.seg_line_start = false;
+                false
             }
         }
     }
 
-    /// Records an entry; returns the command it names, if it is one.
+    /// Emits the `Param*` events of bare-bracket entries read so far, then the open
+    /// value's `ParamStart`.
+    fn announce(
+        &mut self,
+        buf: &str,
+        span: impl Fn(Range<usize>) -> Span,
+        dialect: Dialect,
+        out: &mut impl FnMut(Event<'_>),
+    ) {
+        for e in &self.entries[self.announced..] {
+            if !self.param_events {
+                command_seen(buf, e, dialect, out);
+                continue;
+            }
+            out(Event::ParamStart {
+                key: Cow::Borrowed(&buf[e.key.clone()]),
+                span: span(e.key.clone()),
+            });
+            if !e.value.is_empty() {
+                out(Event::ParamText {
+                    text: Cow::Borrowed(&buf[e.value.clone()]),
+                    span: span(e.value.clone()),
+                });
+            }
+            out(Event::ParamEnd { span: e.span });
+            command_seen(buf, e, dialect, out);
+        }
+        self.announced = self.entries.len();
+        if let Some(open) = &mut self.open
+            && !open.started
+        {
+            open.started = true;
+            out(Event::ParamStart {
+                key: Cow::Borrowed(&buf[open.key.clone()]),
+                span: span(open.key.clone()),
+            });
+        }
+    }
+
+    /// Streams the open value up to what `buf[..settled]` decides.
+    fn progress(
+        &mut self,
+        view: &BlockView<'_>,
+        settled: usize,
+        dialect: Dialect,
+        out: &mut impl FnMut(Event<'_>),
+    ) {
+        if self.open.is_none() && self.announced == self.entries.len() {
+            return;
+        }
+        let buf = view.buf();
+        self.announce(buf, |r| view.span(r), dialect, out);
+        if let Some(open) = &mut self.open {
+            let limit = open.limit(buf.as_bytes(), settled, dialect.end_marker().as_bytes());
+            if limit > open.streamed {
+                let r = open.streamed..limit;
+                open.streamed = limit;
+                out(Event::ParamText {
+                    text: Cow::Borrowed(&buf[r.clone()]),
+                    span: view.span(r),
+                });
+            }
+        }
+    }
+
+    /// Records an entry when the value closes, and emits the rest of its `Param*` events
+    /// and its `CommandSeen`.
     fn region_closed(
         &mut self,
         view: &BlockView<'_>,
@@ -318,31 +613,29 @@ impl BlockBuilder {
         content: Range<usize>,
         marker: Range<usize>,
         config: &Config,
-    ) -> Option<(u64, Range<usize>, Span)> {
+        out: &mut impl FnMut(Event<'_>),
+    ) {
         let buf = view.buf();
+        self.announce(buf, |r| view.span(r), config.dialect, out);
         self.seg_start = marker.end;
         self.seg_line_start = false;
+        let open = self.open.take();
         let Some(key) = self.pending_key.take() else {
             if let Some(s) = &mut self.stray {
                 s.end = marker.end;
             }
-            return None;
+            return;
         };
+        self.complete += 1;
         let span = view.span(key.start..marker.end);
         if key.len() > config.max_key_len {
-            self.diags.push(
-                Diagnostic::error(
-                    Code::KEY_TOO_LONG,
-                    span,
-                    format!(
-                        "key of {} bytes exceeds the limit of {}; the entry is dropped",
-                        key.len(),
-                        config.max_key_len
-                    ),
-                )
-                .with_raw(ByteString::from(&buf[key.start..marker.end])),
-            );
-            return None;
+            self.diags.push(key_too_long(
+                key.len(),
+                config.max_key_len,
+                span,
+                &buf[key.start..marker.end],
+            ));
+            return;
         }
         let value = &buf[content.clone()];
         if region == REGION_VALUE && memmem::find(value.as_bytes(), VALUE_OPEN.as_bytes()).is_some()
@@ -356,31 +649,40 @@ impl BlockBuilder {
                 ),
             ));
         }
-        self.entries.push(Entry {
+        let entry = Entry {
             key: key.clone(),
             value: content.clone(),
             text: key.start..marker.end,
             span,
-        });
-        let canonical = canonical_key(&buf[key]);
-        let call = match config.dialect {
-            Dialect::Tam => command_number(&canonical).map(|n| n.unwrap_or(0)),
-            Dialect::Vcp => (canonical == "toolname").then_some(0),
-        }?;
-        let tool = value.trim();
-        if tool.is_empty() {
-            return None;
+        };
+        if let Some(open) = open {
+            if content.end > open.streamed {
+                let r = open.streamed..content.end;
+                out(Event::ParamText {
+                    text: Cow::Borrowed(&buf[r.clone()]),
+                    span: view.span(r),
+                });
+            }
+            out(Event::ParamEnd { span });
         }
-        let offset = tool.as_ptr() as usize - value.as_ptr() as usize;
-        let start = content.start + offset;
-        Some((call, start..start + tool.len(), span))
+        command_seen(buf, &entry, config.dialect, out);
+        self.entries.push(entry);
+        self.announced = self.entries.len();
     }
 
-    fn finish_block(&mut self, closed: &ClosedBlock, body_end: usize, config: &Config) -> Block {
+    fn finish_block(
+        &mut self,
+        closed: &ClosedBlock,
+        body_end: usize,
+        config: &Config,
+        out: &mut impl FnMut(Event<'_>),
+    ) -> Block {
         let raw = &closed.raw;
         let span = |r: Range<usize>| closed.offsets.span(r);
-        self.read_segment(raw, body_end, false, span);
-        self.flush_stray(raw, span);
+        self.read_segment(raw, body_end, false, config, span);
+        flush_stray(&mut self.stray, &mut self.diags, raw, span);
+        self.open = None;
+        self.announce(raw, span, config.dialect, out);
         let mut diags = std::mem::take(&mut self.diags);
         let calls = build_calls(
             raw,
@@ -391,6 +693,7 @@ impl BlockBuilder {
             &mut diags,
         );
         self.entries.clear();
+        self.announced = 0;
         Block {
             span: closed.span,
             calls,
@@ -405,16 +708,15 @@ impl BlockBuilder {
 ///
 /// [`Decoder`] is a scanner plus one `BlockParser`. Use it directly to decode TAM blocks in
 /// a scanner whose [`Grammar`] also has other syntaxes (TAM and ACTION XML in one stream):
-/// forward the callbacks of TAM-kind blocks (made with [`Dialect::block_syntax`]) to it.
+/// forward the callbacks of TAM-kind blocks (made with [`Dialect::block_syntax`]) to it —
+/// all of them for the full protocol: without [`BlockParser::accept_region`] a `「始」`
+/// with no key before it still opens a value (read as stray text), and without
+/// [`BlockParser::block_progress`] values are not streamed piece by piece.
 #[derive(Debug)]
 pub struct BlockParser {
     /// Allocated when the first block opens, then reused: an idle decoder stays small.
     builder: Option<Box<BlockBuilder>>,
     config: Config,
-}
-
-fn builder(slot: &mut Option<Box<BlockBuilder>>) -> &mut BlockBuilder {
-    slot.get_or_insert_with(Box::default)
 }
 
 impl BlockParser {
@@ -431,20 +733,73 @@ impl BlockParser {
         &self.config
     }
 
+    fn builder(&mut self) -> &mut BlockBuilder {
+        let on = self.config.param_events;
+        self.builder.get_or_insert_with(|| {
+            Box::new(BlockBuilder {
+                param_events: on,
+                ..BlockBuilder::default()
+            })
+        })
+    }
+
     /// [`ScanHandler::block_opened`]: emits [`Event::BlockStart`].
     pub fn block_opened(&mut self, marker: Span, out: &mut impl FnMut(Event<'_>)) {
-        builder(&mut self.builder).reset(marker.len());
+        self.builder().reset(marker.len());
         out(Event::BlockStart { span: marker });
+    }
+
+    /// [`ScanHandler::accept_region`]: a value opener with no key before it opens no value
+    /// (it is stray text, so an end marker after it still closes the block).
+    pub fn accept_region(
+        &mut self,
+        view: &BlockView<'_>,
+        region: usize,
+        marker: Range<usize>,
+    ) -> bool {
+        if region != REGION_VALUE && region != REGION_ESCAPE {
+            return true;
+        }
+        let config = self.config;
+        let b = self.builder();
+        let accepted = b.open_value(view, marker.clone(), &config);
+        b.accepted_at = accepted.then_some(marker.start);
+        accepted
     }
 
     /// [`ScanHandler::region_opened`].
     pub fn region_opened(&mut self, view: &BlockView<'_>, region: usize, marker: Range<usize>) {
-        if region == REGION_VALUE || region == REGION_ESCAPE {
-            builder(&mut self.builder).region_opened(view, marker);
+        if region != REGION_VALUE && region != REGION_ESCAPE {
+            return;
+        }
+        let config = self.config;
+        let b = self.builder();
+        if b.accepted_at.take() == Some(marker.start) {
+            return;
+        }
+        // Not asked through `accept_region`: a value without a key is stray text, up to
+        // and including the value.
+        if !b.open_value(view, marker.clone(), &config) {
+            b.seg_start = marker.start;
         }
     }
 
-    /// [`ScanHandler::region_closed`]: may emit [`Event::CommandSeen`].
+    /// [`ScanHandler::block_progress`]: streams the open value ([`Event::ParamStart`],
+    /// [`Event::ParamText`]).
+    pub fn block_progress(
+        &mut self,
+        view: &BlockView<'_>,
+        settled: usize,
+        out: &mut impl FnMut(Event<'_>),
+    ) {
+        let dialect = self.config.dialect;
+        if let Some(b) = self.builder.as_deref_mut() {
+            b.progress(view, settled, dialect, out);
+        }
+    }
+
+    /// [`ScanHandler::region_closed`]: may emit [`Event::ParamText`], [`Event::ParamEnd`]
+    /// and [`Event::CommandSeen`].
     pub fn region_closed(
         &mut self,
         view: &BlockView<'_>,
@@ -456,23 +811,20 @@ impl BlockParser {
         if region != REGION_VALUE && region != REGION_ESCAPE {
             return;
         }
-        if let Some((call, tool, span)) =
-            builder(&mut self.builder).region_closed(view, region, content, marker, &self.config)
-        {
-            out(Event::CommandSeen {
-                call,
-                tool: ByteString::from(&view.buf()[tool]),
-                span,
-            });
-        }
+        let config = self.config;
+        self.builder()
+            .region_closed(view, region, content, marker, &config, out);
     }
 
-    /// [`ScanHandler::block_closed`]: emits the block, or a diagnostic when it was never
-    /// closed (plus the recovered block and trailing text of SPEC §2.3).
+    /// [`ScanHandler::block_closed`]: emits the block. A block that never closed yields no
+    /// call (SPEC §2.3): without a complete entry its bytes come out as text with warning
+    /// `marker_in_prose`, with one it is error `unterminated_block`. At the end of a
+    /// stream that ended normally ([`BlockEnd::Eof`]) the recovery of SPEC §2.3 comes
+    /// first; never on a cut stream ([`BlockEnd::Cut`]).
     pub fn block_closed(&mut self, closed: ClosedBlock, out: &mut impl FnMut(Event<'_>)) {
         match closed.end {
             BlockEnd::Marker if closed.dropped > 0 => {
-                builder(&mut self.builder).reset(0);
+                self.builder().reset(0);
                 out(Event::Block(Block {
                     span: closed.span,
                     calls: Vec::new(),
@@ -481,19 +833,23 @@ impl BlockParser {
                 }));
             }
             BlockEnd::Marker => {
-                let block =
-                    builder(&mut self.builder).finish_block(&closed, closed.body.end, &self.config);
+                let config = self.config;
+                let block = self
+                    .builder()
+                    .finish_block(&closed, closed.body.end, &config, out);
                 out(Event::Block(block));
             }
-            // TODO(issue 11): no repair on a cut stream.
-            BlockEnd::Eof | BlockEnd::Cut => self.block_at_eof(closed, out),
-            BlockEnd::Restart => {
-                builder(&mut self.builder).reset(0);
-                out(Event::Diagnostic(unterminated(
-                    &closed,
-                    "a new start marker began before this block's end marker",
-                )));
+            BlockEnd::Eof => {
+                if !self.recover_at_eof(&closed, out) {
+                    self.never_closed(closed, "the stream ended inside it", out);
+                }
             }
+            BlockEnd::Cut => self.never_closed(closed, "the stream was cut inside it", out),
+            BlockEnd::Restart => self.never_closed(
+                closed,
+                "a new start marker began before this block's end marker",
+                out,
+            ),
         }
     }
 
@@ -513,7 +869,7 @@ impl BlockParser {
             format!("invalid UTF-8 bytes [{}]", hex.join(" ")),
         );
         if in_block {
-            builder(&mut self.builder).diags.push(diag);
+            self.builder().diags.push(diag);
         } else {
             out(Event::Diagnostic(diag));
         }
@@ -553,8 +909,33 @@ fn unterminated(closed: &ClosedBlock, why: &str) -> Diagnostic {
 }
 
 impl BlockParser {
-    /// End of stream inside a block: the recovery of SPEC §2.3, or `unterminated_block`.
-    fn block_at_eof(&mut self, closed: ClosedBlock, out: &mut impl FnMut(Event<'_>)) {
+    /// A block that never closed: prose when it holds no complete entry, else error
+    /// `unterminated_block`. Either way no call.
+    fn never_closed(&mut self, closed: ClosedBlock, why: &str, out: &mut impl FnMut(Event<'_>)) {
+        let config = self.config;
+        let b = self.builder();
+        if closed.dropped == 0 {
+            let in_value = matches!(closed.open_region, Some((REGION_VALUE | REGION_ESCAPE, _)));
+            if !in_value && b.seg_start <= closed.body.end {
+                // The text after the last value may hold bare-bracket entries.
+                b.read_segment(&closed.raw, closed.body.end, false, &config, |r| {
+                    closed.offsets.span(r)
+                });
+            }
+            if b.complete == 0 {
+                let diags = std::mem::take(&mut b.diags);
+                b.reset(0);
+                as_prose(&closed, &diags, config.dialect, out);
+                return;
+            }
+        }
+        b.reset(0);
+        out(Event::Diagnostic(unterminated(&closed, why)));
+    }
+
+    /// End of stream inside a value that holds the end marker: the recovery of SPEC §2.3.
+    /// Returns `false` when it does not apply.
+    fn recover_at_eof(&mut self, closed: &ClosedBlock, out: &mut impl FnMut(Event<'_>)) -> bool {
         let end_marker = self.config.dialect.end_marker();
         let recovered = match closed.open_region {
             Some((region, content_start))
@@ -569,13 +950,9 @@ impl BlockParser {
             _ => None,
         };
         let Some((content_start, marker_at)) = recovered else {
-            builder(&mut self.builder).reset(0);
-            out(Event::Diagnostic(unterminated(
-                &closed,
-                "the stream ended inside it",
-            )));
-            return;
+            return false;
         };
+        let config = self.config;
         let raw = &closed.raw;
         let value_end = content_start
             + raw[content_start..marker_at]
@@ -585,20 +962,16 @@ impl BlockParser {
         let view = BlockView::new(raw, &closed.offsets, closed.kind);
         let region = closed.open_region.map_or(REGION_VALUE, |(r, _)| r);
         // Close the value as if its close marker stood right after it.
-        if let Some((call, tool, span)) = builder(&mut self.builder).region_closed(
+        let b = self.builder();
+        b.region_closed(
             &view,
             region,
             content_start..value_end,
             value_end..value_end,
-            &self.config,
-        ) {
-            out(Event::CommandSeen {
-                call,
-                tool: ByteString::from(&raw[tool]),
-                span,
-            });
-        }
-        builder(&mut self.builder).diags.push(Diagnostic::warning(
+            &config,
+            out,
+        );
+        b.diags.push(Diagnostic::warning(
             Code::MISSING_VALUE_CLOSE,
             closed.offsets.span(content_start..marker_at),
             format!(
@@ -612,7 +985,7 @@ impl BlockParser {
             body: closed.body.start..marker_at,
             ..closed.clone()
         };
-        let block = builder(&mut self.builder).finish_block(&head, value_end, &self.config);
+        let block = b.finish_block(&head, value_end, &config, out);
         out(Event::Block(block));
         if block_end < raw.len() {
             out(Event::Text {
@@ -620,7 +993,49 @@ impl BlockParser {
                 span: Span::new(block_span.end, closed.span.end),
             });
         }
+        true
     }
+}
+
+/// A block that never closed and holds no complete entry, given back as prose: its bytes
+/// as text in stream order (with the `invalid_utf8` diagnostics of bytes that were not
+/// UTF-8 between the pieces, where those bytes are), then warning `marker_in_prose`.
+fn as_prose(
+    closed: &ClosedBlock,
+    diags: &[Diagnostic],
+    dialect: Dialect,
+    out: &mut impl FnMut(Event<'_>),
+) {
+    let raw = &*closed.raw;
+    let mut at_buf = 0;
+    let mut at_stream = closed.span.start;
+    for d in diags.iter().filter(|d| d.code == Code::INVALID_UTF8) {
+        let b = closed.offsets.buffer(d.span.start).min(raw.len());
+        if b > at_buf && raw.is_char_boundary(b) {
+            out(Event::Text {
+                text: Cow::Borrowed(&raw[at_buf..b]),
+                span: Span::new(at_stream, d.span.start),
+            });
+        }
+        out(Event::Diagnostic(d.clone()));
+        at_buf = (b + '\u{FFFD}'.len_utf8()).min(raw.len());
+        at_stream = d.span.end;
+    }
+    if at_buf < raw.len() {
+        out(Event::Text {
+            text: Cow::Borrowed(&raw[at_buf..]),
+            span: Span::new(at_stream, closed.span.end),
+        });
+    }
+    let marker = closed.offsets.span(0..closed.body.start);
+    out(Event::Diagnostic(Diagnostic::warning(
+        Code::MARKER_IN_PROSE,
+        marker,
+        format!(
+            "{} began no tool block: the block was never closed and holds no complete entry, so its text is prose",
+            dialect.start_marker()
+        ),
+    )));
 }
 
 /// Connects the scanner to a [`BlockParser`] and to the caller's event callback.
@@ -641,8 +1056,16 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
         self.parser.block_opened(marker, self.out);
     }
 
+    fn accept_region(&mut self, view: &BlockView<'_>, region: usize, marker: Range<usize>) -> bool {
+        self.parser.accept_region(view, region, marker)
+    }
+
     fn region_opened(&mut self, view: &BlockView<'_>, region: usize, marker: Range<usize>) {
         self.parser.region_opened(view, region, marker);
+    }
+
+    fn block_progress(&mut self, view: &BlockView<'_>, settled: usize) {
+        self.parser.block_progress(view, settled, self.out);
     }
 
     fn region_closed(

@@ -103,6 +103,13 @@ impl Code {
     pub const TOO_MANY_CALLS: Code = Code("too_many_calls");
     /// A key longer than the configured limit; the entry was dropped (error).
     pub const KEY_TOO_LONG: Code = Code("key_too_long");
+    /// A start marker that began no tool block: the block never closed and held no
+    /// complete entry, so its bytes, marker included, were emitted as text (warning; the
+    /// span is the marker's).
+    pub const MARKER_IN_PROSE: Code = Code("marker_in_prose");
+    /// A value written between bare corner brackets, `KEY:「VALUE」`, without `始`/`末`;
+    /// it was read as the value (warning).
+    pub const BARE_BRACKETS: Code = Code("bare_brackets");
     /// Bytes that are not UTF-8 (error); they are carried in the diagnostic.
     pub const INVALID_UTF8: Code = Code("invalid_utf8");
 }

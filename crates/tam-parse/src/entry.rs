@@ -18,6 +18,17 @@ pub(crate) enum SegmentItem {
     Comment,
     /// A word of text that is neither an entry nor a comment.
     Stray(Range<usize>),
+    /// An entry whose value is written between bare corner brackets, `KEY:「VALUE」`
+    /// (SPEC §2.3): `key`, `value` (inside the brackets) and `text` (key to the closing
+    /// `」`) are ranges of the segment.
+    Bare {
+        /// The key.
+        key: Range<usize>,
+        /// The value, without its brackets.
+        value: Range<usize>,
+        /// The whole entry.
+        text: Range<usize>,
+    },
 }
 
 fn is_key_char(c: char) -> bool {
@@ -34,13 +45,33 @@ fn entry_head(input: &str) -> IResult<&str, &str> {
     .parse(input)
 }
 
+/// `KEY blanks (: | ：) blanks 「`, not followed by `末」` or `末ESCAPE」`: the head of a
+/// bare-bracket entry. Returns the key's length and the length of the head.
+fn bare_head(input: &str) -> Option<(usize, usize)> {
+    let parsed: IResult<&str, &str> = terminated(
+        take_while1(is_key_char),
+        (space0, one_of(":："), space0, tag("「")),
+    )
+    .parse(input);
+    let (rest, key) = parsed.ok()?;
+    // `KEY:「末」` is a value close marker out of place, not a bare value.
+    if rest.starts_with("末」") || rest.starts_with("末ESCAPE」") {
+        return None;
+    }
+    Some((key.len(), input.len() - rest.len()))
+}
+
 /// Walks `segment` (text between values), reporting comments and stray words in order.
 /// When `expect_key` is set and the segment ends with an entry head, returns the key's
 /// range. `line_start` says whether the segment begins a line (the block body does; the
 /// text after a value does not).
 ///
+/// A word that begins `KEY:「` (not `「始」`: that opens a value, so it never reaches a
+/// segment) with a `」` later on the same line is a bare-bracket entry whose value runs to
+/// the last `」` before the end of that line (or of the segment); see [`SegmentItem::Bare`].
+///
 /// Cost: each byte is looked at a bounded number of times (a word is tried once as an entry
-/// head, then skipped).
+/// head, then skipped; a bare entry's line is searched once for its last `」`).
 pub(crate) fn parse_segment(
     segment: &str,
     line_start: bool,
@@ -67,6 +98,24 @@ pub(crate) fn parse_segment(
         at_line_start = false;
         if expect_key && let Ok((_, key)) = entry_head(&segment[i..]) {
             return Some(i..i + key.len());
+        }
+        if let Some((key_len, head_len)) = bare_head(&segment[i..]) {
+            let value_start = i + head_len;
+            let line_end = memchr::memchr(b'\n', &segment.as_bytes()[value_start..])
+                .map_or(segment.len(), |n| value_start + n);
+            if let Some(close) =
+                memchr::memmem::rfind(&segment.as_bytes()[value_start..line_end], "」".as_bytes())
+            {
+                let value_end = value_start + close;
+                let end = value_end + "」".len();
+                on_item(SegmentItem::Bare {
+                    key: i..i + key_len,
+                    value: value_start..value_end,
+                    text: i..end,
+                });
+                i = end;
+                continue;
+            }
         }
         let word = segment[i..]
             .find(char::is_whitespace)
@@ -181,6 +230,41 @@ mod tests {
         // `#` is a comment only at the start of a line.
         let (v, _) = items(" # no", false);
         assert_eq!(v, vec![SegmentItem::Stray(1..2), SegmentItem::Stray(3..5)]);
+    }
+
+    #[test]
+    fn bare_bracket_entries() {
+        let (v, key) = items("\nunit:「celsius」\nto :「a」b」 x\nk:「no close\nv:", true);
+        assert_eq!(
+            v,
+            vec![
+                SegmentItem::Bare {
+                    key: 1..5,
+                    value: 9..16,
+                    text: 1..19
+                },
+                // The value runs to the last 」 of the line.
+                SegmentItem::Bare {
+                    key: 20..22,
+                    value: 27..32,
+                    text: 20..35
+                },
+                SegmentItem::Stray(36..37),
+                // No 」 on the line: not an entry.
+                SegmentItem::Stray(38..45),
+                SegmentItem::Stray(46..51),
+            ]
+        );
+        assert_eq!(key, Some(52..53));
+        // A close marker is not a bare value.
+        let (v, _) = items("k:「末」 x」", true);
+        assert_eq!(
+            v,
+            vec![SegmentItem::Stray(0..11), SegmentItem::Stray(12..16)]
+        );
+        // Never across a line break.
+        let (v, _) = items("k:「a\nb」", true);
+        assert_eq!(v, vec![SegmentItem::Stray(0..6), SegmentItem::Stray(7..11)]);
     }
 
     #[test]

@@ -12,10 +12,14 @@ use tam_parse::{Config, Decoder, Event};
 struct Counting;
 
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+/// Bytes requested (allocations and reallocations' new sizes): what the decoder copies
+/// into buffers is bounded by it.
+static BYTES: AtomicUsize = AtomicUsize::new(0);
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        BYTES.fetch_add(layout.size(), Ordering::Relaxed);
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -23,6 +27,7 @@ unsafe impl GlobalAlloc for Counting {
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        BYTES.fetch_add(new_size, Ordering::Relaxed);
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
@@ -36,7 +41,13 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Feeds `input` in 4-byte deltas (char-aligned), counting allocations and blocks.
 fn allocations_while_feeding(input: &str) -> (usize, usize, usize) {
-    let mut decoder = Decoder::new(Config::default());
+    allocations_and_pieces(input).0
+}
+
+/// Like [`allocations_while_feeding`], also counting the `ParamText` pieces streamed.
+fn allocations_and_pieces(input: &str) -> ((usize, usize, usize), usize) {
+    let mut decoder = Decoder::new(Config::default().with_param_events(true));
+    let mut pieces = 0usize;
     let mut blocks = 0usize;
     let mut deltas = 0usize;
     let before = ALLOCATIONS.load(Ordering::Relaxed);
@@ -46,17 +57,19 @@ fn allocations_while_feeding(input: &str) -> (usize, usize, usize) {
         while !input.is_char_boundary(j) {
             j += 1;
         }
-        decoder.feed(&input[i..j], |e| {
-            if let Event::Block(b) = e {
+        decoder.feed(&input[i..j], |e| match e {
+            Event::Block(b) => {
                 blocks += 1;
                 assert!(!b.calls.is_empty());
             }
+            Event::ParamText { .. } => pieces += 1,
+            _ => {}
         });
         deltas += 1;
         i = j;
     }
     let after = ALLOCATIONS.load(Ordering::Relaxed);
-    (after - before, blocks, deltas)
+    ((after - before, blocks, deltas), pieces)
 }
 
 #[test]
@@ -86,8 +99,11 @@ fn blocks_allocate_per_block_not_per_delta() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let unit = "I will call it.\n<|[REQUEST_TOOL]|>\ncommand:「始」File.Write「末」\npath:「始」/tmp/x「末」\ncontent:「始」hello\nworld「末」\n<|[END_TOOL]|>\nDone.\n";
     let input = unit.repeat((1 << 20) / unit.len());
-    let (allocations, blocks, deltas) = allocations_while_feeding(&input);
+    let ((allocations, blocks, deltas), pieces) = allocations_and_pieces(&input);
     assert!(blocks > 5_000);
+    // The values were streamed piece by piece (several pieces per value), and that
+    // allocated nothing either: pieces borrow the block buffer.
+    assert!(pieces > 4 * blocks, "{pieces} pieces for {blocks} blocks");
     let per_block = allocations as f64 / blocks as f64;
     // Block buffer growth, the calls and params vectors, canonical keys, the CommandSeen
     // tool: a small constant per block, independent of the ~35 deltas each block spans.
@@ -95,4 +111,56 @@ fn blocks_allocate_per_block_not_per_delta() {
         per_block <= 24.0,
         "{allocations} allocations for {blocks} blocks and {deltas} deltas ({per_block:.1} per block)"
     );
+}
+
+/// Feeds `input` as ONE delta; returns (bytes allocated, allocations, blocks, params
+/// streamed).
+fn one_delta(input: &str) -> (usize, usize, usize, usize) {
+    let mut decoder = Decoder::new(Config::default().with_param_events(true));
+    let mut blocks = 0usize;
+    let mut params = 0usize;
+    let bytes = BYTES.load(Ordering::Relaxed);
+    let allocations = ALLOCATIONS.load(Ordering::Relaxed);
+    decoder.feed(input, |e| match e {
+        Event::Block(b) => {
+            blocks += 1;
+            assert_eq!(b.calls.len(), 1);
+        }
+        Event::ParamEnd { .. } => params += 1,
+        _ => {}
+    });
+    (
+        BYTES.load(Ordering::Relaxed) - bytes,
+        ALLOCATIONS.load(Ordering::Relaxed) - allocations,
+        blocks,
+        params,
+    )
+}
+
+/// Regression test for quadratic copying (issue 11): a delta holding 1, 10, 100 and 1000
+/// blocks costs the same bytes allocated (a bound on bytes copied into block buffers) and
+/// the same allocations per block. Copying the rest of the delta into each block's buffer,
+/// as a naive scanner does, makes the per-block bytes grow with the number of blocks.
+#[test]
+fn many_blocks_in_one_delta_cost_the_same_per_block() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let unit = "Some prose, with <b>tags</b> & code `a < b`.\n<|[REQUEST_TOOL]|>\ncommand:「始」File.Write「末」\npath:「始」/tmp/x「末」\ncontent:「始」fn f<T>() {}\n「末」\n<|[END_TOOL]|>\n";
+    one_delta(&unit.repeat(10)); // warm-up
+    let mut per_block = Vec::new();
+    for n in [1usize, 10, 100, 1000] {
+        let input = unit.repeat(n);
+        let (bytes, allocations, blocks, params) = one_delta(&input);
+        assert_eq!(blocks, n);
+        assert_eq!(params, 3 * n);
+        per_block.push((n, bytes as f64 / n as f64, allocations as f64 / n as f64));
+    }
+    let (_, base_bytes, base_allocations) = per_block[0];
+    for &(n, bytes, allocations) in &per_block {
+        assert!(
+            bytes <= 1.5 * base_bytes && allocations <= 1.5 * base_allocations,
+            "{n} blocks in one delta: {bytes:.0} bytes and {allocations:.1} allocations per block, against {base_bytes:.0} and {base_allocations:.1} for one: {per_block:?}"
+        );
+    }
+    // And it is a small multiple of the block itself (its buffer, its calls, its params).
+    assert!(base_bytes < 16.0 * unit.len() as f64, "{per_block:?}");
 }

@@ -10,7 +10,7 @@ use std::path::Path;
 use tam_parse::{Config, Dialect};
 
 /// Settings by file name: `vcp_*` uses the VCP dialect; `limit_block*`, `limit_calls*` and
-/// `limit_key*` use tiny limits.
+/// `limit_key*` use tiny limits; argument streaming is on for all; `cut_*` ends the stream with `finish_cut` (a cut stream).
 fn config_for(name: &str) -> Config {
     let mut config = if name.starts_with("vcp_") {
         Config::with_dialect(Dialect::Vcp)
@@ -26,7 +26,8 @@ fn config_for(name: &str) -> Config {
     if name.starts_with("limit_key") {
         config.max_key_len = 8;
     }
-    config
+    // Argument streaming on: the goldens show the Param* events too.
+    config.with_param_events(true)
 }
 
 #[test]
@@ -44,7 +45,11 @@ fn golden_cases() {
     for input_path in names {
         let name = input_path.file_stem().unwrap().to_str().unwrap().to_owned();
         let input = std::fs::read(&input_path).unwrap();
-        let events = common::decode_all_ways(&input, config_for(&name));
+        let events = if name.starts_with("cut_") {
+            common::decode_all_ways_cut(&input, config_for(&name))
+        } else {
+            common::decode_all_ways(&input, config_for(&name))
+        };
         let got = common::dump(&events);
         let expected_path = input_path.with_extension("events");
         if update {

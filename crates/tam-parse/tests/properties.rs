@@ -50,7 +50,7 @@ fn small_config() -> impl Strategy<Value = Config> {
         c.max_block_bytes = block;
         c.max_calls = calls;
         c.max_key_len = key;
-        c
+        c.with_param_events(true)
     })
 }
 
@@ -78,7 +78,7 @@ proptest! {
             prop::collection::vec(any::<u8>(), 1..4),
         ], 0..30)) {
         let input = parts.concat();
-        common::decode_all_ways(&input, Config::default());
+        common::decode_all_ways(&input, Config::default().with_param_events(true));
     }
 }
 
@@ -172,5 +172,134 @@ proptest! {
         prop_assert_eq!(&*c.tool, tool.as_str());
         let got: Vec<(String, String)> = c.params.iter().map(|p| (p.key.to_string(), p.value.to_string())).collect();
         prop_assert_eq!(got, params);
+    }
+}
+
+/// Feeds `input` cut at `cuts` (moved back to character boundaries) and checks the
+/// argument-streaming events against the blocks: each `ParamText` is borrowed, pieces of
+/// one entry are adjacent, and for every parameter and command of every closed block the
+/// concatenated pieces of its entry (matched by span) are its value exactly.
+fn check_param_pieces(input: &str, cuts: &[usize], config: Config) -> usize {
+    use std::borrow::Cow;
+    use tam_parse::{Block, Decoder, Span};
+
+    let mut decoder = Decoder::new(config.with_param_events(true));
+    let mut entries: Vec<(Span, String)> = Vec::new();
+    let mut open: Option<(String, Option<usize>)> = None;
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut on_event = |e: Event<'_>| match e {
+        Event::ParamStart { .. } => open = Some((String::new(), None)),
+        Event::ParamText { text, span } => {
+            assert!(matches!(text, Cow::Borrowed(_)), "a piece was allocated");
+            assert_eq!(text.len(), span.len());
+            let (value, end) = open.as_mut().expect("a piece outside a value");
+            if let Some(end) = end {
+                assert_eq!(*end, span.start, "pieces are not adjacent");
+            }
+            *end = Some(span.end);
+            value.push_str(&text);
+        }
+        Event::ParamEnd { span } => {
+            let (value, _) = open.take().expect("ParamEnd without ParamStart");
+            entries.push((span, value));
+        }
+        Event::Block(b) => blocks.push(b),
+        _ => {}
+    };
+    for piece in tam_testkit::str_pieces(input, cuts) {
+        decoder.feed(piece, &mut on_event);
+    }
+    decoder.finish(&mut on_event);
+    let streamed = |span: Span| {
+        entries
+            .iter()
+            .find(|(s, _)| *s == span)
+            .map(|(_, v)| v.as_str())
+    };
+    let mut checked = 0;
+    for b in &blocks {
+        for c in &b.calls {
+            let command = streamed(c.span).expect("the command entry was not streamed");
+            assert_eq!(command.trim(), &*c.tool);
+            for p in &c.params {
+                assert_eq!(streamed(p.span), Some(&*p.value), "param {:?}", p.key);
+                checked += 1;
+            }
+        }
+    }
+    checked
+}
+
+fn prose() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec![
+            "Let me check. ",
+            "write <|[REQUEST_TOOL]|> then the entries. ",
+            "if a < b && c > d { x } ",
+            "<div class=\"x\">&amp;</div>\n",
+            "文字🙂 ",
+            "unit:「celsius」 ",
+            "\n",
+        ]),
+        0..4,
+    )
+    .prop_map(|v| v.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// For every split, the concatenated pieces of each parameter equal its final value
+    /// (plain and ESCAPE values, values holding markers, bare brackets, replies cut off).
+    #[test]
+    fn streamed_pieces_are_the_final_values(
+        calls in prop::collection::vec(call(), 1..3),
+        before in prose(),
+        after in prose(),
+        bare in prop::option::of(("[a-z]{1,6}", "[ -~&&[^」]]{0,10}")),
+        noise in tam_like(),
+        seed in any::<u64>(),
+        vcp in any::<bool>(),
+        drop_last_close in any::<bool>(),
+    ) {
+        let dialect = if vcp { Dialect::Vcp } else { Dialect::Tam };
+        let mut block = render_block(
+            calls.iter().map(|(t, ps)| (t.as_str(), ps.iter().map(|(k, v)| (k.as_str(), v.as_str())))),
+            dialect,
+        ).unwrap();
+        if let Some((k, v)) = &bare {
+            // A bare-bracket entry just before the end marker.
+            let end = dialect.end_marker();
+            let at = block.rfind(end).unwrap();
+            block.insert_str(at, &format!("\nbare{k}:「{v}」\n"));
+        }
+        if drop_last_close {
+            // The model forgot the last value's close marker: at the end of the stream the
+            // value is recovered (SPEC §2.3), and what was streamed must still match.
+            let plain = block.rfind(tam_parse::VALUE_CLOSE);
+            let escape = block.rfind(tam_parse::ESCAPE_CLOSE);
+            match (plain, escape) {
+                (Some(p), e) if e.is_none_or(|e| p > e) => {
+                    block.replace_range(p..p + tam_parse::VALUE_CLOSE.len(), "");
+                }
+                (_, Some(e)) => block.replace_range(e..e + tam_parse::ESCAPE_CLOSE.len(), ""),
+                _ => {}
+            }
+        }
+        let input = format!("{before}{block}{after}{noise}");
+        let config = Config::with_dialect(dialect);
+        let checked = check_param_pieces(&input, &tam_testkit::random_cuts(input.len(), seed), config);
+        let whole = check_param_pieces(&input, &[0, input.len()], config);
+        prop_assert_eq!(checked, whole);
+        let bytes: Vec<usize> = (0..=input.len()).collect();
+        prop_assert_eq!(check_param_pieces(&input, &bytes, config), whole);
+    }
+
+    /// The same on marker-heavy noise with tiny limits: whatever closes, its pieces match.
+    #[test]
+    fn streamed_pieces_match_on_noise(input in tam_like(), config in small_config(), seed in any::<u64>()) {
+        let whole = check_param_pieces(&input, &[0, input.len()], config);
+        let split = check_param_pieces(&input, &tam_testkit::random_cuts(input.len(), seed), config);
+        prop_assert_eq!(split, whole);
     }
 }

@@ -58,7 +58,17 @@ fn incomplete_utf8_is_held_back_across_byte_deltas() {
 fn command_seen_precedes_the_block() {
     let mut decoder = Decoder::default();
     let events = feed_collect(&mut decoder, "<|[REQUEST_TOOL]|>command1:「始」A「末」");
+    // Argument streaming is off by default.
     assert!(matches!(&events[1], Event::CommandSeen { call: 1, tool, .. } if &**tool == "A"));
+    assert_eq!(events.len(), 2);
+    let mut decoder = Decoder::new(Config::default().with_param_events(true));
+    let events = feed_collect(&mut decoder, "<|[REQUEST_TOOL]|>command1:「始」A「末」");
+    // BlockStart, then the entry streamed (ParamStart, ParamText, ParamEnd), then the call.
+    assert!(matches!(&events[1], Event::ParamStart { key, .. } if key == "command1"));
+    assert!(matches!(&events[2], Event::ParamText { text, .. } if text == "A"));
+    assert!(matches!(&events[3], Event::ParamEnd { .. }));
+    assert!(matches!(&events[4], Event::CommandSeen { call: 1, tool, .. } if &**tool == "A"));
+    assert_eq!(events.len(), 5);
 }
 
 #[test]
@@ -78,7 +88,9 @@ fn call_lookup_is_by_canonical_key() {
 fn finish_in_place_readies_the_decoder_for_a_new_stream() {
     let mut decoder = Decoder::default();
     let mut events = Vec::new();
-    decoder.feed("<|[REQUEST_TOOL]|>", |e| events.push(e.into_owned()));
+    decoder.feed("<|[REQUEST_TOOL]|>command:「始」A「末」", |e| {
+        events.push(e.into_owned())
+    });
     decoder.finish_in_place(|e| events.push(e.into_owned()));
     assert!(
         matches!(events.last(), Some(Event::Diagnostic(d)) if d.code.as_str() == "unterminated_block")

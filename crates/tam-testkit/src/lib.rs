@@ -2,7 +2,8 @@
 //! decoder cut every way and what must hold of the events. tam-parse's and action-xml's
 //! integration tests and the fuzz targets all use it.
 //!
-//! * [`Harness`] — a decoder under test (implemented for the TAM [`Tam`], ACTION
+//! * [`Harness`] — a decoder under test (implemented for the TAM [`Tam`] (and [`TamCut`],
+//!   which ends the stream as cut), ACTION
 //!   [`Action`] and mixed [`Mixed`] decoders): feeds `&str` or byte deltas, finishes, and
 //!   returns owned events with adjacent text events merged ([`push`]) — text may be split
 //!   anywhere, so merged text is what two feedings can be compared on.
@@ -41,11 +42,23 @@ pub trait Harness: Copy {
     fn extend_text(last: &mut Self::Event, text: &str, span: Span) -> bool;
     /// The span of a text, block or top-level diagnostic event (those tile the stream).
     fn tiling_span(e: &Self::Event) -> Option<Span>;
+    /// Appends `next` to `last` when both are pieces of one streamed value that may be
+    /// split anywhere (adjacent `ParamText` events); says whether it did. Default: never.
+    fn extend_piece(last: &mut Self::Event, next: &Self::Event) -> bool {
+        let _ = (last, next);
+        false
+    }
 }
 
 /// Appends an owned event; a text event right after an adjacent text event is merged into
-/// it in place, and empty text is dropped.
+/// it in place, and empty text is dropped; so are adjacent value pieces
+/// ([`Harness::extend_piece`]).
 pub fn push<H: Harness>(events: &mut Vec<H::Event>, e: H::Event) {
+    if let Some(last) = events.last_mut()
+        && H::extend_piece(last, &e)
+    {
+        return;
+    }
     if let Some((text, span)) = H::text(&e) {
         if text.is_empty() {
             return;
@@ -227,16 +240,19 @@ pub fn check_cuts<H: Harness>(harness: H, stream: &[u8], cuts: &[usize], byte_by
 }
 
 /// The [`Harness`] methods `run_str` and `run_bytes` for decoder type `$decoder`, built
-/// from the harness's config in field 0.
+/// from the harness's config in field 0, ended with `$finish` (default `finish`).
 macro_rules! runs {
     ($($decoder:ident)::+) => {
+        runs!($($decoder)::+, finish);
+    };
+    ($($decoder:ident)::+, $finish:ident) => {
         fn run_str<'a>(self, deltas: impl IntoIterator<Item = &'a str>) -> Vec<Self::Event> {
             let mut events = Vec::new();
             let mut decoder = $($decoder)::+::new(self.0);
             for delta in deltas {
                 decoder.feed(delta, |e| push::<Self>(&mut events, e.into_owned()));
             }
-            decoder.finish(|e| push::<Self>(&mut events, e.into_owned()));
+            decoder.$finish(|e| push::<Self>(&mut events, e.into_owned()));
             events
         }
 
@@ -246,7 +262,7 @@ macro_rules! runs {
             for delta in deltas {
                 decoder.feed_bytes(delta, |e| push::<Self>(&mut events, e.into_owned()));
             }
-            decoder.finish(|e| push::<Self>(&mut events, e.into_owned()));
+            decoder.$finish(|e| push::<Self>(&mut events, e.into_owned()));
             events
         }
     };
@@ -279,6 +295,45 @@ macro_rules! text_methods {
 #[derive(Clone, Copy, Debug)]
 pub struct Tam(pub tam_parse::Config);
 
+/// The TAM decoder with a config, ended with `finish_cut` (a stream cut at the token limit
+/// or by a transport error).
+#[derive(Clone, Copy, Debug)]
+pub struct TamCut(pub tam_parse::Config);
+
+/// A `marker_in_prose` warning annotates text events that cover its bytes: it does not
+/// tile.
+fn tam_tiling_span(e: &tam_parse::Event<'static>) -> Option<Span> {
+    match e {
+        tam_parse::Event::Text { span, .. } => Some(*span),
+        tam_parse::Event::Block(b) => Some(b.span),
+        tam_parse::Event::Diagnostic(d) if d.code != tam_parse::Code::MARKER_IN_PROSE => {
+            Some(d.span)
+        }
+        _ => None,
+    }
+}
+
+/// Adjacent `ParamText` pieces merge.
+fn tam_extend_piece(
+    last: &mut tam_parse::Event<'static>,
+    next: &tam_parse::Event<'static>,
+) -> bool {
+    match (last, next) {
+        (
+            tam_parse::Event::ParamText {
+                text: prev,
+                span: prev_span,
+            },
+            tam_parse::Event::ParamText { text, span },
+        ) if prev_span.end == span.start => {
+            prev.to_mut().push_str(text);
+            prev_span.end = span.end;
+            true
+        }
+        _ => false,
+    }
+}
+
 impl Harness for Tam {
     type Event = tam_parse::Event<'static>;
 
@@ -287,12 +342,27 @@ impl Harness for Tam {
     text_methods!(tam_parse::Event::Text);
 
     fn tiling_span(e: &Self::Event) -> Option<Span> {
-        match e {
-            tam_parse::Event::Text { span, .. } => Some(*span),
-            tam_parse::Event::Block(b) => Some(b.span),
-            tam_parse::Event::Diagnostic(d) => Some(d.span),
-            _ => None,
-        }
+        tam_tiling_span(e)
+    }
+
+    fn extend_piece(last: &mut Self::Event, next: &Self::Event) -> bool {
+        tam_extend_piece(last, next)
+    }
+}
+
+impl Harness for TamCut {
+    type Event = tam_parse::Event<'static>;
+
+    runs!(tam_parse::Decoder, finish_cut);
+
+    text_methods!(tam_parse::Event::Text);
+
+    fn tiling_span(e: &Self::Event) -> Option<Span> {
+        tam_tiling_span(e)
+    }
+
+    fn extend_piece(last: &mut Self::Event, next: &Self::Event) -> bool {
+        tam_extend_piece(last, next)
     }
 }
 
@@ -337,7 +407,7 @@ impl Harness for Mixed {
             MixedEvent::Text { span, .. } => Some(*span),
             MixedEvent::TamBlock(b) => Some(b.span),
             MixedEvent::ActionBlock(b) => Some(b.span),
-            MixedEvent::Diagnostic(d) => Some(d.span),
+            MixedEvent::Diagnostic(d) if d.code != tam_parse::Code::MARKER_IN_PROSE => Some(d.span),
             _ => None,
         }
     }

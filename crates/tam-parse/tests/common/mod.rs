@@ -14,6 +14,11 @@ pub fn decode_all_ways(input: &[u8], config: Config) -> Vec<Event<'static>> {
     tam_testkit::decode_all_ways(tam_testkit::Tam(config), input)
 }
 
+/// Like [`decode_all_ways`] for a stream that was cut (`finish_cut`).
+pub fn decode_all_ways_cut(input: &[u8], config: Config) -> Vec<Event<'static>> {
+    tam_testkit::decode_all_ways(tam_testkit::TamCut(config), input)
+}
+
 /// Shorthand for text input.
 pub fn decode_str(input: &str, config: Config) -> Vec<Event<'static>> {
     decode_all_ways(input.as_bytes(), config)
@@ -32,6 +37,13 @@ pub fn dump(events: &[Event<'static>]) -> String {
                 writeln!(out, "text {} {:?}", span(*s), text).unwrap();
             }
             Event::BlockStart { span: s } => writeln!(out, "block_start {}", span(*s)).unwrap(),
+            Event::ParamStart { key, span: s } => {
+                writeln!(out, "param_start {} {:?}", span(*s), key).unwrap();
+            }
+            Event::ParamText { text, span: s } => {
+                writeln!(out, "param_text {} {:?}", span(*s), text).unwrap();
+            }
+            Event::ParamEnd { span: s } => writeln!(out, "param_end {}", span(*s)).unwrap(),
             Event::CommandSeen {
                 call,
                 tool,

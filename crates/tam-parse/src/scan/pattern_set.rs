@@ -1,0 +1,254 @@
+//! Pattern sets: the patterns that may act in one scanner state, with the fastest way
+//! to find their candidates (`memmem`, `memchr`, a byte table).
+
+use memchr::memmem;
+
+use super::line::{LineFloor, is_line_start};
+use super::pattern::{MatchAt, Pattern};
+
+/// What happens when a pattern of a [`PatternSet`] matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Action {
+    Open(usize),
+    Close,
+    Restart,
+    EnterRegion(usize),
+    LeaveRegion,
+}
+
+/// How candidates are found.
+#[derive(Debug, Clone)]
+enum Finder {
+    /// One exact pattern: memmem for full matches, then a look at the tail.
+    Memmem(Box<memmem::Finder<'static>>),
+    One(u8),
+    Two(u8, u8),
+    Three(u8, u8, u8),
+    Table(Box<[bool; 256]>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Found {
+    Match {
+        at: usize,
+        len: usize,
+        action: Action,
+    },
+    /// A pattern may begin at `at` but the input ended first.
+    Partial {
+        at: usize,
+    },
+    None,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct PatternSet {
+    patterns: Vec<(Pattern, Action)>,
+    finder: Finder,
+    /// Per distinct first byte, the bytes that may follow it: most candidates (every `<` in
+    /// an XML body) are rejected by one table look-up.
+    second: Box<[(u8, [bool; 256])]>,
+}
+
+impl PatternSet {
+    pub(super) fn new(patterns: Vec<(Pattern, Action)>) -> Self {
+        let mut firsts: Vec<u8> = patterns.iter().map(|(p, _)| p.first_byte()).collect();
+        firsts.sort_unstable();
+        firsts.dedup();
+        let finder = match (patterns.as_slice(), firsts.as_slice()) {
+            ([(p, _)], _) if p.exact_bytes().is_some() => Finder::Memmem(Box::new(
+                memmem::Finder::new(p.exact_bytes().unwrap()).into_owned(),
+            )),
+            (_, [a]) => Finder::One(*a),
+            (_, [a, b]) => Finder::Two(*a, *b),
+            (_, [a, b, c]) => Finder::Three(*a, *b, *c),
+            _ => {
+                let mut t = Box::new([false; 256]);
+                for b in firsts {
+                    t[usize::from(b)] = true;
+                }
+                Finder::Table(t)
+            }
+        };
+        let mut second: Vec<(u8, [bool; 256])> = Vec::new();
+        for (p, _) in &patterns {
+            let first = p.first_byte();
+            let i = match second.iter().position(|(f, _)| *f == first) {
+                Some(i) => i,
+                None => {
+                    second.push((first, [false; 256]));
+                    second.len() - 1
+                }
+            };
+            p.mark_second_bytes(&mut second[i].1);
+        }
+        PatternSet {
+            patterns,
+            finder,
+            second: second.into_boxed_slice(),
+        }
+    }
+
+    /// Decides what happens at candidate `at`: the longest full match unless some pattern
+    /// is still partial (then wait, unless at end of stream).
+    fn try_at(&self, hay: &[u8], at: usize, eof: bool, lf: LineFloor) -> Option<Found> {
+        if let Some(&next) = hay.get(at + 1)
+            && let Some((_, table)) = self.second.iter().find(|(f, _)| *f == hay[at])
+            && !table[usize::from(next)]
+        {
+            return None;
+        }
+        let mut best: Option<(usize, Action)> = None;
+        let mut partial = false;
+        for (p, action) in &self.patterns {
+            if p.first_byte() != hay[at] {
+                continue;
+            }
+            match p.match_at(&hay[at..]) {
+                MatchAt::Full(len) => {
+                    if p.line_start && !is_line_start(hay, at, lf) {
+                        continue;
+                    }
+                    if best.is_none_or(|(l, _)| len > l) {
+                        best = Some((len, *action));
+                    }
+                }
+                MatchAt::Partial if !eof && (!p.line_start || is_line_start(hay, at, lf)) => {
+                    partial = true;
+                }
+                _ => {}
+            }
+        }
+        if partial {
+            Some(Found::Partial { at })
+        } else {
+            best.map(|(len, action)| Found::Match { at, len, action })
+        }
+    }
+
+    /// Finds the first match or undecidable candidate in `hay[from..]`.
+    pub(super) fn find(&self, hay: &[u8], from: usize, eof: bool, lf: LineFloor) -> Found {
+        let tail = &hay[from..];
+        match &self.finder {
+            Finder::Memmem(finder) => {
+                if let Some(i) = finder.find(tail) {
+                    let (_, action) = self.patterns[0];
+                    return Found::Match {
+                        at: from + i,
+                        len: finder.needle().len(),
+                        action,
+                    };
+                }
+                if eof {
+                    return Found::None;
+                }
+                let needle = finder.needle();
+                let start = tail.len().saturating_sub(needle.len() - 1);
+                for i in start..tail.len() {
+                    if needle.starts_with(&tail[i..]) {
+                        return Found::Partial { at: from + i };
+                    }
+                }
+                Found::None
+            }
+            Finder::One(a) => {
+                self.find_candidates(hay, from, eof, lf, memchr::memchr_iter(*a, tail))
+            }
+            Finder::Two(a, b) => {
+                self.find_candidates(hay, from, eof, lf, memchr::memchr2_iter(*a, *b, tail))
+            }
+            Finder::Three(a, b, c) => {
+                self.find_candidates(hay, from, eof, lf, memchr::memchr3_iter(*a, *b, *c, tail))
+            }
+            Finder::Table(t) => self.find_candidates(
+                hay,
+                from,
+                eof,
+                lf,
+                tail.iter()
+                    .enumerate()
+                    .filter(|(_, b)| t[usize::from(**b)])
+                    .map(|(i, _)| i),
+            ),
+        }
+    }
+
+    fn find_candidates(
+        &self,
+        hay: &[u8],
+        from: usize,
+        eof: bool,
+        lf: LineFloor,
+        candidates: impl Iterator<Item = usize>,
+    ) -> Found {
+        for i in candidates {
+            if let Some(found) = self.try_at(hay, from + i, eof, lf) {
+                return found;
+            }
+        }
+        Found::None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LF: LineFloor = LineFloor {
+        floor: 0,
+        floor_is_line_start: true,
+    };
+
+    #[test]
+    fn one_exact_pattern_uses_memmem_and_reports_a_partial_tail() {
+        let set = PatternSet::new(vec![(Pattern::exact("<|[END_TOOL]|>"), Action::Close)]);
+        assert!(matches!(set.finder, Finder::Memmem(_)));
+        let hay = b"ab<|[END_TOOL]|>";
+        assert_eq!(
+            set.find(hay, 0, false, LF),
+            Found::Match {
+                at: 2,
+                len: 14,
+                action: Action::Close
+            }
+        );
+        assert_eq!(set.find(b"ab<|[EN", 0, false, LF), Found::Partial { at: 2 });
+        assert_eq!(set.find(b"ab<|[EN", 0, true, LF), Found::None);
+    }
+
+    #[test]
+    fn the_longest_match_wins_and_partials_wait() {
+        let set = PatternSet::new(vec![
+            (Pattern::exact("「始」"), Action::EnterRegion(0)),
+            (Pattern::exact("「始ESCAPE」"), Action::EnterRegion(1)),
+            (Pattern::exact("#").at_line_start(), Action::EnterRegion(2)),
+        ]);
+        assert!(matches!(set.finder, Finder::Two(..)));
+        let hay = "x「始ESCAPE」".as_bytes();
+        assert_eq!(
+            set.find(hay, 0, false, LF),
+            Found::Match {
+                at: 1,
+                len: 15,
+                action: Action::EnterRegion(1)
+            }
+        );
+        // `「始` may still become either opener: wait, unless at the end of the stream.
+        let hay = "a「始".as_bytes();
+        assert_eq!(set.find(hay, 0, false, LF), Found::Partial { at: 1 });
+        assert_eq!(set.find(hay, 0, true, LF), Found::None);
+        assert!(matches!(
+            set.find("「始」".as_bytes(), 0, false, LF),
+            Found::Match {
+                action: Action::EnterRegion(0),
+                ..
+            }
+        ));
+        // `#` only at line start.
+        assert_eq!(set.find(b"a # b", 0, false, LF), Found::None);
+        assert!(matches!(
+            set.find(b"a\n  # b", 0, false, LF),
+            Found::Match { at: 4, .. }
+        ));
+    }
+}
