@@ -100,6 +100,7 @@ mod observation;
 mod registry;
 mod result;
 mod scope;
+pub mod sse;
 
 pub use agent::{
     Agent, AgentConfig, AgentEvent, AgentOutcome, DEFAULT_MAX_ROUNDS, FailurePolicy, LanguageModel,
