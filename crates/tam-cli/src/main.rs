@@ -25,8 +25,9 @@
 //! # Input safety
 //!
 //! The decoders keep their default limits (1 MiB per block, 64 calls per TAM block, XML
-//! depth 64 and 65 536 nodes per ACTION block); the line-framed inputs skip a line over
-//! 8 MiB with a `line_too_long` diagnostic, so memory stays bounded on any input. Nothing
+//! depth 64 and 65 536 nodes per ACTION block); `--input deltas` skips a line over 8 MiB
+//! with a `line_too_long` diagnostic and `--input sse` an event over 8 MiB with
+//! `sse_event_too_large`, so memory stays bounded on any input. Nothing
 //! the model wrote makes a command fail or panic. No `unsafe` code is used.
 //!
 //! # Crate features

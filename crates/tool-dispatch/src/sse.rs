@@ -36,9 +36,9 @@
 //! event: its fields as received plus the line being read. An event that would go past it
 //! is reported once as [`SseError::EventTooLarge`], its bytes are dropped as they arrive,
 //! and reading resumes after the next blank line. So a gigabyte without any line end, or
-//! an endless run of `data:` lines without a blank line, holds at most the limit (the
-//! reader never holds more than [`SseReader::buffered_bytes`] ≤ 2 × the limit plus the last
-//! event id, itself one line). Each byte is looked at once.
+//! an endless run of `data:` lines without a blank line, holds at most the limit: each of
+//! the reader's four buffers (line, data, event type, last id) stays within it, so
+//! [`SseReader::buffered_bytes`] ≤ 4 × the limit + 1. Each byte is looked at once.
 //!
 //! # Why not a crate
 //!
@@ -225,8 +225,8 @@ impl SseReader {
         self.take_event()
     }
 
-    /// Bytes the reader holds for the event being read (buffer capacities): at most about
-    /// twice [`SseConfig::max_event_bytes`] plus the last event id.
+    /// Bytes the reader holds (its buffers' capacities): at most 4 ×
+    /// [`SseConfig::max_event_bytes`] + 1.
     pub fn buffered_bytes(&self) -> usize {
         self.line.capacity()
             + self.data.capacity()
@@ -342,10 +342,12 @@ impl SseReader {
             }
             b"event" => {
                 self.event_type.clear();
+                reserve_within(&mut self.event_type, value.len(), self.max);
                 self.event_type.extend_from_slice(value);
             }
             b"id" if !value.contains(&0) => {
                 self.last_id.clear();
+                reserve_within(&mut self.last_id, value.len(), self.max);
                 self.last_id.extend_from_slice(value);
             }
             _ => {}
