@@ -96,6 +96,7 @@ mod decode;
 mod dispatch;
 pub mod engine;
 mod error;
+mod model;
 mod observation;
 mod registry;
 mod result;
@@ -103,14 +104,18 @@ mod scope;
 pub mod sse;
 
 pub use agent::{
-    Agent, AgentConfig, AgentEvent, AgentOutcome, DEFAULT_MAX_ROUNDS, FailurePolicy, LanguageModel,
-    Message, Role, StopReason, TOOL_EXECUTION_FAILED,
+    Agent, AgentConfig, AgentEvent, AgentOutcome, DEFAULT_MAX_ROUNDS, FailurePolicy, StopReason,
+    StreamCut, TOOL_EXECUTION_FAILED,
 };
 pub use decode::{BlockKind, Protocol};
 pub use dispatch::{
     CallOutcome, CallStatus, ChainPolicy, DEFAULT_TIMEOUT, DispatchConfig, Dispatcher, ToolCall,
 };
 pub use error::Error;
+pub use model::{
+    ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelOptions, ModelRequest,
+    Role, ThinkSplitter, ToolCallChunk,
+};
 pub use observation::{OBSERVATION_PREFIX, diagnostic_observation};
 pub use registry::{Registry, Tool, ToolContext};
 pub use result::{IntoToolResult, NULL_RESULT_MESSAGE, ToolExecutionResult, operation_type};
