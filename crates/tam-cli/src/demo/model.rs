@@ -195,8 +195,13 @@ mod tests {
     #[tokio::test]
     async fn each_request_plays_the_next_round() {
         let model = ScriptedModel::new(Pacing::Instant);
-        let first: Vec<String> = model.stream(&[]).map(Result::unwrap).collect().await;
-        let second: Vec<String> = model.stream(&[]).map(Result::unwrap).collect().await;
+        let text = |item: Result<ModelItem, BoxError>| match item.unwrap() {
+            ModelItem::Text(text) => text,
+            other => panic!("the demo model streams text only: {other:?}"),
+        };
+        let request = ModelRequest::default();
+        let first: Vec<String> = model.stream(&request).map(text).collect().await;
+        let second: Vec<String> = model.stream(&request).map(text).collect().await;
         assert!(first.concat().contains("<|[END_TOOL]|>"));
         assert!(second.concat().contains("<playerId>"));
         assert!(first.len() > 50, "streamed in many deltas");
