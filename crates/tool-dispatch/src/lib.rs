@@ -85,7 +85,23 @@
 //!
 //! # Crate features
 //!
-//! None. The crate needs a tokio runtime with the `time` driver enabled (time-outs).
+//! * `openai` — [`openai::OpenAiModel`], a [`LanguageModel`] for any OpenAI-compatible
+//!   server (`chat/completions` streaming), over reqwest with rustls. Off by default: the
+//!   rest of the crate has no HTTP.
+//!
+//! The crate needs a tokio runtime with the `time` driver enabled (time-outs).
+//!
+//! # Models
+//!
+//! A [`LanguageModel`] streams [`ModelItem`]s for a [`ModelRequest`] (messages and
+//! [`ModelOptions`]): text, reasoning, native tool-call chunks and a [`FinishReason`]. The
+//! agent decodes only the text; reasoning (also `<think>…</think>` at the start of the text,
+//! split out by [`ThinkSplitter`]) becomes [`AgentEvent::Reasoning`]; native tool-call
+//! chunks become [`AgentEvent::NativeToolCall`] and an observation telling the model they
+//! are not run. A stream cut by `finish_reason: "length"` or a transport error
+//! ([`AgentEvent::StreamCut`]) ends the decoder with `finish_cut`: no call runs from the
+//! block open at the cut, whatever the decoder made of it, and the model is told why.
+//! [`sse`] is the sans-IO server-sent-event reader the OpenAI model and the CLI share.
 //!
 //! [`CompiledTool`]: tool_schema::CompiledTool
 #![forbid(unsafe_code)]
@@ -98,6 +114,8 @@ pub mod engine;
 mod error;
 mod model;
 mod observation;
+#[cfg(feature = "openai")]
+pub mod openai;
 mod registry;
 mod result;
 mod scope;
