@@ -8,6 +8,8 @@
 //! * `tam prompt` renders an agent profile's tool list for a system prompt.
 //! * `tam demo` runs an agent loop end to end on an embedded scripted model that streams
 //!   like a real one and uses both protocols.
+//! * `tam run` runs the same loop against an OpenAI-compatible server (SPEC §7) with the
+//!   demo's tools and tool files.
 //!
 //! Exit status: 0 on success (whatever the model wrote: problems in its output are
 //! diagnostics, not failures), 1 when a file cannot be read or is not a valid definition,
@@ -32,7 +34,7 @@
 //!
 //! # Crate features
 //!
-//! None.
+//! None. `tam run` uses tool-dispatch's `openai` feature (reqwest with rustls).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -40,6 +42,7 @@ mod decode;
 mod demo;
 mod error;
 mod prompt;
+mod run;
 mod schema;
 mod tool_files;
 
@@ -67,6 +70,7 @@ enum Command {
     Schema(schema::SchemaArgs),
     Prompt(prompt::PromptArgs),
     Demo(demo::DemoArgs),
+    Run(run::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +80,7 @@ fn main() -> ExitCode {
         Command::Schema(args) => ("schema", schema::run(args)),
         Command::Prompt(args) => ("prompt", prompt::run(args)),
         Command::Demo(args) => ("demo", demo::run(args)),
+        Command::Run(args) => ("run", run::run(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
