@@ -71,6 +71,19 @@
 //!   observation saying so. TAM blocks all run, in stream order, one after another.
 //! * The loop ends on [`TOOL_EXECUTION_FAILED`] when it is the whole prose of a reply
 //!   (blank around it allowed), as the result seed's engine compares it.
+//! * A cut stream (SPEC §5): whatever block the decoder hands over while finishing a cut
+//!   stream is reported as [`AgentEvent::BlockClosed`] with `executed: false` and never
+//!   runs, even where the decoder would have repaired it. A reply cut at the token limit
+//!   inside a block gets an observation saying so and the loop goes on; one cut in prose
+//!   ends the run with [`StopReason::Truncated`]; a transport error ends it with
+//!   [`Error::Model`] after the calls of blocks closed before it have run.
+//! * Observations go back as a `user` message by default
+//!   ([`AgentConfig::observation_role`]): the text protocols' calls have no native call id,
+//!   which `tool` messages need on most servers.
+//! * `<think>` counts only at the start of a reply ([`ThinkSplitter`]); reasoning is not
+//!   kept in the assistant message added to the conversation.
+//! * Native tool calls are never run; one observation per round names them and tells the
+//!   model to write the protocol's block.
 //!
 //! # Limits
 //!

@@ -43,10 +43,14 @@
 //! # Why not a crate
 //!
 //! `eventsource-stream` (the reader under `reqwest-eventsource`) and `sse-stream` are
-//! `Stream` adapters over an async byte stream, not sans-IO, and neither bounds an event or
-//! a line: a body that never sends a line end grows their buffer without limit. The CLI
-//! (reading a file or a pipe without a runtime) and the fuzz target need a push reader, and
-//! every reader needs the bound, so the workspace keeps this one (about 300 lines).
+//! `Stream` adapters over an async body, not sans-IO, and neither bounds an event or a line:
+//! `sse-stream` 0.2 appends a chunk without a line end to its unfinished line without limit
+//! and fails on a line without a colon or with an unknown field (the standard ignores
+//! both); `eventsource-stream` has no size limit either. The CLI (reading a file or a pipe
+//! without a runtime) and the fuzz target need a push reader, and every reader needs the
+//! bound, so the workspace keeps this one. Measured: `tam decode --input sse` fed `data: `
+//! and then 1 GiB of `a` without any line end peaks at 19.8 MB resident (debug build,
+//! `/usr/bin/time -v`), where the CLI's earlier line reader used 944 MB.
 
 use memchr::{memchr, memchr2};
 
