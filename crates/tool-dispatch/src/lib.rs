@@ -93,6 +93,13 @@
 //! | [`AgentConfig::max_tool_calls`] per run (`maxToolCalls`) | 10 |
 //! | [`AgentConfig::max_rounds`] per run | 20 |
 //!
+//! A time-out fires only when the runtime gets to poll its timer. An async tool fn that
+//! blocks its thread (a sync `std::fs` read, a long loop) inside
+//! [`Registry::register_fn`] holds that thread: on a current-thread runtime its time-out
+//! cannot fire before it returns, and on a multi-thread runtime it fires only if another
+//! worker is free. Register such a function with [`Registry::register_blocking_fn`]: it
+//! runs on tokio's blocking pool and its time-out fires on any runtime.
+//!
 //! The decoders' own limits (block size, calls per block, XML depth and nodes) are in
 //! [`AgentConfig::tam`] and [`AgentConfig::action`].
 //!
