@@ -94,7 +94,8 @@ pub struct SseEvent {
     /// The `event` field, when the event had one (the standard's default type is
     /// `message`).
     pub event: Option<String>,
-    /// The `data` lines, joined with `\n`.
+    /// The `data` lines, joined with `\n`: at most [`SseConfig::max_event_bytes`] bytes
+    /// as received (three times that when invalid bytes read as U+FFFD).
     pub data: String,
     /// The last event id seen so far in the stream (it carries over to later events), when
     /// it is not empty.
@@ -635,7 +636,9 @@ mod tests {
                     prop_assert!(reader.buffered_bytes() <= 4 * limit + 1);
                 }
                 for event in whole.0.iter().flatten() {
-                    prop_assert!(event.data.len() <= limit);
+                    // Each invalid byte reads as U+FFFD (3 bytes).
+                    let bound = if event.invalid_utf8 { 3 * limit } else { limit };
+                    prop_assert!(event.data.len() <= bound);
                 }
             }
         }
