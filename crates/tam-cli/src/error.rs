@@ -41,6 +41,12 @@ pub(crate) enum CliError {
     /// The async runtime could not start.
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] io::Error),
+    /// The model cannot be set up (`tam run`).
+    #[error("cannot set up the model: {0}")]
+    Model(String),
+    /// `tam run` stopped before the model answered without a call.
+    #[error("the run stopped before the model answered: {0}")]
+    RunIncomplete(String),
     /// The demo's agent loop stopped before the model's answer.
     #[error("the demo stopped before the model answered: {0}")]
     DemoIncomplete(String),

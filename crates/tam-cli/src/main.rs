@@ -9,6 +9,8 @@
 //!   only the tool list, for an agent profile or the tools of the files given.
 //! * `tam demo` runs an agent loop end to end on an embedded scripted model that streams
 //!   like a real one and uses both protocols.
+//! * `tam run` runs the same loop against an OpenAI-compatible server (SPEC §7) with the
+//!   demo's tools and tool files.
 //!
 //! Exit status: 0 on success (whatever the model wrote: problems in its output are
 //! diagnostics, not failures), 1 when a file cannot be read or is not a valid definition,
@@ -26,13 +28,14 @@
 //! # Input safety
 //!
 //! The decoders keep their default limits (1 MiB per block, 64 calls per TAM block, XML
-//! depth 64 and 65 536 nodes per ACTION block); the line-framed inputs skip a line over
-//! 8 MiB with a `line_too_long` diagnostic, so memory stays bounded on any input. Nothing
+//! depth 64 and 65 536 nodes per ACTION block); `--input deltas` skips a line over 8 MiB
+//! with a `line_too_long` diagnostic and `--input sse` an event over 8 MiB with
+//! `sse_event_too_large`, so memory stays bounded on any input. Nothing
 //! the model wrote makes a command fail or panic. No `unsafe` code is used.
 //!
 //! # Crate features
 //!
-//! None.
+//! None. `tam run` uses tool-dispatch's `openai` feature (reqwest with rustls).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -40,6 +43,7 @@ mod decode;
 mod demo;
 mod error;
 mod prompt;
+mod run;
 mod schema;
 mod tool_files;
 
@@ -67,6 +71,7 @@ enum Command {
     Schema(schema::SchemaArgs),
     Prompt(prompt::PromptArgs),
     Demo(demo::DemoArgs),
+    Run(run::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +81,7 @@ fn main() -> ExitCode {
         Command::Schema(args) => ("schema", schema::run(args)),
         Command::Prompt(args) => ("prompt", prompt::run(args)),
         Command::Demo(args) => ("demo", demo::run(args)),
+        Command::Run(args) => ("run", run::run(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -18,8 +18,8 @@ use futures_util::stream::{self, BoxStream};
 use serde_json::json;
 use tool_dispatch::engine::ReferenceEngine;
 use tool_dispatch::{
-    Agent, AgentEvent, AgentOutcome, BoxError, CancellationToken, Dispatcher, Error, LanguageModel,
-    Message, Registry, Scope, ToolExecutionResult,
+    Agent, AgentEvent, AgentOutcome, BoxError, CancellationToken, Dispatcher, Error, FinishReason,
+    LanguageModel, ModelItem, ModelRequest, Registry, Scope, ToolExecutionResult,
 };
 use tool_schema::{Implementation, ToolDefinition, ToolId};
 
@@ -30,8 +30,9 @@ struct WeatherModel {
 }
 
 impl LanguageModel for WeatherModel {
-    fn stream(&self, messages: &[Message]) -> BoxStream<'static, Result<String, BoxError>> {
-        let last = messages
+    fn stream(&self, request: &ModelRequest) -> BoxStream<'static, Result<ModelItem, BoxError>> {
+        let last = request
+            .messages
             .last()
             .map(|m| m.content.clone())
             .unwrap_or_default();
@@ -48,20 +49,22 @@ impl LanguageModel for WeatherModel {
         } else {
             "Let me check.\n<|[REQUEST_TOOL]|>\ncommand:「始」Weather.Get「末」\ncity:「始」Zürich「末」\n<|[END_TOOL]|>\n".to_owned()
         };
-        let mut deltas: Vec<Result<String, BoxError>> = Vec::new();
+        let mut deltas: Vec<Result<ModelItem, BoxError>> = Vec::new();
         let mut rest = reply.as_str();
         while !rest.is_empty() {
             let mut end = rest.len().min(9);
             while !rest.is_char_boundary(end) {
                 end += 1;
             }
-            deltas.push(Ok(rest[..end].to_owned()));
+            deltas.push(Ok(ModelItem::Text(rest[..end].to_owned())));
             rest = &rest[end..];
         }
         if self.drops && !last.contains("Observation:") {
             // The connection drops after the block opened, before its end marker.
             deltas.truncate(deltas.len() / 2);
             deltas.push(Err("connection reset by peer".into()));
+        } else {
+            deltas.push(Ok(ModelItem::Finish(FinishReason::Stop)));
         }
         stream::iter(deltas).boxed()
     }

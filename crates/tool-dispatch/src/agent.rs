@@ -2,11 +2,11 @@
 //! calls the moment the block closes (while the model is still streaming), feed the
 //! observations back, and repeat until the model answers in plain text.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::StreamExt;
-use futures_util::stream::BoxStream;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tam_parse::{Diagnostic, Span};
 use tokio::sync::mpsc;
@@ -15,69 +15,18 @@ use tool_schema::PromptStyle;
 
 use crate::decode::{BlockKind, Decoded, Protocol, StreamDecoder};
 use crate::dispatch::{CallBudget, CallStatus, ChainEvent};
+use crate::model::{
+    ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelOptions, ModelRequest,
+    Role, ThinkSplitter, ToolCallChunk,
+};
 use crate::scope::{AvailableTools, DEFAULT_MAX_TOOL_CALLS, LlmNodeConfig};
 use crate::{
-    BoxError, CallOutcome, Dispatcher, Error, OBSERVATION_PREFIX, Scope, ToolCall,
-    diagnostic_observation,
+    CallOutcome, Dispatcher, Error, OBSERVATION_PREFIX, Scope, ToolCall, diagnostic_observation,
 };
 
 /// What a model answers when a tool reported `success: false` and the work cannot go on
 /// (result seed: the workflow engine stops on it).
 pub const TOOL_EXECUTION_FAILED: &str = "TOOL_EXECUTION_FAILED";
-
-/// Who wrote a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Instructions.
-    System,
-    /// The user, or the runtime speaking for the tools (observations).
-    User,
-    /// The model.
-    Assistant,
-}
-
-/// One message of the conversation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Message {
-    /// Who wrote it.
-    pub role: Role,
-    /// What was written.
-    pub content: String,
-}
-
-impl Message {
-    /// A system message.
-    pub fn system(content: impl Into<String>) -> Self {
-        Self {
-            role: Role::System,
-            content: content.into(),
-        }
-    }
-
-    /// A user message.
-    pub fn user(content: impl Into<String>) -> Self {
-        Self {
-            role: Role::User,
-            content: content.into(),
-        }
-    }
-
-    /// An assistant message.
-    pub fn assistant(content: impl Into<String>) -> Self {
-        Self {
-            role: Role::Assistant,
-            content: content.into(),
-        }
-    }
-}
-
-/// A language model that streams its answer as text deltas.
-pub trait LanguageModel: Send + Sync {
-    /// Starts one completion of `messages`. The stream yields deltas of any size; an error
-    /// ends the loop with [`Error::Model`].
-    fn stream(&self, messages: &[Message]) -> BoxStream<'static, Result<String, BoxError>>;
-}
 
 /// What a failed call does to the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -92,7 +41,7 @@ pub enum FailurePolicy {
 }
 
 /// Limits and choices of an [`Agent`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AgentConfig {
     /// The protocol. Default: TAM.
     pub protocol: Protocol,
@@ -115,6 +64,14 @@ pub struct AgentConfig {
     pub prompt_style: PromptStyle,
     /// The line before the tool list. Default: `Available tools:`.
     pub tool_list_heading: String,
+    /// The sampling options of every model request. Default: none set (the server's).
+    pub model_options: ModelOptions,
+    /// The role of the message carrying a round's observations. Default: [`Role::User`]
+    /// (see [`Role::Tool`] for why not `tool`).
+    pub observation_role: Role,
+    /// Whether `<think>…</think>` at the start of a reply's text is reasoning (split out,
+    /// shown as [`AgentEvent::Reasoning`], never decoded). Default: `true`.
+    pub split_think_tags: bool,
 }
 
 /// Default of [`AgentConfig::max_rounds`].
@@ -143,6 +100,9 @@ impl AgentConfig {
             failure_policy: FailurePolicy::default(),
             prompt_style,
             tool_list_heading: "Available tools:".to_owned(),
+            model_options: ModelOptions::default(),
+            observation_role: Role::User,
+            split_think_tags: true,
         }
     }
 }
@@ -181,7 +141,8 @@ pub enum AgentEvent {
         /// The decoder's diagnostics about the block.
         diagnostics: Vec<Diagnostic>,
         /// False for an ACTION block after the first when
-        /// [`AgentConfig::run_extra_action_blocks`] is off: its calls do not run.
+        /// [`AgentConfig::run_extra_action_blocks`] is off, and for a block that was open
+        /// when the stream was cut ([`AgentEvent::StreamCut`]): its calls do not run.
         executed: bool,
     },
     /// A decoder diagnostic outside any block (an unterminated block, invalid UTF-8).
@@ -197,6 +158,26 @@ pub enum AgentEvent {
     CallFinished(CallOutcome),
     /// An observation line for the next round.
     Observation(String),
+    /// A piece of the model's reasoning (a server's `reasoning_content` / `reasoning`, or
+    /// `<think>…</think>` at the start of the text): shown, never decoded into calls.
+    Reasoning(String),
+    /// A piece of a native tool call the model made (`delta.tool_calls`). Native calls are
+    /// not run: the protocol's blocks are; the model is told so in an observation.
+    NativeToolCall(ToolCallChunk),
+    /// The model's stream said how it finished.
+    ModelFinished(FinishReason),
+    /// The model's stream was cut (SPEC §5): a block open at the cut yields no call.
+    StreamCut(StreamCut),
+}
+
+/// Why a model's stream was cut.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamCut {
+    /// The reply hit the token limit (`finish_reason: "length"`).
+    Length,
+    /// The transport failed mid-stream; the run ends with [`Error::Model`].
+    Transport(String),
 }
 
 /// Why a run ended.
@@ -215,6 +196,9 @@ pub enum StopReason {
     MaxRounds,
     /// The cancellation token fired.
     Cancelled,
+    /// The model's prose answer was cut at its token limit (`finish_reason: "length"`)
+    /// outside any block: `answer` is incomplete.
+    Truncated,
 }
 
 /// The end of a run.
@@ -244,6 +228,27 @@ struct Job {
     calls: Vec<ToolCall>,
     diagnostics: Vec<Diagnostic>,
     note: Option<String>,
+}
+
+impl Job {
+    /// A job that only reports `note`.
+    fn note(note: String) -> Self {
+        Self {
+            calls: Vec::new(),
+            diagnostics: Vec::new(),
+            note: Some(note),
+        }
+    }
+}
+
+/// How a round's stream ended.
+struct RoundEnd {
+    /// The reply's text (reasoning split out).
+    raw: String,
+    /// False when the cancellation token stopped the stream.
+    streamed: bool,
+    /// The reply was cut at the token limit.
+    cut: bool,
 }
 
 /// What the executor gathered in one round.
@@ -377,15 +382,20 @@ impl Agent {
                 .any(|o| matches!(o.status, CallStatus::LimitReached { .. }));
             let failed = outcomes.iter().any(|o| !o.is_success());
             calls.extend(outcomes);
-            let (raw, streamed) = stream_end?;
+            let RoundEnd { raw, streamed, cut } = stream_end?;
             conversation.push(Message::assistant(raw));
             if !observations.is_empty() {
-                conversation.push(Message::user(observations.join("\n")));
+                conversation.push(Message::new(
+                    self.config.observation_role,
+                    observations.join("\n"),
+                ));
             }
             let stop = if !streamed {
                 Some(StopReason::Cancelled)
             } else if answer.trim() == TOOL_EXECUTION_FAILED {
                 Some(StopReason::ToolExecutionFailed)
+            } else if observations.is_empty() && cut {
+                Some(StopReason::Truncated)
             } else if observations.is_empty() {
                 Some(StopReason::Answer)
             } else if limit_hit {
@@ -415,8 +425,8 @@ impl Agent {
     }
 
     /// One model round: the reader decodes the stream and queues blocks; the executor runs
-    /// them as they arrive. Returns (the raw output and whether the stream ran to its end,
-    /// or the model's error), the prose, and the executor's work.
+    /// them as they arrive. Returns how the stream ended (or the model's error), the prose,
+    /// and the executor's work.
     async fn round<M: LanguageModel + ?Sized>(
         &self,
         model: &M,
@@ -424,7 +434,7 @@ impl Agent {
         budget: &mut CallBudget,
         emit: &(dyn Fn(AgentEvent) + Sync),
         cancel: &CancellationToken,
-    ) -> (Result<(String, bool), Error>, String, RoundWork) {
+    ) -> (Result<RoundEnd, Error>, String, RoundWork) {
         let (jobs, mut queue) = mpsc::unbounded_channel();
         let mut answer = String::new();
         let reader = async {
@@ -432,29 +442,134 @@ impl Agent {
             let jobs = jobs;
             let config = &self.config;
             let mut decoder = StreamDecoder::new(config.protocol, config.tam, config.action);
+            let mut think = config.split_think_tags.then(ThinkSplitter::new);
             let mut raw = String::new();
-            let mut stream = model.stream(conversation);
-            let mut on_event = |event: Decoded<'_>| self.route(event, &mut answer, &jobs, emit);
-            let streamed = loop {
+            let request = ModelRequest::new(conversation.to_vec(), config.model_options.clone());
+            let mut stream = model.stream(&request);
+            // Set while the decoder finishes a cut stream: blocks it hands over then were
+            // open at the cut and must not run.
+            let cutting = AtomicBool::new(false);
+            let cut_block = AtomicBool::new(false);
+            let mut on_event = |event: Decoded<'_>| {
+                self.route(event, &mut answer, &jobs, emit, &cutting, &cut_block);
+            };
+            let mut finish = None;
+            let mut native: BTreeMap<usize, String> = BTreeMap::new();
+            let mut text = |delta: &str,
+                            think: &mut Option<ThinkSplitter>,
+                            decoder: &mut StreamDecoder,
+                            on_event: &mut dyn FnMut(Decoded<'_>)| {
+                let mut piece_out = |piece: ContentPiece<'_>| match piece {
+                    ContentPiece::Text(text) => {
+                        raw.push_str(text);
+                        decoder.feed(text, &mut |event| on_event(event));
+                    }
+                    ContentPiece::Reasoning(reasoning) => {
+                        emit(AgentEvent::Reasoning(reasoning.to_owned()));
+                    }
+                };
+                match think {
+                    Some(splitter) => splitter.feed(delta, &mut piece_out),
+                    None => piece_out(ContentPiece::Text(delta)),
+                }
+            };
+            let failure = loop {
                 let next = tokio::select! {
                     biased;
-                    () = cancel.cancelled() => break false,
+                    () = cancel.cancelled() => break Some(None),
                     next = stream.next() => next,
                 };
                 match next {
-                    Some(Ok(delta)) => {
-                        raw.push_str(&delta);
-                        decoder.feed(&delta, &mut on_event);
+                    Some(Ok(ModelItem::Text(delta))) => {
+                        text(&delta, &mut think, &mut decoder, &mut on_event);
                     }
-                    Some(Err(e)) => {
-                        decoder.finish_cut(&mut on_event);
-                        return Err(Error::Model(e));
+                    Some(Ok(ModelItem::Reasoning(reasoning))) => {
+                        if !reasoning.is_empty() {
+                            emit(AgentEvent::Reasoning(reasoning));
+                        }
                     }
-                    None => break true,
+                    Some(Ok(ModelItem::ToolCallChunk(chunk))) => {
+                        let name = native.entry(chunk.index).or_default();
+                        if let Some(piece) = &chunk.name {
+                            name.push_str(piece);
+                        }
+                        emit(AgentEvent::NativeToolCall(chunk));
+                    }
+                    Some(Ok(ModelItem::Finish(reason))) => {
+                        emit(AgentEvent::ModelFinished(reason.clone()));
+                        finish = Some(reason);
+                    }
+                    Some(Err(error)) => break Some(Some(error)),
+                    None => break None,
                 }
             };
-            decoder.finish(&mut on_event);
-            Ok((raw, streamed))
+            // Release text held back by the reasoning splitter (a partial tag).
+            if let Some(splitter) = think.take() {
+                let mut held = Vec::new();
+                splitter.finish(|piece| match piece {
+                    ContentPiece::Text(t) => held.push((true, t.to_owned())),
+                    ContentPiece::Reasoning(r) => held.push((false, r.to_owned())),
+                });
+                for (is_text, piece) in held {
+                    if is_text {
+                        text(&piece, &mut None, &mut decoder, &mut on_event);
+                    } else {
+                        emit(AgentEvent::Reasoning(piece));
+                    }
+                }
+            }
+            if !native.is_empty() {
+                let names: Vec<String> = native
+                    .into_values()
+                    .map(|name| {
+                        if name.is_empty() {
+                            "?".to_owned()
+                        } else {
+                            name
+                        }
+                    })
+                    .collect();
+                let note = format!(
+                    "{OBSERVATION_PREFIX}Error - Native tool calls are not executed here ({}); write each call as a tool call block of the protocol in your instructions",
+                    names.join(", ")
+                );
+                let _ = jobs.send(Job::note(note));
+            }
+            let cut = match &failure {
+                Some(Some(error)) => Some(StreamCut::Transport(error.to_string())),
+                Some(None) => None,
+                None if finish.as_ref().is_some_and(FinishReason::is_cut) => {
+                    Some(StreamCut::Length)
+                }
+                None => None,
+            };
+            let truncated = cut.is_some();
+            if let Some(cut) = cut {
+                emit(AgentEvent::StreamCut(cut.clone()));
+                cutting.store(true, Ordering::Relaxed);
+                decoder.finish_cut(&mut on_event);
+                if cut_block.load(Ordering::Relaxed) && cut == StreamCut::Length {
+                    let note = format!(
+                        "{OBSERVATION_PREFIX}Error - Your reply was cut at the token limit (finish_reason: length) while a tool call block was open; no call of that block was executed. Write shorter calls, or one call per reply"
+                    );
+                    let _ = jobs.send(Job::note(note));
+                }
+            } else {
+                decoder.finish(&mut on_event);
+            }
+            match failure {
+                Some(Some(error)) => Err(Error::Model(error)),
+                Some(None) => Ok(RoundEnd {
+                    raw,
+                    streamed: false,
+                    cut: false,
+                }),
+                None => Ok(RoundEnd {
+                    raw,
+                    streamed: true,
+                    cut: truncated,
+                }),
+            }
         };
         let executor = async {
             let mut work = RoundWork::default();
@@ -474,6 +589,8 @@ impl Agent {
         answer: &mut String,
         jobs: &mpsc::UnboundedSender<Job>,
         emit: &(dyn Fn(AgentEvent) + Sync),
+        cutting: &AtomicBool,
+        cut_block: &AtomicBool,
     ) {
         // The executor outlives the reader, so a send cannot fail.
         let job = match event {
@@ -493,6 +610,19 @@ impl Agent {
                 calls,
                 diagnostics,
             } => {
+                if cutting.load(Ordering::Relaxed) {
+                    // The block was open when the stream was cut: whatever the decoder
+                    // made of it, the model did not finish it, so it does not run.
+                    cut_block.store(true, Ordering::Relaxed);
+                    emit(AgentEvent::BlockClosed {
+                        kind,
+                        span,
+                        calls,
+                        diagnostics,
+                        executed: false,
+                    });
+                    return;
+                }
                 let executed = index == 0 || self.config.run_extra_action_blocks;
                 emit(AgentEvent::BlockClosed {
                     kind,
@@ -521,6 +651,9 @@ impl Agent {
                 }
             }
             Decoded::Diagnostic(diagnostic) => {
+                if cutting.load(Ordering::Relaxed) {
+                    cut_block.store(true, Ordering::Relaxed);
+                }
                 emit(AgentEvent::Diagnostic(diagnostic.clone()));
                 Job {
                     calls: Vec::new(),

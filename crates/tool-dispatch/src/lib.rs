@@ -87,6 +87,19 @@
 //! * [`Agent::system_prompt`] renders tool-schema's complete system prompt for the scope;
 //!   the caller puts it first in the conversation, and the loop then adds no second tool
 //!   list to the first prompt.
+//! * A cut stream (SPEC §5): whatever block the decoder hands over while finishing a cut
+//!   stream is reported as [`AgentEvent::BlockClosed`] with `executed: false` and never
+//!   runs, even where the decoder would have repaired it. A reply cut at the token limit
+//!   inside a block gets an observation saying so and the loop goes on; one cut in prose
+//!   ends the run with [`StopReason::Truncated`]; a transport error ends it with
+//!   [`Error::Model`] after the calls of blocks closed before it have run.
+//! * Observations go back as a `user` message by default
+//!   ([`AgentConfig::observation_role`]): the text protocols' calls have no native call id,
+//!   which `tool` messages need on most servers.
+//! * `<think>` counts only at the start of a reply ([`ThinkSplitter`]); reasoning is not
+//!   kept in the assistant message added to the conversation.
+//! * Native tool calls are never run; one observation per round names them and tells the
+//!   model to write the protocol's block.
 //!
 //! # Limits
 //!
@@ -96,6 +109,13 @@
 //! | [`AgentConfig::max_tool_calls`] per run (`maxToolCalls`) | 10 |
 //! | [`AgentConfig::max_rounds`] per run | 20 |
 //!
+//! A time-out fires only when the runtime gets to poll its timer. An async tool fn that
+//! blocks its thread (a sync `std::fs` read, a long loop) inside
+//! [`Registry::register_fn`] holds that thread: on a current-thread runtime its time-out
+//! cannot fire before it returns, and on a multi-thread runtime it fires only if another
+//! worker is free. Register such a function with [`Registry::register_blocking_fn`]: it
+//! runs on tokio's blocking pool and its time-out fires on any runtime.
+//!
 //! The decoders' own limits (block size, calls per block, XML depth and nodes) are in
 //! [`AgentConfig::tam`] and [`AgentConfig::action`].
 //!
@@ -103,8 +123,23 @@
 //!
 //! * `mcp`: the [`mcp`] module, tools of MCP servers started as child processes
 //!   (official `rmcp` SDK).
+//! * `openai` — [`openai::OpenAiModel`], a [`LanguageModel`] for any OpenAI-compatible
+//!   server (`chat/completions` streaming), over reqwest with rustls. Off by default: the
+//!   rest of the crate has no HTTP.
 //!
 //! The crate needs a tokio runtime with the `time` driver enabled (time-outs).
+//!
+//! # Models
+//!
+//! A [`LanguageModel`] streams [`ModelItem`]s for a [`ModelRequest`] (messages and
+//! [`ModelOptions`]): text, reasoning, native tool-call chunks and a [`FinishReason`]. The
+//! agent decodes only the text; reasoning (also `<think>…</think>` at the start of the text,
+//! split out by [`ThinkSplitter`]) becomes [`AgentEvent::Reasoning`]; native tool-call
+//! chunks become [`AgentEvent::NativeToolCall`] and an observation telling the model they
+//! are not run. A stream cut by `finish_reason: "length"` or a transport error
+//! ([`AgentEvent::StreamCut`]) ends the decoder with `finish_cut`: no call runs from the
+//! block open at the cut, whatever the decoder made of it, and the model is told why.
+//! [`sse`] is the sans-IO server-sent-event reader the OpenAI model and the CLI share.
 //!
 //! [`CompiledTool`]: tool_schema::CompiledTool
 #![forbid(unsafe_code)]
@@ -119,20 +154,28 @@ pub mod engine;
 mod error;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+mod model;
 mod observation;
+#[cfg(feature = "openai")]
+pub mod openai;
 mod registry;
 mod result;
 mod scope;
+pub mod sse;
 
 pub use agent::{
-    Agent, AgentConfig, AgentEvent, AgentOutcome, DEFAULT_MAX_ROUNDS, FailurePolicy, LanguageModel,
-    Message, Role, StopReason, TOOL_EXECUTION_FAILED,
+    Agent, AgentConfig, AgentEvent, AgentOutcome, DEFAULT_MAX_ROUNDS, FailurePolicy, StopReason,
+    StreamCut, TOOL_EXECUTION_FAILED,
 };
 pub use decode::{BlockKind, Protocol};
 pub use dispatch::{
     CallOutcome, CallStatus, ChainPolicy, DEFAULT_TIMEOUT, DispatchConfig, Dispatcher, ToolCall,
 };
 pub use error::Error;
+pub use model::{
+    ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelOptions, ModelRequest,
+    Role, ThinkSplitter, ToolCallChunk,
+};
 pub use observation::{OBSERVATION_PREFIX, diagnostic_observation};
 pub use registry::{PluginServices, Registry, Tool, ToolContext};
 pub use result::{IntoToolResult, NULL_RESULT_MESSAGE, ToolExecutionResult, operation_type};

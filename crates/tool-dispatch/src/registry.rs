@@ -208,6 +208,47 @@ impl Registry {
         self.register_service(definition, FnTool(f))
     }
 
+    /// Registers a service tool implemented by a blocking function (file or database I/O,
+    /// a long computation): each call runs on tokio's blocking thread pool
+    /// (`spawn_blocking`), so the time-out and cancellation fire on any runtime, a
+    /// current-thread one included. A call that times out is reported at once; its thread
+    /// runs on until the function returns (a thread cannot be stopped), and its result is
+    /// dropped; dropping the runtime waits for that thread (`Runtime::shutdown_background`
+    /// does not). A panic in the function becomes a failure result, as for any tool.
+    ///
+    /// A plain sync closure registered with [`register_fn`](Self::register_fn) instead
+    /// runs on the runtime's own threads: while it blocks, no timer of that thread fires,
+    /// so on a current-thread runtime its time-out cannot fire before it returns.
+    ///
+    /// # Errors
+    /// As [`register_service`](Self::register_service).
+    pub fn register_blocking_fn<F, R>(
+        &mut self,
+        definition: ToolDefinition,
+        f: F,
+    ) -> Result<(), Error>
+    where
+        F: Fn(Map<String, Value>) -> R + Send + Sync + 'static,
+        R: IntoToolResult + Send + 'static,
+    {
+        let f = Arc::new(f);
+        self.register_fn(definition, move |args| {
+            let f = Arc::clone(&f);
+            async move {
+                match tokio::task::spawn_blocking(move || f(args)).await {
+                    Ok(result) => result.into_tool_result(),
+                    // Hand the panic to the dispatcher's guard, which reports it like any
+                    // tool's panic.
+                    Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+                    Err(_) => crate::ToolExecutionResult::failure(
+                        "unknown",
+                        "the tool's blocking task was cancelled",
+                    ),
+                }
+            }
+        })
+    }
+
     /// Registers a node tool: calls run one node of the definition's `nodeType` through
     /// the execution engine (single-node wrapping). The node's outputs returned are the
     /// properties of the definition's output schema, in order.

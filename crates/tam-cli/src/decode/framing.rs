@@ -8,18 +8,22 @@
 //! |---|---|---|
 //! | `malformed_delta` | error | a `deltas` line that is not a JSON string (skipped) |
 //! | `malformed_sse` | error | an SSE event whose data is not JSON, or whose `choices[0].delta.content` is neither a string nor null (skipped) |
-//! | `malformed_sse` | warning | an SSE line that is neither a field (`data:`, `event:`, `id:`, `retry:`) nor a comment (ignored) |
 //! | `stream_error` | error | an SSE event carrying an `error` object: the server gave up |
-//! | `invalid_utf8` | error | a line with bytes that are not UTF-8 (read with U+FFFD in their place) |
-//! | `line_too_long` | error | a line longer than 8 MiB (skipped) |
+//! | `invalid_utf8` | error | a `deltas` line or an SSE event with bytes that are not UTF-8 (read with U+FFFD in their place) |
+//! | `line_too_long` | error | a `deltas` line longer than 8 MiB (skipped) |
+//! | `sse_event_too_large` | error | an SSE event (or line) over 8 MiB (skipped up to its blank line) |
+//!
+//! An SSE line that is neither a comment nor a known field is ignored, as the standard says.
 
 use std::io::{self, Write};
 
 use serde_json::Value;
 use tam_parse::{Code, Severity};
 
+use tool_dispatch::sse::{SseConfig, SseError, SseEvent, SseReader};
+
 use super::Pipeline;
-use super::lines::{Flow, Line};
+use super::lines::{Flow, Line, MAX_LINE_BYTES};
 
 /// A `deltas` or `sse` line that could not be used.
 const MALFORMED_DELTA: Code = Code::new("malformed_delta");
@@ -99,131 +103,120 @@ pub(crate) fn delta_line<W: Write>(pipeline: &mut Pipeline<W>, line: Line<'_>) -
     Ok(Flow::Continue)
 }
 
-/// `--input sse`: the event-stream state between lines.
+/// `--input sse`: the event stream, read by tool-dispatch's [`SseReader`] (the WHATWG
+/// event-stream rules: CR, LF or CRLF line ends, `data:` lines joined by `\n`, comments and
+/// other fields ignored, a byte order mark skipped, an event over 8 MiB reported as
+/// `sse_event_too_large` and skipped up to its blank line).
 ///
-/// Lines are read as the SSE format says: `data:` lines accumulate (joined by `\n`) until a
-/// blank line dispatches the event; `event:`, `id:` and `retry:` are ignored; a line that
-/// starts with `:` is a comment; a byte order mark before the first line is skipped. An
-/// event's data is a `chat.completions.chunk`: the content delta of its choice with
+/// An event's data is a `chat.completions.chunk`: the content delta of its choice with
 /// `index` 0 (the first choice when none says) is fed to the decoder; chunks without
-/// content (the role chunk, the finish chunk, usage) are skipped.
-/// `data: [DONE]` ends the input: nothing after it is read. At the end of the input an
-/// event without its blank line is still dispatched.
-#[derive(Debug, Default)]
+/// content (the role chunk, the finish chunk, usage) are skipped. `data: [DONE]` ends the
+/// input: nothing after it is read. At the end of the input an event without its blank
+/// line is still dispatched (the standard would drop it; a file often lacks the last one).
+#[derive(Debug)]
 pub(crate) struct SseEvents {
-    /// The data of the event being read.
-    data: String,
-    /// The line of the event's first `data:` line, once there is one.
-    first_line: Option<usize>,
+    reader: SseReader,
+    /// Events of the last read, handed over in order.
+    ready: Vec<Result<SseEvent, SseError>>,
+}
+
+impl Default for SseEvents {
+    fn default() -> Self {
+        SseEvents {
+            reader: SseReader::new(SseConfig::default().with_max_event_bytes(MAX_LINE_BYTES)),
+            ready: Vec::new(),
+        }
+    }
 }
 
 impl SseEvents {
-    /// Reads one line.
-    pub(crate) fn line<W: Write>(
+    /// Reads one chunk of the input.
+    pub(crate) fn push<W: Write>(
         &mut self,
         pipeline: &mut Pipeline<W>,
-        line: Line<'_>,
+        chunk: &[u8],
     ) -> io::Result<Flow> {
-        let (number, bytes) = match line {
-            Line::Complete { number, bytes } => (number, bytes),
-            Line::TooLong { number, limit } => {
-                // The event lost data; do not dispatch what is left of it as if whole.
-                self.data.clear();
-                self.first_line = None;
-                report_too_long(pipeline, number, limit)?;
-                return Ok(Flow::Continue);
-            }
-        };
-        let text = line_text(pipeline, number, bytes)?;
-        // The SSE format allows a byte order mark before the first line.
-        let text = match number {
-            1 => text.strip_prefix('\u{feff}').unwrap_or(&text),
-            _ => &text,
-        };
-        if text.is_empty() {
-            return self.dispatch(pipeline);
-        }
-        if text.starts_with(':') {
-            return Ok(Flow::Continue);
-        }
-        let (field, value) = match text.split_once(':') {
-            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
-            None => (text, ""),
-        };
-        match field {
-            "data" => {
-                if self.first_line.is_some() {
-                    self.data.push('\n');
-                } else {
-                    self.first_line = Some(number);
+        let mut ready = std::mem::take(&mut self.ready);
+        self.reader.feed(chunk, |item| ready.push(item));
+        let mut flow = Flow::Continue;
+        for item in ready.drain(..) {
+            flow = match item {
+                Ok(event) => dispatch(pipeline, &event)?,
+                Err(error) => {
+                    pipeline.report(Severity::Error, Code::new(error.code()), error.to_string())?;
+                    Flow::Continue
                 }
-                self.data.push_str(value);
+            };
+            if flow == Flow::Stop {
+                break;
             }
-            "event" | "id" | "retry" => {}
-            _ => pipeline.report(
-                Severity::Warning,
-                MALFORMED_SSE,
-                format!(
-                    "input line {number} is not an SSE field or comment; it was ignored: '{}'",
-                    preview(text)
-                ),
-            )?,
         }
-        Ok(Flow::Continue)
+        ready.clear();
+        self.ready = ready;
+        Ok(flow)
     }
 
     /// Ends the input: dispatches an event that had no blank line after it.
-    pub(crate) fn finish<W: Write>(&mut self, pipeline: &mut Pipeline<W>) -> io::Result<Flow> {
-        self.dispatch(pipeline)
+    pub(crate) fn finish<W: Write>(self, pipeline: &mut Pipeline<W>) -> io::Result<Flow> {
+        match self.reader.finish() {
+            Some(event) => dispatch(pipeline, &event),
+            None => Ok(Flow::Continue),
+        }
     }
+}
 
-    fn dispatch<W: Write>(&mut self, pipeline: &mut Pipeline<W>) -> io::Result<Flow> {
-        let Some(number) = self.first_line.take() else {
-            return Ok(Flow::Continue);
-        };
-        let data = std::mem::take(&mut self.data);
-        if data.trim() == "[DONE]" {
-            return Ok(Flow::Stop);
-        }
-        let chunk: Value = match serde_json::from_str(&data) {
-            Ok(chunk) => chunk,
-            Err(error) => {
-                pipeline.report(
-                    Severity::Error,
-                    MALFORMED_SSE,
-                    format!(
-                        "the data of the SSE event at input line {number} is not JSON ({error}); it was skipped: '{}'",
-                        preview(&data)
-                    ),
-                )?;
-                return Ok(Flow::Continue);
-            }
-        };
-        if let Some(error) = chunk.get("error") {
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .map_or_else(|| error.to_string(), str::to_owned);
+/// Feeds one event's content delta, or reports why it has none.
+fn dispatch<W: Write>(pipeline: &mut Pipeline<W>, event: &SseEvent) -> io::Result<Flow> {
+    let number = event.line;
+    if event.invalid_utf8 {
+        pipeline.report(
+            Severity::Error,
+            Code::INVALID_UTF8,
+            format!("the SSE event at input line {number} is not valid UTF-8; it was read with U+FFFD in place of the bad bytes"),
+        )?;
+    }
+    let data = &event.data;
+    if data.trim() == "[DONE]" {
+        return Ok(Flow::Stop);
+    }
+    let chunk: Value = match serde_json::from_str(data) {
+        Ok(chunk) => chunk,
+        Err(error) => {
             pipeline.report(
-                Severity::Error,
-                STREAM_ERROR,
-                format!("the stream reported an error at input line {number}: {message}"),
-            )?;
-            return Ok(Flow::Continue);
-        }
-        match content_delta(&chunk) {
-            Ok(Some(content)) => pipeline.feed_text(content)?,
-            Ok(None) => {}
-            Err(found) => pipeline.report(
                 Severity::Error,
                 MALFORMED_SSE,
                 format!(
-                    "in the SSE event at input line {number}, choices[0].delta.content is {found}, not a string; the event was skipped"
+                    "the data of the SSE event at input line {number} is not JSON ({error}); it was skipped: '{}'",
+                    preview(data)
                 ),
-            )?,
+            )?;
+            return Ok(Flow::Continue);
         }
-        Ok(Flow::Continue)
+    };
+    if let Some(error) = chunk.get("error") {
+        let message = error
+            .get("message")
+            .and_then(Value::as_str)
+            .map_or_else(|| error.to_string(), str::to_owned);
+        pipeline.report(
+            Severity::Error,
+            STREAM_ERROR,
+            format!("the stream reported an error at input line {number}: {message}"),
+        )?;
+        return Ok(Flow::Continue);
     }
+    match content_delta(&chunk) {
+        Ok(Some(content)) => pipeline.feed_text(content)?,
+        Ok(None) => {}
+        Err(found) => pipeline.report(
+            Severity::Error,
+            MALFORMED_SSE,
+            format!(
+                "in the SSE event at input line {number}, choices[0].delta.content is {found}, not a string; the event was skipped"
+            ),
+        )?,
+    }
+    Ok(Flow::Continue)
 }
 
 /// The content delta of a chunk's first choice: `Ok(None)` when the chunk has none (no

@@ -1,5 +1,5 @@
-//! Splits an input that arrives in chunks of any size into lines, for the line-framed
-//! input modes (`--input deltas` and `--input sse`).
+//! Splits an input that arrives in chunks of any size into lines, for `--input deltas`
+//! (`--input sse` is read by tool-dispatch's SSE reader).
 //!
 //! Each byte is looked at once: a line that lies within one chunk is handed over as a
 //! slice of that chunk; only the unfinished tail of a chunk is copied, into one buffer.

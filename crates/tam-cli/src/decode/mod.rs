@@ -52,10 +52,11 @@ unterminated_block.
 
 Input framing problems are diagnostic lines with an empty span at the offset reached, and
 reading goes on: malformed_delta (a deltas line that is not a JSON string), malformed_sse
-(SSE data that is not JSON, a content that is not a string: error; a line that is not an
-SSE field or comment: warning), stream_error (an SSE event with an \"error\" object),
-invalid_utf8 (a line that is not UTF-8; read with U+FFFD), line_too_long (over 8 MiB;
-skipped). In raw mode, bytes that are not UTF-8 get the decoders' invalid_utf8.
+(SSE data that is not JSON, a content that is not a string), stream_error (an SSE event
+with an \"error\" object), invalid_utf8 (a line or SSE event that is not UTF-8; read with
+U+FFFD), line_too_long (a deltas line over 8 MiB; skipped), sse_event_too_large (an SSE
+event over 8 MiB; skipped to its blank line). SSE lines that are neither fields nor
+comments are ignored, as the SSE standard says. In raw mode, bytes that are not UTF-8 get the decoders' invalid_utf8.
 
 Exit status: 0 whatever the model wrote; 1 when the input cannot be read or the output
 cannot be written (a closed pipe just ends the run); 2 for a usage error.";
@@ -275,7 +276,7 @@ fn event_writer<'w, W: Write>(
 enum Framer {
     Raw,
     Deltas(LineSplitter),
-    Sse(LineSplitter, SseEvents),
+    Sse(SseEvents),
 }
 
 impl Framer {
@@ -283,7 +284,7 @@ impl Framer {
         match framing {
             InputFraming::Raw => Framer::Raw,
             InputFraming::Deltas => Framer::Deltas(LineSplitter::default()),
-            InputFraming::Sse => Framer::Sse(LineSplitter::default(), SseEvents::default()),
+            InputFraming::Sse => Framer::Sse(SseEvents::default()),
         }
     }
 
@@ -296,11 +297,7 @@ impl Framer {
                 |on_line| splitter.push(chunk, on_line),
                 framing::delta_line,
             ),
-            Framer::Sse(splitter, events) => each_line(
-                pipeline,
-                |on_line| splitter.push(chunk, on_line),
-                |pipeline, line| events.line(pipeline, line),
-            ),
+            Framer::Sse(events) => events.push(pipeline, chunk),
         }
     }
 
@@ -315,15 +312,8 @@ impl Framer {
                     framing::delta_line,
                 )?;
             }
-            Framer::Sse(splitter, events) => {
-                let flow = each_line(
-                    pipeline,
-                    |on_line| splitter.finish(on_line),
-                    |pipeline, line| events.line(pipeline, line),
-                )?;
-                if flow == Flow::Continue {
-                    events.finish(pipeline)?;
-                }
+            Framer::Sse(events) => {
+                std::mem::take(events).finish(pipeline)?;
             }
         }
         Ok(())

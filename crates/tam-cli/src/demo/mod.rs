@@ -11,7 +11,7 @@
 mod model;
 mod script;
 mod terminal;
-mod tools;
+pub(crate) mod tools;
 
 use std::io::{self, IsTerminal};
 use std::time::Duration;

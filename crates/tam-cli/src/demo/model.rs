@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
-use tool_dispatch::{BoxError, LanguageModel, Message};
+use tool_dispatch::{BoxError, LanguageModel, ModelItem, ModelRequest};
 
 use super::script;
 
@@ -45,9 +45,9 @@ impl ScriptedModel {
 }
 
 impl LanguageModel for ScriptedModel {
-    fn stream(&self, messages: &[Message]) -> BoxStream<'static, Result<String, BoxError>> {
+    fn stream(&self, request: &ModelRequest) -> BoxStream<'static, Result<ModelItem, BoxError>> {
         let round = self.rounds_served.fetch_add(1, Ordering::Relaxed);
-        let reply = script::reply(round, messages);
+        let reply = script::reply(round, &request.messages);
         let mut pauses = PauseSequence::new(self.pacing, round);
         let deltas: Vec<(String, Duration)> = token_deltas(&reply)
             .into_iter()
@@ -58,7 +58,7 @@ impl LanguageModel for ScriptedModel {
                 if !pause.is_zero() {
                     tokio::time::sleep(pause).await;
                 }
-                Ok(delta)
+                Ok(ModelItem::Text(delta))
             })
             .boxed()
     }
@@ -195,8 +195,13 @@ mod tests {
     #[tokio::test]
     async fn each_request_plays_the_next_round() {
         let model = ScriptedModel::new(Pacing::Instant);
-        let first: Vec<String> = model.stream(&[]).map(Result::unwrap).collect().await;
-        let second: Vec<String> = model.stream(&[]).map(Result::unwrap).collect().await;
+        let text = |item: Result<ModelItem, BoxError>| match item.unwrap() {
+            ModelItem::Text(text) => text,
+            other => panic!("the demo model streams text only: {other:?}"),
+        };
+        let request = ModelRequest::default();
+        let first: Vec<String> = model.stream(&request).map(text).collect().await;
+        let second: Vec<String> = model.stream(&request).map(text).collect().await;
         assert!(first.concat().contains("<|[END_TOOL]|>"));
         assert!(second.concat().contains("<playerId>"));
         assert!(first.len() > 50, "streamed in many deltas");

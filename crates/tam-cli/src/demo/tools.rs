@@ -29,6 +29,16 @@ pub(crate) const KNOWN_PLAYER: &str = "player123";
 /// The dispatcher over every demo tool, and the agent profile's scope.
 pub(crate) fn dispatcher_and_scope() -> Result<(Dispatcher, Scope), CliError> {
     let mut registry = Registry::new();
+    register_demo_tools(&mut registry)?;
+    let profile = AgentProfile::from_str(AGENT_PROFILE, "demo/agent_profile.json")?;
+    let dispatcher = Dispatcher::new(registry, summarizer_engine());
+    let scope = Scope::for_agent(dispatcher.registry(), &profile.tool_ids_inventory)?;
+    Ok((dispatcher, scope))
+}
+
+/// Registers the demo's three tools (`tam demo`, `tam run --tools demo`); the workflow
+/// needs [`summarizer_engine`].
+pub(crate) fn register_demo_tools(registry: &mut Registry) -> Result<(), CliError> {
     let workflow: Value = serde_json::from_str(SUMMARIZE_TEXT_WORKFLOW)
         .map_err(|e| CliError::Definition(format!("demo/summarize_text.json: {e}")))?;
     let definition = workflow_from_str(
@@ -44,10 +54,7 @@ pub(crate) fn dispatcher_and_scope() -> Result<(Dispatcher, Scope), CliError> {
     registry.register_fn(current_time(), |_| async {
         ToolExecutionResult::query_success(json!(utc_time_of_day()), "current time")
     })?;
-    let profile = AgentProfile::from_str(AGENT_PROFILE, "demo/agent_profile.json")?;
-    let dispatcher = Dispatcher::new(registry, summarizer_engine());
-    let scope = Scope::for_agent(dispatcher.registry(), &profile.tool_ids_inventory)?;
-    Ok((dispatcher, scope))
+    Ok(())
 }
 
 fn tool_id(id: &str) -> ToolId {
@@ -166,8 +173,9 @@ fn join(node: &NodeInvocation) -> Map<String, Value> {
     outputs(json!({ "text": parts.join(separator) }))
 }
 
-/// The reference engine with the workflow's node types.
-fn summarizer_engine() -> ReferenceEngine {
+/// The reference engine with the workflow's node types (`text:SplitSentences`,
+/// `text:TakeSentences`, `text:Join`).
+pub(crate) fn summarizer_engine() -> ReferenceEngine {
     ReferenceEngine::new()
         .with_node("text:SplitSentences", |node| async move {
             Ok(split_sentences(&node))

@@ -141,6 +141,8 @@ pub enum Step {
     WaitFor(tokio::sync::oneshot::Receiver<()>),
     /// Fail the stream with this message.
     Fail(&'static str),
+    /// Yield this item (reasoning, a native tool-call chunk, a finish reason).
+    Item(tool_dispatch::ModelItem),
 }
 
 /// A model that plays back scripted rounds and records the messages of each request.
@@ -186,10 +188,13 @@ impl ScriptedModel {
 impl tool_dispatch::LanguageModel for ScriptedModel {
     fn stream(
         &self,
-        messages: &[tool_dispatch::Message],
-    ) -> futures_util::stream::BoxStream<'static, Result<String, tool_dispatch::BoxError>> {
+        request: &tool_dispatch::ModelRequest,
+    ) -> futures_util::stream::BoxStream<
+        'static,
+        Result<tool_dispatch::ModelItem, tool_dispatch::BoxError>,
+    > {
         use futures_util::StreamExt;
-        self.requests.lock().unwrap().push(messages.to_vec());
+        self.requests.lock().unwrap().push(request.messages.clone());
         let steps = self
             .rounds
             .lock()
@@ -199,7 +204,10 @@ impl tool_dispatch::LanguageModel for ScriptedModel {
         futures_util::stream::unfold(steps.into_iter(), |mut steps| async move {
             loop {
                 match steps.next()? {
-                    Step::Delta(text) => return Some((Ok(text), steps)),
+                    Step::Delta(text) => {
+                        return Some((Ok(tool_dispatch::ModelItem::Text(text)), steps));
+                    }
+                    Step::Item(item) => return Some((Ok(item), steps)),
                     Step::WaitFor(signal) => {
                         let _ = signal.await;
                     }

@@ -1,0 +1,266 @@
+//! What `tam run` prints: the agent's events as text for a person (prose on standard
+//! output as it streams, reasoning dimmed on standard error) or as one JSON object per
+//! line (`--json`), each flushed at once.
+
+use std::io::{self, IsTerminal, Write};
+
+use serde_json::{Value, json};
+use tam_parse::Diagnostic;
+use tool_dispatch::{
+    AgentEvent, AgentOutcome, BlockKind, CallOutcome, CallStatus, Error, StopReason, StreamCut,
+    ToolCall,
+};
+
+/// The printer of one run; keeps the first write error.
+pub(crate) struct Output {
+    json: bool,
+    out: io::Stdout,
+    failure: Option<io::Error>,
+    /// Standard error is mid-line in reasoning.
+    in_reasoning: bool,
+    /// Reasoning is dimmed (standard error is a terminal and NO_COLOR is unset).
+    dim: bool,
+}
+
+impl Output {
+    pub(crate) fn new(json: bool) -> Self {
+        Output {
+            json,
+            out: io::stdout(),
+            failure: None,
+            in_reasoning: false,
+            dim: io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        }
+    }
+
+    /// Prints one event.
+    pub(crate) fn event(&mut self, event: &AgentEvent) {
+        if self.json {
+            if let Some(line) = event_json(event) {
+                self.line(&line.to_string());
+            }
+            return;
+        }
+        if !matches!(event, AgentEvent::Reasoning(_)) && self.in_reasoning {
+            eprintln!("{}", if self.dim { "\x1b[0m" } else { "" });
+            self.in_reasoning = false;
+        }
+        match event {
+            AgentEvent::TextDelta(text) => self.write(text),
+            AgentEvent::Reasoning(text) => {
+                if !self.in_reasoning {
+                    if self.dim {
+                        eprint!("\x1b[2m");
+                    }
+                    self.in_reasoning = true;
+                }
+                eprint!("{text}");
+            }
+            AgentEvent::BlockClosed {
+                kind,
+                calls,
+                executed,
+                ..
+            } => {
+                let protocol = match kind {
+                    BlockKind::Tam => "TAM",
+                    BlockKind::Action => "ACTION",
+                };
+                let state = if *executed { "" } else { " (not run)" };
+                self.line(&format!(
+                    "\n⚙ {protocol} block closed: {} call(s){state}",
+                    calls.len()
+                ));
+            }
+            AgentEvent::CallStarted { tool, args } => {
+                let call = ToolCall::new(tool.clone(), args.clone());
+                self.line(&format!("→ {}({})", call.tool, Value::Object(call.args)));
+            }
+            AgentEvent::CallFinished(outcome) => self.line(&format!(
+                "  {} {} ({:?})",
+                if outcome.is_success() { "✓" } else { "✗" },
+                outcome.tool,
+                outcome.status
+            )),
+            AgentEvent::Observation(text) => self.line(&format!("  ↳ {text}")),
+            AgentEvent::Diagnostic(d) => {
+                self.line(&format!("\n! {} {}: {}", d.severity, d.code, d.message));
+            }
+            AgentEvent::NativeToolCall(chunk) => {
+                if let Some(name) = &chunk.name {
+                    self.line(&format!("\n! native tool call {name} (not run)"));
+                }
+            }
+            AgentEvent::StreamCut(cut) => {
+                self.line(&format!("\n! the reply was cut: {}", cut_text(cut)))
+            }
+            AgentEvent::RoundStarted { round } if *round > 1 => self.line(""),
+            _ => {}
+        }
+    }
+
+    /// The last line: why the run ended.
+    pub(crate) fn done(&mut self, outcome: &AgentOutcome) {
+        if self.json {
+            let line = json!({
+                "type": "done",
+                "stop": stop_name(outcome.stop),
+                "rounds": outcome.rounds,
+                "calls": outcome.calls.len(),
+                "answer": outcome.answer,
+            });
+            self.line(&line.to_string());
+        } else {
+            self.line("");
+        }
+    }
+
+    /// The run failed (the model's stream).
+    pub(crate) fn failed(&mut self, error: &Error) {
+        if self.json {
+            let line = json!({"type": "error", "message": error.to_string()});
+            self.line(&line.to_string());
+        } else {
+            self.line("");
+        }
+    }
+
+    /// The first write error, if any.
+    pub(crate) fn finish(self) -> Result<(), crate::error::CliError> {
+        match self.failure {
+            Some(error) => Err(crate::error::CliError::Write(error)),
+            None => Ok(()),
+        }
+    }
+
+    fn write(&mut self, text: &str) {
+        if self.failure.is_none() {
+            let mut out = self.out.lock();
+            if let Err(error) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                self.failure = Some(error);
+            }
+        }
+    }
+
+    fn line(&mut self, text: &str) {
+        self.write(&format!("{text}\n"));
+    }
+}
+
+fn cut_text(cut: &StreamCut) -> String {
+    match cut {
+        StreamCut::Length => "token limit (finish_reason: length)".to_owned(),
+        StreamCut::Transport(message) => format!("transport error: {message}"),
+        other => format!("{other:?}"),
+    }
+}
+
+fn stop_name(stop: StopReason) -> &'static str {
+    match stop {
+        StopReason::Answer => "answer",
+        StopReason::ToolExecutionFailed => "tool_execution_failed",
+        StopReason::ToolFailed => "tool_failed",
+        StopReason::MaxToolCalls => "max_tool_calls",
+        StopReason::MaxRounds => "max_rounds",
+        StopReason::Cancelled => "cancelled",
+        StopReason::Truncated => "truncated",
+        _ => "other",
+    }
+}
+
+fn protocol_name(kind: BlockKind) -> &'static str {
+    match kind {
+        BlockKind::Tam => "tam",
+        BlockKind::Action => "action",
+    }
+}
+
+fn diagnostic_json(d: &Diagnostic) -> Value {
+    json!({
+        "severity": d.severity.to_string(),
+        "code": d.code.as_str(),
+        "message": d.message,
+        "span": [d.span.start, d.span.end],
+    })
+}
+
+fn call_json(call: &ToolCall) -> Value {
+    json!({"tool": call.tool, "args": call.args})
+}
+
+fn status_name(outcome: &CallOutcome) -> &'static str {
+    match outcome.status {
+        CallStatus::Completed => "completed",
+        CallStatus::OutOfScope => "out_of_scope",
+        CallStatus::UnknownTool { .. } => "unknown_tool",
+        CallStatus::InvalidParameters => "invalid_parameters",
+        CallStatus::LimitReached { .. } => "limit_reached",
+        CallStatus::Skipped => "skipped",
+        CallStatus::TimedOut(_) => "timed_out",
+        CallStatus::Panicked(_) => "panicked",
+        CallStatus::Cancelled => "cancelled",
+        _ => "other",
+    }
+}
+
+/// The JSON line of an event (`None` for kinds this version does not know).
+fn event_json(event: &AgentEvent) -> Option<Value> {
+    Some(match event {
+        AgentEvent::RoundStarted { round } => json!({"type": "round_started", "round": round}),
+        AgentEvent::TextDelta(text) => json!({"type": "text", "text": text}),
+        AgentEvent::Reasoning(text) => json!({"type": "reasoning", "text": text}),
+        AgentEvent::BlockStarted { kind, span } => json!({
+            "type": "block_started",
+            "protocol": protocol_name(*kind),
+            "span": [span.start, span.end],
+        }),
+        AgentEvent::BlockClosed {
+            kind,
+            span,
+            calls,
+            diagnostics,
+            executed,
+        } => json!({
+            "type": "block_closed",
+            "protocol": protocol_name(*kind),
+            "span": [span.start, span.end],
+            "calls": calls.iter().map(call_json).collect::<Vec<_>>(),
+            "diagnostics": diagnostics.iter().map(diagnostic_json).collect::<Vec<_>>(),
+            "executed": executed,
+        }),
+        AgentEvent::Diagnostic(d) => {
+            let mut line = diagnostic_json(d);
+            line["type"] = json!("diagnostic");
+            line
+        }
+        AgentEvent::CallStarted { tool, args } => {
+            json!({"type": "call_started", "tool": tool, "args": args})
+        }
+        AgentEvent::CallFinished(outcome) => json!({
+            "type": "call_finished",
+            "tool": outcome.tool,
+            "status": status_name(outcome),
+            "result": outcome.result,
+            "elapsed_ms": outcome.elapsed.as_secs_f64() * 1000.0,
+        }),
+        AgentEvent::Observation(text) => json!({"type": "observation", "text": text}),
+        AgentEvent::NativeToolCall(chunk) => json!({
+            "type": "native_tool_call",
+            "index": chunk.index,
+            "id": chunk.id,
+            "name": chunk.name,
+            "arguments": chunk.arguments,
+        }),
+        AgentEvent::ModelFinished(reason) => {
+            json!({"type": "model_finished", "finish_reason": reason.as_str()})
+        }
+        AgentEvent::StreamCut(cut) => match cut {
+            StreamCut::Length => json!({"type": "stream_cut", "reason": "length"}),
+            StreamCut::Transport(message) => {
+                json!({"type": "stream_cut", "reason": "transport", "message": message})
+            }
+            _ => json!({"type": "stream_cut", "reason": "other"}),
+        },
+        _ => return None,
+    })
+}

@@ -1,0 +1,533 @@
+//! A [`LanguageModel`] for any OpenAI-compatible server (llama.cpp's `llama-server`, vLLM,
+//! SGLang, Ollama's `/v1`, OpenAI): `POST {base}/chat/completions` with `"stream": true`,
+//! the response read with the crate's [SSE reader](crate::sse) one event at a time under an
+//! idle time-out (SPEC §7). Behind the `openai` feature.
+//!
+//! ```no_run
+//! use futures_util::StreamExt;
+//! use tool_dispatch::openai::{OpenAiConfig, OpenAiModel};
+//! use tool_dispatch::{LanguageModel, Message, ModelItem, ModelOptions, ModelRequest};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! let config = OpenAiConfig::new("http://127.0.0.1:8080/v1", "qwen3")
+//!     .with_extra_body("cache_prompt", false.into());
+//! let model = OpenAiModel::new(config)?;
+//! let request = ModelRequest::new(
+//!     vec![Message::user("Say hi.")],
+//!     ModelOptions::new().with_temperature(0.0).with_max_tokens(64),
+//! );
+//! let mut stream = model.stream(&request);
+//! while let Some(item) = stream.next().await {
+//!     if let ModelItem::Text(text) = item? {
+//!         print!("{text}");
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What a chunk becomes
+//!
+//! Of each `chat.completion.chunk`, the choice with `index` 0 (the first when none says):
+//! `delta.reasoning_content` or `delta.reasoning` → [`ModelItem::Reasoning`],
+//! `delta.content` → [`ModelItem::Text`], each of `delta.tool_calls` →
+//! [`ModelItem::ToolCallChunk`], `finish_reason` → [`ModelItem::Finish`]; empty pieces are
+//! skipped. `data: [DONE]` ends the stream.
+//!
+//! # Errors, each ending the stream (a cut stream: SPEC §5)
+//!
+//! | [`OpenAiError`] | code | when |
+//! |---|---|---|
+//! | `Http` | `http_status` | a non-2xx answer; carries the status and the server's message (llama-server answers an over-long prompt with 400 and a JSON error body) |
+//! | `Transport` | `transport` | connecting, sending or reading failed; the server closed the stream before a finish reason or `[DONE]` |
+//! | `IdleTimeout` | `idle_timeout` | no byte for [`OpenAiConfig::idle_timeout`] (response headers included) |
+//! | `Sse` | `sse_event_too_large` | an event over [`SseConfig::max_event_bytes`] |
+//! | `InvalidChunk` | `invalid_chunk` | an event whose data is not a JSON object |
+//! | `Server` | `server_error` | an event carrying an `error` object |
+//! | `MissingApiKey` | `missing_api_key` | [`OpenAiConfig::with_api_key_env`] named an unset variable |
+//! | `Client` | `client` | the HTTP client could not be built |
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+use serde_json::{Map, Value, json};
+
+use crate::BoxError;
+use crate::model::{FinishReason, LanguageModel, ModelItem, ModelRequest, ToolCallChunk};
+use crate::sse::{SseConfig, SseError, SseEvent, SseReader};
+
+/// Default of [`OpenAiConfig::idle_timeout`]: 120 s (a local server may take long to read
+/// a long prompt before its first byte).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Most bytes of a non-2xx body read for its message: 64 KiB.
+const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
+
+/// Where and how to reach the server.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct OpenAiConfig {
+    /// The API base, up to and without `/chat/completions` (e.g.
+    /// `http://127.0.0.1:8080/v1`); a trailing `/` is ignored.
+    pub base_url: String,
+    /// The `model` field of each request.
+    pub model: String,
+    /// Sent as `Authorization: Bearer …` when set. Default: none.
+    pub api_key: Option<String>,
+    /// Longest wait for the response headers or for the next bytes of the stream.
+    /// Default: [`DEFAULT_IDLE_TIMEOUT`] (120 s).
+    pub idle_timeout: Duration,
+    /// Fields added to every request body, overriding the built ones (llama.cpp needs
+    /// `"cache_prompt": false` for reproducible output). Default: none.
+    pub extra_body: Map<String, Value>,
+    /// The SSE reader's limits. Default: 1 MiB per event.
+    pub sse: SseConfig,
+}
+
+impl OpenAiConfig {
+    /// A configuration for `model` at `base_url`, with the defaults.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            extra_body: Map::new(),
+            sse: SseConfig::default(),
+        }
+    }
+
+    /// This configuration with `api_key`.
+    #[must_use]
+    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.api_key = Some(api_key.into());
+        self
+    }
+
+    /// This configuration with the API key read from the environment variable `var`.
+    ///
+    /// # Errors
+    /// [`OpenAiError::MissingApiKey`] when the variable is unset or not Unicode.
+    pub fn with_api_key_env(self, var: &str) -> Result<Self, OpenAiError> {
+        match std::env::var(var) {
+            Ok(key) => Ok(self.with_api_key(key)),
+            Err(_) => Err(OpenAiError::MissingApiKey {
+                var: var.to_owned(),
+            }),
+        }
+    }
+
+    /// This configuration with `idle_timeout`.
+    #[must_use]
+    pub fn with_idle_timeout(mut self, idle_timeout: Duration) -> Self {
+        self.idle_timeout = idle_timeout;
+        self
+    }
+
+    /// This configuration with `key: value` added to every request body.
+    #[must_use]
+    pub fn with_extra_body(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.extra_body.insert(key.into(), value);
+        self
+    }
+
+    /// This configuration with the SSE reader's limits.
+    #[must_use]
+    pub fn with_sse(mut self, sse: SseConfig) -> Self {
+        self.sse = sse;
+        self
+    }
+
+    /// The URL requests go to: `{base_url}/chat/completions`.
+    pub fn completions_url(&self) -> String {
+        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    }
+}
+
+/// Why a stream from the server failed. Each ends the stream.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenAiError {
+    /// The server answered with a status other than 2xx.
+    #[error("the server answered HTTP {status}: {message}")]
+    Http {
+        /// The HTTP status.
+        status: u16,
+        /// The server's message (`error.message` of a JSON body, else the body's text).
+        message: String,
+    },
+    /// Connecting, sending or reading failed, or the stream ended unfinished.
+    #[error("transport error: {0}")]
+    Transport(String),
+    /// Nothing arrived for this long.
+    #[error("no data from the server for {0:?}")]
+    IdleTimeout(Duration),
+    /// The event stream broke a limit.
+    #[error(transparent)]
+    Sse(SseError),
+    /// An event's data is not a JSON object.
+    #[error("the server sent a chunk that is not a JSON object ({reason}): '{data}'")]
+    InvalidChunk {
+        /// Why it was rejected.
+        reason: String,
+        /// The data, cut to 200 characters.
+        data: String,
+    },
+    /// The server reported an error inside the stream.
+    #[error("the server reported an error: {0}")]
+    Server(String),
+    /// The named environment variable holds no API key.
+    #[error("the environment variable {var} holding the API key is not set")]
+    MissingApiKey {
+        /// The variable.
+        var: String,
+    },
+    /// The HTTP client could not be built.
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+}
+
+impl OpenAiError {
+    /// The error's stable code (see the module table).
+    pub fn code(&self) -> &'static str {
+        match self {
+            OpenAiError::Http { .. } => "http_status",
+            OpenAiError::Transport(_) => "transport",
+            OpenAiError::IdleTimeout(_) => "idle_timeout",
+            OpenAiError::Sse(error) => error.code(),
+            OpenAiError::InvalidChunk { .. } => "invalid_chunk",
+            OpenAiError::Server(_) => "server_error",
+            OpenAiError::MissingApiKey { .. } => "missing_api_key",
+            OpenAiError::Client(_) => "client",
+        }
+    }
+
+    /// The HTTP status, for [`OpenAiError::Http`].
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            OpenAiError::Http { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// The model: cheap to clone (one shared connection pool).
+#[derive(Debug, Clone)]
+pub struct OpenAiModel {
+    client: reqwest::Client,
+    config: Arc<OpenAiConfig>,
+}
+
+impl OpenAiModel {
+    /// A model over `config`.
+    ///
+    /// # Errors
+    /// [`OpenAiError::Client`] when the HTTP client cannot be built (TLS set-up).
+    pub fn new(config: OpenAiConfig) -> Result<Self, OpenAiError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.idle_timeout)
+            .build()
+            .map_err(|e| OpenAiError::Client(e.to_string()))?;
+        Ok(Self {
+            client,
+            config: Arc::new(config),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    /// The JSON body sent for `request`: model, messages, `stream: true`, the options that
+    /// are set, then [`OpenAiConfig::extra_body`].
+    pub fn request_body(&self, request: &ModelRequest) -> Value {
+        let messages: Vec<Value> = request
+            .messages
+            .iter()
+            .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
+            .collect();
+        let mut body = Map::new();
+        body.insert("model".into(), self.config.model.clone().into());
+        body.insert("messages".into(), messages.into());
+        body.insert("stream".into(), true.into());
+        let options = &request.options;
+        if let Some(t) = options.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        if let Some(n) = options.max_tokens {
+            body.insert("max_tokens".into(), n.into());
+        }
+        if !options.stop.is_empty() {
+            body.insert("stop".into(), options.stop.clone().into());
+        }
+        if let Some(seed) = options.seed {
+            body.insert("seed".into(), seed.into());
+        }
+        for (key, value) in &self.config.extra_body {
+            body.insert(key.clone(), value.clone());
+        }
+        Value::Object(body)
+    }
+}
+
+impl LanguageModel for OpenAiModel {
+    fn stream(&self, request: &ModelRequest) -> BoxStream<'static, Result<ModelItem, BoxError>> {
+        let state = Reading {
+            start: Some(self.start(request)),
+            body: None,
+            reader: SseReader::new(self.config.sse),
+            queue: VecDeque::new(),
+            idle: self.config.idle_timeout,
+            finished: false,
+            done: false,
+        };
+        futures_util::stream::unfold(state, |mut state| async move {
+            let item = state.next().await?;
+            Some((item, state))
+        })
+        .boxed()
+    }
+}
+
+type Body = BoxStream<'static, reqwest::Result<bytes::Bytes>>;
+
+impl OpenAiModel {
+    /// The request, ready to send.
+    fn start(&self, request: &ModelRequest) -> reqwest::RequestBuilder {
+        let mut builder = self
+            .client
+            .post(self.config.completions_url())
+            .header("accept", "text/event-stream")
+            .header("content-type", "application/json")
+            .body(self.request_body(request).to_string());
+        if let Some(key) = &self.config.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        builder
+    }
+}
+
+/// The state of one response.
+struct Reading {
+    start: Option<reqwest::RequestBuilder>,
+    body: Option<Body>,
+    reader: SseReader,
+    queue: VecDeque<Result<ModelItem, BoxError>>,
+    idle: Duration,
+    /// A finish reason arrived.
+    finished: bool,
+    /// Nothing more will be read.
+    done: bool,
+}
+
+impl Reading {
+    async fn next(&mut self) -> Option<Result<ModelItem, BoxError>> {
+        loop {
+            if let Some(item) = self.queue.pop_front() {
+                return Some(item);
+            }
+            if self.done {
+                return None;
+            }
+            if let Some(start) = self.start.take() {
+                match connect(start, self.idle).await {
+                    Ok(body) => self.body = Some(body),
+                    Err(error) => self.fail(error),
+                }
+                continue;
+            }
+            let Some(body) = self.body.as_mut() else {
+                self.done = true;
+                continue;
+            };
+            match tokio::time::timeout(self.idle, body.next()).await {
+                Err(_) => self.fail(OpenAiError::IdleTimeout(self.idle)),
+                Ok(Some(Err(error))) => self.fail(OpenAiError::Transport(error.to_string())),
+                Ok(Some(Ok(bytes))) => self.read(&bytes),
+                Ok(None) => {
+                    if self.finished {
+                        self.done = true;
+                    } else {
+                        self.fail(OpenAiError::Transport(
+                            "the server closed the stream before it finished (no finish_reason, no [DONE])".into(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, error: OpenAiError) {
+        self.queue.push_back(Err(Box::new(error)));
+        self.done = true;
+        self.body = None;
+    }
+
+    /// Feeds bytes to the SSE reader and queues what their events carry.
+    fn read(&mut self, bytes: &[u8]) {
+        let mut events = Vec::new();
+        self.reader.feed(bytes, |event| events.push(event));
+        for event in events {
+            if self.done {
+                return;
+            }
+            match event {
+                Ok(event) => self.event(&event),
+                Err(error) => self.fail(OpenAiError::Sse(error)),
+            }
+        }
+    }
+
+    /// One event: `[DONE]`, an error, or a chunk.
+    fn event(&mut self, event: &SseEvent) {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            self.body = None;
+            return;
+        }
+        let chunk: Map<String, Value> = match serde_json::from_str(data) {
+            Ok(chunk) => chunk,
+            Err(error) => {
+                return self.fail(OpenAiError::InvalidChunk {
+                    reason: error.to_string(),
+                    data: data.chars().take(200).collect(),
+                });
+            }
+        };
+        if let Some(error) = chunk.get("error") {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_owned);
+            return self.fail(OpenAiError::Server(message));
+        }
+        let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
+            return;
+        };
+        let Some(choice) = choices
+            .iter()
+            .find(|c| c.get("index").and_then(Value::as_u64) == Some(0))
+            .or_else(|| choices.first())
+        else {
+            return;
+        };
+        if let Some(delta) = choice.get("delta") {
+            let text = |key: &str| {
+                delta
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+            };
+            if let Some(reasoning) = text("reasoning_content").or_else(|| text("reasoning")) {
+                self.queue
+                    .push_back(Ok(ModelItem::Reasoning(reasoning.to_owned())));
+            }
+            if let Some(content) = text("content") {
+                self.queue
+                    .push_back(Ok(ModelItem::Text(content.to_owned())));
+            }
+            if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+                for (position, call) in calls.iter().enumerate() {
+                    self.queue
+                        .push_back(Ok(ModelItem::ToolCallChunk(tool_call_chunk(
+                            position, call,
+                        ))));
+                }
+            }
+        }
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finished = true;
+            self.queue
+                .push_back(Ok(ModelItem::Finish(FinishReason::from_name(reason))));
+        }
+    }
+}
+
+/// Sends the request; a 2xx answer's body is the event stream, any other is an error.
+async fn connect(start: reqwest::RequestBuilder, idle: Duration) -> Result<Body, OpenAiError> {
+    let response = match tokio::time::timeout(idle, start.send()).await {
+        Err(_) => return Err(OpenAiError::IdleTimeout(idle)),
+        Ok(Err(error)) => return Err(OpenAiError::Transport(error_chain(&error))),
+        Ok(Ok(response)) => response,
+    };
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response.bytes_stream().boxed());
+    }
+    // The body of an error answer, within a limit and the idle time-out.
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while body.len() < MAX_ERROR_BODY_BYTES {
+        match tokio::time::timeout(idle, stream.next()).await {
+            Ok(Some(Ok(bytes))) => body.extend_from_slice(&bytes),
+            _ => break,
+        }
+    }
+    body.truncate(MAX_ERROR_BODY_BYTES);
+    Err(OpenAiError::Http {
+        status: status.as_u16(),
+        message: error_message(&body, status.canonical_reason()),
+    })
+}
+
+/// One entry of `delta.tool_calls`; `position` stands in for a missing `index`.
+fn tool_call_chunk(position: usize, call: &Value) -> ToolCallChunk {
+    let string = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
+    let index = call
+        .get("index")
+        .and_then(Value::as_u64)
+        .and_then(|i| usize::try_from(i).ok())
+        .unwrap_or(position);
+    let function = call.get("function");
+    let arguments = match function.and_then(|f| f.get("arguments")) {
+        Some(Value::String(text)) => text.clone(),
+        // Some servers send the arguments as an object rather than JSON text.
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    };
+    ToolCallChunk::new(
+        index,
+        string(call.get("id")),
+        string(function.and_then(|f| f.get("name"))),
+        arguments,
+    )
+}
+
+/// The server's message in an error body: `error.message`, `error` (a string) or
+/// `message` of a JSON body, else the body's text, else the status's reason.
+fn error_message(body: &[u8], reason: Option<&str>) -> String {
+    if let Ok(value) = serde_json::from_slice::<Value>(body) {
+        let message = value
+            .pointer("/error/message")
+            .or_else(|| value.get("error").filter(|e| e.is_string()))
+            .or_else(|| value.get("message"))
+            .and_then(Value::as_str);
+        if let Some(message) = message {
+            return message.to_owned();
+        }
+    }
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.is_empty() {
+        reason.unwrap_or("no message").to_owned()
+    } else {
+        text.chars().take(2000).collect()
+    }
+}
+
+/// An error with its sources, as one line (reqwest's own message hides the cause).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,236 @@
+//! A scripted OpenAI-compatible server on 127.0.0.1 (port chosen by the system): it reads
+//! each request (headers and a `Content-Length` body), records it, and answers with the
+//! next scripted reply, written byte for byte (chunked transfer encoding for streams) so a
+//! test controls line ends, pauses and a connection dropped mid-stream. Each test's server
+//! stops when the test drops it.
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// `200 text/event-stream`: each piece is written as one HTTP chunk after its pause;
+    /// with `drop` the connection closes in the middle of one more chunk (a transport error).
+    Stream {
+        pieces: Vec<(Duration, Vec<u8>)>,
+        drop: bool,
+    },
+    /// Any status with a JSON body.
+    Status { status: u16, body: String },
+}
+
+impl Reply {
+    /// A stream of `events` (each a complete `data: …` event text) with no pauses.
+    pub fn events<S: AsRef<str>>(events: &[S]) -> Self {
+        Reply::Stream {
+            pieces: events
+                .iter()
+                .map(|e| (Duration::ZERO, e.as_ref().as_bytes().to_vec()))
+                .collect(),
+            drop: false,
+        }
+    }
+}
+
+/// One request the server read.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// `POST /v1/chat/completions` and so on.
+    pub line: String,
+    /// Header lines, as received.
+    pub headers: Vec<String>,
+    /// The body as JSON.
+    pub body: Value,
+}
+
+impl Request {
+    /// The value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find_map(|h| {
+            let (key, value) = h.split_once(':')?;
+            key.trim().eq_ignore_ascii_case(name).then(|| value.trim())
+        })
+    }
+}
+
+/// A running server.
+pub struct Server {
+    /// `http://127.0.0.1:PORT/v1`.
+    pub base_url: String,
+    /// The requests read so far.
+    pub requests: Arc<Mutex<Vec<Request>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Server {
+    /// Starts a server answering requests with `replies`, in order (a request beyond them
+    /// gets a 500).
+    pub async fn start(replies: Vec<Reply>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
+        let seen = requests.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((socket, _)) = listener.accept().await else {
+                    return;
+                };
+                let seen = seen.clone();
+                let replies = replies.clone();
+                tokio::spawn(async move {
+                    let _ = serve(socket, seen, replies).await;
+                });
+            }
+        });
+        Server {
+            base_url,
+            requests,
+            task,
+        }
+    }
+
+    /// The requests read so far.
+    pub fn requests(&self) -> Vec<Request> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+async fn serve(
+    mut socket: TcpStream,
+    seen: Arc<Mutex<Vec<Request>>>,
+    replies: Arc<Mutex<VecDeque<Reply>>>,
+) -> std::io::Result<()> {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at;
+        }
+        let read = socket.read(&mut chunk).await?;
+        if read == 0 || buffer.len() > 1 << 20 {
+            return Ok(());
+        }
+        buffer.extend_from_slice(&chunk[..read]);
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let line = lines.next().unwrap_or_default().to_owned();
+    let headers: Vec<String> = lines.map(str::to_owned).collect();
+    let length: usize = headers
+        .iter()
+        .find_map(|h| {
+            let (k, v) = h.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    let mut body = buffer[head_end + 4..].to_vec();
+    while body.len() < length {
+        let read = socket.read(&mut chunk).await?;
+        if read == 0 {
+            return Ok(());
+        }
+        body.extend_from_slice(&chunk[..read]);
+    }
+    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    seen.lock().unwrap().push(Request {
+        line,
+        headers,
+        body,
+    });
+    let reply = replies.lock().unwrap().pop_front();
+    match reply {
+        Some(Reply::Stream { pieces, drop }) => {
+            socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n")
+                .await?;
+            socket.flush().await?;
+            for (pause, piece) in pieces {
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
+                if piece.is_empty() {
+                    continue;
+                }
+                socket
+                    .write_all(format!("{:x}\r\n", piece.len()).as_bytes())
+                    .await?;
+                socket.write_all(&piece).await?;
+                socket.write_all(b"\r\n").await?;
+                socket.flush().await?;
+            }
+            if drop {
+                // Announce a chunk and close before it is complete.
+                socket.write_all(b"40\r\ndata: {\"choi").await?;
+                socket.flush().await?;
+                return Ok(());
+            }
+            socket.write_all(b"0\r\n\r\n").await?;
+        }
+        Some(Reply::Status { status, body }) => {
+            let head = format!(
+                "HTTP/1.1 {status} Scripted\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            socket.write_all(head.as_bytes()).await?;
+            socket.write_all(body.as_bytes()).await?;
+        }
+        None => {
+            socket
+                .write_all(
+                    b"HTTP/1.1 500 Scripted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                )
+                .await?;
+        }
+    }
+    socket.flush().await?;
+    socket.shutdown().await
+}
+
+/// A `chat.completion.chunk` event whose delta is `delta`, with `finish` as its
+/// `finish_reason`; `end` is the event's line end (`"\n"`, `"\r\n"`, `"\r"`).
+pub fn chunk(delta: Value, finish: Option<&str>, end: &str) -> String {
+    let chunk = serde_json::json!({
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    });
+    format!("data: {chunk}{end}{end}")
+}
+
+/// Content deltas of `text` in pieces of `size` bytes (at char boundaries), then a finish
+/// chunk with `finish` and `data: [DONE]`, all with line end `end`.
+pub fn text_stream(text: &str, size: usize, finish: &str, end: &str) -> Vec<String> {
+    let mut events = Vec::new();
+    let mut start = 0;
+    while start < text.len() {
+        let mut stop = (start + size).min(text.len());
+        while !text.is_char_boundary(stop) {
+            stop += 1;
+        }
+        events.push(chunk(
+            serde_json::json!({"content": &text[start..stop]}),
+            None,
+            end,
+        ));
+        start = stop;
+    }
+    events.push(chunk(serde_json::json!({}), Some(finish), end));
+    events.push(format!("data: [DONE]{end}{end}"));
+    events
+}
