@@ -531,8 +531,17 @@ fn build_tam() -> Result<Work, String> {
     Ok(Work::Done)
 }
 
+/// The `tam` binary `build_tam` made (`CARGO_TARGET_DIR` respected).
 fn tam_binary() -> PathBuf {
-    root().join("target/release/tam")
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"));
+    let target = if target.is_relative() {
+        root().join(target)
+    } else {
+        target
+    };
+    target.join("release/tam")
 }
 
 /// A running `llama-server`; dropping it stops the server unless it is kept.
