@@ -6,6 +6,12 @@
 //!   nightly toolchain and cargo-fuzz are present) a short smoke run of every fuzz target.
 //! * `fuzz [TARGET] [--secs N]` — run one or every fuzz target for N seconds (default 60).
 //! * `bench` — run the criterion benchmarks and write the plots (see `benches/README.md`).
+//! * `e2e [--cache DIR] [--keep-server] [--tries N] [--jobs N]` — build llama.cpp's
+//!   `llama-server` and fetch a real model (pinned, hash-checked, cached), serve it on
+//!   127.0.0.1 and run the workspace against it in both protocols (see `e2e/README.md`).
+
+mod e2e;
+mod json;
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -17,8 +23,12 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("fuzz") => fuzz(&args[1..]),
         Some("bench") => bench(&args[1..]),
+        Some("e2e") => e2e::run(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <ci | fuzz [TARGET] [--secs N] | bench [--quick]>");
+            eprintln!(
+                "usage: cargo xtask <ci | fuzz [TARGET] [--secs N] | bench [--quick] \
+                 | e2e [--cache DIR] [--keep-server] [--tries N] [--jobs N]>"
+            );
             return ExitCode::from(2);
         }
     };
