@@ -10,7 +10,7 @@ use tam_parse::scan::{
 };
 use tam_parse::{Diagnostic, Span};
 
-use crate::block::{ActionBlock, OpenBlock, build_block};
+use crate::block::{ActionBlock, Built, OpenBlock, build_block};
 use crate::codes;
 use crate::fence::FenceTracker;
 use crate::position::StreamCursor;
@@ -202,7 +202,9 @@ impl ActionLayer {
         self.open.diagnostics.push(diagnostic);
     }
 
-    pub(crate) fn block_closed(&mut self, closed: &ClosedBlock) -> ActionBlock {
+    /// The block ended: emits its [`Event::Block`], or — for a prose mention (SPEC §3) —
+    /// warning `marker_in_prose` and its bytes as [`Event::Text`].
+    pub(crate) fn block_closed(&mut self, closed: &ClosedBlock, out: &mut impl FnMut(Event<'_>)) {
         let mut open = std::mem::take(&mut self.open);
         // A block that exceeded its limit is not parsed: its regions do not matter (and
         // their offsets refer to bytes since dropped).
@@ -218,9 +220,22 @@ impl ActionLayer {
             });
         }
         let index = self.blocks_seen;
-        self.blocks_seen += 1;
-        self.fence.interrupt(closed.span.end);
-        build_block(closed, open, index, &self.config)
+        match build_block(closed, open, index, &self.config) {
+            Built::Block(block) => {
+                self.blocks_seen += 1;
+                self.fence.interrupt(closed.span.end);
+                out(Event::Block(block));
+            }
+            Built::Prose(warning) => {
+                out(Event::Diagnostic(warning));
+                let text: &str = &closed.raw;
+                self.fence.text(text, closed.span);
+                out(Event::Text {
+                    text: Cow::Borrowed(text),
+                    span: closed.span,
+                });
+            }
+        }
     }
 }
 
@@ -272,8 +287,7 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
     }
 
     fn block_closed(&mut self, closed: ClosedBlock) {
-        let block = self.layer.block_closed(&closed);
-        (self.out)(Event::Block(block));
+        self.layer.block_closed(&closed, self.out);
     }
 
     fn invalid_utf8(&mut self, bytes: &[u8], span: Span, in_block: bool) {

@@ -56,12 +56,29 @@
 //! begins no element, as in `<code>if a < b</code>`, an element left unclosed when its
 //! parent closes (`Vec<String>`) or a close tag that matches nothing in a value that then
 //! closes properly (`unescaped_lt`); `]]>` in text (`unescaped_gt`); undeclared namespace
-//! prefixes (`undeclared_prefix`); a missing `</ACTION>` at the end of the stream or
-//! elements left open at the end of the block (`missing_close_tag`: what arrived is
-//! parsed); markdown code fences around or inside the block (`code_fence`); `<action>`,
+//! prefixes (`undeclared_prefix`); a missing `</ACTION>` at the end of the stream when
+//! every call element in the block closed, or elements left open at the end of a closed
+//! block (`missing_close_tag`: what arrived is parsed); markdown code fences around or inside the block (`code_fence`); `<action>`,
 //! `< ACTION >` and close tags that match only ignoring case (`noncanonical_tag`).
 //! Comments and processing instructions are dropped. A `<` problem between calls or
 //! directly inside a call is structure gone wrong, not code, and is not repaired.
+//!
+//! # A block the stream ended in (SPEC §3, §5)
+//!
+//! * A block that never closes and whose body does not begin with an element (blanks and
+//!   a code fence line aside), or holds no element at all, is a **prose mention** (`I
+//!   write an <ACTION> block with a tag such as <DeleteAllFiles> inside it.`): warning
+//!   `marker_in_prose` (an empty span at the tag), then its bytes as [`Event::Text`] with
+//!   their spans. It is not a block: it takes no block index and nothing of it runs. Its
+//!   [`Event::BlockStart`] was already reported (the tag was seen before the stream ended).
+//! * A block that never closes with a call element still open (`<ACTION><write_to_file>
+//!   <path>a.rs</path><content>fn main() {`): no call, error `unterminated_block` with
+//!   the block's raw text. A call the model did not finish never runs.
+//! * [`Decoder::finish`] with every call element closed and only `</ACTION>` missing: the
+//!   `missing_close_tag` repair, the calls run.
+//! * [`Decoder::finish_cut`] (a token limit, a transport error): no repair at all; a
+//!   block open at the cut yields no call (`unterminated_block`, saying the stream was
+//!   cut), prose mentions aside.
 //!
 //! What cannot be repaired is error `malformed_xml`: the message ends with the line and
 //! column (1-based, columns in characters) in the model's whole output, prose included

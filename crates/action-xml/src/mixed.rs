@@ -250,8 +250,9 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
             self.tam
                 .block_closed(closed, &mut forward_tam(self.action, self.out));
         } else {
-            let block = self.action.block_closed(&closed);
-            (self.out)(MixedEvent::ActionBlock(block));
+            let out = &mut *self.out;
+            self.action
+                .block_closed(&closed, &mut |e: Event<'_>| out(MixedEvent::from(e)));
         }
     }
 

@@ -77,12 +77,16 @@ impl Cursor {
 
 /// Tracks the cursor over every byte fed, so that a block can learn where it starts even
 /// when its start marker arrived split over deltas.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct StreamCursor {
     /// The cursor at the start of the delta being fed.
     at_delta: Cursor,
     /// Stream offset of the start of the delta being fed.
     delta_start: usize,
+    /// The last position asked for in the delta being fed (bytes into the delta, cursor
+    /// there): the next question about a later offset starts from it, so that asking for
+    /// every block of one delta costs one pass over the delta, not one per block.
+    last: std::cell::Cell<(usize, Cursor)>,
 }
 
 impl StreamCursor {
@@ -93,7 +97,13 @@ impl StreamCursor {
     pub(crate) fn at(&self, delta: &[u8], offset: usize) -> Cursor {
         if offset >= self.delta_start {
             let n = (offset - self.delta_start).min(delta.len());
-            self.at_delta.after(&delta[..n])
+            let (from, cursor) = match self.last.get() {
+                (from, cursor) if from <= n => (from, cursor),
+                _ => (0, self.at_delta),
+            };
+            let cursor = cursor.after(&delta[from..n]);
+            self.last.set((n, cursor));
+            cursor
         } else {
             self.at_delta.back_on_line(self.delta_start - offset)
         }
@@ -103,6 +113,7 @@ impl StreamCursor {
     pub(crate) fn finish_delta(&mut self, delta: &[u8]) {
         self.at_delta.advance(delta);
         self.delta_start += delta.len();
+        self.last.set((0, self.at_delta));
     }
 }
 

@@ -112,6 +112,10 @@ pub(crate) struct Prepared {
     /// Elements closed at the end of the body because their close tags were missing,
     /// innermost first.
     pub auto_closed: Vec<String>,
+    /// Call elements that closed (or were empty elements) in the body as written.
+    pub closed_calls: usize,
+    /// True when a call element was still open at the end of the body.
+    pub open_call: bool,
 }
 
 #[derive(Debug)]
@@ -184,6 +188,10 @@ struct Prescan<'a> {
     gt: Tally,
     case: Tally,
     truncated_tag: Option<Range<usize>>,
+    /// Call elements closed so far.
+    closed_calls: usize,
+    /// The first element nested deeper than `max_depth` that was kept as an element.
+    too_deep: Option<usize>,
 }
 
 /// Runs the pre-scan over `body` (with the scanner's `regions`, in body offsets and
@@ -220,9 +228,11 @@ pub(crate) fn prescan(
         gt: Tally::default(),
         case: Tally::default(),
         truncated_tag: None,
+        closed_calls: 0,
+        too_deep: None,
     };
     p.walk()?;
-    Ok(p.finish())
+    p.finish()
 }
 
 /// The document for a body that needs no repair, when one quick look can tell: every `<`
@@ -300,6 +310,8 @@ pub(crate) fn clean_document(
         cdata,
         repairs: Vec::new(),
         auto_closed: Vec::new(),
+        closed_calls: 0,
+        open_call: false,
     })
 }
 
@@ -511,10 +523,12 @@ impl<'a> Prescan<'a> {
         for (p, at) in attr_prefixes {
             self.use_prefix(p, at);
         }
-        if self.stack.len() >= self.max_depth {
+        if self.stack.len() < VALUE_DEPTH && self.stack.len() >= self.max_depth {
             return Err(Refusal::TooDeep(i));
         }
         if empty {
+            let depth = self.stack.len() + 1;
+            self.kept(i, depth, &body[name.clone()]);
             self.accept(name);
         } else {
             self.stack.push(Open {
@@ -605,7 +619,27 @@ impl<'a> Prescan<'a> {
             for at in open.unmatched {
                 self.escape_lt(at);
             }
+            let depth = self.stack.len() + 1;
+            self.kept(open.lt, depth, &self.body[open.name.clone()]);
             self.accept(open.name);
+        }
+    }
+
+    /// An element `name` at `depth` (1 for a call) starting at `lt` is kept as an element:
+    /// count calls, and note the first one nested too deep. Inside a value, an element's
+    /// depth is known only when it closes (one never closed there is text and costs no
+    /// depth), so the limit is checked here rather than when it opens.
+    fn kept(&mut self, lt: usize, depth: usize, name: &str) {
+        if depth > self.max_depth && self.too_deep.is_none_or(|at| lt < at) {
+            self.too_deep = Some(lt);
+        }
+        let in_nested_action = self
+            .stack
+            .first()
+            .is_some_and(|o| self.body[o.name.clone()].eq_ignore_ascii_case("ACTION"));
+        let call_depth = if in_nested_action { 2 } else { 1 };
+        if depth == call_depth && !(depth == 1 && name.eq_ignore_ascii_case("ACTION")) {
+            self.closed_calls += 1;
         }
     }
 
@@ -628,10 +662,17 @@ impl<'a> Prescan<'a> {
         }
     }
 
-    fn finish(mut self) -> Prepared {
+    fn finish(mut self) -> Result<Prepared, Refusal> {
         let body = self.body;
         let len = body.len();
         let mut auto_closed = Vec::new();
+        let closed_calls = self.closed_calls;
+        let open_call = match self.stack.as_slice() {
+            [] => false,
+            [first, rest @ ..] => {
+                !body[first.name.clone()].eq_ignore_ascii_case("ACTION") || !rest.is_empty()
+            }
+        };
         while let Some(open) = self.stack.last() {
             let name = &body[open.name.clone()];
             self.edit(len, 0, format!("</{name}>"));
@@ -737,13 +778,18 @@ impl<'a> Prescan<'a> {
                 message: "the stream ended inside a tag; the fragment was dropped".to_owned(),
             });
         }
-        Prepared {
+        if let Some(at) = self.too_deep {
+            return Err(Refusal::TooDeep(at));
+        }
+        Ok(Prepared {
             doc,
             map,
             cdata,
             repairs,
             auto_closed,
-        }
+            closed_calls,
+            open_call,
+        })
     }
 }
 
