@@ -68,9 +68,11 @@ pub struct Config {
     /// decoder holds at most this plus 64 KiB meanwhile. Default: 1 MiB.
     pub max_block_bytes: usize,
     /// Deepest element nesting inside `<ACTION>` (a call is level 1, its parameters level
-    /// 2). Deeper input gets error `nesting_too_deep` and no calls; it is checked by an
-    /// iterative pre-scan before any parser recurses. Values above 256 count as 256.
-    /// Default: 64.
+    /// 2). Deeper input gets error `nesting_too_deep` (pointing at the deepest element)
+    /// and no calls; it is checked by an iterative pre-scan before any parser recurses.
+    /// Only real nesting counts: inside a value, a `<` that opens an element never closed
+    /// there (`Vec<String>`, `a < b`) is text and costs no depth. Values above 256 count
+    /// as 256. Default: 64.
     pub max_depth: usize,
     /// Most XML nodes (elements, text runs) in one block, passed to roxmltree as its
     /// `nodes_limit`. More gets error `too_many_nodes` and no calls. Default: 65 536.

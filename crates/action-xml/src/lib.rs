@@ -39,7 +39,11 @@
 //!   decoded, trimmed of XML whitespace); one holding CDATA is the CDATA text verbatim,
 //!   except a line break right after `<![CDATA[` and the blanks after the last line break
 //!   before `]]>`. Children all named `item` make an array; other children an object, a
-//!   repeated name an array. Attributes are ignored (`ignored_attribute`), non-blank text
+//!   repeated name an array. A parameter whose content mixes non-blank text with child
+//!   elements is code or markup (`let s = "<b>x</b>";`, JSX, HTML): a **string**, its
+//!   inner text as written (markup kept, entity references decoded, trimmed as a leaf).
+//!   Inside a value a `<` that opens an element never closed there (`Vec<String>`,
+//!   `a < b`, `HashMap<String, bool>`) is text and costs no depth. Attributes are ignored (`ignored_attribute`), non-blank text
 //!   between calls too (`stray_text`).
 //! * Every block is reported; the second and later carry `extra_action_block` (by default
 //!   only the first runs). A block's calls come out of the very `feed` that delivers

@@ -132,6 +132,10 @@ struct Open {
     /// Close tags inside it that match no open element: text if the element closes
     /// properly (`<code>s = "</div>"</code>`), else the first place roxmltree rejects.
     unmatched: Vec<usize>,
+    /// Levels of kept elements below it so far (0: none), and where the deepest of them
+    /// starts: elements that turn out to be text count no level.
+    height: usize,
+    deepest: usize,
 }
 
 /// A repair counted per block: one warning with the first place and the count.
@@ -528,13 +532,16 @@ impl<'a> Prescan<'a> {
         }
         if empty {
             let depth = self.stack.len() + 1;
-            self.kept(i, depth, &body[name.clone()]);
+            self.kept(depth, &body[name.clone()]);
+            self.rise(1, i);
             self.accept(name);
         } else {
             self.stack.push(Open {
                 lt: i,
                 name,
                 unmatched: Vec::new(),
+                height: 0,
+                deepest: i,
             });
         }
         Ok(end)
@@ -587,13 +594,19 @@ impl<'a> Prescan<'a> {
             .rposition(|o| &body[o.name.clone()] == name)
         {
             Some(k) if k + 1 >= VALUE_DEPTH => {
-                // The elements opened after it were never closed: they were text (`Vec<String>`).
+                // The elements opened after it were never closed: they were text (`Vec<String>`),
+                // and cost no depth; what was kept inside them counts for the element closed.
+                let (mut height, mut deepest) = (0, 0);
                 for open in self.stack.split_off(k + 1) {
                     self.escape_lt(open.lt);
                     for at in open.unmatched {
                         self.escape_lt(at);
                     }
+                    if open.height > height {
+                        (height, deepest) = (open.height, open.deepest);
+                    }
                 }
+                self.rise(height, deepest);
                 self.close_top();
                 Ok(end)
             }
@@ -620,19 +633,41 @@ impl<'a> Prescan<'a> {
                 self.escape_lt(at);
             }
             let depth = self.stack.len() + 1;
-            self.kept(open.lt, depth, &self.body[open.name.clone()]);
+            self.kept(depth, &self.body[open.name.clone()]);
+            let deepest = if open.height == 0 {
+                open.lt
+            } else {
+                open.deepest
+            };
+            self.rise(open.height + 1, deepest);
             self.accept(open.name);
         }
     }
 
-    /// An element `name` at `depth` (1 for a call) starting at `lt` is kept as an element:
-    /// count calls, and note the first one nested too deep. Inside a value, an element's
-    /// depth is known only when it closes (one never closed there is text and costs no
-    /// depth), so the limit is checked here rather than when it opens.
-    fn kept(&mut self, lt: usize, depth: usize, name: &str) {
-        if depth > self.max_depth && self.too_deep.is_none_or(|at| lt < at) {
-            self.too_deep = Some(lt);
+    /// A subtree of kept elements `height` levels high, whose deepest element starts at
+    /// `deepest`, ends inside the top of the stack (or at the top level, where the depth
+    /// limit is checked).
+    fn rise(&mut self, height: usize, deepest: usize) {
+        match self.stack.last_mut() {
+            Some(parent) => {
+                if height > parent.height {
+                    parent.height = height;
+                    parent.deepest = deepest;
+                }
+            }
+            None => {
+                if height > self.max_depth && self.too_deep.is_none() {
+                    self.too_deep = Some(deepest);
+                }
+            }
         }
+    }
+
+    /// An element `name` at `depth` (1 for a call) is kept as an element: count calls.
+    /// (Inside a value, an element's depth is known only when its ancestors are decided —
+    /// one never closed there is text and costs no depth — so the limit is checked on
+    /// heights of kept subtrees, in [`Prescan::rise`].)
+    fn kept(&mut self, depth: usize, name: &str) {
         let in_nested_action = self
             .stack
             .first()
@@ -854,7 +889,7 @@ mod tests {
         let deep = "<a>".repeat(100_000);
         assert_eq!(
             prescan(&deep, &[], false, 64, &[]).unwrap_err(),
-            Refusal::TooDeep(64 * 3)
+            Refusal::TooDeep(3 * (100_000 - 1))
         );
     }
 

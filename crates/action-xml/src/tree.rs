@@ -165,6 +165,14 @@ impl TreeReader<'_> {
         if elements == 0 {
             return Value::String(self.leaf(node));
         }
+        if node
+            .children()
+            .any(|c| c.is_text() && !is_blank(c.text().unwrap_or("")))
+        {
+            // Text beside child elements: code or markup (`let s = "<b>x</b>";`, JSX,
+            // HTML). The value is the inner text as written, read as a leaf is.
+            return Value::String(self.inner_text(node));
+        }
         let place = Place::Value(name);
         if !all_items {
             return Value::Object(self.object(node, place, elements));
@@ -233,6 +241,17 @@ impl TreeReader<'_> {
             return self.leaf_with_cdata(node, k);
         }
         trim_xml(node.text().unwrap_or("")).to_owned()
+    }
+
+    /// The inner text of an element with mixed content, as written: markup kept, entity
+    /// references decoded, CDATA sections by the rule of [`TreeReader::leaf_with_cdata`].
+    fn inner_text(&self, node: Node<'_, '_>) -> String {
+        let start = node.range().start;
+        let k = self
+            .prepared
+            .cdata
+            .partition_point(|c| c.full.start < start);
+        self.leaf_with_cdata(node, k)
     }
 
     /// A value holding CDATA: the sections verbatim, except a line break right after the
