@@ -25,9 +25,36 @@ pub struct ActionCall {
     pub args: Map<String, Value>,
     /// Where the element is in the stream.
     pub span: Span,
+    /// Every parameter element as written, in document order (a repeated name once per
+    /// element): the exact source of its content, for a consumer that wants the text
+    /// where the XML reading gave an object or an array (tool-schema, for a parameter
+    /// declared a string).
+    pub params: Vec<ActionParam>,
+}
+
+/// One parameter element of a call, as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionParam {
+    /// The element's name as written.
+    pub key: String,
+    /// The stream span of the element's content: after its start tag, before its close
+    /// tag (empty for `<key/>`; to the block body's end when the close tag was missing).
+    pub content_span: Span,
+    /// The content exactly as the model wrote it: markup, entity references, CDATA
+    /// sections and comments untouched, no trimming.
+    pub source: String,
 }
 
 impl ActionCall {
+    /// The exact source of parameter `key`'s content (the first element of that name),
+    /// see [`ActionParam::source`].
+    pub fn source(&self, key: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|p| p.key == key)
+            .map(|p| p.source.as_str())
+    }
+
     /// The parameter `key`, if given.
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.args.get(key)
@@ -379,6 +406,7 @@ fn read_calls(
     let mut reader = TreeReader {
         prepared,
         body_start: here.closed.body.start,
+        body: &here.closed.raw[here.closed.body.clone()],
         offsets: &here.closed.offsets,
         diagnostics: diags,
     };

@@ -141,7 +141,7 @@ mod render;
 mod tree;
 mod xml_chars;
 
-pub use block::{ActionBlock, ActionCall};
+pub use block::{ActionBlock, ActionCall, ActionParam};
 pub use decoder::{Config, Decoder, Event, block_syntax, grammar};
 pub use mixed::{MixedConfig, MixedDecoder, MixedEvent, Protocol, mixed_grammar};
 pub use parsed::{Parsed, parse, parse_with};

@@ -78,6 +78,19 @@ fn dump_action_block(out: &mut String, b: &ActionBlock) {
             serde_json::Value::Object(c.args.clone())
         )
         .unwrap();
+        // A parameter's exact source, where it is not simply its string value.
+        for p in &c.params {
+            if c.get_str(&p.key) != Some(p.source.as_str()) {
+                writeln!(
+                    out,
+                    "    source {:?} {} {:?}",
+                    p.key,
+                    span(p.content_span),
+                    p.source
+                )
+                .unwrap();
+            }
+        }
     }
     for d in &b.diagnostics {
         dump_diagnostic(out, "  ", d);
