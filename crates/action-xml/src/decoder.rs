@@ -15,6 +15,7 @@ use crate::codes;
 use crate::fence::FenceTracker;
 use crate::position::StreamCursor;
 use crate::prescan::{RegionKind, RegionRef};
+use crate::stream::Streamer;
 
 /// Region index of CDATA sections in [`block_syntax`].
 const REGION_CDATA: usize = 0;
@@ -112,8 +113,49 @@ pub enum Event<'a> {
     /// A closed block, emitted by the feed that delivered `</ACTION>` (or by `finish`
     /// when the close tag never came).
     Block(ActionBlock),
-    /// A problem outside any block (invalid UTF-8).
+    /// A problem outside any block (invalid UTF-8), or warning `marker_in_prose` before
+    /// the text of an `<ACTION>` mention.
     Diagnostic(Diagnostic),
+    /// A call element's start tag is complete (argument streaming, see below): `index`
+    /// counts the calls of the block from 0, `tool` is the element's name as written,
+    /// `span` the start tag.
+    CallStart {
+        /// The call's place in its block, from 0.
+        index: usize,
+        /// The tool id as written.
+        tool: String,
+        /// The start tag.
+        span: Span,
+    },
+    /// A parameter element's start tag is complete: `key` as written, `span` the tag.
+    ParamStart {
+        /// The parameter's name.
+        key: Cow<'a, str>,
+        /// The start tag.
+        span: Span,
+    },
+    /// A piece of the parameter's content as it arrives: as written, markup included,
+    /// references decoded, CDATA unwrapped, comments dropped (see "Arguments that
+    /// stream" in the crate docs). Borrowed unless it is a decoded reference.
+    ParamText {
+        /// The piece.
+        text: Cow<'a, str>,
+        /// Where it was written (a decoded reference: the reference).
+        span: Span,
+    },
+    /// The parameter element closed: `span` is the whole element.
+    ParamEnd {
+        /// The element, start tag to close tag.
+        span: Span,
+    },
+    /// The call element closed: `span` is the whole element. The [`Event::Block`] that
+    /// follows is what runs.
+    CallEnd {
+        /// The call's place in its block.
+        index: usize,
+        /// The element, start tag to close tag.
+        span: Span,
+    },
 }
 
 impl Event<'_> {
@@ -127,13 +169,30 @@ impl Event<'_> {
             Event::BlockStart { span } => Event::BlockStart { span },
             Event::Block(b) => Event::Block(b),
             Event::Diagnostic(d) => Event::Diagnostic(d),
+            Event::CallStart { index, tool, span } => Event::CallStart { index, tool, span },
+            Event::ParamStart { key, span } => Event::ParamStart {
+                key: Cow::Owned(key.into_owned()),
+                span,
+            },
+            Event::ParamText { text, span } => Event::ParamText {
+                text: Cow::Owned(text.into_owned()),
+                span,
+            },
+            Event::ParamEnd { span } => Event::ParamEnd { span },
+            Event::CallEnd { index, span } => Event::CallEnd { index, span },
         }
     }
 
     /// The span of the event.
     pub fn span(&self) -> Span {
         match self {
-            Event::Text { span, .. } | Event::BlockStart { span } => *span,
+            Event::Text { span, .. }
+            | Event::BlockStart { span }
+            | Event::CallStart { span, .. }
+            | Event::ParamStart { span, .. }
+            | Event::ParamText { span, .. }
+            | Event::ParamEnd { span }
+            | Event::CallEnd { span, .. } => *span,
             Event::Block(b) => b.span,
             Event::Diagnostic(d) => d.span,
         }
@@ -148,6 +207,7 @@ pub(crate) struct ActionLayer {
     blocks_seen: usize,
     fence: FenceTracker,
     open: OpenBlock,
+    streamer: Streamer,
 }
 
 impl ActionLayer {
@@ -178,6 +238,7 @@ impl ActionLayer {
             outer_fence: self.fence.fence_before_block(marker.start),
             ..OpenBlock::default()
         };
+        self.streamer = Streamer::new(marker.len());
     }
 
     pub(crate) fn region_opened(&mut self, region: usize, marker: Range<usize>) {
@@ -200,13 +261,44 @@ impl ActionLayer {
         }
     }
 
+    /// The open block grew: streams what `view.buf()[..settled]` adds.
+    pub(crate) fn progress(
+        &mut self,
+        view: &BlockView<'_>,
+        settled: usize,
+        out: &mut dyn FnMut(Event<'_>),
+    ) {
+        let open = &self.open;
+        self.streamer.advance(
+            view.buf(),
+            settled,
+            &open.regions,
+            open.open_region,
+            &|r| view.span(r),
+            out,
+        );
+    }
+
     pub(crate) fn invalid_utf8_in_block(&mut self, diagnostic: Diagnostic) {
         self.open.diagnostics.push(diagnostic);
     }
 
     /// The block ended: emits its [`Event::Block`], or — for a prose mention (SPEC §3) —
     /// warning `marker_in_prose` and its bytes as [`Event::Text`].
-    pub(crate) fn block_closed(&mut self, closed: &ClosedBlock, out: &mut impl FnMut(Event<'_>)) {
+    pub(crate) fn block_closed(&mut self, closed: &ClosedBlock, out: &mut dyn FnMut(Event<'_>)) {
+        if closed.dropped == 0 {
+            // Everything before the close tag is decided now.
+            let open = &self.open;
+            let mut streamer = std::mem::take(&mut self.streamer);
+            streamer.advance(
+                &closed.raw,
+                closed.body.end,
+                &open.regions,
+                open.open_region,
+                &|r| closed.offsets.span(r),
+                &mut *out,
+            );
+        }
         let mut open = std::mem::take(&mut self.open);
         // A block that exceeded its limit is not parsed: its regions do not matter (and
         // their offsets refer to bytes since dropped).
@@ -276,6 +368,10 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
 
     fn region_opened(&mut self, _view: &BlockView<'_>, region: usize, marker: Range<usize>) {
         self.layer.region_opened(region, marker);
+    }
+
+    fn block_progress(&mut self, view: &BlockView<'_>, settled: usize) {
+        self.layer.progress(view, settled, self.out);
     }
 
     fn region_closed(
@@ -405,5 +501,31 @@ impl Decoder {
         self.scanner.finish_cut(&mut sink);
         self.layer.reset();
         self.cursor = StreamCursor::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 11 §5: the work per block does not grow with the number of blocks in one
+    /// delta. Counted, not timed: the bytes looked at to place blocks (line and column)
+    /// stay within one pass over the delta, and every block is found.
+    #[test]
+    fn many_blocks_in_one_delta_cost_one_pass() {
+        for n in [1, 10, 100, 1000] {
+            let one = "Step.\n<ACTION><read_file><path>a.rs</path></read_file></ACTION>\n";
+            let delta = one.repeat(n);
+            let mut decoder = Decoder::new(Config::default());
+            let mut blocks = 0;
+            decoder.feed(&delta, |e| blocks += matches!(e, Event::Block(_)) as usize);
+            assert_eq!(blocks, n);
+            assert!(
+                decoder.cursor.scanned() <= delta.len(),
+                "{n} blocks: {} bytes looked at for a delta of {}",
+                decoder.cursor.scanned(),
+                delta.len()
+            );
+        }
     }
 }

@@ -138,6 +138,7 @@ mod parsed;
 mod position;
 mod prescan;
 mod render;
+mod stream;
 mod tree;
 mod xml_chars;
 

@@ -87,6 +87,10 @@ pub(crate) struct StreamCursor {
     /// there): the next question about a later offset starts from it, so that asking for
     /// every block of one delta costs one pass over the delta, not one per block.
     last: std::cell::Cell<(usize, Cursor)>,
+    /// Bytes of deltas looked at to answer [`StreamCursor::at`], over the stream (a test
+    /// checks that it stays within the stream's length: one pass, whatever the number of
+    /// blocks in a delta).
+    scanned: std::cell::Cell<usize>,
 }
 
 impl StreamCursor {
@@ -102,11 +106,18 @@ impl StreamCursor {
                 _ => (0, self.at_delta),
             };
             let cursor = cursor.after(&delta[from..n]);
+            self.scanned.set(self.scanned.get() + (n - from));
             self.last.set((n, cursor));
             cursor
         } else {
             self.at_delta.back_on_line(self.delta_start - offset)
         }
+    }
+
+    /// Bytes looked at by [`StreamCursor::at`] so far.
+    #[cfg(test)]
+    pub(crate) fn scanned(&self) -> usize {
+        self.scanned.get()
     }
 
     /// Moves past a delta of `delta.len()` bytes (after the scanner has seen it).

@@ -36,6 +36,13 @@ pub trait Harness: Copy {
     fn extend_text(last: &mut Self::Event, text: &str, span: Span) -> bool;
     /// The span of a text, block or top-level diagnostic event (those tile the stream).
     fn tiling_span(e: &Self::Event) -> Option<Span>;
+
+    /// Merges `e` into `last` when both are pieces of one streamed parameter value
+    /// (adjacent `ParamText` events, whose split depends on the deltas). Default: never.
+    fn merge_piece(last: &mut Self::Event, e: &Self::Event) -> bool {
+        let _ = (last, e);
+        false
+    }
 }
 
 /// Appends an owned event; a text event right after an adjacent text event is merged into
@@ -50,6 +57,11 @@ pub fn push<H: Harness>(events: &mut Vec<H::Event>, e: H::Event) {
         {
             return;
         }
+    }
+    if let Some(last) = events.last_mut()
+        && H::merge_piece(last, &e)
+    {
+        return;
     }
     events.push(e);
 }
@@ -310,6 +322,24 @@ impl Harness for Action {
             _ => None,
         }
     }
+
+    fn merge_piece(last: &mut Self::Event, e: &Self::Event) -> bool {
+        use action_xml::Event::ParamText;
+        match (last, e) {
+            (
+                ParamText { text, span },
+                ParamText {
+                    text: more,
+                    span: s,
+                },
+            ) => {
+                text.to_mut().push_str(more);
+                span.end = s.end;
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// The decoder of TAM and ACTION blocks in one stream, with a config.
@@ -330,6 +360,29 @@ impl Harness for Mixed {
             MixedEvent::ActionBlock(b) => Some(b.span),
             MixedEvent::Diagnostic(d) => Some(d.span),
             _ => None,
+        }
+    }
+
+    fn merge_piece(last: &mut Self::Event, e: &Self::Event) -> bool {
+        use MixedEvent::ParamText;
+        match (last, e) {
+            (
+                ParamText {
+                    protocol,
+                    text,
+                    span,
+                },
+                ParamText {
+                    protocol: p,
+                    text: more,
+                    span: s,
+                },
+            ) if protocol == p => {
+                text.to_mut().push_str(more);
+                span.end = s.end;
+                true
+            }
+            _ => false,
         }
     }
 }
