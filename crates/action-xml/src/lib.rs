@@ -91,6 +91,25 @@
 //! block has no calls. Well-formed blocks, the common case, skip the repairing pre-scan: a
 //! quick look for `<` decides that roxmltree may see the body as it is.
 //!
+//! # Arguments that stream (issue 12 §2)
+//!
+//! While a block is being written the decoder reports [`Event::CallStart`] (a call
+//! element's start tag is complete: index in the block, tool), [`Event::ParamStart`],
+//! [`Event::ParamText`] pieces, [`Event::ParamEnd`] and [`Event::CallEnd`]; then the
+//! [`Event::Block`], which alone is authoritative (what runs). The pieces of a parameter
+//! are its content **as written, markup included**, entity and character references
+//! decoded (a decoded reference is an owned piece), CDATA content verbatim without its
+//! markers, comments dropped, line ends as written: joined and trimmed of XML whitespace
+//! they are a string value (a CDATA value follows its own edge rule), code with tags is
+//! its code, and an object or array parameter streams its child elements' markup (its
+//! value is in the block). Inside a value only the parameter's own tags count (`<p>` in
+//! `<p>` nests). Other text is borrowed from the block buffer (no allocation per delta);
+//! the buffer is read once, left to right, whatever the deltas (O(n) per block).
+//! A call or parameter the block ends inside gets no end event. A block whose body begins
+//! with prose (a possible mention of `<ACTION>`) streams nothing. Known limit: a block
+//! that exceeds `max_block_bytes` may have streamed a prefix before the overflow, and how
+//! much depends on the split (the scanner reports no progress once a push overflows).
+//!
 //! # What is borrowed, what is held back
 //!
 //! [`Event::Text`] borrows from the delta just fed, or from the decoder for prose it held

@@ -272,6 +272,15 @@ impl Streamer {
             // The name may go on.
             return Look::Wait;
         }
+        if let State::Param {
+            name: param_name, ..
+        } = &self.state
+            && buf[param_name.clone()] != buf[name.clone()]
+        {
+            // Inside a value only the parameter's own tags matter; the rest is text, read
+            // on (references in it decoded).
+            return self.text_lt(buf, at, span, out);
+        }
         // The tag's end: `>` (or `/>`), outside quotes.
         let mut j = name.end;
         let mut quote = None;
@@ -413,7 +422,8 @@ impl Streamer {
         };
         let trimmed = text.trim_matches(|c: char| c.is_ascii() && is_xml_space(c as u8));
         let fence = trimmed.starts_with("```") || trimmed.starts_with("~~~");
-        if !trimmed.is_empty() && !(fence && trimmed.chars().all(fence_or_blank)) {
+        let fence_line = fence && trimmed.chars().all(fence_or_blank);
+        if !trimmed.is_empty() && !fence_line {
             self.prose = true;
         }
     }
