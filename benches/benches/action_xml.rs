@@ -10,6 +10,10 @@
 //! that needs repairs costs one more pass and, when roxmltree rejected it as written, one
 //! more roxmltree parse.
 //!
+//! `many_blocks` feeds a reply of 1, 2, 4 and 8 MiB holding one small ACTION block per
+//! ~1.8 KiB of output (582 blocks per MiB) as one delta: the time must grow linearly
+//! (issue 11 §5: it was quadratic).
+//!
 //! `cargo bench -p tam-benches --bench action_xml`
 
 use std::hint::black_box;
@@ -70,5 +74,34 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// A reply of at least `bytes` bytes: prose and one small block, repeated.
+fn many_blocks(bytes: usize) -> String {
+    let mut out = String::with_capacity(bytes + 2048);
+    let filler = "x".repeat(1700);
+    let mut n = 0;
+    while out.len() < bytes {
+        out.push_str(&format!(
+            "Step {n}: reading.\n<ACTION><read_file><path>src/f{n}.rs</path><content>{filler}</content></read_file></ACTION>\n"
+        ));
+        n += 1;
+    }
+    out
+}
+
+fn bench_many_blocks(c: &mut Criterion) {
+    let mut group = c.benchmark_group("action_xml/many_blocks");
+    group.sample_size(10);
+    for mib in [1, 2, 4, 8] {
+        let reply = many_blocks(mib << 20);
+        let blocks = reply.matches("</ACTION>").count();
+        assert_eq!(parse_block(&reply), 2 * blocks);
+        group.throughput(Throughput::Bytes(reply.len() as u64));
+        group.bench_function(BenchmarkId::new("whole", format!("{mib}MiB")), |b| {
+            b.iter(|| parse_block(black_box(&reply)))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_many_blocks);
 criterion_main!(benches);

@@ -25,9 +25,36 @@ pub struct ActionCall {
     pub args: Map<String, Value>,
     /// Where the element is in the stream.
     pub span: Span,
+    /// Every parameter element as written, in document order (a repeated name once per
+    /// element): the exact source of its content, for a consumer that wants the text
+    /// where the XML reading gave an object or an array (tool-schema, for a parameter
+    /// declared a string).
+    pub params: Vec<ActionParam>,
+}
+
+/// One parameter element of a call, as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionParam {
+    /// The element's name as written.
+    pub key: String,
+    /// The stream span of the element's content: after its start tag, before its close
+    /// tag (empty for `<key/>`; to the block body's end when the close tag was missing).
+    pub content_span: Span,
+    /// The content exactly as the model wrote it: markup, entity references, CDATA
+    /// sections and comments untouched, no trimming.
+    pub source: String,
 }
 
 impl ActionCall {
+    /// The exact source of parameter `key`'s content (the first element of that name),
+    /// see [`ActionParam::source`].
+    pub fn source(&self, key: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|p| p.key == key)
+            .map(|p| p.source.as_str())
+    }
+
     /// The parameter `key`, if given.
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.args.get(key)
@@ -120,14 +147,52 @@ impl Where<'_> {
     }
 }
 
+/// What a block the scanner closed turned out to be.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Built {
+    /// An ACTION block.
+    Block(ActionBlock),
+    /// A block that never closed and holds no call: a mention of `<ACTION>` in prose. Its
+    /// bytes are text; the diagnostic is warning `marker_in_prose`.
+    Prose(Diagnostic),
+}
+
+impl Built {
+    #[cfg(test)]
+    fn block(self) -> ActionBlock {
+        match self {
+            Built::Block(b) => b,
+            Built::Prose(d) => panic!("prose mention: {d:?}"),
+        }
+    }
+}
+
 /// Builds the [`ActionBlock`] of a block the scanner closed.
 pub(crate) fn build_block(
     closed: &ClosedBlock,
     open: OpenBlock,
     index: usize,
     config: &Config,
-) -> ActionBlock {
+) -> Built {
     build_block_with(closed, open, index, config, true)
+}
+
+/// True when the first thing in `body` (blanks and a leading code fence line aside) is an
+/// element's start tag.
+fn starts_with_element(body: &str, fences: &[Range<usize>]) -> bool {
+    let mut at = body.len() - body.trim_start_matches([' ', '\t', '\n', '\r']).len();
+    if let Some(f) = fences.first()
+        && f.start <= at
+        && f.end > at
+    {
+        at = f.end;
+        at += body[at..].len() - body[at..].trim_start_matches([' ', '\t', '\n', '\r']).len();
+    }
+    let rest = &body.as_bytes()[at..];
+    rest.first() == Some(&b'<')
+        && rest
+            .get(1)
+            .is_some_and(|&c| c >= 0x80 || c == b'_' || c.is_ascii_alphabetic())
 }
 
 /// [`build_block`]; `fast_path` tries a body as it is before the full pre-scan (off only in
@@ -138,9 +203,10 @@ fn build_block_with(
     index: usize,
     config: &Config,
     fast_path: bool,
-) -> ActionBlock {
+) -> Built {
     let mut diags = open.diagnostics;
     let at_eof = matches!(closed.end, BlockEnd::Eof | BlockEnd::Cut);
+    let cut = closed.end == BlockEnd::Cut;
     let here = Where {
         closed,
         start: open.start,
@@ -164,7 +230,7 @@ fn build_block_with(
     }
     if closed.dropped > 0 {
         if at_eof {
-            diags.push(missing_close(closed, &[]));
+            diags.push(unterminated(closed, "a block larger than the limit"));
         }
         diags.push(Diagnostic::error(
             codes::BLOCK_TOO_LARGE,
@@ -175,7 +241,7 @@ fn build_block_with(
                 config.max_block_bytes
             ),
         ));
-        return finish(closed, index, Vec::new(), diags, ByteString::new());
+        return Built::Block(finish(closed, index, Vec::new(), diags, ByteString::new()));
     }
     let raw = &closed.raw;
     let body_range = closed.body.clone();
@@ -228,11 +294,36 @@ fn build_block_with(
             roxmltree::Document::parse_with_options(&clean.doc, parsing_options(config))
     {
         let calls = read_calls(&clean, &document, &here, &mut diags);
-        return finish_block(closed, index, calls, diags, raw.clone());
+        return Built::Block(finish_block(closed, index, calls, diags, raw.clone()));
     }
     let prepared = prescan(body, &regions, at_eof, max_depth, &fences);
-    if at_eof && prepared.is_err() {
-        diags.push(missing_close(closed, &[]));
+    if at_eof {
+        // SPEC §3/§5: a block the stream ended in is prose when its body does not begin
+        // with an element (`an <ACTION> block with a tag such as <X> inside`) or holds no
+        // element at all; otherwise it runs only when every call in it closed and the
+        // stream was not cut.
+        let (closed_calls, open_call) = match &prepared {
+            Ok(p) => (p.closed_calls, p.open_call),
+            Err(_) => (0, true),
+        };
+        if !starts_with_element(body, &fences) || (closed_calls == 0 && !open_call) {
+            return Built::Prose(Diagnostic::warning(
+                codes::MARKER_IN_PROSE,
+                Span::new(closed.span.start, closed.span.start),
+                "an <ACTION> tag that never closed and holds no tool call: read as prose",
+            ));
+        }
+        let why = if open_call {
+            Some("a tool call the model did not finish")
+        } else if cut {
+            Some("a block the stream was cut in (no repair applies to a cut stream)")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            diags.push(unterminated(closed, why).with_raw(raw.clone()));
+            return Built::Block(finish(closed, index, Vec::new(), diags, raw.clone()));
+        }
     }
     let calls = match prepared {
         Err(Refusal::Dtd(at)) => {
@@ -261,7 +352,22 @@ fn build_block_with(
         }
         Ok(prepared) => parse_prepared(&prepared, &here, config, at_eof, &mut diags),
     };
-    finish_block(closed, index, calls, diags, raw.clone())
+    Built::Block(finish_block(closed, index, calls, diags, raw.clone()))
+}
+
+/// Error `unterminated_block`: the stream ended before `</ACTION>`, inside `what`; the
+/// block yields no call.
+fn unterminated(closed: &ClosedBlock, what: &str) -> Diagnostic {
+    let how = if closed.end == BlockEnd::Cut {
+        "the stream was cut"
+    } else {
+        "the stream ended"
+    };
+    Diagnostic::error(
+        codes::UNTERMINATED_BLOCK,
+        Span::new(closed.span.end, closed.span.end),
+        format!("{how} before </ACTION>, in {what}; no call of this block runs"),
+    )
 }
 
 /// Ends a block that was parsed: warns when it has no call.
@@ -300,6 +406,7 @@ fn read_calls(
     let mut reader = TreeReader {
         prepared,
         body_start: here.closed.body.start,
+        body: &here.closed.raw[here.closed.body.clone()],
         offsets: &here.closed.offsets,
         diagnostics: diags,
     };
@@ -455,7 +562,7 @@ mod tests {
     struct BothWays {
         open: OpenBlock,
         pending: Option<usize>,
-        pairs: Vec<(ActionBlock, ActionBlock)>,
+        pairs: Vec<(Built, Built)>,
     }
 
     impl ScanHandler for BothWays {
@@ -590,6 +697,7 @@ mod tests {
             scanner.finish(&mut handler);
             let (fast, full) = &handler.pairs[0];
             prop_assert_eq!(fast, full, "{}", input);
+            let fast = fast.clone().block();
             prop_assert!(!fast.has_errors(), "{:?}", fast.diagnostics);
         }
 

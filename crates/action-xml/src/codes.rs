@@ -41,6 +41,15 @@ pub const EXTRA_ACTION_BLOCK: Code = Code::new("extra_action_block");
 /// most likely a mention in prose and the real block followed; the inner element's
 /// children were read as the calls.
 pub const NESTED_ACTION_TAG: Code = Code::new("nested_action_tag");
+/// An `<ACTION>` tag that never closed and holds no tool call (warning): a mention in
+/// prose (`I write an <ACTION> block with a tag such as <X>`). Its bytes come out as
+/// text; nothing of it runs. The diagnostic's span is empty, at the tag.
+pub const MARKER_IN_PROSE: Code = Code::new("marker_in_prose");
+/// The stream ended, or was cut, before `</ACTION>` in a block holding a tool call the
+/// model did not finish, or (after `finish_cut`) in any block holding calls (error): the
+/// block yields no call. The diagnostic carries the block's raw text. The same code as
+/// tam-parse's.
+pub const UNTERMINATED_BLOCK: Code = Code::UNTERMINATED_BLOCK;
 /// An ACTION block without any call (warning).
 pub const EMPTY_BLOCK: Code = Code::new("empty_block");
 /// Elements nested deeper than [`Config::max_depth`](crate::Config::max_depth) (error);

@@ -10,11 +10,12 @@ use tam_parse::scan::{
 };
 use tam_parse::{Diagnostic, Span};
 
-use crate::block::{ActionBlock, OpenBlock, build_block};
+use crate::block::{ActionBlock, Built, OpenBlock, build_block};
 use crate::codes;
 use crate::fence::FenceTracker;
 use crate::position::StreamCursor;
 use crate::prescan::{RegionKind, RegionRef};
+use crate::stream::Streamer;
 
 /// Region index of CDATA sections in [`block_syntax`].
 const REGION_CDATA: usize = 0;
@@ -68,9 +69,11 @@ pub struct Config {
     /// decoder holds at most this plus 64 KiB meanwhile. Default: 1 MiB.
     pub max_block_bytes: usize,
     /// Deepest element nesting inside `<ACTION>` (a call is level 1, its parameters level
-    /// 2). Deeper input gets error `nesting_too_deep` and no calls; it is checked by an
-    /// iterative pre-scan before any parser recurses. Values above 256 count as 256.
-    /// Default: 64.
+    /// 2). Deeper input gets error `nesting_too_deep` (pointing at the deepest element)
+    /// and no calls; it is checked by an iterative pre-scan before any parser recurses.
+    /// Only real nesting counts: inside a value, a `<` that opens an element never closed
+    /// there (`Vec<String>`, `a < b`) is text and costs no depth. Values above 256 count
+    /// as 256. Default: 64.
     pub max_depth: usize,
     /// Most XML nodes (elements, text runs) in one block, passed to roxmltree as its
     /// `nodes_limit`. More gets error `too_many_nodes` and no calls. Default: 65 536.
@@ -110,8 +113,49 @@ pub enum Event<'a> {
     /// A closed block, emitted by the feed that delivered `</ACTION>` (or by `finish`
     /// when the close tag never came).
     Block(ActionBlock),
-    /// A problem outside any block (invalid UTF-8).
+    /// A problem outside any block (invalid UTF-8), or warning `marker_in_prose` before
+    /// the text of an `<ACTION>` mention.
     Diagnostic(Diagnostic),
+    /// A call element's start tag is complete (argument streaming, see below): `index`
+    /// counts the calls of the block from 0, `tool` is the element's name as written,
+    /// `span` the start tag.
+    CallStart {
+        /// The call's place in its block, from 0.
+        index: usize,
+        /// The tool id as written.
+        tool: String,
+        /// The start tag.
+        span: Span,
+    },
+    /// A parameter element's start tag is complete: `key` as written, `span` the tag.
+    ParamStart {
+        /// The parameter's name.
+        key: Cow<'a, str>,
+        /// The start tag.
+        span: Span,
+    },
+    /// A piece of the parameter's content as it arrives: as written, markup included,
+    /// references decoded, CDATA unwrapped, comments dropped (see "Arguments that
+    /// stream" in the crate docs). Borrowed unless it is a decoded reference.
+    ParamText {
+        /// The piece.
+        text: Cow<'a, str>,
+        /// Where it was written (a decoded reference: the reference).
+        span: Span,
+    },
+    /// The parameter element closed: `span` is the whole element.
+    ParamEnd {
+        /// The element, start tag to close tag.
+        span: Span,
+    },
+    /// The call element closed: `span` is the whole element. The [`Event::Block`] that
+    /// follows is what runs.
+    CallEnd {
+        /// The call's place in its block.
+        index: usize,
+        /// The element, start tag to close tag.
+        span: Span,
+    },
 }
 
 impl Event<'_> {
@@ -125,13 +169,30 @@ impl Event<'_> {
             Event::BlockStart { span } => Event::BlockStart { span },
             Event::Block(b) => Event::Block(b),
             Event::Diagnostic(d) => Event::Diagnostic(d),
+            Event::CallStart { index, tool, span } => Event::CallStart { index, tool, span },
+            Event::ParamStart { key, span } => Event::ParamStart {
+                key: Cow::Owned(key.into_owned()),
+                span,
+            },
+            Event::ParamText { text, span } => Event::ParamText {
+                text: Cow::Owned(text.into_owned()),
+                span,
+            },
+            Event::ParamEnd { span } => Event::ParamEnd { span },
+            Event::CallEnd { index, span } => Event::CallEnd { index, span },
         }
     }
 
     /// The span of the event.
     pub fn span(&self) -> Span {
         match self {
-            Event::Text { span, .. } | Event::BlockStart { span } => *span,
+            Event::Text { span, .. }
+            | Event::BlockStart { span }
+            | Event::CallStart { span, .. }
+            | Event::ParamStart { span, .. }
+            | Event::ParamText { span, .. }
+            | Event::ParamEnd { span }
+            | Event::CallEnd { span, .. } => *span,
             Event::Block(b) => b.span,
             Event::Diagnostic(d) => d.span,
         }
@@ -146,6 +207,7 @@ pub(crate) struct ActionLayer {
     blocks_seen: usize,
     fence: FenceTracker,
     open: OpenBlock,
+    streamer: Streamer,
 }
 
 impl ActionLayer {
@@ -176,6 +238,7 @@ impl ActionLayer {
             outer_fence: self.fence.fence_before_block(marker.start),
             ..OpenBlock::default()
         };
+        self.streamer = Streamer::new(marker.len());
     }
 
     pub(crate) fn region_opened(&mut self, region: usize, marker: Range<usize>) {
@@ -198,11 +261,44 @@ impl ActionLayer {
         }
     }
 
+    /// The open block grew: streams what `view.buf()[..settled]` adds.
+    pub(crate) fn progress(
+        &mut self,
+        view: &BlockView<'_>,
+        settled: usize,
+        out: &mut dyn FnMut(Event<'_>),
+    ) {
+        let open = &self.open;
+        self.streamer.advance(
+            view.buf(),
+            settled,
+            &open.regions,
+            open.open_region,
+            &|r| view.span(r),
+            out,
+        );
+    }
+
     pub(crate) fn invalid_utf8_in_block(&mut self, diagnostic: Diagnostic) {
         self.open.diagnostics.push(diagnostic);
     }
 
-    pub(crate) fn block_closed(&mut self, closed: &ClosedBlock) -> ActionBlock {
+    /// The block ended: emits its [`Event::Block`], or — for a prose mention (SPEC §3) —
+    /// warning `marker_in_prose` and its bytes as [`Event::Text`].
+    pub(crate) fn block_closed(&mut self, closed: &ClosedBlock, out: &mut dyn FnMut(Event<'_>)) {
+        if closed.dropped == 0 {
+            // Everything before the close tag is decided now.
+            let open = &self.open;
+            let mut streamer = std::mem::take(&mut self.streamer);
+            streamer.advance(
+                &closed.raw,
+                closed.body.end,
+                &open.regions,
+                open.open_region,
+                &|r| closed.offsets.span(r),
+                &mut *out,
+            );
+        }
         let mut open = std::mem::take(&mut self.open);
         // A block that exceeded its limit is not parsed: its regions do not matter (and
         // their offsets refer to bytes since dropped).
@@ -218,9 +314,22 @@ impl ActionLayer {
             });
         }
         let index = self.blocks_seen;
-        self.blocks_seen += 1;
-        self.fence.interrupt(closed.span.end);
-        build_block(closed, open, index, &self.config)
+        match build_block(closed, open, index, &self.config) {
+            Built::Block(block) => {
+                self.blocks_seen += 1;
+                self.fence.interrupt(closed.span.end);
+                out(Event::Block(block));
+            }
+            Built::Prose(warning) => {
+                out(Event::Diagnostic(warning));
+                let text: &str = &closed.raw;
+                self.fence.text(text, closed.span);
+                out(Event::Text {
+                    text: Cow::Borrowed(text),
+                    span: closed.span,
+                });
+            }
+        }
     }
 }
 
@@ -261,6 +370,10 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
         self.layer.region_opened(region, marker);
     }
 
+    fn block_progress(&mut self, view: &BlockView<'_>, settled: usize) {
+        self.layer.progress(view, settled, self.out);
+    }
+
     fn region_closed(
         &mut self,
         _view: &BlockView<'_>,
@@ -272,8 +385,7 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
     }
 
     fn block_closed(&mut self, closed: ClosedBlock) {
-        let block = self.layer.block_closed(&closed);
-        (self.out)(Event::Block(block));
+        self.layer.block_closed(&closed, self.out);
     }
 
     fn invalid_utf8(&mut self, bytes: &[u8], span: Span, in_block: bool) {
@@ -389,5 +501,31 @@ impl Decoder {
         self.scanner.finish_cut(&mut sink);
         self.layer.reset();
         self.cursor = StreamCursor::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 11 §5: the work per block does not grow with the number of blocks in one
+    /// delta. Counted, not timed: the bytes looked at to place blocks (line and column)
+    /// stay within one pass over the delta, and every block is found.
+    #[test]
+    fn many_blocks_in_one_delta_cost_one_pass() {
+        for n in [1, 10, 100, 1000] {
+            let one = "Step.\n<ACTION><read_file><path>a.rs</path></read_file></ACTION>\n";
+            let delta = one.repeat(n);
+            let mut decoder = Decoder::new(Config::default());
+            let mut blocks = 0;
+            decoder.feed(&delta, |e| blocks += matches!(e, Event::Block(_)) as usize);
+            assert_eq!(blocks, n);
+            assert!(
+                decoder.cursor.scanned() <= delta.len(),
+                "{n} blocks: {} bytes looked at for a delta of {}",
+                decoder.cursor.scanned(),
+                delta.len()
+            );
+        }
     }
 }

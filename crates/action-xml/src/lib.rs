@@ -39,7 +39,11 @@
 //!   decoded, trimmed of XML whitespace); one holding CDATA is the CDATA text verbatim,
 //!   except a line break right after `<![CDATA[` and the blanks after the last line break
 //!   before `]]>`. Children all named `item` make an array; other children an object, a
-//!   repeated name an array. Attributes are ignored (`ignored_attribute`), non-blank text
+//!   repeated name an array. A parameter whose content mixes non-blank text with child
+//!   elements is code or markup (`let s = "<b>x</b>";`, JSX, HTML): a **string**, its
+//!   inner text as written (markup kept, entity references decoded, trimmed as a leaf).
+//!   Inside a value a `<` that opens an element never closed there (`Vec<String>`,
+//!   `a < b`, `HashMap<String, bool>`) is text and costs no depth. Attributes are ignored (`ignored_attribute`), non-blank text
 //!   between calls too (`stray_text`).
 //! * Every block is reported; the second and later carry `extra_action_block` (by default
 //!   only the first runs). A block's calls come out of the very `feed` that delivers
@@ -56,12 +60,29 @@
 //! begins no element, as in `<code>if a < b</code>`, an element left unclosed when its
 //! parent closes (`Vec<String>`) or a close tag that matches nothing in a value that then
 //! closes properly (`unescaped_lt`); `]]>` in text (`unescaped_gt`); undeclared namespace
-//! prefixes (`undeclared_prefix`); a missing `</ACTION>` at the end of the stream or
-//! elements left open at the end of the block (`missing_close_tag`: what arrived is
-//! parsed); markdown code fences around or inside the block (`code_fence`); `<action>`,
+//! prefixes (`undeclared_prefix`); a missing `</ACTION>` at the end of the stream when
+//! every call element in the block closed, or elements left open at the end of a closed
+//! block (`missing_close_tag`: what arrived is parsed); markdown code fences around or inside the block (`code_fence`); `<action>`,
 //! `< ACTION >` and close tags that match only ignoring case (`noncanonical_tag`).
 //! Comments and processing instructions are dropped. A `<` problem between calls or
 //! directly inside a call is structure gone wrong, not code, and is not repaired.
+//!
+//! # A block the stream ended in (SPEC §3, §5)
+//!
+//! * A block that never closes and whose body does not begin with an element (blanks and
+//!   a code fence line aside), or holds no element at all, is a **prose mention** (`I
+//!   write an <ACTION> block with a tag such as <DeleteAllFiles> inside it.`): warning
+//!   `marker_in_prose` (an empty span at the tag), then its bytes as [`Event::Text`] with
+//!   their spans. It is not a block: it takes no block index and nothing of it runs. Its
+//!   [`Event::BlockStart`] was already reported (the tag was seen before the stream ended).
+//! * A block that never closes with a call element still open (`<ACTION><write_to_file>
+//!   <path>a.rs</path><content>fn main() {`): no call, error `unterminated_block` with
+//!   the block's raw text. A call the model did not finish never runs.
+//! * [`Decoder::finish`] with every call element closed and only `</ACTION>` missing: the
+//!   `missing_close_tag` repair, the calls run.
+//! * [`Decoder::finish_cut`] (a token limit, a transport error): no repair at all; a
+//!   block open at the cut yields no call (`unterminated_block`, saying the stream was
+//!   cut), prose mentions aside.
 //!
 //! What cannot be repaired is error `malformed_xml`: the message ends with the line and
 //! column (1-based, columns in characters) in the model's whole output, prose included
@@ -69,6 +90,25 @@
 //! …`; the diagnostic's span points at the spot and it carries the block's raw text. Such a
 //! block has no calls. Well-formed blocks, the common case, skip the repairing pre-scan: a
 //! quick look for `<` decides that roxmltree may see the body as it is.
+//!
+//! # Arguments that stream (issue 12 §2)
+//!
+//! While a block is being written the decoder reports [`Event::CallStart`] (a call
+//! element's start tag is complete: index in the block, tool), [`Event::ParamStart`],
+//! [`Event::ParamText`] pieces, [`Event::ParamEnd`] and [`Event::CallEnd`]; then the
+//! [`Event::Block`], which alone is authoritative (what runs). The pieces of a parameter
+//! are its content **as written, markup included**, entity and character references
+//! decoded (a decoded reference is an owned piece), CDATA content verbatim without its
+//! markers, comments dropped, line ends as written: joined and trimmed of XML whitespace
+//! they are a string value (a CDATA value follows its own edge rule), code with tags is
+//! its code, and an object or array parameter streams its child elements' markup (its
+//! value is in the block). Inside a value only the parameter's own tags count (`<p>` in
+//! `<p>` nests). Other text is borrowed from the block buffer (no allocation per delta);
+//! the buffer is read once, left to right, whatever the deltas (O(n) per block).
+//! A call or parameter the block ends inside gets no end event. A block whose body begins
+//! with prose (a possible mention of `<ACTION>`) streams nothing. Known limit: a block
+//! that exceeds `max_block_bytes` may have streamed a prefix before the overflow, and how
+//! much depends on the split (the scanner reports no progress once a push overflows).
 //!
 //! # What is borrowed, what is held back
 //!
@@ -119,10 +159,11 @@ mod parsed;
 mod position;
 mod prescan;
 mod render;
+mod stream;
 mod tree;
 mod xml_chars;
 
-pub use block::{ActionBlock, ActionCall};
+pub use block::{ActionBlock, ActionCall, ActionParam};
 pub use decoder::{Config, Decoder, Event, block_syntax, grammar};
 pub use mixed::{MixedConfig, MixedDecoder, MixedEvent, Protocol, mixed_grammar};
 pub use parsed::{Parsed, parse, parse_with};

@@ -77,8 +77,54 @@ pub enum MixedEvent<'a> {
     TamBlock(tam_parse::Block),
     /// A closed ACTION block.
     ActionBlock(ActionBlock),
-    /// A problem outside any block: an unterminated TAM block, invalid UTF-8.
+    /// A problem outside any block: an unterminated TAM block, invalid UTF-8, an
+    /// `<ACTION>` mention in prose (`marker_in_prose`).
     Diagnostic(Diagnostic),
+    /// An ACTION call element's start tag is complete ([`Event::CallStart`]).
+    CallStart {
+        /// The block's protocol ([`Protocol::Action`] for now).
+        protocol: Protocol,
+        /// The call's place in its block, from 0.
+        index: usize,
+        /// The tool id as written.
+        tool: String,
+        /// The start tag.
+        span: Span,
+    },
+    /// A parameter's value begins ([`Event::ParamStart`]).
+    ParamStart {
+        /// The block's protocol.
+        protocol: Protocol,
+        /// The parameter's name as written.
+        key: Cow<'a, str>,
+        /// The start tag.
+        span: Span,
+    },
+    /// A piece of a parameter's value ([`Event::ParamText`]).
+    ParamText {
+        /// The block's protocol.
+        protocol: Protocol,
+        /// The piece.
+        text: Cow<'a, str>,
+        /// Where it was written.
+        span: Span,
+    },
+    /// A parameter's value closed ([`Event::ParamEnd`]).
+    ParamEnd {
+        /// The block's protocol.
+        protocol: Protocol,
+        /// The whole parameter element.
+        span: Span,
+    },
+    /// An ACTION call element closed ([`Event::CallEnd`]).
+    CallEnd {
+        /// The block's protocol.
+        protocol: Protocol,
+        /// The call's place in its block.
+        index: usize,
+        /// The whole call element.
+        span: Span,
+    },
 }
 
 impl MixedEvent<'_> {
@@ -96,6 +142,45 @@ impl MixedEvent<'_> {
             MixedEvent::TamBlock(b) => MixedEvent::TamBlock(b),
             MixedEvent::ActionBlock(b) => MixedEvent::ActionBlock(b),
             MixedEvent::Diagnostic(d) => MixedEvent::Diagnostic(d),
+            MixedEvent::CallStart {
+                protocol,
+                index,
+                tool,
+                span,
+            } => MixedEvent::CallStart {
+                protocol,
+                index,
+                tool,
+                span,
+            },
+            MixedEvent::ParamStart {
+                protocol,
+                key,
+                span,
+            } => MixedEvent::ParamStart {
+                protocol,
+                key: Cow::Owned(key.into_owned()),
+                span,
+            },
+            MixedEvent::ParamText {
+                protocol,
+                text,
+                span,
+            } => MixedEvent::ParamText {
+                protocol,
+                text: Cow::Owned(text.into_owned()),
+                span,
+            },
+            MixedEvent::ParamEnd { protocol, span } => MixedEvent::ParamEnd { protocol, span },
+            MixedEvent::CallEnd {
+                protocol,
+                index,
+                span,
+            } => MixedEvent::CallEnd {
+                protocol,
+                index,
+                span,
+            },
         }
     }
 
@@ -104,7 +189,12 @@ impl MixedEvent<'_> {
         match self {
             MixedEvent::Text { span, .. }
             | MixedEvent::BlockStart { span, .. }
-            | MixedEvent::CommandSeen { span, .. } => *span,
+            | MixedEvent::CommandSeen { span, .. }
+            | MixedEvent::CallStart { span, .. }
+            | MixedEvent::ParamStart { span, .. }
+            | MixedEvent::ParamText { span, .. }
+            | MixedEvent::ParamEnd { span, .. }
+            | MixedEvent::CallEnd { span, .. } => *span,
             MixedEvent::TamBlock(b) => b.span,
             MixedEvent::ActionBlock(b) => b.span,
             MixedEvent::Diagnostic(d) => d.span,
@@ -179,6 +269,31 @@ impl<'a> From<Event<'a>> for MixedEvent<'a> {
             },
             Event::Block(block) => MixedEvent::ActionBlock(block),
             Event::Diagnostic(d) => MixedEvent::Diagnostic(d),
+            Event::CallStart { index, tool, span } => MixedEvent::CallStart {
+                protocol: Protocol::Action,
+                index,
+                tool,
+                span,
+            },
+            Event::ParamStart { key, span } => MixedEvent::ParamStart {
+                protocol: Protocol::Action,
+                key,
+                span,
+            },
+            Event::ParamText { text, span } => MixedEvent::ParamText {
+                protocol: Protocol::Action,
+                text,
+                span,
+            },
+            Event::ParamEnd { span } => MixedEvent::ParamEnd {
+                protocol: Protocol::Action,
+                span,
+            },
+            Event::CallEnd { index, span } => MixedEvent::CallEnd {
+                protocol: Protocol::Action,
+                index,
+                span,
+            },
         }
     }
 }
@@ -228,6 +343,14 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
         }
     }
 
+    fn block_progress(&mut self, view: &BlockView<'_>, settled: usize) {
+        if view.kind() != KIND_TAM {
+            let out = &mut *self.out;
+            self.action
+                .progress(view, settled, &mut |e: Event<'_>| out(MixedEvent::from(e)));
+        }
+    }
+
     fn region_closed(
         &mut self,
         view: &BlockView<'_>,
@@ -254,8 +377,9 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
             self.tam
                 .block_closed(closed, &mut forward_tam(self.action, self.out));
         } else {
-            let block = self.action.block_closed(&closed);
-            (self.out)(MixedEvent::ActionBlock(block));
+            let out = &mut *self.out;
+            self.action
+                .block_closed(&closed, &mut |e: Event<'_>| out(MixedEvent::from(e)));
         }
     }
 

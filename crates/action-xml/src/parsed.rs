@@ -64,7 +64,12 @@ pub fn parse_with(text: &str, config: Config) -> Parsed {
             parsed.blocks.push(block);
         }
         Event::Diagnostic(d) => parsed.diagnostics.push(d),
-        Event::BlockStart { .. } => {}
+        Event::BlockStart { .. }
+        | Event::CallStart { .. }
+        | Event::ParamStart { .. }
+        | Event::ParamText { .. }
+        | Event::ParamEnd { .. }
+        | Event::CallEnd { .. } => {}
     };
     decoder.feed(text, &mut gather);
     decoder.finish(&mut gather);

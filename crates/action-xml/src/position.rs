@@ -77,12 +77,20 @@ impl Cursor {
 
 /// Tracks the cursor over every byte fed, so that a block can learn where it starts even
 /// when its start marker arrived split over deltas.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct StreamCursor {
     /// The cursor at the start of the delta being fed.
     at_delta: Cursor,
     /// Stream offset of the start of the delta being fed.
     delta_start: usize,
+    /// The last position asked for in the delta being fed (bytes into the delta, cursor
+    /// there): the next question about a later offset starts from it, so that asking for
+    /// every block of one delta costs one pass over the delta, not one per block.
+    last: std::cell::Cell<(usize, Cursor)>,
+    /// Bytes of deltas looked at to answer [`StreamCursor::at`], over the stream (a test
+    /// checks that it stays within the stream's length: one pass, whatever the number of
+    /// blocks in a delta).
+    scanned: std::cell::Cell<usize>,
 }
 
 impl StreamCursor {
@@ -93,16 +101,30 @@ impl StreamCursor {
     pub(crate) fn at(&self, delta: &[u8], offset: usize) -> Cursor {
         if offset >= self.delta_start {
             let n = (offset - self.delta_start).min(delta.len());
-            self.at_delta.after(&delta[..n])
+            let (from, cursor) = match self.last.get() {
+                (from, cursor) if from <= n => (from, cursor),
+                _ => (0, self.at_delta),
+            };
+            let cursor = cursor.after(&delta[from..n]);
+            self.scanned.set(self.scanned.get() + (n - from));
+            self.last.set((n, cursor));
+            cursor
         } else {
             self.at_delta.back_on_line(self.delta_start - offset)
         }
+    }
+
+    /// Bytes looked at by [`StreamCursor::at`] so far.
+    #[cfg(test)]
+    pub(crate) fn scanned(&self) -> usize {
+        self.scanned.get()
     }
 
     /// Moves past a delta of `delta.len()` bytes (after the scanner has seen it).
     pub(crate) fn finish_delta(&mut self, delta: &[u8]) {
         self.at_delta.advance(delta);
         self.delta_start += delta.len();
+        self.last.set((0, self.at_delta));
     }
 }
 

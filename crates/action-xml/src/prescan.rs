@@ -112,6 +112,10 @@ pub(crate) struct Prepared {
     /// Elements closed at the end of the body because their close tags were missing,
     /// innermost first.
     pub auto_closed: Vec<String>,
+    /// Call elements that closed (or were empty elements) in the body as written.
+    pub closed_calls: usize,
+    /// True when a call element was still open at the end of the body.
+    pub open_call: bool,
 }
 
 #[derive(Debug)]
@@ -128,6 +132,10 @@ struct Open {
     /// Close tags inside it that match no open element: text if the element closes
     /// properly (`<code>s = "</div>"</code>`), else the first place roxmltree rejects.
     unmatched: Vec<usize>,
+    /// Levels of kept elements below it so far (0: none), and where the deepest of them
+    /// starts: elements that turn out to be text count no level.
+    height: usize,
+    deepest: usize,
 }
 
 /// A repair counted per block: one warning with the first place and the count.
@@ -184,6 +192,10 @@ struct Prescan<'a> {
     gt: Tally,
     case: Tally,
     truncated_tag: Option<Range<usize>>,
+    /// Call elements closed so far.
+    closed_calls: usize,
+    /// The first element nested deeper than `max_depth` that was kept as an element.
+    too_deep: Option<usize>,
 }
 
 /// Runs the pre-scan over `body` (with the scanner's `regions`, in body offsets and
@@ -220,9 +232,11 @@ pub(crate) fn prescan(
         gt: Tally::default(),
         case: Tally::default(),
         truncated_tag: None,
+        closed_calls: 0,
+        too_deep: None,
     };
     p.walk()?;
-    Ok(p.finish())
+    p.finish()
 }
 
 /// The document for a body that needs no repair, when one quick look can tell: every `<`
@@ -300,6 +314,8 @@ pub(crate) fn clean_document(
         cdata,
         repairs: Vec::new(),
         auto_closed: Vec::new(),
+        closed_calls: 0,
+        open_call: false,
     })
 }
 
@@ -511,16 +527,21 @@ impl<'a> Prescan<'a> {
         for (p, at) in attr_prefixes {
             self.use_prefix(p, at);
         }
-        if self.stack.len() >= self.max_depth {
+        if self.stack.len() < VALUE_DEPTH && self.stack.len() >= self.max_depth {
             return Err(Refusal::TooDeep(i));
         }
         if empty {
+            let depth = self.stack.len() + 1;
+            self.kept(depth, &body[name.clone()]);
+            self.rise(1, i);
             self.accept(name);
         } else {
             self.stack.push(Open {
                 lt: i,
                 name,
                 unmatched: Vec::new(),
+                height: 0,
+                deepest: i,
             });
         }
         Ok(end)
@@ -573,13 +594,19 @@ impl<'a> Prescan<'a> {
             .rposition(|o| &body[o.name.clone()] == name)
         {
             Some(k) if k + 1 >= VALUE_DEPTH => {
-                // The elements opened after it were never closed: they were text (`Vec<String>`).
+                // The elements opened after it were never closed: they were text (`Vec<String>`),
+                // and cost no depth; what was kept inside them counts for the element closed.
+                let (mut height, mut deepest) = (0, 0);
                 for open in self.stack.split_off(k + 1) {
                     self.escape_lt(open.lt);
                     for at in open.unmatched {
                         self.escape_lt(at);
                     }
+                    if open.height > height {
+                        (height, deepest) = (open.height, open.deepest);
+                    }
                 }
+                self.rise(height, deepest);
                 self.close_top();
                 Ok(end)
             }
@@ -605,7 +632,49 @@ impl<'a> Prescan<'a> {
             for at in open.unmatched {
                 self.escape_lt(at);
             }
+            let depth = self.stack.len() + 1;
+            self.kept(depth, &self.body[open.name.clone()]);
+            let deepest = if open.height == 0 {
+                open.lt
+            } else {
+                open.deepest
+            };
+            self.rise(open.height + 1, deepest);
             self.accept(open.name);
+        }
+    }
+
+    /// A subtree of kept elements `height` levels high, whose deepest element starts at
+    /// `deepest`, ends inside the top of the stack (or at the top level, where the depth
+    /// limit is checked).
+    fn rise(&mut self, height: usize, deepest: usize) {
+        match self.stack.last_mut() {
+            Some(parent) => {
+                if height > parent.height {
+                    parent.height = height;
+                    parent.deepest = deepest;
+                }
+            }
+            None => {
+                if height > self.max_depth && self.too_deep.is_none() {
+                    self.too_deep = Some(deepest);
+                }
+            }
+        }
+    }
+
+    /// An element `name` at `depth` (1 for a call) is kept as an element: count calls.
+    /// (Inside a value, an element's depth is known only when its ancestors are decided —
+    /// one never closed there is text and costs no depth — so the limit is checked on
+    /// heights of kept subtrees, in [`Prescan::rise`].)
+    fn kept(&mut self, depth: usize, name: &str) {
+        let in_nested_action = self
+            .stack
+            .first()
+            .is_some_and(|o| self.body[o.name.clone()].eq_ignore_ascii_case("ACTION"));
+        let call_depth = if in_nested_action { 2 } else { 1 };
+        if depth == call_depth && !(depth == 1 && name.eq_ignore_ascii_case("ACTION")) {
+            self.closed_calls += 1;
         }
     }
 
@@ -628,10 +697,17 @@ impl<'a> Prescan<'a> {
         }
     }
 
-    fn finish(mut self) -> Prepared {
+    fn finish(mut self) -> Result<Prepared, Refusal> {
         let body = self.body;
         let len = body.len();
         let mut auto_closed = Vec::new();
+        let closed_calls = self.closed_calls;
+        let open_call = match self.stack.as_slice() {
+            [] => false,
+            [first, rest @ ..] => {
+                !body[first.name.clone()].eq_ignore_ascii_case("ACTION") || !rest.is_empty()
+            }
+        };
         while let Some(open) = self.stack.last() {
             let name = &body[open.name.clone()];
             self.edit(len, 0, format!("</{name}>"));
@@ -737,13 +813,18 @@ impl<'a> Prescan<'a> {
                 message: "the stream ended inside a tag; the fragment was dropped".to_owned(),
             });
         }
-        Prepared {
+        if let Some(at) = self.too_deep {
+            return Err(Refusal::TooDeep(at));
+        }
+        Ok(Prepared {
             doc,
             map,
             cdata,
             repairs,
             auto_closed,
-        }
+            closed_calls,
+            open_call,
+        })
     }
 }
 
@@ -808,7 +889,7 @@ mod tests {
         let deep = "<a>".repeat(100_000);
         assert_eq!(
             prescan(&deep, &[], false, 64, &[]).unwrap_err(),
-            Refusal::TooDeep(64 * 3)
+            Refusal::TooDeep(3 * (100_000 - 1))
         );
     }
 

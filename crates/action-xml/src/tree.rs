@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use tam_parse::scan::OffsetMap;
 use tam_parse::{Diagnostic, Span};
 
-use crate::block::ActionCall;
+use crate::block::{ActionCall, ActionParam};
 use crate::codes;
 use crate::prescan::Prepared;
 use crate::xml_chars::{decode_text, is_blank, name_end, trim_xml};
@@ -21,6 +21,8 @@ pub(crate) struct TreeReader<'p> {
     pub prepared: &'p Prepared,
     /// Offset of the body in the block's raw text.
     pub body_start: usize,
+    /// The block body as written.
+    pub body: &'p str,
     pub offsets: &'p OffsetMap,
     pub diagnostics: &'p mut Vec<Diagnostic>,
 }
@@ -107,7 +109,13 @@ impl TreeReader<'_> {
     fn call(&mut self, node: Node<'_, '_>) -> ActionCall {
         let tool = self.name(node);
         self.attributes(node, tool);
+        let params = node
+            .children()
+            .filter(Node::is_element)
+            .map(|child| self.param_source(child))
+            .collect();
         ActionCall {
+            params,
             tool: tool.to_owned(),
             args: self.object(
                 node,
@@ -164,6 +172,14 @@ impl TreeReader<'_> {
         }
         if elements == 0 {
             return Value::String(self.leaf(node));
+        }
+        if node
+            .children()
+            .any(|c| c.is_text() && !is_blank(c.text().unwrap_or("")))
+        {
+            // Text beside child elements: code or markup (`let s = "<b>x</b>";`, JSX,
+            // HTML). The value is the inner text as written, read as a leaf is.
+            return Value::String(self.inner_text(node));
         }
         let place = Place::Value(name);
         if !all_items {
@@ -233,6 +249,42 @@ impl TreeReader<'_> {
             return self.leaf_with_cdata(node, k);
         }
         trim_xml(node.text().unwrap_or("")).to_owned()
+    }
+
+    /// A parameter element's name and the exact source of its content.
+    fn param_source(&self, node: Node<'_, '_>) -> ActionParam {
+        let doc = self.prepared.doc.as_str();
+        let range = node.range();
+        let content_start = start_tag_end(doc, range.start).min(range.end);
+        let content_end = if doc[..range.end].ends_with("/>") && content_start == range.end {
+            range.end
+        } else {
+            doc[..range.end]
+                .rfind("</")
+                .filter(|&e| e >= content_start)
+                .unwrap_or(range.end)
+        };
+        let map = &self.prepared.map;
+        let start = map.body(content_start);
+        let end = map.body(content_end).max(start);
+        ActionParam {
+            key: self.name(node).to_owned(),
+            content_span: self
+                .offsets
+                .span(self.body_start + start..self.body_start + end),
+            source: self.body.get(start..end).unwrap_or_default().to_owned(),
+        }
+    }
+
+    /// The inner text of an element with mixed content, as written: markup kept, entity
+    /// references decoded, CDATA sections by the rule of [`TreeReader::leaf_with_cdata`].
+    fn inner_text(&self, node: Node<'_, '_>) -> String {
+        let start = node.range().start;
+        let k = self
+            .prepared
+            .cdata
+            .partition_point(|c| c.full.start < start);
+        self.leaf_with_cdata(node, k)
     }
 
     /// A value holding CDATA: the sections verbatim, except a line break right after the

@@ -33,6 +33,8 @@ fn both_protocols_in_stream_order() {
             MixedEvent::CommandSeen { .. } => "command",
             MixedEvent::TamBlock(_) => "tam_block",
             MixedEvent::ActionBlock(_) => "action_block",
+            MixedEvent::CallStart { .. } => "call_start",
+            MixedEvent::CallEnd { .. } => "call_end",
             _ => "other",
         })
         .collect();
@@ -45,6 +47,8 @@ fn both_protocols_in_stream_order() {
             "tam_block",
             "text",
             "action",
+            "call_start",
+            "call_end",
             "action_block",
             "text"
         ]

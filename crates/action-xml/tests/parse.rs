@@ -130,3 +130,23 @@ fn malformed_xml_error_reads_as_an_observation() {
     );
     assert!(out.has_errors());
 }
+
+/// Issue 11 §4: every parameter keeps the exact source of its content.
+#[test]
+fn parameters_keep_their_exact_source() {
+    let input = "Go.\n<ACTION><edit><html><div><p>hi</p></div></html><n> 1 &amp; 2 </n><e/></edit></ACTION>";
+    let out = action_xml::parse(input);
+    let call = &out.calls[0];
+    // Read as XML, <html> is an object; its source is the markup as written.
+    assert_eq!(call.args["html"], serde_json::json!({"div": {"p": "hi"}}));
+    assert_eq!(call.source("html"), Some("<div><p>hi</p></div>"));
+    assert_eq!(call.get_str("n"), Some("1 & 2"));
+    assert_eq!(call.source("n"), Some(" 1 &amp; 2 "));
+    assert_eq!(call.source("e"), Some(""));
+    assert_eq!(call.source("missing"), None);
+    let keys: Vec<&str> = call.params.iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(keys, ["html", "n", "e"]);
+    for p in &call.params {
+        assert_eq!(&input[p.content_span.start..p.content_span.end], p.source);
+    }
+}

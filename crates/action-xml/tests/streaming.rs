@@ -38,8 +38,16 @@ fn calls_come_out_of_the_feed_that_delivers_the_close_tag() {
         " after",
     ];
     let (out, _) = per_delta(&deltas);
-    assert!(matches!(out[0].last(), Some(Event::BlockStart { span }) if *span == Span::new(4, 12)));
+    // The block starts, then the call streams as it arrives (CallStart for `<ping>`).
+    assert!(matches!(&out[0][1], Event::BlockStart { span } if *span == Span::new(4, 12)));
+    assert!(
+        matches!(out[0].last(), Some(Event::CallStart { index: 0, tool, .. }) if tool == "ping")
+    );
     assert!(common::blocks(&out[1]).is_empty());
+    assert!(matches!(
+        out[1].last(),
+        Some(Event::CallEnd { index: 0, .. })
+    ));
     let blocks = common::blocks(&out[2]);
     assert_eq!(blocks.len(), 1);
     assert_eq!(blocks[0].calls[0].tool, "ping");

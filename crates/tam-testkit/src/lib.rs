@@ -387,6 +387,24 @@ impl Harness for Action {
             _ => None,
         }
     }
+
+    fn extend_piece(last: &mut Self::Event, e: &Self::Event) -> bool {
+        use action_xml::Event::ParamText;
+        match (last, e) {
+            (
+                ParamText { text, span },
+                ParamText {
+                    text: more,
+                    span: s,
+                },
+            ) => {
+                text.to_mut().push_str(more);
+                span.end = s.end;
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// The decoder of TAM and ACTION blocks in one stream, with a config.
@@ -409,6 +427,29 @@ impl Harness for Mixed {
             MixedEvent::ActionBlock(b) => Some(b.span),
             MixedEvent::Diagnostic(d) if d.code != tam_parse::Code::MARKER_IN_PROSE => Some(d.span),
             _ => None,
+        }
+    }
+
+    fn extend_piece(last: &mut Self::Event, e: &Self::Event) -> bool {
+        use MixedEvent::ParamText;
+        match (last, e) {
+            (
+                ParamText {
+                    protocol,
+                    text,
+                    span,
+                },
+                ParamText {
+                    protocol: p,
+                    text: more,
+                    span: s,
+                },
+            ) if protocol == p => {
+                text.to_mut().push_str(more);
+                span.end = s.end;
+                true
+            }
+            _ => false,
         }
     }
 }

@@ -78,6 +78,19 @@ fn dump_action_block(out: &mut String, b: &ActionBlock) {
             serde_json::Value::Object(c.args.clone())
         )
         .unwrap();
+        // A parameter's exact source, where it is not simply its string value.
+        for p in &c.params {
+            if c.get_str(&p.key) != Some(p.source.as_str()) {
+                writeln!(
+                    out,
+                    "    source {:?} {} {:?}",
+                    p.key,
+                    span(p.content_span),
+                    p.source
+                )
+                .unwrap();
+            }
+        }
     }
     for d in &b.diagnostics {
         dump_diagnostic(out, "  ", d);
@@ -93,6 +106,21 @@ pub fn dump(events: &[Event<'static>]) -> String {
             Event::BlockStart { span: s } => writeln!(out, "block_start {}", span(*s)).unwrap(),
             Event::Block(b) => dump_action_block(&mut out, b),
             Event::Diagnostic(d) => dump_diagnostic(&mut out, "diagnostic ", d),
+            Event::CallStart {
+                index,
+                tool,
+                span: s,
+            } => writeln!(out, "call_start {} {index} {tool:?}", span(*s)).unwrap(),
+            Event::ParamStart { key, span: s } => {
+                writeln!(out, "  param_start {} {key:?}", span(*s)).unwrap()
+            }
+            Event::ParamText { text, span: s } => {
+                writeln!(out, "    param_text {} {text:?}", span(*s)).unwrap()
+            }
+            Event::ParamEnd { span: s } => writeln!(out, "  param_end {}", span(*s)).unwrap(),
+            Event::CallEnd { index, span: s } => {
+                writeln!(out, "call_end {} {index}", span(*s)).unwrap()
+            }
             other => writeln!(out, "{other:?}").unwrap(),
         }
     }
@@ -138,8 +166,140 @@ pub fn dump_mixed(events: &[MixedEvent<'static>]) -> String {
                 dump_action_block(&mut out, b);
             }
             MixedEvent::Diagnostic(d) => dump_diagnostic(&mut out, "diagnostic ", d),
+            MixedEvent::CallStart {
+                protocol,
+                index,
+                tool,
+                span: s,
+            } => writeln!(
+                out,
+                "call_start {} {} {index} {tool:?}",
+                protocol.as_str(),
+                span(*s)
+            )
+            .unwrap(),
+            MixedEvent::ParamStart {
+                protocol,
+                key,
+                span: s,
+            } => writeln!(
+                out,
+                "  param_start {} {} {key:?}",
+                protocol.as_str(),
+                span(*s)
+            )
+            .unwrap(),
+            MixedEvent::ParamText {
+                protocol,
+                text,
+                span: s,
+            } => writeln!(
+                out,
+                "    param_text {} {} {text:?}",
+                protocol.as_str(),
+                span(*s)
+            )
+            .unwrap(),
+            MixedEvent::ParamEnd { protocol, span: s } => {
+                writeln!(out, "  param_end {} {}", protocol.as_str(), span(*s)).unwrap()
+            }
+            MixedEvent::CallEnd {
+                protocol,
+                index,
+                span: s,
+            } => writeln!(out, "call_end {} {} {index}", protocol.as_str(), span(*s)).unwrap(),
             other => writeln!(out, "{other:?}").unwrap(),
         }
     }
     out
+}
+
+/// True for the argument-streaming events.
+pub fn is_streamed(e: &Event<'_>) -> bool {
+    matches!(
+        e,
+        Event::CallStart { .. }
+            | Event::ParamStart { .. }
+            | Event::ParamText { .. }
+            | Event::ParamEnd { .. }
+            | Event::CallEnd { .. }
+    )
+}
+
+/// The ACTION harness without argument-streaming events: for blocks that exceed
+/// `max_block_bytes`, whose streamed prefix depends on the split (the scanner stops
+/// reporting progress once a push overflows the block; fed whole, nothing streams).
+#[derive(Clone, Copy, Debug)]
+pub struct ActionNoStream(pub Config);
+
+impl tam_testkit::Harness for ActionNoStream {
+    type Event = Event<'static>;
+
+    fn run_str<'a>(self, deltas: impl IntoIterator<Item = &'a str>) -> Vec<Self::Event> {
+        let mut v = Action(self.0).run_str(deltas);
+        v.retain(|e| !is_streamed(e));
+        tam_testkit::normalize::<Action>(v)
+    }
+
+    fn run_bytes<'a>(self, deltas: impl IntoIterator<Item = &'a [u8]>) -> Vec<Self::Event> {
+        let mut v = Action(self.0).run_bytes(deltas);
+        v.retain(|e| !is_streamed(e));
+        tam_testkit::normalize::<Action>(v)
+    }
+
+    fn text(e: &Self::Event) -> Option<(&str, Span)> {
+        <Action as tam_testkit::Harness>::text(e)
+    }
+
+    fn extend_text(last: &mut Self::Event, text: &str, span: Span) -> bool {
+        <Action as tam_testkit::Harness>::extend_text(last, text, span)
+    }
+
+    fn tiling_span(e: &Self::Event) -> Option<Span> {
+        <Action as tam_testkit::Harness>::tiling_span(e)
+    }
+}
+
+/// True for the mixed argument-streaming events.
+pub fn is_streamed_mixed(e: &MixedEvent<'_>) -> bool {
+    matches!(
+        e,
+        MixedEvent::CallStart { .. }
+            | MixedEvent::ParamStart { .. }
+            | MixedEvent::ParamText { .. }
+            | MixedEvent::ParamEnd { .. }
+            | MixedEvent::CallEnd { .. }
+    )
+}
+
+/// [`ActionNoStream`] for the mixed decoder.
+#[derive(Clone, Copy, Debug)]
+pub struct MixedNoStream(pub action_xml::MixedConfig);
+
+impl tam_testkit::Harness for MixedNoStream {
+    type Event = MixedEvent<'static>;
+
+    fn run_str<'a>(self, deltas: impl IntoIterator<Item = &'a str>) -> Vec<Self::Event> {
+        let mut v = tam_testkit::Mixed(self.0).run_str(deltas);
+        v.retain(|e| !is_streamed_mixed(e));
+        tam_testkit::normalize::<tam_testkit::Mixed>(v)
+    }
+
+    fn run_bytes<'a>(self, deltas: impl IntoIterator<Item = &'a [u8]>) -> Vec<Self::Event> {
+        let mut v = tam_testkit::Mixed(self.0).run_bytes(deltas);
+        v.retain(|e| !is_streamed_mixed(e));
+        tam_testkit::normalize::<tam_testkit::Mixed>(v)
+    }
+
+    fn text(e: &Self::Event) -> Option<(&str, Span)> {
+        <tam_testkit::Mixed as tam_testkit::Harness>::text(e)
+    }
+
+    fn extend_text(last: &mut Self::Event, text: &str, span: Span) -> bool {
+        <tam_testkit::Mixed as tam_testkit::Harness>::extend_text(last, text, span)
+    }
+
+    fn tiling_span(e: &Self::Event) -> Option<Span> {
+        <tam_testkit::Mixed as tam_testkit::Harness>::tiling_span(e)
+    }
 }

@@ -1,0 +1,459 @@
+//! Arguments that stream (issue 12 §2): calls, parameters and pieces of parameter values
+//! reported while the block is still being written, driven by the scanner's
+//! `block_progress` hook.
+//!
+//! The streamer reads the block buffer once, left to right, up to what the scanner has
+//! settled, and keeps its place between deltas: the work over a block is O(n) however it
+//! is split. It is a light reading of the structure, not the parser: the closed block
+//! ([`crate::Event::Block`]) stays authoritative.
+//!
+//! * Between calls, an element's start tag is a call: [`Event::CallStart`] once the tag is
+//!   complete; its close tag is [`Event::CallEnd`]. An `<ACTION>` tag there (the block's
+//!   own `<ACTION>` was prose) is passed over; its children are calls.
+//! * Inside a call, an element's start tag is a parameter: [`Event::ParamStart`]. Its
+//!   content streams as [`Event::ParamText`] pieces until its close tag (a start tag of
+//!   the same name inside it nests, so `<p><p>x</p></p>` ends at the second `</p>`), then
+//!   [`Event::ParamEnd`].
+//! * The pieces are the content **as written, markup included**, with entity and
+//!   character references decoded (a decoded reference is an owned piece of its own), CDATA
+//!   sections' content verbatim without their markers, comments dropped, line ends as
+//!   written. So for a string value the pieces joined and trimmed of XML whitespace are
+//!   the value (a CDATA value keeps its own edge rule, see the crate docs); for code with
+//!   tags they are the code; for an object or array parameter they are its child elements'
+//!   markup, and its value is in the block.
+//! * Text that needs no decoding is borrowed from the block buffer: no allocation per
+//!   delta. A possible reference or close tag cut by the delta's end waits for the next.
+//! * A call or parameter still open when the block ends gets no end event: what the model
+//!   did not finish never ends.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use tam_parse::Span;
+
+use crate::decoder::Event;
+use crate::prescan::{RegionKind, RegionRef};
+use crate::xml_chars::{is_xml_space, name_end, reference_len};
+
+/// Where the streamer is in the block.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+enum State {
+    /// Between calls.
+    #[default]
+    Top,
+    /// Inside a call: the call's index, name and open tag start.
+    Call {
+        index: usize,
+        name: Range<usize>,
+        start: usize,
+    },
+    /// Inside a parameter value.
+    Param {
+        call: (usize, Range<usize>, usize),
+        name: Range<usize>,
+        start: usize,
+        /// Open elements of the parameter's own name (1 for the parameter itself).
+        same: usize,
+    },
+}
+
+/// The streaming reader of one open block.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Streamer {
+    /// Buffer offset read up to.
+    pos: usize,
+    state: State,
+    calls: usize,
+    /// Index into the block's regions of the next one not yet passed.
+    next_region: usize,
+    /// The body began with prose, not an element: maybe a mention of `<ACTION>` in prose
+    /// (SPEC §3); nothing of it streams.
+    prose: bool,
+    /// Where the text between tags being read began.
+    text_from: usize,
+}
+
+/// How a look at a `<` or `&` at the read position ended.
+enum Look {
+    /// Decided: go on at this offset.
+    Next(usize),
+    /// Cannot be decided before more of the block arrives.
+    Wait,
+}
+
+/// A `<` with no `>` this far is text: tags are short, and this bounds what is looked at
+/// again when a delta ends inside one.
+const MAX_TAG: usize = 4096;
+
+/// The longest reference that needs no DTD (`&#x10FFFF;` is 10 bytes), plus slack.
+const LONGEST_REFERENCE: usize = 12;
+
+impl Streamer {
+    /// Starts on a block whose body begins at buffer offset `body_start`.
+    pub(crate) fn new(body_start: usize) -> Self {
+        Streamer {
+            pos: body_start,
+            text_from: body_start,
+            ..Streamer::default()
+        }
+    }
+
+    /// Reads `buf[..settled]` on from where it stopped. `regions` are the block's closed
+    /// regions so far and `open_region` the one open (kind, opener start); `span` turns
+    /// buffer ranges into stream spans.
+    pub(crate) fn advance(
+        &mut self,
+        buf: &str,
+        settled: usize,
+        regions: &[RegionRef],
+        open_region: Option<(RegionKind, usize)>,
+        span: &dyn Fn(Range<usize>) -> Span,
+        out: &mut dyn FnMut(Event<'_>),
+    ) {
+        let settled = settled.min(buf.len());
+        let b = buf.as_bytes();
+        while self.pos < settled && !self.prose {
+            // Regions behind: one the read position is inside (it was open at the last
+            // look) ends now; its CDATA content's rest streams.
+            while let Some(r) = regions
+                .get(self.next_region)
+                .filter(|r| r.full.start < self.pos)
+            {
+                if r.full.end > self.pos {
+                    if r.full.end > settled {
+                        return;
+                    }
+                    if r.kind == RegionKind::Cdata && matches!(self.state, State::Param { .. }) {
+                        let from = self.pos.max(r.content.start);
+                        if from < r.content.end {
+                            emit_text(buf, from..r.content.end, span, out);
+                        }
+                    }
+                    self.pos = r.full.end;
+                    self.text_from = r.full.end;
+                }
+                self.next_region += 1;
+            }
+            if self.pos >= settled {
+                return;
+            }
+            if let Some(r) = regions
+                .get(self.next_region)
+                .filter(|r| r.full.start == self.pos)
+            {
+                if r.full.end > settled {
+                    return;
+                }
+                if r.kind == RegionKind::Cdata && matches!(self.state, State::Param { .. }) {
+                    emit_text(buf, r.content.clone(), span, out);
+                }
+                self.pos = r.full.end;
+                self.text_from = r.full.end;
+                self.next_region += 1;
+                continue;
+            }
+            if let Some((kind, start)) = open_region
+                && start <= self.pos
+            {
+                // Inside the region still open: CDATA content streams as far as settled.
+                let content_start = start
+                    + match kind {
+                        RegionKind::Cdata => "<![CDATA[".len(),
+                        RegionKind::Comment => "<!--".len(),
+                    };
+                if kind == RegionKind::Cdata && matches!(self.state, State::Param { .. }) {
+                    let from = self.pos.max(content_start);
+                    if from < settled {
+                        emit_text(buf, from..settled, span, out);
+                    }
+                }
+                self.pos = settled.max(self.pos);
+                return;
+            }
+            let in_param = matches!(self.state, State::Param { .. });
+            let stop = if in_param {
+                memchr::memchr2(b'<', b'&', &b[self.pos..settled]).map(|i| self.pos + i)
+            } else {
+                memchr::memchr(b'<', &b[self.pos..settled]).map(|i| self.pos + i)
+            };
+            let Some(at) = stop else {
+                if in_param {
+                    emit_text(buf, self.pos..settled, span, out);
+                }
+                self.pos = settled;
+                return;
+            };
+            if !in_param {
+                // Judged on the whole run of text, whatever the deltas were.
+                self.look_for_prose(&buf[self.text_from.min(at)..at]);
+                if self.prose {
+                    return;
+                }
+            }
+            if in_param && at > self.pos {
+                emit_text(buf, self.pos..at, span, out);
+            }
+            self.pos = at;
+            if regions
+                .get(self.next_region)
+                .is_some_and(|r| r.full.start == at)
+                || open_region.is_some_and(|(_, s)| s == at)
+            {
+                continue;
+            }
+            let look = if b[at] == b'&' {
+                self.reference(buf, at, settled, span, out)
+            } else {
+                self.markup(buf, at, settled, span, out)
+            };
+            match look {
+                Look::Next(next) => {
+                    self.pos = next;
+                    self.text_from = next;
+                }
+                Look::Wait => return,
+            }
+        }
+    }
+
+    /// An `&` at `at` inside a value.
+    fn reference(
+        &mut self,
+        buf: &str,
+        at: usize,
+        settled: usize,
+        span: &dyn Fn(Range<usize>) -> Span,
+        out: &mut dyn FnMut(Event<'_>),
+    ) -> Look {
+        let b = &buf.as_bytes()[..settled];
+        if let Some(len) = reference_len(b, at) {
+            let decoded = crate::xml_chars::decode_text(&buf[at..at + len]);
+            out(Event::ParamText {
+                text: Cow::Owned(decoded),
+                span: span(at..at + len),
+            });
+            return Look::Next(at + len);
+        }
+        // Could it still become a reference?
+        let rest = &b[at + 1..];
+        let open = rest.len() < LONGEST_REFERENCE
+            && !rest.contains(&b';')
+            && rest.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'#');
+        if open {
+            return Look::Wait;
+        }
+        emit_text(buf, at..at + 1, span, out);
+        Look::Next(at + 1)
+    }
+
+    /// A `<` at `at`.
+    fn markup(
+        &mut self,
+        buf: &str,
+        at: usize,
+        settled: usize,
+        span: &dyn Fn(Range<usize>) -> Span,
+        out: &mut dyn FnMut(Event<'_>),
+    ) -> Look {
+        let b = &buf.as_bytes()[..settled];
+        let Some(&next) = b.get(at + 1) else {
+            return Look::Wait;
+        };
+        let closing = next == b'/';
+        let name_at = at + 1 + usize::from(closing);
+        let name = name_at..name_end(buf, name_at).min(settled);
+        if name.is_empty() {
+            if name_at >= settled {
+                return Look::Wait;
+            }
+            return self.text_lt(buf, at, span, out);
+        }
+        if name.end >= settled {
+            // The name may go on.
+            return Look::Wait;
+        }
+        if let State::Param {
+            name: param_name, ..
+        } = &self.state
+            && buf[param_name.clone()] != buf[name.clone()]
+        {
+            // Inside a value only the parameter's own tags matter; the rest is text, read
+            // on (references in it decoded).
+            return self.text_lt(buf, at, span, out);
+        }
+        // The tag's end: `>` (or `/>`), outside quotes.
+        let mut j = name.end;
+        let mut quote = None;
+        let tag_end = loop {
+            let Some(&c) = b.get(j) else {
+                return Look::Wait;
+            };
+            if j - at > MAX_TAG {
+                return self.text_lt(buf, at, span, out);
+            }
+            match (quote, c) {
+                (None, b'"' | b'\'') if !closing => quote = Some(c),
+                (Some(q), _) if c == q => quote = None,
+                (None, b'>') => break j + 1,
+                (None, b'<') => return self.text_lt(buf, at, span, out),
+                (None, c) if closing && !is_xml_space(c) => {
+                    return self.text_lt(buf, at, span, out);
+                }
+                _ => {}
+            }
+            j += 1;
+        };
+        let empty = !closing && b[tag_end - 2] == b'/';
+        let tag = &buf[name.clone()];
+        match std::mem::take(&mut self.state) {
+            State::Top => {
+                if tag.eq_ignore_ascii_case("ACTION") || closing {
+                    // A nested <ACTION> (or its close): its children are the calls.
+                    return Look::Next(tag_end);
+                }
+                let index = self.calls;
+                self.calls += 1;
+                out(Event::CallStart {
+                    index,
+                    tool: tag.to_owned(),
+                    span: span(at..tag_end),
+                });
+                if empty {
+                    out(Event::CallEnd {
+                        index,
+                        span: span(at..tag_end),
+                    });
+                } else {
+                    self.state = State::Call {
+                        index,
+                        name,
+                        start: at,
+                    };
+                }
+            }
+            State::Call {
+                index,
+                name: call_name,
+                start,
+            } => {
+                if closing {
+                    if &buf[call_name.clone()] == tag {
+                        out(Event::CallEnd {
+                            index,
+                            span: span(start..tag_end),
+                        });
+                    } else {
+                        self.state = State::Call {
+                            index,
+                            name: call_name,
+                            start,
+                        };
+                    }
+                    return Look::Next(tag_end);
+                }
+                out(Event::ParamStart {
+                    key: Cow::Borrowed(tag),
+                    span: span(at..tag_end),
+                });
+                let call = (index, call_name, start);
+                if empty {
+                    out(Event::ParamEnd {
+                        span: span(at..tag_end),
+                    });
+                    self.state = State::Call {
+                        index: call.0,
+                        name: call.1,
+                        start: call.2,
+                    };
+                } else {
+                    self.state = State::Param {
+                        call,
+                        name,
+                        start: at,
+                        same: 1,
+                    };
+                }
+            }
+            State::Param {
+                call,
+                name: param_name,
+                start,
+                same,
+            } => {
+                let mine = &buf[param_name.clone()] == tag;
+                let same = match (mine, closing, empty) {
+                    (true, true, _) => same - 1,
+                    (true, false, false) => same + 1,
+                    _ => same,
+                };
+                if same == 0 {
+                    out(Event::ParamEnd {
+                        span: span(start..tag_end),
+                    });
+                    self.state = State::Call {
+                        index: call.0,
+                        name: call.1,
+                        start: call.2,
+                    };
+                } else {
+                    emit_text(buf, at..tag_end, span, out);
+                    self.state = State::Param {
+                        call,
+                        name: param_name,
+                        start,
+                        same,
+                    };
+                }
+            }
+        }
+        Look::Next(tag_end)
+    }
+
+    /// Text between tags outside values: before the first call, non-blank text other than
+    /// a code fence line means the body began with prose.
+    fn look_for_prose(&mut self, text: &str) {
+        if self.calls > 0 || self.state != State::Top {
+            return;
+        }
+        let fence_or_blank = |c: char| {
+            is_xml_space(c as u8) && c.is_ascii()
+                || matches!(c, '`' | '~')
+                || c.is_ascii_alphanumeric()
+        };
+        let trimmed = text.trim_matches(|c: char| c.is_ascii() && is_xml_space(c as u8));
+        let fence = trimmed.starts_with("```") || trimmed.starts_with("~~~");
+        let fence_line = fence && trimmed.chars().all(fence_or_blank);
+        if !trimmed.is_empty() && !fence_line {
+            self.prose = true;
+        }
+    }
+
+    /// A `<` that begins no tag: text inside a value, nothing elsewhere.
+    fn text_lt(
+        &mut self,
+        buf: &str,
+        at: usize,
+        span: &dyn Fn(Range<usize>) -> Span,
+        out: &mut dyn FnMut(Event<'_>),
+    ) -> Look {
+        if matches!(self.state, State::Param { .. }) {
+            emit_text(buf, at..at + 1, span, out);
+        }
+        Look::Next(at + 1)
+    }
+}
+
+/// A piece borrowed from the buffer (nothing for an empty range).
+fn emit_text(
+    buf: &str,
+    r: Range<usize>,
+    span: &dyn Fn(Range<usize>) -> Span,
+    out: &mut dyn FnMut(Event<'_>),
+) {
+    if r.start < r.end {
+        out(Event::ParamText {
+            text: Cow::Borrowed(&buf[r.clone()]),
+            span: span(r),
+        });
+    }
+}

@@ -1,0 +1,129 @@
+//! Issue 11 §3: source code is the most common parameter value (SPEC §3). Code with `<`,
+//! `&`, generics, HTML string literals and JSX decodes to exactly the text written, with
+//! no CDATA, however it is split; the depth limit guards real nesting only.
+
+use action_xml::{Config, Decoder, Event, codes, parse};
+use tam_testkit::{Action, XorShift, random_cuts, str_pieces};
+
+/// A realistic source file of at least `min_len` bytes: Rust with generics, `&&`, `<`,
+/// HTML string literals, and JSX. Deterministic. It never writes `</content>`, a CDATA
+/// opener, `<!--`, or an entity reference (which a leaf would decode).
+fn source_file(min_len: usize) -> String {
+    let mut rng = XorShift(0x5eed);
+    let mut out = String::from("//! Generated view helpers.\nuse std::collections::HashMap;\n\n");
+    let mut n = 0;
+    while out.len() < min_len {
+        n += 1;
+        match rng.next_u64() % 6 {
+            0 => out.push_str(&format!(
+                "pub fn index_{n}<'a, K: Eq + std::hash::Hash, V>(map: &'a HashMap<K, Vec<V>>, k: &K) -> Option<&'a V> {{\n    map.get(k).and_then(|v| v.first())\n}}\n\n"
+            )),
+            1 => out.push_str(&format!(
+                "fn check_{n}(a: i64, b: i64) -> bool {{\n    if a < b && b > 0 || a <= -1 {{ return a << 2 > b >> 1; }}\n    let v: Vec<Option<Result<String, Box<dyn std::error::Error>>>> = Vec::new();\n    v.is_empty() && !(a<b)\n}}\n\n"
+            )),
+            2 => out.push_str(&format!(
+                "const PAGE_{n}: &str = \"<html><body><p class=\\\"note\\\">Hello & welcome</p><br/><img src='a.png'></body></html>\";\n\n"
+            )),
+            3 => out.push_str(&format!(
+                "export function List{n}({{ items }}) {{\n  return (\n    <ul className=\"list\">\n      {{items.map(i => <li key={{i.id}}>{{i.name}} &rarr; {{i.count > 1 ? <b>many</b> : <i>one</i>}}</li>)}}\n    </ul>\n  );\n}}\n\n"
+            )),
+            4 => out.push_str(&format!(
+                "struct Wrapper{n}<T: Clone>(Vec<T>);\nimpl<T: Clone> Wrapper{n}<T> {{\n    fn get(&self, i: usize) -> Option<&T> {{ self.0.get(i) }}\n}}\n\n"
+            )),
+            _ => out.push_str(&format!(
+                "// Compare: x<y, a&b, <T>, </T>, <>, </> and `if (a<b) {{}}` #{n}\nlet html_{n} = r#\"<div><span>{n}</span></div>\"#;\n\n"
+            )),
+        }
+    }
+    out.push_str("fn main() {}");
+    out
+}
+
+fn block_for(source: &str) -> String {
+    format!(
+        "I'll write the file.\n<ACTION>\n<write_to_file>\n<path>src/big.rs</path>\n<content>{source}</content>\n</write_to_file>\n</ACTION>\nDone."
+    )
+}
+
+fn content_of(events: &[Event<'static>]) -> String {
+    let blocks: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Block(b) => Some(b),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(blocks.len(), 1);
+    assert!(!blocks[0].has_errors(), "{:?}", blocks[0].diagnostics);
+    assert_eq!(blocks[0].calls.len(), 1);
+    blocks[0].calls[0].get_str("content").unwrap().to_owned()
+}
+
+/// Decodes `input` fed as `deltas` (owned events, adjacent text merged).
+fn run<'a>(deltas: impl IntoIterator<Item = &'a str>) -> Vec<Event<'static>> {
+    use tam_testkit::Harness;
+    Action(Config::default()).run_str(deltas)
+}
+
+#[test]
+fn a_150_kb_source_file_decodes_to_exactly_its_text_however_split() {
+    let source = source_file(150 * 1024);
+    assert!(source.len() >= 150 * 1024);
+    let input = block_for(&source);
+    let whole = run([input.as_str()]);
+    assert_eq!(content_of(&whole), source);
+    let bytes: Vec<&str> = input
+        .char_indices()
+        .map(|(i, c)| &input[i..i + c.len_utf8()])
+        .collect();
+    assert_eq!(run(bytes), whole, "1-byte deltas");
+    for seed in 1..=4 {
+        let cuts = random_cuts(input.len(), seed);
+        assert_eq!(run(str_pieces(&input, &cuts)), whole, "random seed {seed}");
+    }
+    // Every prefix split would be quadratic on 150 KB: a sample of 64 prefixes instead.
+    let mut rng = XorShift(7);
+    for _ in 0..64 {
+        let mut at = (rng.next_u64() as usize) % input.len();
+        while !input.is_char_boundary(at) {
+            at -= 1;
+        }
+        assert_eq!(run([&input[..at], &input[at..]]), whole, "prefix {at}");
+    }
+}
+
+#[test]
+fn unclosed_generics_cost_no_depth() {
+    let source = format!("type T = {}u8{};", "Vec<".repeat(500), ">".repeat(500));
+    let out = parse(&block_for(&source));
+    assert_eq!(out.calls[0].get_str("content"), Some(source.as_str()));
+    assert!(!out.has_errors());
+}
+
+#[test]
+fn real_nesting_is_still_limited_without_overflowing_the_stack() {
+    for levels in [65, 100_000] {
+        let deep = format!(
+            "<ACTION><t><p>{}x{}</p></t></ACTION>",
+            "<a>".repeat(levels),
+            "</a>".repeat(levels)
+        );
+        let out = parse(&deep);
+        assert!(out.calls.is_empty());
+        assert_eq!(
+            out.diagnostics.iter().find(|d| d.is_error()).unwrap().code,
+            codes::NESTING_TOO_DEEP
+        );
+        // Unclosed at the end of the stream: no call, no overflow either.
+        let mut decoder = Decoder::new(Config::default());
+        let mut blocks = 0;
+        decoder.feed(&deep[..deep.len() / 2], |e| {
+            blocks += matches!(e, Event::Block(_)) as usize
+        });
+        decoder.finish(|e| {
+            if let Event::Block(b) = e {
+                assert!(b.calls.is_empty());
+            }
+        });
+    }
+}
