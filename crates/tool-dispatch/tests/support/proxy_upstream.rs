@@ -151,6 +151,12 @@ struct Guard {
     done: bool,
 }
 
+impl Guard {
+    fn complete(&mut self) {
+        self.done = true;
+    }
+}
+
 impl Drop for Guard {
     fn drop(&mut self) {
         if !self.done {
@@ -191,7 +197,7 @@ async fn chat(State(state): State<Upstream>, headers: HeaderMap, body: Bytes) ->
                     let finished = finished.clone();
                     async move {
                         if at >= events.len() && !endless {
-                            guard.done = true;
+                            guard.complete();
                             finished.fetch_add(1, Ordering::SeqCst);
                             return None;
                         }
