@@ -23,8 +23,7 @@ use tool_dispatch::openai::OpenAiConfig;
 use tool_dispatch::proxy::ProxyConfig;
 
 const TAM_CALL: &str = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」3「末」\n<|[END_TOOL]|>";
-const ACTION_CALL: &str =
-    "<ACTION>\n  <get_weather>\n    <city>Paris</city>\n    <days>3</days>\n  </get_weather>\n</ACTION>";
+const ACTION_CALL: &str = "<ACTION>\n  <get_weather>\n    <city>Paris</city>\n    <days>3</days>\n  </get_weather>\n</ACTION>";
 
 fn weather_tool() -> Value {
     json!({"type": "function", "function": {
@@ -38,7 +37,11 @@ fn weather_tool() -> Value {
 }
 
 fn client(url: &str) -> Client<OpenAIConfig> {
-    Client::with_config(OpenAIConfig::new().with_api_base(url).with_api_key("sk-client"))
+    Client::with_config(
+        OpenAIConfig::new()
+            .with_api_base(url)
+            .with_api_key("sk-client"),
+    )
 }
 
 /// A typed request from JSON (`model`, a user message, the weather tool unless given).
@@ -90,7 +93,8 @@ async fn stream(url: &str, mut request: CreateChatCompletionRequest) -> Streamed
                 if let Some(id) = call.id {
                     assert_eq!(index, out.calls.len(), "a call starts at the next index");
                     let function = call.function.as_ref().unwrap();
-                    out.calls.push((id, function.name.clone().unwrap(), String::new()));
+                    out.calls
+                        .push((id, function.name.clone().unwrap(), String::new()));
                 }
                 if let Some(arguments) = call.function.and_then(|f| f.arguments) {
                     out.calls[index].2.push_str(&arguments);
@@ -147,7 +151,10 @@ async fn streamed_tam_call_has_typed_arguments_and_the_upstream_sees_no_tools() 
     assert_eq!(bodies.len(), 1);
     let body = &bodies[0];
     for absent in ["tools", "tool_choice", "parallel_tool_calls"] {
-        assert!(body.get(absent).is_none(), "{absent} reached the upstream: {body}");
+        assert!(
+            body.get(absent).is_none(),
+            "{absent} reached the upstream: {body}"
+        );
     }
     assert_eq!(body["model"], "qwen");
     assert_eq!(body["stream"], true);
@@ -161,8 +168,14 @@ async fn streamed_tam_call_has_typed_arguments_and_the_upstream_sees_no_tools() 
     let system = messages[0]["content"].as_str().unwrap();
     assert!(system.contains("<|[REQUEST_TOOL]|>"), "{system}");
     assert!(system.contains("- Tool ID: get_weather"), "{system}");
-    assert!(system.contains("days (integer, optional): How many days."), "{system}");
-    assert_eq!(messages[1], json!({"role": "user", "content": "Weather in Paris?"}));
+    assert!(
+        system.contains("days (integer, optional): How many days."),
+        "{system}"
+    );
+    assert_eq!(
+        messages[1],
+        json!({"role": "user", "content": "Weather in Paris?"})
+    );
 }
 
 #[tokio::test]
@@ -175,7 +188,10 @@ async fn whole_action_reply_is_one_chat_completion() {
     assert_eq!(response.model, "qwen");
     let choice = &response.choices[0];
     assert_eq!(format!("{:?}", choice.finish_reason.unwrap()), "ToolCalls");
-    assert_eq!(choice.message.content.as_deref(), Some("I will look it up.\n"));
+    assert_eq!(
+        choice.message.content.as_deref(),
+        Some("I will look it up.\n")
+    );
     let calls = choice.message.tool_calls.as_ref().unwrap();
     assert_eq!(calls.len(), 1);
     let ChatCompletionMessageToolCalls::Function(call) = &calls[0] else {
@@ -183,8 +199,14 @@ async fn whole_action_reply_is_one_chat_completion() {
     };
     assert!(call.id.starts_with("call_"));
     assert_eq!(call.function.name, "get_weather");
-    assert_eq!(arguments(&call.function.arguments), json!({"city": "Paris", "days": 3}));
-    let system = upstream.bodies()[0]["messages"][0]["content"].as_str().unwrap().to_owned();
+    assert_eq!(
+        arguments(&call.function.arguments),
+        json!({"city": "Paris", "days": 3})
+    );
+    let system = upstream.bodies()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(system.contains("`<get_weather>`"), "{system}");
 }
 
@@ -200,7 +222,11 @@ async fn prose_in_many_deltas_comes_back_exactly_in_both_protocols() {
         assert_eq!(got.content, prose, "{protocol:?}");
         assert!(got.calls.is_empty(), "{protocol:?}: {:?}", got.calls);
         assert_eq!(got.finish.as_deref(), Some("Stop"));
-        assert!(got.content_chunks > 10, "prose streams as it comes: {}", got.content_chunks);
+        assert!(
+            got.content_chunks > 10,
+            "prose streams as it comes: {}",
+            got.content_chunks
+        );
         let whole = complete(&proxy, request(json!({}))).await;
         assert_eq!(whole.choices[0].message.content.as_deref(), Some(prose));
         assert!(whole.choices[0].message.tool_calls.is_none());
@@ -226,9 +252,18 @@ async fn history_tool_calls_and_results_reach_the_upstream_as_text() {
         let body = &upstream.bodies()[0];
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 4, "{messages:?}");
-        assert!(messages[0]["content"].as_str().unwrap().starts_with("Be brief.\n\nYou can call tools."));
+        assert!(
+            messages[0]["content"]
+                .as_str()
+                .unwrap()
+                .starts_with("Be brief.\n\nYou can call tools.")
+        );
         assert_eq!(messages[1]["content"], "Weather in Paris?");
-        assert_eq!(messages[2], json!({"role": "assistant", "content": block}), "{protocol:?}");
+        assert_eq!(
+            messages[2],
+            json!({"role": "assistant", "content": block}),
+            "{protocol:?}"
+        );
         assert_eq!(
             messages[3],
             json!({"role": "user", "content": "Observation: Tool get_weather executed successfully. Result: sunny, 21 °C"})
@@ -263,7 +298,11 @@ async fn tool_choice_none_sends_no_tool_prompt_and_decodes_nothing() {
     assert_eq!(got.content, TAM_CALL);
     assert!(got.calls.is_empty());
     let body = &upstream.bodies()[0];
-    assert_eq!(body["messages"].as_array().unwrap().len(), 1, "no system prompt: {body}");
+    assert_eq!(
+        body["messages"].as_array().unwrap().len(),
+        1,
+        "no system prompt: {body}"
+    );
     assert!(body.get("tool_choice").is_none());
 }
 
@@ -276,8 +315,16 @@ async fn parallel_tool_calls_false_gives_the_first_call_only() {
     assert_eq!(got.calls.len(), 1);
     assert_eq!(arguments(&got.calls[0].2), json!({"city": "Paris"}));
     // The second call is not dropped: it comes back as text.
-    assert!(got.content.contains("command:「始」get_weather「末」\ncity:「始」Rome「末」"), "{}", got.content);
-    let system = upstream.bodies()[0]["messages"][0]["content"].as_str().unwrap().to_owned();
+    assert!(
+        got.content
+            .contains("command:「始」get_weather「末」\ncity:「始」Rome「末」"),
+        "{}",
+        got.content
+    );
+    let system = upstream.bodies()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(system.contains("Call at most one tool per reply."));
 
     // Two calls with parallel calls allowed: indexes 0 and 1, distinct ids.
@@ -296,13 +343,17 @@ async fn arguments_that_do_not_validate_come_as_written() {
     let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.calls.len(), 1);
-    assert_eq!(arguments(&got.calls[0].2), json!({"city": "Paris", "days": "a few"}));
+    assert_eq!(
+        arguments(&got.calls[0].2),
+        json!({"city": "Paris", "days": "a few"})
+    );
 }
 
 #[tokio::test]
 async fn a_reply_cut_at_the_token_limit_runs_no_call() {
     // The block's entries are complete but its end marker never came.
-    let cut = "Checking.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n";
+    let cut =
+        "Checking.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n";
     let upstream = ScriptedUpstream::always(deltas_reply(cut, 4, "length")).await;
     let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
@@ -330,7 +381,10 @@ async fn a_transport_error_mid_block_runs_no_call_and_ends_with_an_error() {
     let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert!(got.calls.is_empty());
-    assert_eq!(got.content, format!("Checking.\n{}", &TAM_CALL[..TAM_CALL.len() - 5]));
+    assert_eq!(
+        got.content,
+        format!("Checking.\n{}", &TAM_CALL[..TAM_CALL.len() - 5])
+    );
     assert!(got.error.is_some(), "the client learns the reply broke off");
     assert_eq!(got.finish, None);
 }
@@ -358,9 +412,15 @@ async fn upstream_errors_keep_their_status_and_message() {
             panic!("not an API error: {error:?}");
         };
         assert_eq!(error.status_code.as_u16(), 400);
-        assert_eq!(error.api_error.message, "the prompt is longer than the context");
+        assert_eq!(
+            error.api_error.message,
+            "the prompt is longer than the context"
+        );
         assert_eq!(error.api_error.code.as_deref(), Some("upstream_error"));
-        assert_eq!(error.api_error.r#type.as_deref(), Some("invalid_request_error"));
+        assert_eq!(
+            error.api_error.r#type.as_deref(),
+            Some("invalid_request_error")
+        );
     }
 
     let upstream = ScriptedUpstream::always(Reply::Status {
@@ -369,11 +429,19 @@ async fn upstream_errors_keep_their_status_and_message() {
     })
     .await;
     let proxy = start_proxy(&upstream, Protocol::Tam).await;
-    let OpenAIError::ApiError(error) = client(&proxy).chat().create(request(json!({}))).await.unwrap_err() else {
+    let OpenAIError::ApiError(error) = client(&proxy)
+        .chat()
+        .create(request(json!({})))
+        .await
+        .unwrap_err()
+    else {
         panic!("not an API error");
     };
     assert_eq!(error.status_code.as_u16(), 401);
-    assert_eq!(error.api_error.r#type.as_deref(), Some("authentication_error"));
+    assert_eq!(
+        error.api_error.r#type.as_deref(),
+        Some("authentication_error")
+    );
 }
 
 #[tokio::test]
@@ -383,7 +451,12 @@ async fn an_unreachable_upstream_is_a_502() {
     let base = format!("http://{}/v1", listener.local_addr().unwrap());
     drop(listener);
     let proxy = start_proxy_with(ProxyConfig::new(OpenAiConfig::new(&base, ""))).await;
-    let OpenAIError::ApiError(error) = client(&proxy).chat().create(request(json!({}))).await.unwrap_err() else {
+    let OpenAIError::ApiError(error) = client(&proxy)
+        .chat()
+        .create(request(json!({})))
+        .await
+        .unwrap_err()
+    else {
         panic!("not an API error");
     };
     assert_eq!(error.status_code.as_u16(), 502);
@@ -421,13 +494,20 @@ async fn a_client_that_disconnects_cancels_the_upstream_request() {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(upstream.closed.load(Ordering::SeqCst), 1, "the upstream request was not cancelled");
+    assert_eq!(
+        upstream.closed.load(Ordering::SeqCst),
+        1,
+        "the upstream request was not cancelled"
+    );
 }
 
 #[tokio::test]
 async fn reasoning_passes_through_as_reasoning_content() {
     let events = vec![
-        event(json!({"reasoning_content": "The user wants weather. "}), None),
+        event(
+            json!({"reasoning_content": "The user wants weather. "}),
+            None,
+        ),
         event(json!({"reasoning_content": "Call the tool."}), None),
         proxy_upstream::content_event("Sure."),
         finish_event("stop"),
@@ -478,12 +558,18 @@ async fn models_are_passed_through() {
 #[tokio::test]
 async fn a_body_over_the_limit_is_a_413_and_unknown_paths_a_404() {
     let upstream = ScriptedUpstream::always(Reply::content(&["x"], "stop")).await;
-    let config = ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, "")).with_max_request_bytes(2048);
+    let config =
+        ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, "")).with_max_request_bytes(2048);
     let proxy = start_proxy_with(config).await;
     let long = "x".repeat(4096);
     let error = client(&proxy)
         .chat()
-        .create(serde_json::from_value(json!({"model": "m", "messages": [{"role": "user", "content": long}]})).unwrap())
+        .create(
+            serde_json::from_value(
+                json!({"model": "m", "messages": [{"role": "user", "content": long}]}),
+            )
+            .unwrap(),
+        )
         .await
         .unwrap_err();
     let OpenAIError::ApiError(error) = error else {
@@ -510,6 +596,9 @@ async fn the_operators_key_and_fields_reach_the_upstream() {
     let proxy = start_proxy_with(config).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.content, "ok");
-    assert_eq!(upstream.authorizations(), [Some("Bearer sk-upstream".to_owned())]);
+    assert_eq!(
+        upstream.authorizations(),
+        [Some("Bearer sk-upstream".to_owned())]
+    );
     assert_eq!(upstream.bodies()[0]["cache_prompt"], false);
 }

@@ -75,9 +75,9 @@ impl ProxyError {
                 message: message.clone(),
             },
             OpenAiError::IdleTimeout(_) => ProxyError::Timeout(error.to_string()),
-            OpenAiError::Transport(_) | OpenAiError::Client(_) | OpenAiError::MissingApiKey { .. } => {
-                ProxyError::Unreachable(error.to_string())
-            }
+            OpenAiError::Transport(_)
+            | OpenAiError::Client(_)
+            | OpenAiError::MissingApiKey { .. } => ProxyError::Unreachable(error.to_string()),
             other => ProxyError::BadUpstream {
                 code: other.code(),
                 message: other.to_string(),

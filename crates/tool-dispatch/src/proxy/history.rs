@@ -133,7 +133,10 @@ mod tests {
     fn action_blocks_and_fallbacks() {
         let text = render_calls(
             Protocol::Action,
-            &[call("write", json!({"code": "a < b"})), call("bad name", json!({}))],
+            &[
+                call("write", json!({"code": "a < b"})),
+                call("bad name", json!({})),
+            ],
         );
         assert_eq!(
             text,
@@ -144,7 +147,10 @@ mod tests {
             args: None,
             raw_args: "[1".into(),
         };
-        assert_eq!(render_calls(Protocol::Tam, &[not_object]), "Tool call: f [1");
+        assert_eq!(
+            render_calls(Protocol::Tam, &[not_object]),
+            "Tool call: f [1"
+        );
     }
 
     #[test]

@@ -288,7 +288,12 @@ async fn complete(
         id.clone(),
     );
     if stream {
-        Ok(stream_response(first, upstream, translator, ChunkWriter::new(&id, &model_name)))
+        Ok(stream_response(
+            first,
+            upstream,
+            translator,
+            ChunkWriter::new(&id, &model_name),
+        ))
     } else {
         let value = gather(first, upstream, translator, &id, &model_name).await?;
         Ok((
@@ -437,7 +442,8 @@ async fn pass_models(shared: &Shared, suffix: &str) -> Response {
         Ok(Err(error)) => return ProxyError::Unreachable(error.to_string()).into_response(),
         Ok(Ok(response)) => response,
     };
-    let status = StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    let status =
+        StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
     let content_type = response
         .headers()
         .get(header::CONTENT_TYPE)

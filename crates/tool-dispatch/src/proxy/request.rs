@@ -67,7 +67,10 @@ pub(crate) fn translate(
     default_model: &str,
 ) -> Result<Translated, ProxyError> {
     let request: Map<String, Value> = serde_json::from_slice(body).map_err(|e| {
-        ProxyError::invalid("invalid_json", format!("the body is not a JSON object: {e}"))
+        ProxyError::invalid(
+            "invalid_json",
+            format!("the body is not a JSON object: {e}"),
+        )
     })?;
     let model = match request.get("model") {
         Some(Value::String(model)) if !model.is_empty() => model.clone(),
@@ -87,7 +90,10 @@ pub(crate) fn translate(
             "the proxy returns one choice: 'n' must be 1",
         ));
     }
-    let stream = request.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let stream = request
+        .get("stream")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let parallel = request
         .get("parallel_tool_calls")
         .and_then(Value::as_bool)
@@ -133,9 +139,8 @@ pub(crate) fn translate(
     let mut offered = OfferedTools::default();
     for definition in offered_definitions {
         let name = definition.id.as_str().to_owned();
-        let tool = CompiledTool::new(definition).map_err(|e| {
-            ProxyError::invalid("invalid_tools", format!("tool '{name}': {e}"))
-        })?;
+        let tool = CompiledTool::new(definition)
+            .map_err(|e| ProxyError::invalid("invalid_tools", format!("tool '{name}': {e}")))?;
         offered.tools.insert(name, tool);
     }
 
@@ -186,7 +191,12 @@ fn read_tools(tools: Option<&Value>) -> Result<Vec<ToolDefinition>, ProxyError> 
     let tools = match tools {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(tools)) => tools,
-        Some(_) => return Err(ProxyError::invalid("invalid_tools", "'tools' must be an array")),
+        Some(_) => {
+            return Err(ProxyError::invalid(
+                "invalid_tools",
+                "'tools' must be an array",
+            ));
+        }
     };
     let mut definitions = Vec::with_capacity(tools.len());
     for tool in tools {
@@ -391,7 +401,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.model, "m");
-        assert_eq!(Value::Object(t.extra), json!({"temperature": 0.7, "top_p": 0.9, "user": "u1"}));
+        assert_eq!(
+            Value::Object(t.extra),
+            json!({"temperature": 0.7, "top_p": 0.9, "user": "u1"})
+        );
         assert_eq!(t.options.max_tokens, Some(50));
         assert_eq!(t.options.stop, ["END"]);
         assert_eq!(t.options.seed, Some(7));
@@ -416,7 +429,10 @@ mod tests {
         assert!(t.decode);
         assert_eq!(t.messages.len(), 2);
         let system = &t.messages[0].content;
-        assert!(system.starts_with("Be brief.\n\nYou can call tools."), "{system}");
+        assert!(
+            system.starts_with("Be brief.\n\nYou can call tools."),
+            "{system}"
+        );
         assert!(system.contains("- Tool ID: get_weather"), "{system}");
         assert!(system.contains("city (string, required)"), "{system}");
         assert!(t.offered.get("get_weather").is_some());
@@ -424,21 +440,35 @@ mod tests {
 
     #[test]
     fn errors_are_400s_with_codes() {
-        let code = |value: Value| translate(&body(value), Protocol::Tam, "").unwrap_err().code();
+        let code = |value: Value| {
+            translate(&body(value), Protocol::Tam, "")
+                .unwrap_err()
+                .code()
+        };
         assert_eq!(code(json!({"model": "m"})), "invalid_messages");
         assert_eq!(code(json!({"messages": []})), "missing_model");
-        assert_eq!(code(json!({"model": "m", "messages": [], "n": 2})), "unsupported_n");
         assert_eq!(
-            code(json!({"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})),
+            code(json!({"model": "m", "messages": [], "n": 2})),
+            "unsupported_n"
+        );
+        assert_eq!(
+            code(
+                json!({"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})
+            ),
             "unsupported_content"
         );
         assert_eq!(
-            code(json!({"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": "a b"}}]})),
+            code(
+                json!({"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": "a b"}}]})
+            ),
             "invalid_tools"
         );
         assert!(matches!(
             translate(b"[1", Protocol::Tam, ""),
-            Err(ProxyError::InvalidRequest { code: "invalid_json", .. })
+            Err(ProxyError::InvalidRequest {
+                code: "invalid_json",
+                ..
+            })
         ));
     }
 }

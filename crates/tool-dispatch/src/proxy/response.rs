@@ -441,3 +441,175 @@ impl Completion {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proxy::request::translate;
+
+    /// The offered tools of a request with `get_weather(city: string, days: integer)`.
+    fn offered() -> OfferedTools {
+        let body = serde_json::json!({
+            "model": "m", "messages": [],
+            "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}],
+        });
+        translate(body.to_string().as_bytes(), Protocol::Tam, "")
+            .unwrap()
+            .offered
+    }
+
+    fn translator(protocol: Protocol) -> Translator {
+        Translator::new(
+            protocol,
+            true,
+            offered(),
+            usize::MAX,
+            tam_parse::Config::default(),
+            action_xml::Config::default(),
+            "t".into(),
+        )
+    }
+
+    /// Pieces of `deltas` with adjacent content joined, and the finish reason.
+    fn run(
+        protocol: Protocol,
+        deltas: &[&str],
+        finish: Option<FinishReason>,
+    ) -> (Vec<Piece>, String) {
+        let mut t = translator(protocol);
+        let mut pieces: Vec<Piece> = Vec::new();
+        let mut push = |piece: Piece| match (pieces.last_mut(), piece) {
+            (Some(Piece::Content(previous)), Piece::Content(text)) => previous.push_str(&text),
+            (_, piece) => pieces.push(piece),
+        };
+        for delta in deltas {
+            t.feed(ModelItem::Text((*delta).to_owned()));
+            t.drain().for_each(&mut push);
+        }
+        if let Some(finish) = finish {
+            t.feed(ModelItem::Finish(finish));
+        }
+        let reason = t.finish(false);
+        t.drain().for_each(&mut push);
+        (pieces, reason)
+    }
+
+    /// The same pieces whole, in 1-character deltas and split at every character boundary.
+    fn every_split(protocol: Protocol, text: &str) -> (Vec<Piece>, String) {
+        let whole = run(protocol, &[text], None);
+        let chars: Vec<String> = text.chars().map(String::from).collect();
+        let refs: Vec<&str> = chars.iter().map(String::as_str).collect();
+        assert_eq!(run(protocol, &refs, None), whole, "1-char deltas");
+        for (at, _) in text.char_indices().skip(1) {
+            assert_eq!(
+                run(protocol, &[&text[..at], &text[at..]], None),
+                whole,
+                "split at {at}"
+            );
+        }
+        whole
+    }
+
+    fn call(index: usize, name: &str, args: &str) -> [Piece; 2] {
+        [
+            Piece::CallStart {
+                index,
+                id: format!("call_t_{index}"),
+                name: name.into(),
+            },
+            Piece::CallArguments {
+                index,
+                text: args.into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn tam_calls_and_prose_are_the_same_for_every_split() {
+        let text = "Look: a<b.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」3「末」\n<|[END_TOOL]|>\nBye 日本";
+        let (pieces, reason) = every_split(Protocol::Tam, text);
+        let [start, args] = call(0, "get_weather", r#"{"city":"Paris","days":3}"#);
+        assert_eq!(
+            pieces,
+            [
+                Piece::Content("Look: a<b.\n".into()),
+                start,
+                args,
+                Piece::Content("\nBye 日本".into())
+            ]
+        );
+        assert_eq!(reason, "tool_calls");
+    }
+
+    #[test]
+    fn action_calls_and_extra_blocks_are_the_same_for_every_split() {
+        let block = "<ACTION><get_weather><city>Rome &amp; Co</city></get_weather></ACTION>";
+        let text = format!("Ok.\n{block}\n{block}");
+        let (pieces, reason) = every_split(Protocol::Action, &text);
+        let [start, args] = call(0, "get_weather", r#"{"city":"Rome & Co"}"#);
+        assert_eq!(
+            pieces,
+            [
+                Piece::Content("Ok.\n".into()),
+                start,
+                args,
+                Piece::Content(format!("\n{block}"))
+            ]
+        );
+        assert_eq!(reason, "tool_calls");
+    }
+
+    #[test]
+    fn a_cut_block_is_content_and_no_call() {
+        let text = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n<|[END_TOOL]";
+        let (pieces, reason) = run(Protocol::Tam, &[text], Some(FinishReason::Length));
+        assert_eq!(pieces, [Piece::Content(text.into())]);
+        assert_eq!(reason, "length");
+        // The same text, finished normally: no end marker, still no call.
+        let (pieces, reason) = run(Protocol::Tam, &[text], None);
+        assert_eq!(pieces, [Piece::Content(text.into())]);
+        assert_eq!(reason, "stop");
+    }
+
+    #[test]
+    fn native_chunks_pass_through_after_decoded_calls() {
+        let mut t = translator(Protocol::Tam);
+        t.feed(ModelItem::Text(
+            "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\n<|[END_TOOL]|>".into(),
+        ));
+        t.feed(ModelItem::ToolCallChunk(ToolCallChunk::new(
+            0,
+            Some("up_1".into()),
+            Some("other".into()),
+            "{\"a\":",
+        )));
+        t.feed(ModelItem::ToolCallChunk(ToolCallChunk::new(
+            0, None, None, "1}",
+        )));
+        let reason = t.finish(false);
+        let pieces: Vec<Piece> = t.drain().collect();
+        let [start, args] = call(0, "get_weather", "{}");
+        assert_eq!(
+            pieces,
+            [
+                start,
+                args,
+                Piece::CallStart {
+                    index: 1,
+                    id: "up_1".into(),
+                    name: "other".into()
+                },
+                Piece::CallArguments {
+                    index: 1,
+                    text: "{\"a\":".into()
+                },
+                Piece::CallArguments {
+                    index: 1,
+                    text: "1}".into()
+                },
+            ]
+        );
+        assert_eq!(reason, "tool_calls");
+    }
+}

@@ -136,12 +136,22 @@ impl ScriptedUpstream {
 
     /// The bodies of the chat requests so far.
     pub fn bodies(&self) -> Vec<Value> {
-        self.requests.lock().unwrap().iter().map(|(b, _)| b.clone()).collect()
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(b, _)| b.clone())
+            .collect()
     }
 
     /// The `Authorization` headers of the chat requests so far.
     pub fn authorizations(&self) -> Vec<Option<String>> {
-        self.requests.lock().unwrap().iter().map(|(_, a)| a.clone()).collect()
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, a)| a.clone())
+            .collect()
     }
 }
 
@@ -190,25 +200,22 @@ async fn chat(State(state): State<Upstream>, headers: HeaderMap, body: Bytes) ->
                 done: false,
             };
             let finished = state.finished.clone();
-            let stream = futures_util::stream::unfold(
-                (0usize, guard),
-                move |(at, mut guard)| {
-                    let events = events.clone();
-                    let finished = finished.clone();
-                    async move {
-                        if at >= events.len() && !endless {
-                            guard.complete();
-                            finished.fetch_add(1, Ordering::SeqCst);
-                            return None;
-                        }
-                        if !pause.is_zero() {
-                            tokio::time::sleep(pause).await;
-                        }
-                        let event = events[at.min(events.len() - 1)].clone();
-                        Some((Ok::<_, Infallible>(Bytes::from(event)), (at + 1, guard)))
+            let stream = futures_util::stream::unfold((0usize, guard), move |(at, mut guard)| {
+                let events = events.clone();
+                let finished = finished.clone();
+                async move {
+                    if at >= events.len() && !endless {
+                        guard.complete();
+                        finished.fetch_add(1, Ordering::SeqCst);
+                        return None;
                     }
-                },
-            );
+                    if !pause.is_zero() {
+                        tokio::time::sleep(pause).await;
+                    }
+                    let event = events[at.min(events.len() - 1)].clone();
+                    Some((Ok::<_, Infallible>(Bytes::from(event)), (at + 1, guard)))
+                }
+            });
             (
                 [(header::CONTENT_TYPE, "text/event-stream")],
                 Body::from_stream(stream.boxed()),
@@ -229,7 +236,10 @@ async fn models() -> Response {
 
 /// A proxy in front of `upstream` speaking `protocol`, on 127.0.0.1; its `/v1` base URL.
 pub async fn start_proxy(upstream: &ScriptedUpstream, protocol: Protocol) -> String {
-    start_proxy_with(ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, "")).with_protocol(protocol)).await
+    start_proxy_with(
+        ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, "")).with_protocol(protocol),
+    )
+    .await
 }
 
 /// A proxy with `config`, on 127.0.0.1; its `/v1` base URL.
