@@ -62,7 +62,7 @@
 //!   not validate are sent as the model wrote them (the client validates, as it must with
 //!   OpenAI too). **Arguments arrive whole when the block closes**: a long string value is
 //!   not yet streamed while the model writes it (the parsers' argument-streaming events
-//!   will make that a change inside [`response`]).
+//!   will make that a change inside the proxy's `response` module).
 //! * A block naming a tool the request did not offer, a block with a decode error, an
 //!   ACTION block after the first, and a block left open by a cut stream come back as
 //!   their raw text in `delta.content`: never as calls. A block over the decoder's size

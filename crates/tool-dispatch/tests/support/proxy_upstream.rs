@@ -72,11 +72,13 @@ pub fn event(delta: Value, finish: Option<&str>) -> String {
 }
 
 type Script = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
+/// Each chat request's body and `Authorization` header.
+type Recorded = Arc<Mutex<Vec<(Value, Option<String>)>>>;
 
 #[derive(Clone)]
 struct Upstream {
     script: Script,
-    requests: Arc<Mutex<Vec<(Value, Option<String>)>>>,
+    requests: Recorded,
     closed: Arc<AtomicUsize>,
     finished: Arc<AtomicUsize>,
 }
@@ -85,7 +87,7 @@ struct Upstream {
 pub struct ScriptedUpstream {
     /// `http://127.0.0.1:PORT/v1`.
     pub base_url: String,
-    requests: Arc<Mutex<Vec<(Value, Option<String>)>>>,
+    requests: Recorded,
     /// Streams dropped before their last event.
     pub closed: Arc<AtomicUsize>,
     /// Streams written to their end.
