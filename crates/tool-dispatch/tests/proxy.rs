@@ -602,3 +602,62 @@ async fn the_operators_key_and_fields_reach_the_upstream() {
     );
     assert_eq!(upstream.bodies()[0]["cache_prompt"], false);
 }
+
+#[tokio::test]
+async fn an_upstream_event_over_the_limit_is_a_502_not_unbounded_memory() {
+    let huge = "x".repeat(8 * 1024);
+    let upstream = ScriptedUpstream::always(Reply::content(&[&huge], "stop")).await;
+    let config = ProxyConfig::new(
+        OpenAiConfig::new(&upstream.base_url, "")
+            .with_sse(tool_dispatch::sse::SseConfig::default().with_max_event_bytes(4096)),
+    );
+    let proxy = start_proxy_with(config).await;
+    let OpenAIError::ApiError(error) = client(&proxy)
+        .chat()
+        .create(request(json!({})))
+        .await
+        .unwrap_err()
+    else {
+        panic!("not an API error");
+    };
+    assert_eq!(error.status_code.as_u16(), 502);
+    let body: Value = serde_json::from_str(&error.api_error.message).unwrap();
+    assert_eq!(body["error"]["code"], "sse_event_too_large");
+}
+
+#[tokio::test]
+async fn a_client_that_gives_up_on_a_whole_reply_cancels_the_upstream_request() {
+    let upstream = ScriptedUpstream::always(Reply::Events {
+        events: vec![proxy_upstream::content_event("tick ")],
+        pause: Duration::from_millis(5),
+        endless: true,
+    })
+    .await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let body = serde_json::to_string(&request(json!({}))).unwrap();
+    let result = impatient
+        .post(format!("{proxy}/chat/completions"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await;
+    assert!(
+        result.is_err(),
+        "the reply never ends, so the client times out"
+    );
+    for _ in 0..500 {
+        if upstream.closed.load(Ordering::SeqCst) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        upstream.closed.load(Ordering::SeqCst),
+        1,
+        "the upstream request was not cancelled"
+    );
+}

@@ -49,6 +49,16 @@
 //!   The upstream config's [`extra_body`](OpenAiConfig::extra_body) overrides the client's.
 //! * Message content may be a string or text parts (joined by a line break); an image,
 //!   audio or file part is refused (400 `unsupported_content`): the upstream is a text model.
+//! * History: an assistant message's `tool_calls` are written after its text as one block
+//!   of the protocol (a TAM chain for several calls; non-string TAM values as their JSON
+//!   text, which coercion reads back); a call the renderer cannot write (a key that is not
+//!   a TAM key or an XML name, arguments that are not a JSON object) as the line
+//!   `Tool call: NAME ARGUMENTS`. A `tool` message becomes
+//!   `Observation: Tool NAME executed successfully. Result: CONTENT`, or
+//!   `Observation: Error - Tool NAME failed: MESSAGE` when its content is a result object
+//!   with `"success": false`; NAME comes from the call its `tool_call_id` answers. A run
+//!   of `tool` messages is one user message, one observation per line (chat templates
+//!   want user and assistant turns to alternate).
 //!
 //! # What a reply becomes
 //!
@@ -88,8 +98,9 @@
 //!
 //! # Cancellation and limits
 //!
-//! A client that disconnects drops its response stream, which drops the upstream request:
-//! the upstream sees its connection closed. Memory per stream is the decoder's (at most a
+//! A client that disconnects — mid-stream, or while waiting for a whole reply — drops its
+//! response (or the handler's future), which drops the upstream request: the upstream sees
+//! its connection closed. Memory per stream is the decoder's (at most a
 //! block, [`tam_parse::Config::max_block_bytes`], 1 MiB by default, plus 64 KiB) and one
 //! upstream event ([`SseConfig::max_event_bytes`](crate::sse::SseConfig), 1 MiB by
 //! default); a request body is at most [`ProxyConfig::max_request_bytes`] (4 MiB).
