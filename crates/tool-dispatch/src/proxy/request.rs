@@ -438,6 +438,95 @@ mod tests {
         assert!(t.offered.get("get_weather").is_some());
     }
 
+    fn two_tools(extra: Value) -> Translated {
+        let mut request = json!({
+            "model": "m", "messages": [{"role": "user", "content": "hi"}],
+            "tools": [
+                {"type": "function", "function": {"name": "a", "description": "Tool a."}},
+                {"type": "function", "function": {"name": "b", "description": "Tool b."}},
+            ],
+        });
+        for (key, value) in extra.as_object().unwrap() {
+            request[key] = value.clone();
+        }
+        translate(&body(request), Protocol::Action, "").unwrap()
+    }
+
+    #[test]
+    fn tool_choice_shapes_the_prompt_and_the_offered_tools() {
+        let required = two_tools(json!({"tool_choice": "required"}));
+        let system = &required.messages[0].content;
+        assert!(
+            system.contains("You must call at least one tool"),
+            "{system}"
+        );
+        assert!(
+            system.contains("`<a>`") && system.contains("`<b>`"),
+            "{system}"
+        );
+        assert!(required.offered.get("a").is_some() && required.offered.get("b").is_some());
+        assert_eq!(required.max_calls, usize::MAX);
+
+        let named = two_tools(
+            json!({"tool_choice": {"type": "function", "function": {"name": "b"}}, "parallel_tool_calls": false}),
+        );
+        let system = &named.messages[0].content;
+        assert!(system.contains("You must call the tool b"), "{system}");
+        assert!(
+            system.contains("Call at most one tool per reply."),
+            "{system}"
+        );
+        assert!(!system.contains("`<a>`"), "{system}");
+        assert!(named.offered.get("a").is_none() && named.offered.get("b").is_some());
+        assert_eq!(named.max_calls, 1);
+
+        let none = two_tools(json!({"tool_choice": "none"}));
+        assert!(!none.decode);
+        assert_eq!(none.messages, [Message::user("hi")]);
+
+        let unknown = translate(
+            &body(
+                json!({"model": "m", "messages": [], "tools": [], "tool_choice": {"type": "function", "function": {"name": "zz"}}}),
+            ),
+            Protocol::Tam,
+            "",
+        );
+        assert_eq!(unknown.unwrap_err().code(), "invalid_tools");
+    }
+
+    #[test]
+    fn tool_runs_become_one_observation_message() {
+        let t = translate(
+            &body(json!({"messages": [
+                {"role": "user", "content": [{"type": "text", "text": "two"}, {"type": "text", "text": "cities"}]},
+                {"role": "assistant", "content": "Checking.", "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{\"city\":\"Paris\"}"}},
+                    {"id": "c2", "type": "function", "function": {"name": "w", "arguments": "{\"city\":\"Rome\"}"}},
+                ]},
+                {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+                {"role": "tool", "tool_call_id": "c2", "content": "{\"success\":false,\"message\":\"no data\"}"},
+                {"role": "developer", "content": "Answer in French."},
+            ]})),
+            Protocol::Tam,
+            "fallback-model",
+        )
+        .unwrap();
+        assert_eq!(t.model, "fallback-model");
+        assert_eq!(
+            t.messages,
+            [
+                Message::user("two\ncities"),
+                Message::assistant(
+                    "Checking.\n<|[REQUEST_TOOL]|>\ncommand1:「始」w「末」\ncity1:「始」Paris「末」\ncommand2:「始」w「末」\ncity2:「始」Rome「末」\n<|[END_TOOL]|>"
+                ),
+                Message::user(
+                    "Observation: Tool w executed successfully. Result: sunny\nObservation: Error - Tool w failed: no data"
+                ),
+                Message::system("Answer in French."),
+            ]
+        );
+    }
+
     #[test]
     fn errors_are_400s_with_codes() {
         let code = |value: Value| {
