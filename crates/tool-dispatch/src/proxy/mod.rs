@@ -47,6 +47,9 @@
 //!   every other field (`temperature`, `top_p`, `response_format`, vendor fields …) goes
 //!   through unchanged as an extra body field, so numbers keep their exact JSON text.
 //!   The upstream config's [`extra_body`](OpenAiConfig::extra_body) overrides the client's.
+//! * The client's `Authorization` header is not forwarded: the upstream gets the key of
+//!   the upstream config ([`OpenAiConfig::api_key`]), or none. The proxy checks no key of
+//!   its own; `tam serve` listens on loopback unless told otherwise.
 //! * Message content may be a string or text parts (joined by a line break); an image,
 //!   audio or file part is refused (400 `unsupported_content`): the upstream is a text model.
 //! * History: an assistant message's `tool_calls` are written after its text as one block
