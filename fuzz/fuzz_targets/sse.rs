@@ -43,6 +43,8 @@ fuzz_target!(|raw: &[u8]| {
         assert_eq!(bytes, whole, "fed byte by byte");
     }
     for item in whole.0.iter().flatten() {
-        assert!(item.data.len() <= config.max_event_bytes, "an event over the limit was dispatched");
+        // Each invalid byte reads as U+FFFD (3 bytes).
+        let bound = config.max_event_bytes * if item.invalid_utf8 { 3 } else { 1 };
+        assert!(item.data.len() <= bound, "an event over the limit was dispatched");
     }
 });

@@ -141,7 +141,8 @@ pub enum AgentEvent {
         /// The decoder's diagnostics about the block.
         diagnostics: Vec<Diagnostic>,
         /// False for an ACTION block after the first when
-        /// [`AgentConfig::run_extra_action_blocks`] is off: its calls do not run.
+        /// [`AgentConfig::run_extra_action_blocks`] is off, and for a block that was open
+        /// when the stream was cut ([`AgentEvent::StreamCut`]): its calls do not run.
         executed: bool,
     },
     /// A decoder diagnostic outside any block (an unterminated block, invalid UTF-8).

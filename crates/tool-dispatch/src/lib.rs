@@ -71,6 +71,19 @@
 //!   observation saying so. TAM blocks all run, in stream order, one after another.
 //! * The loop ends on [`TOOL_EXECUTION_FAILED`] when it is the whole prose of a reply
 //!   (blank around it allowed), as the result seed's engine compares it.
+//! * A cut stream (SPEC §5): whatever block the decoder hands over while finishing a cut
+//!   stream is reported as [`AgentEvent::BlockClosed`] with `executed: false` and never
+//!   runs, even where the decoder would have repaired it. A reply cut at the token limit
+//!   inside a block gets an observation saying so and the loop goes on; one cut in prose
+//!   ends the run with [`StopReason::Truncated`]; a transport error ends it with
+//!   [`Error::Model`] after the calls of blocks closed before it have run.
+//! * Observations go back as a `user` message by default
+//!   ([`AgentConfig::observation_role`]): the text protocols' calls have no native call id,
+//!   which `tool` messages need on most servers.
+//! * `<think>` counts only at the start of a reply ([`ThinkSplitter`]); reasoning is not
+//!   kept in the assistant message added to the conversation.
+//! * Native tool calls are never run; one observation per round names them and tells the
+//!   model to write the protocol's block.
 //!
 //! # Limits
 //!
@@ -79,6 +92,13 @@
 //! | [`DispatchConfig::timeout`] per call | 30 s |
 //! | [`AgentConfig::max_tool_calls`] per run (`maxToolCalls`) | 10 |
 //! | [`AgentConfig::max_rounds`] per run | 20 |
+//!
+//! A time-out fires only when the runtime gets to poll its timer. An async tool fn that
+//! blocks its thread (a sync `std::fs` read, a long loop) inside
+//! [`Registry::register_fn`] holds that thread: on a current-thread runtime its time-out
+//! cannot fire before it returns, and on a multi-thread runtime it fires only if another
+//! worker is free. Register such a function with [`Registry::register_blocking_fn`]: it
+//! runs on tokio's blocking pool and its time-out fires on any runtime.
 //!
 //! The decoders' own limits (block size, calls per block, XML depth and nodes) are in
 //! [`AgentConfig::tam`] and [`AgentConfig::action`].

@@ -2,7 +2,7 @@
 //! output as it streams, reasoning dimmed on standard error) or as one JSON object per
 //! line (`--json`), each flushed at once.
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 
 use serde_json::{Value, json};
 use tam_parse::Diagnostic;
@@ -18,6 +18,8 @@ pub(crate) struct Output {
     failure: Option<io::Error>,
     /// Standard error is mid-line in reasoning.
     in_reasoning: bool,
+    /// Reasoning is dimmed (standard error is a terminal and NO_COLOR is unset).
+    dim: bool,
 }
 
 impl Output {
@@ -27,6 +29,7 @@ impl Output {
             out: io::stdout(),
             failure: None,
             in_reasoning: false,
+            dim: io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
         }
     }
 
@@ -39,14 +42,16 @@ impl Output {
             return;
         }
         if !matches!(event, AgentEvent::Reasoning(_)) && self.in_reasoning {
-            eprintln!("\x1b[0m");
+            eprintln!("{}", if self.dim { "\x1b[0m" } else { "" });
             self.in_reasoning = false;
         }
         match event {
             AgentEvent::TextDelta(text) => self.write(text),
             AgentEvent::Reasoning(text) => {
                 if !self.in_reasoning {
-                    eprint!("\x1b[2m");
+                    if self.dim {
+                        eprint!("\x1b[2m");
+                    }
                     self.in_reasoning = true;
                 }
                 eprint!("{text}");
