@@ -561,6 +561,26 @@ mod tests {
     }
 
     #[test]
+    fn both_protocols_decode_in_one_reply() {
+        let text = "A.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Oslo「末」\n<|[END_TOOL]|>\nB.\n<ACTION><get_weather><days>2</days></get_weather></ACTION>";
+        let (pieces, reason) = every_split(Protocol::Both, text);
+        let [start0, args0] = call(0, "get_weather", r#"{"city":"Oslo"}"#);
+        let [start1, args1] = call(1, "get_weather", r#"{"days":2}"#);
+        assert_eq!(
+            pieces,
+            [
+                Piece::Content("A.\n".into()),
+                start0,
+                args0,
+                Piece::Content("\nB.\n".into()),
+                start1,
+                args1
+            ]
+        );
+        assert_eq!(reason, "tool_calls");
+    }
+
+    #[test]
     fn a_cut_block_is_content_and_no_call() {
         let text = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n<|[END_TOOL]";
         let (pieces, reason) = run(Protocol::Tam, &[text], Some(FinishReason::Length));
