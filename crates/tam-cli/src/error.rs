@@ -47,6 +47,9 @@ pub(crate) enum CliError {
     /// `tam run` stopped before the model answered without a call.
     #[error("the run stopped before the model answered: {0}")]
     RunIncomplete(String),
+    /// `tam serve` cannot listen or its server failed.
+    #[error("{0}")]
+    Serve(String),
     /// The demo's agent loop stopped before the model's answer.
     #[error("the demo stopped before the model answered: {0}")]
     DemoIncomplete(String),

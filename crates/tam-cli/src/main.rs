@@ -11,6 +11,8 @@
 //!   like a real one and uses both protocols.
 //! * `tam run` runs the same loop against an OpenAI-compatible server (SPEC §7) with the
 //!   demo's tools and tool files.
+//! * `tam serve` serves tool-dispatch's OpenAI-compatible proxy (SPEC §8): native tool
+//!   calls for any client, from a model that writes TAM or ACTION blocks.
 //!
 //! Exit status: 0 on success (whatever the model wrote: problems in its output are
 //! diagnostics, not failures), 1 when a file cannot be read or is not a valid definition,
@@ -35,7 +37,8 @@
 //!
 //! # Crate features
 //!
-//! None. `tam run` uses tool-dispatch's `openai` feature (reqwest with rustls).
+//! None. `tam run` uses tool-dispatch's `openai` feature (reqwest with rustls), `tam serve`
+//! its `proxy` feature (axum).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -45,6 +48,7 @@ mod error;
 mod prompt;
 mod run;
 mod schema;
+mod serve;
 mod tool_files;
 
 use std::process::ExitCode;
@@ -72,6 +76,7 @@ enum Command {
     Prompt(prompt::PromptArgs),
     Demo(demo::DemoArgs),
     Run(run::RunArgs),
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +87,7 @@ fn main() -> ExitCode {
         Command::Prompt(args) => ("prompt", prompt::run(args)),
         Command::Demo(args) => ("demo", demo::run(args)),
         Command::Run(args) => ("run", run::run(args)),
+        Command::Serve(args) => ("serve", serve::run(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -126,6 +126,8 @@
 //! * `openai` — [`openai::OpenAiModel`], a [`LanguageModel`] for any OpenAI-compatible
 //!   server (`chat/completions` streaming), over reqwest with rustls. Off by default: the
 //!   rest of the crate has no HTTP.
+//! * `proxy` (implies `openai`) — [`proxy`], an OpenAI-compatible server (axum) that gives
+//!   native tool calls to any model following a text protocol (SPEC §8, `tam serve`).
 //!
 //! The crate needs a tokio runtime with the `time` driver enabled (time-outs).
 //!
@@ -158,6 +160,8 @@ mod model;
 mod observation;
 #[cfg(feature = "openai")]
 pub mod openai;
+#[cfg(feature = "proxy")]
+pub mod proxy;
 mod registry;
 mod result;
 mod scope;

@@ -237,6 +237,15 @@ impl OpenAiModel {
         })
     }
 
+    /// A model over `config` sharing this model's HTTP client and connection pool (the
+    /// connect time-out stays this model's); cheap, so a proxy makes one per request.
+    pub fn with_config(&self, config: OpenAiConfig) -> Self {
+        Self {
+            client: self.client.clone(),
+            config: Arc::new(config),
+        }
+    }
+
     /// The configuration.
     pub fn config(&self) -> &OpenAiConfig {
         &self.config

@@ -1,0 +1,148 @@
+//! What the proxy answers when it cannot give a completion: an OpenAI error body
+//! (`{"error":{"message","type","code","param"}}`) with an HTTP status.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::openai::OpenAiError;
+
+/// Why a request got no completion. Each maps to an HTTP status and a stable `code`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProxyError {
+    /// The request is not a chat completion request the proxy can serve (400).
+    #[error("{message}")]
+    InvalidRequest {
+        /// Stable code: `invalid_json`, `invalid_messages`, `invalid_tools`,
+        /// `unsupported_content`, `unsupported_n`, `missing_model`.
+        code: &'static str,
+        /// What is wrong, for the client's developer.
+        message: String,
+    },
+    /// The body is larger than [`ProxyConfig::max_request_bytes`](super::ProxyConfig) (413).
+    #[error("the request body is larger than {limit} bytes")]
+    BodyTooLarge {
+        /// The limit.
+        limit: usize,
+    },
+    /// The upstream answered with an error status; the proxy answers with the same status.
+    #[error("{message}")]
+    Upstream {
+        /// The upstream's HTTP status.
+        status: u16,
+        /// The upstream's message.
+        message: String,
+    },
+    /// The upstream could not be reached or broke the connection (502).
+    #[error("the upstream cannot be reached: {0}")]
+    Unreachable(String),
+    /// The upstream sent nothing for the idle time-out (504).
+    #[error("{0}")]
+    Timeout(String),
+    /// The upstream's stream broke the protocol: an invalid chunk, an event over the size
+    /// limit, an error event (502).
+    #[error("{message}")]
+    BadUpstream {
+        /// The upstream model's error code (`invalid_chunk`, `sse_event_too_large`,
+        /// `server_error`).
+        code: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+    /// No route for this method and path (404).
+    #[error("unknown endpoint {0}")]
+    NotFound(String),
+}
+
+impl ProxyError {
+    /// A 400 with `code`.
+    pub(crate) fn invalid(code: &'static str, message: impl Into<String>) -> Self {
+        ProxyError::InvalidRequest {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The error of an upstream model stream (an [`OpenAiError`] inside the boxed error).
+    pub(crate) fn from_upstream(error: &(dyn std::error::Error + Send + Sync + 'static)) -> Self {
+        let Some(error) = error.downcast_ref::<OpenAiError>() else {
+            return ProxyError::Unreachable(error.to_string());
+        };
+        match error {
+            OpenAiError::Http { status, message } => ProxyError::Upstream {
+                status: *status,
+                message: message.clone(),
+            },
+            OpenAiError::IdleTimeout(_) => ProxyError::Timeout(error.to_string()),
+            OpenAiError::Transport(_)
+            | OpenAiError::Client(_)
+            | OpenAiError::MissingApiKey { .. } => ProxyError::Unreachable(error.to_string()),
+            other => ProxyError::BadUpstream {
+                code: other.code(),
+                message: other.to_string(),
+            },
+        }
+    }
+
+    /// The HTTP status of the answer.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ProxyError::InvalidRequest { .. } => StatusCode::BAD_REQUEST,
+            ProxyError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ProxyError::Upstream { status, .. } => {
+                StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_GATEWAY)
+            }
+            ProxyError::Unreachable(_) | ProxyError::BadUpstream { .. } => StatusCode::BAD_GATEWAY,
+            ProxyError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            ProxyError::NotFound(_) => StatusCode::NOT_FOUND,
+        }
+    }
+
+    /// The stable `code` of the error body: the request codes above, `request_too_large`,
+    /// `upstream_error`, `upstream_unreachable`, `upstream_timeout`, the upstream model's
+    /// code for a broken stream, `not_found`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ProxyError::InvalidRequest { code, .. } | ProxyError::BadUpstream { code, .. } => code,
+            ProxyError::BodyTooLarge { .. } => "request_too_large",
+            ProxyError::Upstream { .. } => "upstream_error",
+            ProxyError::Unreachable(_) => "upstream_unreachable",
+            ProxyError::Timeout(_) => "upstream_timeout",
+            ProxyError::NotFound(_) => "not_found",
+        }
+    }
+
+    /// The OpenAI error `type`: `invalid_request_error` for 4xx answers the client can fix
+    /// (`authentication_error` for 401/403, `rate_limit_error` for 429), else `api_error`.
+    pub fn kind(&self) -> &'static str {
+        match self.status().as_u16() {
+            401 | 403 => "authentication_error",
+            429 => "rate_limit_error",
+            400..=499 => "invalid_request_error",
+            _ => "api_error",
+        }
+    }
+
+    /// The error body: `{"error":{"message","type","code","param":null}}`.
+    pub fn body(&self) -> Value {
+        json!({"error": {
+            "message": self.to_string(),
+            "type": self.kind(),
+            "code": self.code(),
+            "param": null,
+        }})
+    }
+}
+
+impl IntoResponse for ProxyError {
+    fn into_response(self) -> Response {
+        let body = self.body().to_string();
+        (
+            self.status(),
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response()
+    }
+}

@@ -1,0 +1,167 @@
+//! The conversation's native tool calls and tool results as the text protocol writes them:
+//! an assistant message's `tool_calls` become the block the model would have written, a
+//! `tool` message the observation line the agent loop would have fed back (SPEC §5).
+
+use serde_json::{Map, Value};
+use tam_parse::Dialect;
+
+use crate::{OBSERVATION_PREFIX, Protocol};
+
+/// One native call of the history: its function name and arguments object.
+pub(crate) struct PastCall {
+    pub(crate) name: String,
+    /// The parsed `function.arguments`; `None` when they were not a JSON object.
+    pub(crate) args: Option<Map<String, Value>>,
+    /// `function.arguments` as the client sent it.
+    pub(crate) raw_args: String,
+}
+
+/// The block for `calls` in `protocol` (`Both` writes TAM). TAM takes a string value as
+/// is and any other value as its JSON text (tool-schema coerces it back). A call the
+/// renderer refuses (a key that cannot be a TAM key or an XML name, arguments that are not
+/// an object) is written as the line `Tool call: NAME ARGUMENTS`, so the model still sees
+/// what it did.
+pub(crate) fn render_calls(protocol: Protocol, calls: &[PastCall]) -> String {
+    let whole = match protocol {
+        Protocol::Action => render_action(calls),
+        _ => render_tam(calls),
+    };
+    if let Some(text) = whole {
+        return text;
+    }
+    // One by one, so only the calls the renderer refuses fall back to plain lines.
+    let mut out = Vec::with_capacity(calls.len());
+    for call in calls {
+        let one = std::slice::from_ref(call);
+        let text = match protocol {
+            Protocol::Action => render_action(one),
+            _ => render_tam(one),
+        };
+        out.push(text.unwrap_or_else(|| format!("Tool call: {} {}", call.name, call.raw_args)));
+    }
+    out.join("\n")
+}
+
+fn render_tam(calls: &[PastCall]) -> Option<String> {
+    let owned: Vec<(&str, Vec<(&str, String)>)> = calls
+        .iter()
+        .map(|call| {
+            let params = call
+                .args
+                .as_ref()?
+                .iter()
+                .map(|(key, value)| {
+                    let text = match value {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    (key.as_str(), text)
+                })
+                .collect();
+            Some((call.name.as_str(), params))
+        })
+        .collect::<Option<_>>()?;
+    let borrowed = owned.iter().map(|(name, params)| {
+        (
+            *name,
+            params.iter().map(|(key, value)| (*key, value.as_str())),
+        )
+    });
+    tam_parse::render_block(borrowed, Dialect::Tam).ok()
+}
+
+fn render_action(calls: &[PastCall]) -> Option<String> {
+    let pairs: Vec<(&str, &Map<String, Value>)> = calls
+        .iter()
+        .map(|call| Some((call.name.as_str(), call.args.as_ref()?)))
+        .collect::<Option<_>>()?;
+    action_xml::render_action(pairs)
+        .ok()
+        .map(|text| text.trim_end().to_owned())
+}
+
+/// The observation for a `tool` message: `Observation: Error - Tool NAME failed: MESSAGE`
+/// when the content is a result object with `"success": false` (the unified result format),
+/// else `Observation: Tool NAME executed successfully. Result: CONTENT`.
+pub(crate) fn observation(name: &str, content: &str) -> String {
+    if let Ok(Value::Object(result)) = serde_json::from_str::<Value>(content)
+        && result.get("success") == Some(&Value::Bool(false))
+    {
+        let message = result
+            .get("message")
+            .and_then(Value::as_str)
+            .map_or_else(|| content.to_owned(), str::to_owned);
+        return format!("{OBSERVATION_PREFIX}Error - Tool {name} failed: {message}");
+    }
+    format!("{OBSERVATION_PREFIX}Tool {name} executed successfully. Result: {content}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(name: &str, args: Value) -> PastCall {
+        PastCall {
+            name: name.into(),
+            raw_args: args.to_string(),
+            args: args.as_object().cloned(),
+        }
+    }
+
+    #[test]
+    fn tam_blocks_decode_back_to_the_calls() {
+        let text = render_calls(
+            Protocol::Tam,
+            &[call("get_weather", json!({"city": "Paris", "days": 3}))],
+        );
+        assert_eq!(
+            text,
+            "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」3「末」\n<|[END_TOOL]|>"
+        );
+        let mut calls = Vec::new();
+        let mut decoder = tam_parse::Decoder::new(tam_parse::Config::default());
+        decoder.feed(&text, |event| {
+            if let tam_parse::Event::Block(block) = event {
+                calls.extend(block.calls.iter().map(|c| c.tool.to_string()));
+            }
+        });
+        assert_eq!(calls, ["get_weather"]);
+    }
+
+    #[test]
+    fn action_blocks_and_fallbacks() {
+        let text = render_calls(
+            Protocol::Action,
+            &[
+                call("write", json!({"code": "a < b"})),
+                call("bad name", json!({})),
+            ],
+        );
+        assert_eq!(
+            text,
+            "<ACTION>\n  <write>\n    <code><![CDATA[a < b]]></code>\n  </write>\n</ACTION>\nTool call: bad name {}"
+        );
+        let not_object = PastCall {
+            name: "f".into(),
+            args: None,
+            raw_args: "[1".into(),
+        };
+        assert_eq!(
+            render_calls(Protocol::Tam, &[not_object]),
+            "Tool call: f [1"
+        );
+    }
+
+    #[test]
+    fn observations() {
+        assert_eq!(
+            observation("get_weather", "sunny"),
+            "Observation: Tool get_weather executed successfully. Result: sunny"
+        );
+        assert_eq!(
+            observation("f", r#"{"success":false,"message":"no such city"}"#),
+            "Observation: Error - Tool f failed: no such city"
+        );
+    }
+}

@@ -1,0 +1,468 @@
+//! An OpenAI-compatible server that gives native tool calling to any model that can follow
+//! a text protocol (SPEC §8, `tam serve`). Behind the `proxy` feature.
+//!
+//! A client sends `POST /v1/chat/completions` with `tools`, as to OpenAI. The proxy renders
+//! the tools into the system prompt in its [`Protocol`] (TAM or ACTION XML), rewrites the
+//! history (an assistant message's `tool_calls` → the protocol's block, a `tool` message →
+//! its `Observation: …` line), asks the upstream server — any OpenAI-compatible server,
+//! through [`OpenAiModel`] — without `tools`, and decodes the upstream's text as it
+//! streams: prose comes back as `delta.content`, each call as `delta.tool_calls` chunks
+//! whose arguments are a JSON object typed by the tool's schema.
+//!
+//! ```no_run
+//! use tool_dispatch::Protocol;
+//! use tool_dispatch::openai::OpenAiConfig;
+//! use tool_dispatch::proxy::{ProxyConfig, router};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = ProxyConfig::new(OpenAiConfig::new("http://127.0.0.1:8081/v1", ""))
+//!     .with_protocol(Protocol::Action);
+//! let app = router(config)?; // an axum::Router: mount it, or serve it as it is
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! axum::serve(listener, app).await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Endpoints
+//!
+//! * `POST /v1/chat/completions` — `stream` true (server-sent events, `data: [DONE]` at
+//!   the end) or false (one `chat.completion`).
+//! * `GET /v1/models`, `GET /v1/models/{id}` — passed through to the upstream (status,
+//!   content type and body as they come).
+//!
+//! # What a request becomes
+//!
+//! * `tools` (function definitions with JSON Schema parameters) → tool-schema definitions;
+//!   the protocol's instructions and the tool list follow the first system message's text
+//!   (after a blank line), or make a new first system message. `developer` messages are
+//!   system messages.
+//! * `tool_choice`: `auto` (default); `none` → no tool prompt and the text passes through
+//!   undecoded; `required` → the prompt asks for a call; a named function → only that tool
+//!   is offered and the prompt asks for it. `parallel_tool_calls: false` → the prompt asks
+//!   for one call and only the first call is a tool call.
+//! * The upstream request has no `tools`, `tool_choice`, `parallel_tool_calls`,
+//!   `stream_options` or `n` (`n` over 1 is refused: one choice is returned); it always
+//!   streams. `max_tokens`, `stop` and `seed` go through [`ModelOptions`](crate::ModelOptions);
+//!   every other field (`temperature`, `top_p`, `response_format`, vendor fields …) goes
+//!   through unchanged as an extra body field, so numbers keep their exact JSON text.
+//!   The upstream config's [`extra_body`](OpenAiConfig::extra_body) overrides the client's.
+//! * The client's `Authorization` header is not forwarded: the upstream gets the key of
+//!   the upstream config ([`OpenAiConfig::api_key`]), or none. The proxy checks no key of
+//!   its own; `tam serve` listens on loopback unless told otherwise.
+//! * Message content may be a string or text parts (joined by a line break); an image,
+//!   audio or file part is refused (400 `unsupported_content`): the upstream is a text model.
+//! * History: an assistant message's `tool_calls` are written after its text as one block
+//!   of the protocol (a TAM chain for several calls; non-string TAM values as their JSON
+//!   text, which coercion reads back); a call the renderer cannot write (a key that is not
+//!   a TAM key or an XML name, arguments that are not a JSON object) as the line
+//!   `Tool call: NAME ARGUMENTS`. A `tool` message becomes
+//!   `Observation: Tool NAME executed successfully. Result: CONTENT`, or
+//!   `Observation: Error - Tool NAME failed: MESSAGE` when its content is a result object
+//!   with `"success": false`; NAME comes from the call its `tool_call_id` answers. A run
+//!   of `tool` messages is one user message, one observation per line (chat templates
+//!   want user and assistant turns to alternate).
+//!
+//! # What a reply becomes
+//!
+//! * Prose → `delta.content`, as early as the decoder decides it (it holds back at most a
+//!   possible marker prefix); `reasoning_content` / `reasoning` → `delta.reasoning_content`.
+//! * A closed block whose calls all name offered tools (names compared exactly) and that
+//!   decoded without an error → one call per block call, in order: a chunk with `index`,
+//!   `id` (`call_…`, unique in the process), `type: "function"`, `function.name` and empty
+//!   arguments, then the arguments' JSON text. The arguments are coerced by the tool's
+//!   schema (`"3"` → `3` for an integer, TAM keys matched canonically); arguments that do
+//!   not validate are sent as the model wrote them (the client validates, as it must with
+//!   OpenAI too). **Arguments arrive whole when the block closes**: a long string value is
+//!   not yet streamed while the model writes it (the parsers' argument-streaming events
+//!   will make that a change inside the proxy's `response` module).
+//! * A block naming a tool the request did not offer, a block with a decode error, an
+//!   ACTION block after the first, and a block left open by a cut stream come back as
+//!   their raw text in `delta.content`: never as calls. A block over the decoder's size
+//!   limit, whose bytes the decoder drops, comes back as a bracketed note with the error.
+//! * Past the call limit (`parallel_tool_calls: false`), further calls come back as content,
+//!   re-rendered in the protocol.
+//! * Native `delta.tool_calls` the upstream sends anyway pass through (indexes after the
+//!   proxy's own).
+//! * `finish_reason` is `tool_calls` when any call was emitted, else the upstream's. A
+//!   `length` finish or a transport error cuts the reply: no call from a block open at the
+//!   cut (SPEC §5).
+//!
+//! # Errors
+//!
+//! Errors are OpenAI error bodies, `{"error":{"message","type","code","param"}}`, see
+//! [`ProxyError`]: the upstream's status and message for an upstream HTTP error, 502 for an
+//! unreachable upstream or a broken upstream stream, 504 for the idle time-out, 413 for a
+//! body over [`ProxyConfig::max_request_bytes`], 400 for a request the proxy cannot serve.
+//! The proxy waits for the upstream's first item before it answers, so an upstream error
+//! arrives with its status even for a streaming request. An error after that (the stream
+//! broke mid-reply) ends the event stream with a `data: {"error":…}` event and no
+//! `[DONE]`; the text decided before it was sent.
+//!
+//! # Cancellation and limits
+//!
+//! A client that disconnects — mid-stream, or while waiting for a whole reply — drops its
+//! response (or the handler's future), which drops the upstream request: the upstream sees
+//! its connection closed. Memory per stream is the decoder's (at most a
+//! block, [`tam_parse::Config::max_block_bytes`], 1 MiB by default, plus 64 KiB) and one
+//! upstream event ([`SseConfig::max_event_bytes`](crate::sse::SseConfig), 1 MiB by
+//! default); a request body is at most [`ProxyConfig::max_request_bytes`] (4 MiB).
+//! Usage (`stream_options.include_usage`) is not reported.
+
+mod error;
+mod history;
+mod prompt;
+mod request;
+mod response;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{StatusCode, Uri, header};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures_util::StreamExt;
+use futures_util::stream::{self, BoxStream};
+
+pub use error::ProxyError;
+
+use crate::openai::{OpenAiConfig, OpenAiError, OpenAiModel};
+use crate::{BoxError, LanguageModel, ModelItem, ModelRequest, Protocol};
+use request::Translated;
+use response::{ChunkWriter, Completion, Translator, unique_id};
+
+/// Default of [`ProxyConfig::max_request_bytes`]: 4 MiB.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 << 20;
+
+/// How the proxy reaches its upstream and reads its replies.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ProxyConfig {
+    /// The upstream: base URL (up to and without `/chat/completions`, e.g.
+    /// `http://127.0.0.1:8081/v1`), API key, idle time-out, SSE event limit, fields added to
+    /// every request. Its `model` is used when a request names none (empty: required).
+    pub upstream: OpenAiConfig,
+    /// The protocol the upstream model is asked to write. Default: [`Protocol::Tam`].
+    pub protocol: Protocol,
+    /// Largest request body; a larger one gets 413. Default: [`DEFAULT_MAX_REQUEST_BYTES`]
+    /// (4 MiB).
+    pub max_request_bytes: usize,
+    /// The TAM decoder's limits (block size, calls per block). Default: tam-parse's.
+    pub tam: tam_parse::Config,
+    /// The ACTION decoder's limits (block size, depth, nodes). Default: action-xml's.
+    pub action: action_xml::Config,
+}
+
+impl ProxyConfig {
+    /// A proxy to `upstream` with the defaults.
+    pub fn new(upstream: OpenAiConfig) -> Self {
+        Self {
+            upstream,
+            protocol: Protocol::Tam,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            tam: tam_parse::Config::default(),
+            action: action_xml::Config::default(),
+        }
+    }
+
+    /// This configuration with `protocol`.
+    #[must_use]
+    pub fn with_protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
+    /// This configuration with `max_request_bytes`.
+    #[must_use]
+    pub fn with_max_request_bytes(mut self, max_request_bytes: usize) -> Self {
+        self.max_request_bytes = max_request_bytes;
+        self
+    }
+}
+
+/// What every handler shares.
+struct Shared {
+    config: ProxyConfig,
+    /// The upstream model; each request gets a copy with its own model name and fields,
+    /// sharing the connection pool.
+    model: OpenAiModel,
+    /// For `GET /v1/models`.
+    http: reqwest::Client,
+}
+
+/// The proxy as an axum [`Router`] (a tower service): mount it in an application or serve
+/// it with [`serve`]. Any other path answers 404 with an OpenAI error body.
+///
+/// # Errors
+/// [`OpenAiError::Client`] when the HTTP client cannot be built.
+pub fn router(config: ProxyConfig) -> Result<Router, OpenAiError> {
+    let model = OpenAiModel::new(config.upstream.clone())?;
+    let http = reqwest::Client::builder()
+        .connect_timeout(config.upstream.idle_timeout)
+        .build()
+        .map_err(|e| OpenAiError::Client(e.to_string()))?;
+    let limit = config.max_request_bytes;
+    let shared = Arc::new(Shared {
+        config,
+        model,
+        http,
+    });
+    Ok(Router::new()
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/models", get(models))
+        .route("/v1/models/{*id}", get(model_by_id))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(shared))
+}
+
+/// Serves the proxy on `listener` until `shutdown` completes (then finishes the requests
+/// in flight).
+///
+/// # Errors
+/// The router's error, or an I/O error of the server.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    config: ProxyConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(config).map_err(std::io::Error::other)?;
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+async fn not_found(uri: Uri) -> Response {
+    ProxyError::NotFound(uri.path().to_owned()).into_response()
+}
+
+async fn chat_completions(
+    State(shared): State<Arc<Shared>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    match complete(&shared, body).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn complete(
+    shared: &Shared,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ProxyError> {
+    let config = &shared.config;
+    let body = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ProxyError::BodyTooLarge {
+                limit: config.max_request_bytes,
+            }
+        } else {
+            ProxyError::invalid("invalid_json", rejection.body_text())
+        }
+    })?;
+    let request = request::translate(&body, config.protocol, &config.upstream.model)?;
+    let Translated {
+        model: model_name,
+        messages,
+        options,
+        extra,
+        stream,
+        offered,
+        decode,
+        max_calls,
+    } = request;
+    let mut upstream_config = config.upstream.clone();
+    upstream_config.model.clone_from(&model_name);
+    // The client's fields first; the operator's `extra_body` wins.
+    let mut fields = extra;
+    fields.extend(std::mem::take(&mut upstream_config.extra_body));
+    upstream_config.extra_body = fields;
+    let model = shared.model.with_config(upstream_config);
+    let mut upstream = model.stream(&ModelRequest::new(messages, options));
+
+    // The first item decides the status: an upstream error is answered with its own.
+    let first = match upstream.next().await {
+        Some(Err(error)) => return Err(ProxyError::from_upstream(&*error)),
+        other => other,
+    };
+    let id = unique_id();
+    let translator = Translator::new(
+        config.protocol,
+        decode,
+        offered,
+        max_calls,
+        config.tam,
+        config.action,
+        id.clone(),
+    );
+    if stream {
+        Ok(stream_response(
+            first,
+            upstream,
+            translator,
+            ChunkWriter::new(&id, &model_name),
+        ))
+    } else {
+        let value = gather(first, upstream, translator, &id, &model_name).await?;
+        Ok((
+            [(header::CONTENT_TYPE, "application/json")],
+            value.to_string(),
+        )
+            .into_response())
+    }
+}
+
+type Upstream = BoxStream<'static, Result<ModelItem, BoxError>>;
+
+/// A request without `stream`: the whole reply in one `chat.completion`.
+async fn gather(
+    first: Option<Result<ModelItem, BoxError>>,
+    mut upstream: Upstream,
+    mut translator: Translator,
+    id: &str,
+    model: &str,
+) -> Result<serde_json::Value, ProxyError> {
+    let mut completion = Completion::default();
+    let mut next = first;
+    while let Some(item) = next {
+        match item {
+            Ok(item) => translator.feed(item),
+            Err(error) => return Err(ProxyError::from_upstream(&*error)),
+        }
+        for piece in translator.drain() {
+            completion.push(piece);
+        }
+        next = upstream.next().await;
+    }
+    let finish_reason = translator.finish(false);
+    for piece in translator.drain() {
+        completion.push(piece);
+    }
+    Ok(completion.into_json(id, model, &finish_reason))
+}
+
+/// The state of one streamed response.
+struct Streaming {
+    first: Option<Option<Result<ModelItem, BoxError>>>,
+    upstream: Upstream,
+    translator: Translator,
+    writer: ChunkWriter,
+    done: bool,
+}
+
+impl Streaming {
+    /// The events of the next upstream item (none, or the last ones).
+    async fn step(&mut self) -> Vec<Event> {
+        let next = match self.first.take() {
+            Some(first) => first,
+            None => self.upstream.next().await,
+        };
+        let mut events = Vec::new();
+        match next {
+            Some(Ok(item)) => {
+                self.translator.feed(item);
+                self.drain_into(&mut events);
+            }
+            Some(Err(error)) => {
+                self.translator.finish(true);
+                self.drain_into(&mut events);
+                let error = ProxyError::from_upstream(&*error);
+                events.push(Event::default().data(error.body().to_string()));
+                self.done = true;
+            }
+            None => {
+                let finish_reason = self.translator.finish(false);
+                self.drain_into(&mut events);
+                events.push(json_event(&self.writer.finish(&finish_reason)));
+                events.push(Event::default().data("[DONE]"));
+                self.done = true;
+            }
+        }
+        events
+    }
+
+    fn drain_into(&mut self, events: &mut Vec<Event>) {
+        for piece in self.translator.drain() {
+            events.push(json_event(&self.writer.piece(piece)));
+        }
+    }
+}
+
+fn json_event(value: &serde_json::Value) -> Event {
+    Event::default().data(value.to_string())
+}
+
+/// A request with `stream: true`: one event per piece, as the upstream streams. Dropping
+/// the response (the client went away) drops the upstream stream and its connection.
+fn stream_response(
+    first: Option<Result<ModelItem, BoxError>>,
+    upstream: Upstream,
+    translator: Translator,
+    writer: ChunkWriter,
+) -> Response {
+    let role = json_event(&writer.role());
+    let state = Streaming {
+        first: Some(first),
+        upstream,
+        translator,
+        writer,
+        done: false,
+    };
+    let events = stream::unfold(state, |mut state| async move {
+        if state.done {
+            return None;
+        }
+        let events = state.step().await;
+        Some((stream::iter(events), state))
+    })
+    .flatten();
+    let all = stream::once(async { role })
+        .chain(events)
+        .map(Ok::<Event, Infallible>);
+    Sse::new(all).into_response()
+}
+
+async fn models(State(shared): State<Arc<Shared>>) -> Response {
+    pass_models(&shared, "").await
+}
+
+async fn model_by_id(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
+    pass_models(&shared, &format!("/{id}")).await
+}
+
+/// `GET {upstream}/models{suffix}`, answered with the upstream's status, content type and
+/// body (streamed, not buffered).
+async fn pass_models(shared: &Shared, suffix: &str) -> Response {
+    let upstream = &shared.config.upstream;
+    let url = format!("{}/models{suffix}", upstream.base_url.trim_end_matches('/'));
+    let mut request = shared.http.get(url);
+    if let Some(key) = &upstream.api_key {
+        request = request.bearer_auth(key);
+    }
+    let response = match tokio::time::timeout(upstream.idle_timeout, request.send()).await {
+        Err(_) => {
+            return ProxyError::Timeout(format!(
+                "no answer from the upstream for {:?}",
+                upstream.idle_timeout
+            ))
+            .into_response();
+        }
+        Ok(Err(error)) => return ProxyError::Unreachable(error.to_string()).into_response(),
+        Ok(Ok(response)) => response,
+    };
+    let status =
+        StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    let content_type = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .cloned()
+        .unwrap_or_else(|| header::HeaderValue::from_static("application/json"));
+    let body = Body::from_stream(response.bytes_stream());
+    (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
+}

@@ -1,0 +1,563 @@
+//! A client's `chat.completions` request turned into the upstream's: tools into the system
+//! prompt, native calls and tool results into text, every other field passed through.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+use tool_schema::{CompiledTool, Implementation, ToolDefinition, ToolId, empty_parameters};
+
+use super::ProxyError;
+use super::history::{PastCall, observation, render_calls};
+use super::prompt::{Choice, tool_prompt};
+use crate::{Message, ModelOptions, Protocol, Role};
+
+/// Fields the proxy consumes; every other field goes to the upstream as the client sent it.
+const CONSUMED: &[&str] = &[
+    "model",
+    "messages",
+    "stream",
+    "stream_options",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "n",
+    "max_tokens",
+    "stop",
+    "seed",
+];
+
+/// The tools a request offered, by function name.
+#[derive(Debug, Default)]
+pub(crate) struct OfferedTools {
+    tools: HashMap<String, CompiledTool>,
+}
+
+impl OfferedTools {
+    /// The offered tool named `name` (exactly).
+    pub(crate) fn get(&self, name: &str) -> Option<&CompiledTool> {
+        self.tools.get(name)
+    }
+}
+
+/// What the proxy does with one request.
+#[derive(Debug)]
+pub(crate) struct Translated {
+    /// The `model` to ask the upstream for.
+    pub(crate) model: String,
+    /// The conversation as the upstream sees it.
+    pub(crate) messages: Vec<Message>,
+    /// `max_tokens`, `stop`, `seed`.
+    pub(crate) options: ModelOptions,
+    /// Every field the proxy does not consume, as sent.
+    pub(crate) extra: Map<String, Value>,
+    /// The client asked for a stream.
+    pub(crate) stream: bool,
+    /// The offered tools; empty when the upstream's text is passed through undecoded.
+    pub(crate) offered: OfferedTools,
+    /// Decode the upstream's text into calls (tools offered and `tool_choice` not `none`).
+    pub(crate) decode: bool,
+    /// Most calls in the reply: 1 for `parallel_tool_calls: false`.
+    pub(crate) max_calls: usize,
+}
+
+/// Reads and translates a request body.
+pub(crate) fn translate(
+    body: &[u8],
+    protocol: Protocol,
+    default_model: &str,
+) -> Result<Translated, ProxyError> {
+    let request: Map<String, Value> = serde_json::from_slice(body).map_err(|e| {
+        ProxyError::invalid(
+            "invalid_json",
+            format!("the body is not a JSON object: {e}"),
+        )
+    })?;
+    let model = match request.get("model") {
+        Some(Value::String(model)) if !model.is_empty() => model.clone(),
+        None | Some(Value::Null) if !default_model.is_empty() => default_model.to_owned(),
+        _ => {
+            return Err(ProxyError::invalid(
+                "missing_model",
+                "'model' must be a non-empty string",
+            ));
+        }
+    };
+    if let Some(n) = request.get("n").and_then(Value::as_u64)
+        && n > 1
+    {
+        return Err(ProxyError::invalid(
+            "unsupported_n",
+            "the proxy returns one choice: 'n' must be 1",
+        ));
+    }
+    let stream = request
+        .get("stream")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let parallel = request
+        .get("parallel_tool_calls")
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    let choice = match request.get("tool_choice") {
+        None | Some(Value::Null) => Some(Choice::Auto),
+        Some(Value::String(s)) if s == "auto" => Some(Choice::Auto),
+        Some(Value::String(s)) if s == "none" => None,
+        Some(Value::String(s)) if s == "required" => Some(Choice::Required),
+        Some(value) => match value.pointer("/function/name").and_then(Value::as_str) {
+            Some(name) => Some(Choice::Named(name.to_owned())),
+            None => {
+                return Err(ProxyError::invalid(
+                    "invalid_tools",
+                    format!("unknown 'tool_choice': {value}"),
+                ));
+            }
+        },
+    };
+    let definitions = read_tools(request.get("tools"))?;
+    let offered_definitions: Vec<ToolDefinition> = match &choice {
+        None => Vec::new(),
+        Some(Choice::Named(name)) => {
+            let chosen: Vec<ToolDefinition> = definitions
+                .into_iter()
+                .filter(|d| d.id.as_str() == name)
+                .collect();
+            if chosen.is_empty() {
+                return Err(ProxyError::invalid(
+                    "invalid_tools",
+                    format!("'tool_choice' names '{name}', which 'tools' does not define"),
+                ));
+            }
+            chosen
+        }
+        Some(_) => definitions,
+    };
+    let decode = !offered_definitions.is_empty();
+    let prompt = choice.as_ref().filter(|_| decode).map(|choice| {
+        let refs: Vec<&ToolDefinition> = offered_definitions.iter().collect();
+        tool_prompt(protocol, &refs, choice, parallel)
+    });
+    let mut offered = OfferedTools::default();
+    for definition in offered_definitions {
+        let name = definition.id.as_str().to_owned();
+        let tool = CompiledTool::new(definition)
+            .map_err(|e| ProxyError::invalid("invalid_tools", format!("tool '{name}': {e}")))?;
+        offered.tools.insert(name, tool);
+    }
+
+    let messages = read_messages(request.get("messages"), protocol, prompt)?;
+
+    let mut options = ModelOptions::new();
+    options.max_tokens = request
+        .get("max_tokens")
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok());
+    options.seed = request.get("seed").and_then(Value::as_u64);
+    options.stop = match request.get("stop") {
+        Some(Value::String(stop)) => vec![stop.clone()],
+        Some(Value::Array(stops)) => stops
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut extra = Map::new();
+    for (key, value) in &request {
+        let typed_elsewhere = match key.as_str() {
+            "max_tokens" => options.max_tokens.is_some(),
+            "seed" => options.seed.is_some(),
+            "stop" => !options.stop.is_empty() || value.is_null(),
+            _ => CONSUMED.contains(&key.as_str()),
+        };
+        if !typed_elsewhere {
+            extra.insert(key.clone(), value.clone());
+        }
+    }
+    Ok(Translated {
+        model,
+        messages,
+        options,
+        extra,
+        stream,
+        offered,
+        decode,
+        max_calls: if parallel { usize::MAX } else { 1 },
+    })
+}
+
+/// `tools`: function definitions; a name tool-schema refuses or a schema it cannot compile
+/// is a 400.
+fn read_tools(tools: Option<&Value>) -> Result<Vec<ToolDefinition>, ProxyError> {
+    let tools = match tools {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(tools)) => tools,
+        Some(_) => {
+            return Err(ProxyError::invalid(
+                "invalid_tools",
+                "'tools' must be an array",
+            ));
+        }
+    };
+    let mut definitions = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let function = tool.get("function").ok_or_else(|| {
+            ProxyError::invalid("invalid_tools", "each tool must have a 'function'")
+        })?;
+        let name = function
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ProxyError::invalid("invalid_tools", "each function needs a 'name'"))?;
+        let id = ToolId::parse(name).map_err(|e| {
+            ProxyError::invalid("invalid_tools", format!("function name '{name}': {e}"))
+        })?;
+        let description = function
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let parameters = function
+            .get("parameters")
+            .cloned()
+            .unwrap_or_else(empty_parameters);
+        definitions.push(ToolDefinition::new(
+            id,
+            description,
+            parameters,
+            Implementation::Service,
+        ));
+    }
+    Ok(definitions)
+}
+
+/// `messages` as the upstream sees them: the tool prompt after the first system message's
+/// text (or as a new first system message), `developer` as `system`, assistant
+/// `tool_calls` as the protocol's block after the message's text, and each run of `tool`
+/// messages as one user message of observations.
+fn read_messages(
+    messages: Option<&Value>,
+    protocol: Protocol,
+    prompt: Option<String>,
+) -> Result<Vec<Message>, ProxyError> {
+    let Some(Value::Array(messages)) = messages else {
+        return Err(ProxyError::invalid(
+            "invalid_messages",
+            "'messages' must be an array",
+        ));
+    };
+    let mut out: Vec<Message> = Vec::with_capacity(messages.len() + 1);
+    // Function names of the history's calls, by call id, for the tool messages.
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut last_was_tool = false;
+    for (position, message) in messages.iter().enumerate() {
+        let invalid = |what: &str| {
+            ProxyError::invalid("invalid_messages", format!("messages[{position}]: {what}"))
+        };
+        let role = message
+            .get("role")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("no 'role'"))?;
+        let content = content_text(message.get("content")).map_err(|e| match e {
+            ContentError::NotText(kind) => ProxyError::invalid(
+                "unsupported_content",
+                format!("messages[{position}]: content of type '{kind}' cannot be passed to a text model"),
+            ),
+            ContentError::Invalid => invalid("'content' must be a string or an array of parts"),
+        })?;
+        let is_tool = matches!(role, "tool" | "function");
+        match role {
+            "system" | "developer" => out.push(Message::system(content)),
+            "user" => out.push(Message::user(content)),
+            "assistant" => {
+                let calls = read_past_calls(message.get("tool_calls"), &mut names)
+                    .map_err(|what| invalid(&what))?;
+                let mut text = content;
+                if !calls.is_empty() {
+                    if !text.is_empty() && !text.ends_with('\n') {
+                        text.push('\n');
+                    }
+                    text.push_str(&render_calls(protocol, &calls));
+                }
+                out.push(Message::assistant(text));
+            }
+            "tool" | "function" => {
+                let name = message
+                    .get("tool_call_id")
+                    .and_then(Value::as_str)
+                    .and_then(|id| names.get(id))
+                    .map(String::as_str)
+                    .or_else(|| message.get("name").and_then(Value::as_str))
+                    .unwrap_or("unknown");
+                let line = observation(name, &content);
+                match out.last_mut() {
+                    Some(previous) if last_was_tool => {
+                        previous.content.push('\n');
+                        previous.content.push_str(&line);
+                    }
+                    _ => out.push(Message::user(line)),
+                }
+            }
+            other => return Err(invalid(&format!("unknown role '{other}'"))),
+        }
+        last_was_tool = is_tool;
+    }
+    if let Some(prompt) = prompt {
+        match out.first_mut() {
+            Some(first) if first.role == Role::System => {
+                if !first.content.is_empty() {
+                    first.content.push_str("\n\n");
+                }
+                first.content.push_str(&prompt);
+            }
+            _ => out.insert(0, Message::system(prompt)),
+        }
+    }
+    Ok(out)
+}
+
+/// An assistant message's `tool_calls`, recording each id's function name.
+fn read_past_calls(
+    calls: Option<&Value>,
+    names: &mut HashMap<String, String>,
+) -> Result<Vec<PastCall>, String> {
+    let calls = match calls {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(calls)) => calls,
+        Some(_) => return Err("'tool_calls' must be an array".into()),
+    };
+    let mut out = Vec::with_capacity(calls.len());
+    for call in calls {
+        let name = call
+            .pointer("/function/name")
+            .and_then(Value::as_str)
+            .ok_or("a tool call without 'function.name'")?;
+        let raw_args = match call.pointer("/function/arguments") {
+            Some(Value::String(text)) => text.clone(),
+            None | Some(Value::Null) => "{}".to_owned(),
+            Some(other) => other.to_string(),
+        };
+        let args = match serde_json::from_str::<Value>(&raw_args) {
+            Ok(Value::Object(args)) => Some(args),
+            _ => None,
+        };
+        if let Some(id) = call.get("id").and_then(Value::as_str) {
+            names.insert(id.to_owned(), name.to_owned());
+        }
+        out.push(PastCall {
+            name: name.to_owned(),
+            args,
+            raw_args,
+        });
+    }
+    Ok(out)
+}
+
+enum ContentError {
+    /// A part that is not text (`image_url`, `input_audio`, `file`).
+    NotText(String),
+    Invalid,
+}
+
+/// A message's text: a string, `null` (empty), or the text parts of an array joined by a
+/// line break.
+fn content_text(content: Option<&Value>) -> Result<String, ContentError> {
+    match content {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(text)) => Ok(text.clone()),
+        Some(Value::Array(parts)) => {
+            let mut texts = Vec::with_capacity(parts.len());
+            for part in parts {
+                let kind = part.get("type").and_then(Value::as_str).unwrap_or("text");
+                match (kind, part.get("text").and_then(Value::as_str)) {
+                    ("text", Some(text)) => texts.push(text),
+                    ("text", None) => return Err(ContentError::Invalid),
+                    (other, _) => return Err(ContentError::NotText(other.to_owned())),
+                }
+            }
+            Ok(texts.join("\n"))
+        }
+        Some(_) => Err(ContentError::Invalid),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn body(value: Value) -> Vec<u8> {
+        value.to_string().into_bytes()
+    }
+
+    #[test]
+    fn other_fields_pass_through_and_tool_fields_do_not() {
+        let t = translate(
+            &body(json!({
+                "model": "m", "messages": [{"role": "user", "content": "hi"}],
+                "temperature": 0.7, "top_p": 0.9, "max_tokens": 50, "stop": "END", "seed": 7,
+                "tools": [], "tool_choice": "auto", "parallel_tool_calls": true,
+                "stream": true, "stream_options": {"include_usage": true}, "user": "u1"
+            })),
+            Protocol::Tam,
+            "",
+        )
+        .unwrap();
+        assert_eq!(t.model, "m");
+        assert_eq!(
+            Value::Object(t.extra),
+            json!({"temperature": 0.7, "top_p": 0.9, "user": "u1"})
+        );
+        assert_eq!(t.options.max_tokens, Some(50));
+        assert_eq!(t.options.stop, ["END"]);
+        assert_eq!(t.options.seed, Some(7));
+        assert!(t.stream && !t.decode);
+        assert_eq!(t.messages, [Message::user("hi")]);
+    }
+
+    #[test]
+    fn tool_prompt_merges_into_the_system_message() {
+        let t = translate(
+            &body(json!({
+                "model": "m",
+                "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+                "tools": [{"type": "function", "function": {"name": "get_weather",
+                    "description": "Weather of a city.",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+            })),
+            Protocol::Tam,
+            "",
+        )
+        .unwrap();
+        assert!(t.decode);
+        assert_eq!(t.messages.len(), 2);
+        let system = &t.messages[0].content;
+        assert!(
+            system.starts_with("Be brief.\n\nYou can call tools."),
+            "{system}"
+        );
+        assert!(system.contains("- Tool ID: get_weather"), "{system}");
+        assert!(system.contains("city (string, required)"), "{system}");
+        assert!(t.offered.get("get_weather").is_some());
+    }
+
+    fn two_tools(extra: Value) -> Translated {
+        let mut request = json!({
+            "model": "m", "messages": [{"role": "user", "content": "hi"}],
+            "tools": [
+                {"type": "function", "function": {"name": "a", "description": "Tool a."}},
+                {"type": "function", "function": {"name": "b", "description": "Tool b."}},
+            ],
+        });
+        for (key, value) in extra.as_object().unwrap() {
+            request[key] = value.clone();
+        }
+        translate(&body(request), Protocol::Action, "").unwrap()
+    }
+
+    #[test]
+    fn tool_choice_shapes_the_prompt_and_the_offered_tools() {
+        let required = two_tools(json!({"tool_choice": "required"}));
+        let system = &required.messages[0].content;
+        assert!(
+            system.contains("You must call at least one tool"),
+            "{system}"
+        );
+        assert!(
+            system.contains("`<a>`") && system.contains("`<b>`"),
+            "{system}"
+        );
+        assert!(required.offered.get("a").is_some() && required.offered.get("b").is_some());
+        assert_eq!(required.max_calls, usize::MAX);
+
+        let named = two_tools(
+            json!({"tool_choice": {"type": "function", "function": {"name": "b"}}, "parallel_tool_calls": false}),
+        );
+        let system = &named.messages[0].content;
+        assert!(system.contains("You must call the tool b"), "{system}");
+        assert!(
+            system.contains("Call at most one tool per reply."),
+            "{system}"
+        );
+        assert!(!system.contains("`<a>`"), "{system}");
+        assert!(named.offered.get("a").is_none() && named.offered.get("b").is_some());
+        assert_eq!(named.max_calls, 1);
+
+        let none = two_tools(json!({"tool_choice": "none"}));
+        assert!(!none.decode);
+        assert_eq!(none.messages, [Message::user("hi")]);
+
+        let unknown = translate(
+            &body(
+                json!({"model": "m", "messages": [], "tools": [], "tool_choice": {"type": "function", "function": {"name": "zz"}}}),
+            ),
+            Protocol::Tam,
+            "",
+        );
+        assert_eq!(unknown.unwrap_err().code(), "invalid_tools");
+    }
+
+    #[test]
+    fn tool_runs_become_one_observation_message() {
+        let t = translate(
+            &body(json!({"messages": [
+                {"role": "user", "content": [{"type": "text", "text": "two"}, {"type": "text", "text": "cities"}]},
+                {"role": "assistant", "content": "Checking.", "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{\"city\":\"Paris\"}"}},
+                    {"id": "c2", "type": "function", "function": {"name": "w", "arguments": "{\"city\":\"Rome\"}"}},
+                ]},
+                {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+                {"role": "tool", "tool_call_id": "c2", "content": "{\"success\":false,\"message\":\"no data\"}"},
+                {"role": "developer", "content": "Answer in French."},
+            ]})),
+            Protocol::Tam,
+            "fallback-model",
+        )
+        .unwrap();
+        assert_eq!(t.model, "fallback-model");
+        assert_eq!(
+            t.messages,
+            [
+                Message::user("two\ncities"),
+                Message::assistant(
+                    "Checking.\n<|[REQUEST_TOOL]|>\ncommand1:「始」w「末」\ncity1:「始」Paris「末」\ncommand2:「始」w「末」\ncity2:「始」Rome「末」\n<|[END_TOOL]|>"
+                ),
+                Message::user(
+                    "Observation: Tool w executed successfully. Result: sunny\nObservation: Error - Tool w failed: no data"
+                ),
+                Message::system("Answer in French."),
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_are_400s_with_codes() {
+        let code = |value: Value| {
+            translate(&body(value), Protocol::Tam, "")
+                .unwrap_err()
+                .code()
+        };
+        assert_eq!(code(json!({"model": "m"})), "invalid_messages");
+        assert_eq!(code(json!({"messages": []})), "missing_model");
+        assert_eq!(
+            code(json!({"model": "m", "messages": [], "n": 2})),
+            "unsupported_n"
+        );
+        assert_eq!(
+            code(
+                json!({"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})
+            ),
+            "unsupported_content"
+        );
+        assert_eq!(
+            code(
+                json!({"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": "a b"}}]})
+            ),
+            "invalid_tools"
+        );
+        assert!(matches!(
+            translate(b"[1", Protocol::Tam, ""),
+            Err(ProxyError::InvalidRequest {
+                code: "invalid_json",
+                ..
+            })
+        ));
+    }
+}

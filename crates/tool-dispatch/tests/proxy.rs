@@ -1,0 +1,663 @@
+//! `tool_dispatch::proxy` driven by a real OpenAI client library (async-openai) against a
+//! scripted upstream on loopback: streamed and whole replies in both protocols, typed
+//! arguments, the history round trip, what never becomes a call (unoffered tools, cut
+//! streams, `tool_choice: "none"`), upstream errors, client disconnects, limits.
+
+#[path = "support/proxy_upstream.rs"]
+mod proxy_upstream;
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use async_openai::Client;
+use async_openai::config::OpenAIConfig;
+use async_openai::error::OpenAIError;
+use async_openai::types::chat::{
+    ChatCompletionMessageToolCalls, CreateChatCompletionRequest, CreateChatCompletionResponse,
+};
+use futures_util::StreamExt;
+use proxy_upstream::{Reply, ScriptedUpstream, event, finish_event, start_proxy, start_proxy_with};
+use serde_json::{Value, json};
+use tool_dispatch::Protocol;
+use tool_dispatch::openai::OpenAiConfig;
+use tool_dispatch::proxy::ProxyConfig;
+
+const TAM_CALL: &str = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」3「末」\n<|[END_TOOL]|>";
+const ACTION_CALL: &str = "<ACTION>\n  <get_weather>\n    <city>Paris</city>\n    <days>3</days>\n  </get_weather>\n</ACTION>";
+
+fn weather_tool() -> Value {
+    json!({"type": "function", "function": {
+        "name": "get_weather",
+        "description": "The weather of a city for some days.",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "description": "The city."},
+            "days": {"type": "integer", "description": "How many days."}
+        }, "required": ["city"]}
+    }})
+}
+
+fn client(url: &str) -> Client<OpenAIConfig> {
+    Client::with_config(
+        OpenAIConfig::new()
+            .with_api_base(url)
+            .with_api_key("sk-client"),
+    )
+}
+
+/// A typed request from JSON (`model`, a user message, the weather tool unless given).
+fn request(extra: Value) -> CreateChatCompletionRequest {
+    let mut body = json!({
+        "model": "qwen",
+        "messages": [{"role": "user", "content": "Weather in Paris?"}],
+        "tools": [weather_tool()],
+    });
+    for (key, value) in extra.as_object().unwrap() {
+        body[key] = value.clone();
+    }
+    serde_json::from_value(body).unwrap()
+}
+
+/// A streamed reply, gathered.
+#[derive(Debug, Default)]
+struct Streamed {
+    content: String,
+    /// (id, name, arguments) by index.
+    calls: Vec<(String, String, String)>,
+    finish: Option<String>,
+    content_chunks: usize,
+    error: Option<String>,
+}
+
+async fn stream(url: &str, mut request: CreateChatCompletionRequest) -> Streamed {
+    request.stream = Some(true);
+    let mut events = client(url).chat().create_stream(request).await.unwrap();
+    let mut out = Streamed::default();
+    while let Some(chunk) = events.next().await {
+        let chunk = match chunk {
+            Ok(chunk) => chunk,
+            Err(error) => {
+                out.error = Some(error.to_string());
+                break;
+            }
+        };
+        for choice in chunk.choices {
+            assert_eq!(choice.index, 0);
+            if let Some(text) = choice.delta.content
+                && !text.is_empty()
+            {
+                out.content.push_str(&text);
+                out.content_chunks += 1;
+            }
+            for call in choice.delta.tool_calls.unwrap_or_default() {
+                let index = call.index as usize;
+                if let Some(id) = call.id {
+                    assert_eq!(index, out.calls.len(), "a call starts at the next index");
+                    let function = call.function.as_ref().unwrap();
+                    out.calls
+                        .push((id, function.name.clone().unwrap(), String::new()));
+                }
+                if let Some(arguments) = call.function.and_then(|f| f.arguments) {
+                    out.calls[index].2.push_str(&arguments);
+                }
+            }
+            if let Some(reason) = choice.finish_reason {
+                out.finish = Some(format!("{reason:?}"));
+            }
+        }
+    }
+    out
+}
+
+async fn complete(url: &str, request: CreateChatCompletionRequest) -> CreateChatCompletionResponse {
+    client(url).chat().create(request).await.unwrap()
+}
+
+fn arguments(text: &str) -> Value {
+    serde_json::from_str(text).unwrap()
+}
+
+/// Splits `text` into pieces of `size` characters.
+fn pieces(text: &str, size: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+fn deltas_reply(text: &str, size: usize, finish: &str) -> Reply {
+    let pieces = pieces(text, size);
+    let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    Reply::content(&refs, finish)
+}
+
+#[tokio::test]
+async fn streamed_tam_call_has_typed_arguments_and_the_upstream_sees_no_tools() {
+    let reply = format!("Let me check.\n{TAM_CALL}");
+    let upstream = ScriptedUpstream::always(deltas_reply(&reply, 7, "stop")).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let got = stream(
+        &proxy,
+        request(json!({"temperature": 0.7, "top_p": 0.9, "max_tokens": 300, "seed": 1, "parallel_tool_calls": true, "tool_choice": "auto"})),
+    )
+    .await;
+    assert_eq!(got.content, "Let me check.\n");
+    assert_eq!(got.calls.len(), 1);
+    let (id, name, args) = &got.calls[0];
+    assert!(id.starts_with("call_"), "{id}");
+    assert_eq!(name, "get_weather");
+    assert_eq!(arguments(args), json!({"city": "Paris", "days": 3}));
+    assert_eq!(got.finish.as_deref(), Some("ToolCalls"));
+    assert_eq!(got.error, None);
+
+    let bodies = upstream.bodies();
+    assert_eq!(bodies.len(), 1);
+    let body = &bodies[0];
+    for absent in ["tools", "tool_choice", "parallel_tool_calls"] {
+        assert!(
+            body.get(absent).is_none(),
+            "{absent} reached the upstream: {body}"
+        );
+    }
+    assert_eq!(body["model"], "qwen");
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["temperature"], json!(0.7));
+    assert_eq!(body["top_p"], json!(0.9));
+    assert_eq!(body["max_tokens"], 300);
+    assert_eq!(body["seed"], 1);
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[0]["role"], "system");
+    let system = messages[0]["content"].as_str().unwrap();
+    assert!(system.contains("<|[REQUEST_TOOL]|>"), "{system}");
+    assert!(system.contains("- Tool ID: get_weather"), "{system}");
+    assert!(
+        system.contains("days (integer, optional): How many days."),
+        "{system}"
+    );
+    assert_eq!(
+        messages[1],
+        json!({"role": "user", "content": "Weather in Paris?"})
+    );
+}
+
+#[tokio::test]
+async fn whole_action_reply_is_one_chat_completion() {
+    let reply = format!("I will look it up.\n{ACTION_CALL}");
+    let upstream = ScriptedUpstream::always(deltas_reply(&reply, 5, "stop")).await;
+    let proxy = start_proxy(&upstream, Protocol::Action).await;
+    let response = complete(&proxy, request(json!({}))).await;
+    assert_eq!(response.object, "chat.completion");
+    assert_eq!(response.model, "qwen");
+    let choice = &response.choices[0];
+    assert_eq!(format!("{:?}", choice.finish_reason.unwrap()), "ToolCalls");
+    assert_eq!(
+        choice.message.content.as_deref(),
+        Some("I will look it up.\n")
+    );
+    let calls = choice.message.tool_calls.as_ref().unwrap();
+    assert_eq!(calls.len(), 1);
+    let ChatCompletionMessageToolCalls::Function(call) = &calls[0] else {
+        panic!("not a function call: {calls:?}");
+    };
+    assert!(call.id.starts_with("call_"));
+    assert_eq!(call.function.name, "get_weather");
+    assert_eq!(
+        arguments(&call.function.arguments),
+        json!({"city": "Paris", "days": 3})
+    );
+    let system = upstream.bodies()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(system.contains("`<get_weather>`"), "{system}");
+}
+
+#[tokio::test]
+async fn prose_in_many_deltas_comes_back_exactly_in_both_protocols() {
+    let prose = "Here is the fix: `fn f<T: Into<String>>(x: T) -> Vec<u8>` works when a < b && c > d.\n\
+        In JSX: <div className=\"x\">{items.map(i => <Item key={i} />)}</div> &amp; done.\n\
+        To call a tool, a model writes <|[REQUEST_TOOL]|> then entries, or an <ACTION> block. 日本語 ✓ 🎉";
+    for protocol in [Protocol::Tam, Protocol::Action] {
+        let upstream = ScriptedUpstream::always(deltas_reply(prose, 1, "stop")).await;
+        let proxy = start_proxy(&upstream, protocol).await;
+        let got = stream(&proxy, request(json!({}))).await;
+        assert_eq!(got.content, prose, "{protocol:?}");
+        assert!(got.calls.is_empty(), "{protocol:?}: {:?}", got.calls);
+        assert_eq!(got.finish.as_deref(), Some("Stop"));
+        assert!(
+            got.content_chunks > 10,
+            "prose streams as it comes: {}",
+            got.content_chunks
+        );
+        let whole = complete(&proxy, request(json!({}))).await;
+        assert_eq!(whole.choices[0].message.content.as_deref(), Some(prose));
+        assert!(whole.choices[0].message.tool_calls.is_none());
+    }
+}
+
+#[tokio::test]
+async fn history_tool_calls_and_results_reach_the_upstream_as_text() {
+    let history = json!({"messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\",\"days\":3}"}}
+        ]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "sunny, 21 °C"},
+    ]});
+    for (protocol, block) in [(Protocol::Tam, TAM_CALL), (Protocol::Action, ACTION_CALL)] {
+        let upstream = ScriptedUpstream::always(Reply::content(&["It is sunny."], "stop")).await;
+        let proxy = start_proxy(&upstream, protocol).await;
+        let got = stream(&proxy, request(history.clone())).await;
+        assert_eq!(got.content, "It is sunny.");
+        assert_eq!(got.finish.as_deref(), Some("Stop"));
+        let body = &upstream.bodies()[0];
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 4, "{messages:?}");
+        assert!(
+            messages[0]["content"]
+                .as_str()
+                .unwrap()
+                .starts_with("Be brief.\n\nYou can call tools.")
+        );
+        assert_eq!(messages[1]["content"], "Weather in Paris?");
+        assert_eq!(
+            messages[2],
+            json!({"role": "assistant", "content": block}),
+            "{protocol:?}"
+        );
+        assert_eq!(
+            messages[3],
+            json!({"role": "user", "content": "Observation: Tool get_weather executed successfully. Result: sunny, 21 °C"})
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_call_to_a_tool_not_offered_is_content() {
+    let block = "<|[REQUEST_TOOL]|>\ncommand:「始」delete_all_files「末」\npath:「始」/「末」\n<|[END_TOOL]|>";
+    let reply = format!("Cleaning up.\n{block}\nDone.");
+    let upstream = ScriptedUpstream::always(deltas_reply(&reply, 3, "stop")).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let got = stream(&proxy, request(json!({}))).await;
+    assert_eq!(got.content, reply);
+    assert!(got.calls.is_empty());
+    assert_eq!(got.finish.as_deref(), Some("Stop"));
+    // A block that does not decode (an entry with no command) is content too.
+    let broken = "<|[REQUEST_TOOL]|>\ncity:「始」Paris「末」\n<|[END_TOOL]|>";
+    let upstream = ScriptedUpstream::always(deltas_reply(broken, 4, "stop")).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let got = stream(&proxy, request(json!({}))).await;
+    assert_eq!(got.content, broken);
+    assert!(got.calls.is_empty());
+}
+
+#[tokio::test]
+async fn tool_choice_none_sends_no_tool_prompt_and_decodes_nothing() {
+    let upstream = ScriptedUpstream::always(deltas_reply(TAM_CALL, 9, "stop")).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let got = stream(&proxy, request(json!({"tool_choice": "none"}))).await;
+    assert_eq!(got.content, TAM_CALL);
+    assert!(got.calls.is_empty());
+    let body = &upstream.bodies()[0];
+    assert_eq!(
+        body["messages"].as_array().unwrap().len(),
+        1,
+        "no system prompt: {body}"
+    );
+    assert!(body.get("tool_choice").is_none());
+}
+
+#[tokio::test]
+async fn parallel_tool_calls_false_gives_the_first_call_only() {
+    let chain = "<|[REQUEST_TOOL]|>\ncommand1:「始」get_weather「末」\ncity1:「始」Paris「末」\ncommand2:「始」get_weather「末」\ncity2:「始」Rome「末」\n<|[END_TOOL]|>";
+    let upstream = ScriptedUpstream::always(deltas_reply(chain, 6, "stop")).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let got = stream(&proxy, request(json!({"parallel_tool_calls": false}))).await;
+    assert_eq!(got.calls.len(), 1);
+    assert_eq!(arguments(&got.calls[0].2), json!({"city": "Paris"}));
+    // The second call is not dropped: it comes back as text.
+    assert!(
+        got.content
+            .contains("command:「始」get_weather「末」\ncity:「始」Rome「末」"),
+        "{}",
+        got.content
+    );
+    let system = upstream.bodies()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(system.contains("Call at most one tool per reply."));
+
+    // Two calls with parallel calls allowed: indexes 0 and 1, distinct ids.
+    let upstream = ScriptedUpstream::always(deltas_reply(chain, 6, "stop")).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let got = stream(&proxy, request(json!({}))).await;
+    assert_eq!(got.calls.len(), 2);
+    assert_ne!(got.calls[0].0, got.calls[1].0);
+    assert_eq!(arguments(&got.calls[1].2), json!({"city": "Rome"}));
+}
+
+#[tokio::test]
+async fn arguments_that_do_not_validate_come_as_written() {
+    let block = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」a few「末」\n<|[END_TOOL]|>";
+    let upstream = ScriptedUpstream::always(Reply::content(&[block], "stop")).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let got = stream(&proxy, request(json!({}))).await;
+    assert_eq!(got.calls.len(), 1);
+    assert_eq!(
+        arguments(&got.calls[0].2),
+        json!({"city": "Paris", "days": "a few"})
+    );
+}
+
+#[tokio::test]
+async fn a_reply_cut_at_the_token_limit_runs_no_call() {
+    // The block's entries are complete but its end marker never came.
+    let cut =
+        "Checking.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n";
+    let upstream = ScriptedUpstream::always(deltas_reply(cut, 4, "length")).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let got = stream(&proxy, request(json!({}))).await;
+    assert!(got.calls.is_empty(), "{:?}", got.calls);
+    assert_eq!(got.content, cut, "nothing the model wrote is dropped");
+    assert_eq!(got.finish.as_deref(), Some("Length"));
+    let whole = complete(&proxy, request(json!({}))).await;
+    assert!(whole.choices[0].message.tool_calls.is_none());
+    assert_eq!(whole.choices[0].message.content.as_deref(), Some(cut));
+}
+
+#[tokio::test]
+async fn a_transport_error_mid_block_runs_no_call_and_ends_with_an_error() {
+    // The stream ends without a finish reason or [DONE]: the upstream broke off.
+    let events = vec![
+        proxy_upstream::content_event("Checking.\n"),
+        proxy_upstream::content_event(&TAM_CALL[..TAM_CALL.len() - 5]),
+    ];
+    let upstream = ScriptedUpstream::always(Reply::Events {
+        events,
+        pause: Duration::ZERO,
+        endless: false,
+    })
+    .await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let got = stream(&proxy, request(json!({}))).await;
+    assert!(got.calls.is_empty());
+    assert_eq!(
+        got.content,
+        format!("Checking.\n{}", &TAM_CALL[..TAM_CALL.len() - 5])
+    );
+    assert!(got.error.is_some(), "the client learns the reply broke off");
+    assert_eq!(got.finish, None);
+}
+
+#[tokio::test]
+async fn upstream_errors_keep_their_status_and_message() {
+    let upstream = ScriptedUpstream::always(Reply::Status {
+        status: 400,
+        body: json!({"error": {"message": "the prompt is longer than the context", "type": "invalid_request_error"}}),
+    })
+    .await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    for streamed in [false, true] {
+        let mut request = request(json!({}));
+        let error = if streamed {
+            request.stream = Some(true);
+            match client(&proxy).chat().create_stream(request).await {
+                Ok(mut events) => events.next().await.unwrap().unwrap_err(),
+                Err(error) => error,
+            }
+        } else {
+            client(&proxy).chat().create(request).await.unwrap_err()
+        };
+        let OpenAIError::ApiError(error) = error else {
+            panic!("not an API error: {error:?}");
+        };
+        assert_eq!(error.status_code.as_u16(), 400);
+        assert_eq!(
+            error.api_error.message,
+            "the prompt is longer than the context"
+        );
+        assert_eq!(error.api_error.code.as_deref(), Some("upstream_error"));
+        assert_eq!(
+            error.api_error.r#type.as_deref(),
+            Some("invalid_request_error")
+        );
+    }
+
+    let upstream = ScriptedUpstream::always(Reply::Status {
+        status: 401,
+        body: json!({"error": {"message": "bad key"}}),
+    })
+    .await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let OpenAIError::ApiError(error) = client(&proxy)
+        .chat()
+        .create(request(json!({})))
+        .await
+        .unwrap_err()
+    else {
+        panic!("not an API error");
+    };
+    assert_eq!(error.status_code.as_u16(), 401);
+    assert_eq!(
+        error.api_error.r#type.as_deref(),
+        Some("authentication_error")
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_upstream_is_a_502() {
+    // A port that was just free: nothing listens there.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    drop(listener);
+    let proxy = start_proxy_with(ProxyConfig::new(OpenAiConfig::new(&base, ""))).await;
+    let OpenAIError::ApiError(error) = client(&proxy)
+        .chat()
+        .create(request(json!({})))
+        .await
+        .unwrap_err()
+    else {
+        panic!("not an API error");
+    };
+    assert_eq!(error.status_code.as_u16(), 502);
+    // async-openai keeps a 5xx body as the message text: the OpenAI error body.
+    let body: Value = serde_json::from_str(&error.api_error.message).unwrap();
+    assert_eq!(body["error"]["code"], "upstream_unreachable");
+    assert_eq!(body["error"]["type"], "api_error");
+}
+
+#[tokio::test]
+async fn a_client_that_disconnects_cancels_the_upstream_request() {
+    let upstream = ScriptedUpstream::always(Reply::Events {
+        events: vec![proxy_upstream::content_event("tick ")],
+        pause: Duration::from_millis(5),
+        endless: true,
+    })
+    .await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let mut request = request(json!({}));
+    request.stream = Some(true);
+    let mut events = client(&proxy).chat().create_stream(request).await.unwrap();
+    let mut ticks = 0;
+    while ticks < 3 {
+        let chunk = events.next().await.unwrap().unwrap();
+        if chunk.choices[0].delta.content.as_deref() == Some("tick ") {
+            ticks += 1;
+        }
+    }
+    assert_eq!(upstream.closed.load(Ordering::SeqCst), 0);
+    drop(events);
+    // The upstream's stream is dropped once the proxy drops its connection (bounded wait).
+    for _ in 0..500 {
+        if upstream.closed.load(Ordering::SeqCst) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        upstream.closed.load(Ordering::SeqCst),
+        1,
+        "the upstream request was not cancelled"
+    );
+}
+
+#[tokio::test]
+async fn reasoning_passes_through_as_reasoning_content() {
+    let events = vec![
+        event(
+            json!({"reasoning_content": "The user wants weather. "}),
+            None,
+        ),
+        event(json!({"reasoning_content": "Call the tool."}), None),
+        proxy_upstream::content_event("Sure."),
+        finish_event("stop"),
+        "data: [DONE]\n\n".to_owned(),
+    ];
+    let upstream = ScriptedUpstream::always(Reply::Events {
+        events,
+        pause: Duration::ZERO,
+        endless: false,
+    })
+    .await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let mut body = serde_json::to_value(request(json!({}))).unwrap();
+    body["stream"] = json!(true);
+    let mut chunks = client(&proxy)
+        .chat()
+        .create_stream_byot::<Value, Value>(body.clone())
+        .await
+        .unwrap();
+    let mut reasoning = String::new();
+    let mut content = String::new();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.unwrap();
+        let delta = &chunk["choices"][0]["delta"];
+        reasoning.push_str(delta["reasoning_content"].as_str().unwrap_or_default());
+        content.push_str(delta["content"].as_str().unwrap_or_default());
+    }
+    assert_eq!(reasoning, "The user wants weather. Call the tool.");
+    assert_eq!(content, "Sure.");
+    body["stream"] = json!(false);
+    let whole: Value = client(&proxy).chat().create_byot(body).await.unwrap();
+    assert_eq!(
+        whole["choices"][0]["message"]["reasoning_content"],
+        "The user wants weather. Call the tool."
+    );
+    assert_eq!(whole["choices"][0]["message"]["content"], "Sure.");
+}
+
+#[tokio::test]
+async fn models_are_passed_through() {
+    let upstream = ScriptedUpstream::always(Reply::content(&[], "stop")).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let models = client(&proxy).models().list().await.unwrap();
+    assert_eq!(models.data.len(), 1);
+    assert_eq!(models.data[0].id, "up-model");
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_a_413_and_unknown_paths_a_404() {
+    let upstream = ScriptedUpstream::always(Reply::content(&["x"], "stop")).await;
+    let config =
+        ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, "")).with_max_request_bytes(2048);
+    let proxy = start_proxy_with(config).await;
+    let long = "x".repeat(4096);
+    let error = client(&proxy)
+        .chat()
+        .create(
+            serde_json::from_value(
+                json!({"model": "m", "messages": [{"role": "user", "content": long}]}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap_err();
+    let OpenAIError::ApiError(error) = error else {
+        panic!("not an API error: {error:?}");
+    };
+    assert_eq!(error.status_code.as_u16(), 413);
+    assert_eq!(error.api_error.code.as_deref(), Some("request_too_large"));
+    assert!(upstream.bodies().is_empty());
+
+    let response = reqwest::get(format!("{proxy}/embeddings")).await.unwrap();
+    assert_eq!(response.status().as_u16(), 404);
+    let body: Value = serde_json::from_str(&response.text().await.unwrap()).unwrap();
+    assert_eq!(body["error"]["code"], "not_found");
+}
+
+#[tokio::test]
+async fn the_operators_key_and_fields_reach_the_upstream() {
+    let upstream = ScriptedUpstream::always(Reply::content(&["ok"], "stop")).await;
+    let config = ProxyConfig::new(
+        OpenAiConfig::new(&upstream.base_url, "default-model")
+            .with_api_key("sk-upstream")
+            .with_extra_body("cache_prompt", json!(false)),
+    );
+    let proxy = start_proxy_with(config).await;
+    let got = stream(&proxy, request(json!({}))).await;
+    assert_eq!(got.content, "ok");
+    assert_eq!(
+        upstream.authorizations(),
+        [Some("Bearer sk-upstream".to_owned())]
+    );
+    assert_eq!(upstream.bodies()[0]["cache_prompt"], false);
+}
+
+#[tokio::test]
+async fn an_upstream_event_over_the_limit_is_a_502_not_unbounded_memory() {
+    let huge = "x".repeat(8 * 1024);
+    let upstream = ScriptedUpstream::always(Reply::content(&[&huge], "stop")).await;
+    let config = ProxyConfig::new(
+        OpenAiConfig::new(&upstream.base_url, "")
+            .with_sse(tool_dispatch::sse::SseConfig::default().with_max_event_bytes(4096)),
+    );
+    let proxy = start_proxy_with(config).await;
+    let OpenAIError::ApiError(error) = client(&proxy)
+        .chat()
+        .create(request(json!({})))
+        .await
+        .unwrap_err()
+    else {
+        panic!("not an API error");
+    };
+    assert_eq!(error.status_code.as_u16(), 502);
+    let body: Value = serde_json::from_str(&error.api_error.message).unwrap();
+    assert_eq!(body["error"]["code"], "sse_event_too_large");
+}
+
+#[tokio::test]
+async fn a_client_that_gives_up_on_a_whole_reply_cancels_the_upstream_request() {
+    let upstream = ScriptedUpstream::always(Reply::Events {
+        events: vec![proxy_upstream::content_event("tick ")],
+        pause: Duration::from_millis(5),
+        endless: true,
+    })
+    .await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let body = serde_json::to_string(&request(json!({}))).unwrap();
+    let result = impatient
+        .post(format!("{proxy}/chat/completions"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await;
+    assert!(
+        result.is_err(),
+        "the reply never ends, so the client times out"
+    );
+    for _ in 0..500 {
+        if upstream.closed.load(Ordering::SeqCst) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        upstream.closed.load(Ordering::SeqCst),
+        1,
+        "the upstream request was not cancelled"
+    );
+}
