@@ -332,9 +332,10 @@ fn llm_node(profile: &AgentProfile, path: &Path) -> Result<LlmNodeConfig, CliErr
         ),
         None => None,
     };
-    let mut node = LlmNodeConfig::default();
-    node.parameters = parameters;
-    Ok(node)
+    Ok(LlmNodeConfig {
+        parameters,
+        ..LlmNodeConfig::default()
+    })
 }
 
 /// Starts each `--mcp` server and registers its tools (see the module's decisions).
