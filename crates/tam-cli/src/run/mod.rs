@@ -83,8 +83,9 @@ A reply cut at the token limit (finish_reason: length) or by a transport error r
 call from the block open at the cut; the model is told why.
 
 Exit status: 0 once the model answers without a call; 1 when the run stops otherwise (the
-server fails, maxToolCalls, the round limit) or a tool file cannot be loaded; 2 for a
-usage error.";
+server fails, maxToolCalls, the round limit), a tool file cannot be loaded or an --mcp
+server cannot start (its error's code in brackets, e.g. [mcp.spawn]); 2 for a usage
+error.";
 
 /// Which tool-call protocol the model is asked to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
