@@ -736,3 +736,39 @@ async fn an_mcp_server_that_cannot_start_fails_the_run_before_the_model_is_asked
     );
     assert!(server.requests().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_mcp_server_gets_its_own_names_and_each_runs() {
+    let call = "<|[REQUEST_TOOL]|>\ncommand1:「始」add「末」\na1:「始」1「末」\nb1:「始」2「末」\ncommand2:「始」tam-run-test:add「末」\na2:「始」30「末」\nb2:「始」4「末」\n<|[END_TOOL]|>";
+    let server = Server::start(vec![
+        Reply::events(&text_stream(call, 9, "stop", "\n")),
+        Reply::events(&text_stream("3 and 34.", 4, "stop", "\n")),
+    ])
+    .await;
+    let command = mcp_command();
+    let output = tam_run(
+        &server,
+        &["--mcp", &command, "--mcp", &command, "--json", "Sums?"],
+    )
+    .await;
+    assert_eq!(output.code, Some(0), "{}", output.stderr);
+    let lines = ndjson(&output.stdout);
+    let tools: Vec<&Value> = of_type(&lines, "call_started")
+        .iter()
+        .map(|l| &l["tool"])
+        .collect();
+    assert_eq!(
+        tools,
+        [&json!("add"), &json!("tam-run-test:add")],
+        "{lines:?}"
+    );
+    let observation = server.requests()[1].body["messages"][3]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        observation.contains("Tool add executed successfully. Result: 3\n")
+            && observation.contains("Tool tam-run-test:add executed successfully. Result: 34"),
+        "{observation}"
+    );
+}
