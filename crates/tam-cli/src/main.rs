@@ -10,7 +10,8 @@
 //! * `tam demo` runs an agent loop end to end on an embedded scripted model that streams
 //!   like a real one and uses both protocols.
 //! * `tam run` runs the same loop against an OpenAI-compatible server (SPEC §7) with the
-//!   demo's tools and tool files.
+//!   demo's tools, tool files and the tools of MCP servers (`--mcp "CMD ARGS"`), sending
+//!   tool-schema's complete system prompt for the protocol.
 //!
 //! Exit status: 0 on success (whatever the model wrote: problems in its output are
 //! diagnostics, not failures), 1 when a file cannot be read or is not a valid definition,
@@ -35,7 +36,8 @@
 //!
 //! # Crate features
 //!
-//! None. `tam run` uses tool-dispatch's `openai` feature (reqwest with rustls).
+//! None. `tam run` uses tool-dispatch's `openai` feature (reqwest with rustls) and its
+//! `mcp` feature (rmcp, for `--mcp`).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
