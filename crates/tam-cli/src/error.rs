@@ -41,6 +41,9 @@ pub(crate) enum CliError {
     /// The async runtime could not start.
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] io::Error),
+    /// An MCP server of `tam run --mcp` cannot be started or its tools registered.
+    #[error("{0} [{code}]", code = .0.code())]
+    Mcp(#[from] tool_dispatch::mcp::McpError),
     /// The model cannot be set up (`tam run`).
     #[error("cannot set up the model: {0}")]
     Model(String),

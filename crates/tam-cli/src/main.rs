@@ -10,7 +10,8 @@
 //! * `tam demo` runs an agent loop end to end on an embedded scripted model that streams
 //!   like a real one and uses both protocols.
 //! * `tam run` runs the same loop against an OpenAI-compatible server (SPEC §7) with the
-//!   demo's tools and tool files.
+//!   demo's tools, tool files and the tools of MCP servers (`--mcp "CMD ARGS"`), sending
+//!   tool-schema's complete system prompt for the protocol.
 //! * `tam serve` serves tool-dispatch's OpenAI-compatible proxy (SPEC §8): native tool
 //!   calls for any client, from a model that writes TAM or ACTION blocks.
 //!
@@ -37,8 +38,8 @@
 //!
 //! # Crate features
 //!
-//! None. `tam run` uses tool-dispatch's `openai` feature (reqwest with rustls), `tam serve`
-//! its `proxy` feature (axum).
+//! None. `tam run` uses tool-dispatch's `openai` feature (reqwest with rustls) and its
+//! `mcp` feature (rmcp, for `--mcp`); `tam serve` its `proxy` feature (axum).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

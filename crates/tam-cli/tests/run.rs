@@ -1,13 +1,28 @@
 //! `tam run` against a scripted OpenAI-compatible server on loopback, in both protocols:
 //! the request it sends, the calls it runs, its two output forms, a reply cut at the token
-//! limit, and a server that refuses.
+//! limit, and a server that refuses; the system prompt (tool-schema's complete prompt, a
+//! replacement file), a profile's LLM node parameters as request options, and the tools of
+//! MCP servers started with `--mcp`.
+//!
+//! The MCP server is this very test binary, re-run with `TAM_RUN_MCP_SERVER=1` on its
+//! ignored test `mcp_server_main` (the SDK skips the lines libtest prints that are not
+//! JSON), as tool-dispatch's `tests/mcp.rs` does.
 
 #[path = "support/openai_server.rs"]
 mod openai_server;
 mod support;
 
+use std::sync::Arc;
+
 use openai_server::{Reply, Server, text_stream};
-use serde_json::{Value, json};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ServerHandler, ServiceExt};
+use serde_json::{Map, Value, json};
 use support::{Output, ndjson, run, test_path};
 
 const TIME_BLOCK: &str = "Let me check.\n<|[REQUEST_TOOL]|>\ncommand:「始」system:get_current_time「末」\n<|[END_TOOL]|>";
@@ -87,10 +102,28 @@ async fn a_tam_call_runs_and_the_answer_ends_the_run_json() {
     let system = &first["messages"][0];
     assert_eq!(system["role"], "system");
     let system = system["content"].as_str().unwrap();
-    assert!(
-        system.contains("GetPlayerInfo") && system.contains("<|[REQUEST_TOOL]|>"),
-        "{system}"
-    );
+    // tool-schema's complete TAM prompt in English, listing every tool in scope.
+    for part in [
+        "[Role and goal]",
+        "[Available tools]",
+        "[Your decision]",
+        "[Examples]",
+        "[Tool result rules]",
+        "<|[REQUEST_TOOL]|>",
+        "「始」",
+        "TOOL_EXECUTION_FAILED",
+    ] {
+        assert!(system.contains(part), "{part} missing: {system}");
+    }
+    for id in [
+        "system:get_current_time",
+        "GetPlayerInfo",
+        "workflow:summarize_text",
+    ] {
+        assert!(system.contains(id), "{id} missing: {system}");
+    }
+    assert!(!system.contains("<ACTION>"), "{system}");
+    assert!(first.get("stop").is_none() && first.get("top_p").is_none());
     assert_eq!(
         first["messages"][1],
         json!({"role": "user", "content": "What time is it?"})
@@ -142,10 +175,18 @@ async fn an_action_call_runs_and_prose_streams_as_text() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert!(
-        prompt.contains("<ACTION>"),
-        "the ACTION prompt style: {prompt}"
-    );
+    for part in [
+        "[Your decision]",
+        "<ACTION>",
+        "<GetPlayerInfo>",
+        "player_id",
+    ] {
+        assert!(
+            prompt.contains(part),
+            "the ACTION prompt: {part} missing: {prompt}"
+        );
+    }
+    assert!(!prompt.contains("<|[REQUEST_TOOL]|>"), "{prompt}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -169,6 +210,11 @@ async fn a_reply_cut_at_the_token_limit_runs_no_call() {
     )
     .await;
     assert_eq!(output.code, Some(0), "{}", output.stderr);
+    let system = system_of(&server);
+    assert!(
+        system.contains("<|[REQUEST_TOOL]|>") && system.contains("system:get_current_time"),
+        "auto teaches TAM: {system}"
+    );
     let lines = ndjson(&output.stdout);
     assert!(of_type(&lines, "call_started").is_empty(), "{lines:?}");
     assert_eq!(of_type(&lines, "stream_cut")[0]["reason"], "length");
@@ -280,4 +326,449 @@ async fn a_missing_api_key_variable_is_a_usage_error() {
         output.stderr
     );
     assert!(server.requests().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------
+// The system prompt: language, usage notes, replacement file
+// ---------------------------------------------------------------------------------------
+
+fn system_of(server: &Server) -> String {
+    server.requests()[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("tam-run-{}-{name}", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_prompt_language_and_usage_notes_shape_the_system_prompt() {
+    let server = Server::start(vec![Reply::events(&text_stream("好。", 4, "stop", "\n"))]).await;
+    let notes = temp_file("notes.txt", "- GetPlayerInfo 需要 player_id。");
+    let output = tam_run(
+        &server,
+        &[
+            "--tools",
+            "demo",
+            "--prompt-language",
+            "zh",
+            "--usage-notes",
+            notes.to_str().unwrap(),
+            "你好",
+        ],
+    )
+    .await;
+    let _ = std::fs::remove_file(&notes);
+    assert_eq!(output.code, Some(0), "{}", output.stderr);
+    let system = system_of(&server);
+    for part in [
+        "[角色与目标]",
+        "[可用工具参考]",
+        "[工具用法参考]\n- GetPlayerInfo 需要 player_id。",
+        "<|[REQUEST_TOOL]|>",
+        "GetPlayerInfo",
+    ] {
+        assert!(system.contains(part), "{part} missing: {system}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_system_prompt_file_replaces_the_prompt_and_gets_the_tool_list() {
+    let server = Server::start(vec![Reply::events(&text_stream("Fine.", 4, "stop", "\n"))]).await;
+    let file = temp_file(
+        "system.txt",
+        "You are terse. Tools:\n{tools}\nWrite <ACTION> blocks.",
+    );
+    let output = tam_run(
+        &server,
+        &[
+            "--tools",
+            "demo",
+            "--protocol",
+            "action",
+            "--system-prompt",
+            file.to_str().unwrap(),
+            "Hi",
+        ],
+    )
+    .await;
+    assert_eq!(output.code, Some(0), "{}", output.stderr);
+    let system = system_of(&server);
+    assert!(
+        system.starts_with("You are terse. Tools:\n"),
+        "the file's text: {system}"
+    );
+    assert!(system.ends_with("\nWrite <ACTION> blocks."), "{system}");
+    assert!(!system.contains("{tools}"), "{system}");
+    assert!(
+        system.contains("<GetPlayerInfo>") && system.contains("system:get_current_time"),
+        "the tool list in the ACTION style: {system}"
+    );
+    assert!(!system.contains("[Your decision]"), "{system}");
+    // The user message is the prompt alone: the tool list is not added a second time.
+    assert_eq!(
+        server.requests()[0].body["messages"][1],
+        json!({"role": "user", "content": "Hi"})
+    );
+
+    // A file without {tools} is sent as written.
+    let server = Server::start(vec![Reply::events(&text_stream("Ok.", 4, "stop", "\n"))]).await;
+    std::fs::write(&file, "Just answer.").unwrap();
+    let output = tam_run(
+        &server,
+        &[
+            "--tools",
+            "demo",
+            "--system-prompt",
+            file.to_str().unwrap(),
+            "Hi",
+        ],
+    )
+    .await;
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(output.code, Some(0), "{}", output.stderr);
+    assert_eq!(system_of(&server), "Just answer.");
+}
+
+// ---------------------------------------------------------------------------------------
+// A profile's LLM node parameters
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profiles_node_parameters_are_the_request_options_and_flags_win() {
+    let profile = temp_file(
+        "node-profile.json",
+        &json!({
+            "id": "a",
+            "tool_ids_inventory": ["system:get_current_time"],
+            "config": {
+                "profileId": "gpt",
+                "parameters": {
+                    "temperature": 0.5, "maxTokens": 77, "stop": ["END"], "seed": 5,
+                    "topP": 0.9, "presence_penalty": 1.0
+                },
+                "maxToolCalls": 0
+            }
+        })
+        .to_string(),
+    );
+    let server = Server::start(vec![
+        Reply::events(&text_stream(TIME_BLOCK, 6, "stop", "\n")),
+        Reply::events(&text_stream("Too many calls.", 4, "stop", "\n")),
+    ])
+    .await;
+    let output = tam_run(
+        &server,
+        &[
+            "--tools",
+            "demo",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--seed",
+            "9",
+            "--json",
+            "What time is it?",
+        ],
+    )
+    .await;
+    let body = server.requests()[0].body.clone();
+    assert_eq!(body["temperature"], json!(0.5));
+    assert_eq!(body["max_tokens"], 77);
+    assert_eq!(body["stop"], json!(["END"]));
+    assert_eq!(body["seed"], 9, "the flag wins over the profile's seed");
+    assert!(body.get("top_p").is_none() && body.get("presence_penalty").is_none());
+    // maxToolCalls: 0 from the node: the call does not run.
+    let lines = ndjson(&output.stdout);
+    assert!(of_type(&lines, "call_started").is_empty(), "{lines:?}");
+
+    // Flags override each option; --max-tool-calls overrides maxToolCalls.
+    let server = Server::start(vec![
+        Reply::events(&text_stream(TIME_BLOCK, 6, "stop", "\n")),
+        Reply::events(&text_stream("Noon.", 4, "stop", "\n")),
+    ])
+    .await;
+    let output = tam_run(
+        &server,
+        &[
+            "--tools",
+            "demo",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--temperature",
+            "0.25",
+            "--max-tokens",
+            "12",
+            "--stop",
+            "A",
+            "--stop",
+            "B",
+            "--max-tool-calls",
+            "3",
+            "--json",
+            "What time is it?",
+        ],
+    )
+    .await;
+    assert_eq!(output.code, Some(0), "{}", output.stderr);
+    let body = server.requests()[0].body.clone();
+    assert_eq!(body["temperature"], json!(0.25));
+    assert_eq!(body["max_tokens"], 12);
+    assert_eq!(body["stop"], json!(["A", "B"]));
+    assert_eq!(body["seed"], 5);
+    assert_eq!(of_type(&ndjson(&output.stdout), "call_started").len(), 1);
+
+    // A profile with top-level parameters (no node config).
+    std::fs::write(
+        &profile,
+        json!({"id": "b", "parameters": {"max_tokens": 33}}).to_string(),
+    )
+    .unwrap();
+    let server = Server::start(vec![Reply::events(&text_stream("Ok.", 4, "stop", "\n"))]).await;
+    let output = tam_run(&server, &["--profile", profile.to_str().unwrap(), "Hi"]).await;
+    assert_eq!(output.code, Some(0), "{}", output.stderr);
+    let body = server.requests()[0].body.clone();
+    assert_eq!(body["max_tokens"], 33);
+    assert!(body.get("temperature").is_none() && body.get("seed").is_none());
+
+    // Parameters of the wrong type fail the run before the model is asked.
+    std::fs::write(
+        &profile,
+        json!({"id": "c", "config": {"parameters": {"temperature": "hot"}}}).to_string(),
+    )
+    .unwrap();
+    let server = Server::start(vec![]).await;
+    let output = tam_run(&server, &["--profile", profile.to_str().unwrap(), "Hi"]).await;
+    let _ = std::fs::remove_file(&profile);
+    assert_eq!(output.code, Some(1), "{}", output.stderr);
+    assert!(output.stderr.contains("temperature"), "{}", output.stderr);
+    assert!(server.requests().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------
+// MCP servers
+// ---------------------------------------------------------------------------------------
+
+const MCP_ENV: &str = "TAM_RUN_MCP_SERVER";
+const MCP_ARGS: &str = "mcp_server_main --exact --ignored --quiet --nocapture --test-threads=1";
+
+/// `add`, and a `GetPlayerInfo` that clashes with the demo's tool.
+struct McpTestServer;
+
+fn schema(value: Value) -> Arc<Map<String, Value>> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        other => panic!("a schema is an object, not {other}"),
+    }
+}
+
+impl ServerHandler for McpTestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("tam run test", "0.1.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![
+            Tool::new(
+                "add",
+                "Adds two integers.",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                    "required": ["a", "b"]
+                })),
+            ),
+            Tool::new(
+                "GetPlayerInfo",
+                "The MCP server's player records.",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"player_id": {"type": "string"}},
+                    "required": ["player_id"]
+                })),
+            ),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let text = match request.name.as_ref() {
+            "add" => {
+                let int = |key: &str| {
+                    args.get(key).and_then(Value::as_i64).ok_or_else(|| {
+                        ErrorData::invalid_params(format!("'{key}' must be an integer"), None)
+                    })
+                };
+                (int("a")? + int("b")?).to_string()
+            }
+            "GetPlayerInfo" => json!({
+                "from": "mcp",
+                "player": args.get("player_id").cloned().unwrap_or(Value::Null)
+            })
+            .to_string(),
+            other => {
+                return Err(ErrorData::invalid_params(format!("no tool {other}"), None));
+            }
+        };
+        Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+    }
+}
+
+/// Not a test: the MCP server `--mcp` starts (this binary with `MCP_ENV` set).
+#[test]
+#[ignore = "helper: the MCP server the --mcp tests run as a child process"]
+fn mcp_server_main() {
+    if std::env::var_os(MCP_ENV).is_none() {
+        return;
+    }
+    // End a partial line libtest may have printed so the first message has its own line.
+    println!();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let service = McpTestServer
+            .serve(rmcp::transport::stdio())
+            .await
+            .expect("the client initializes");
+        let _ = service.waiting().await;
+    });
+}
+
+fn mcp_command() -> String {
+    let exe = std::env::current_exe().unwrap();
+    let exe = shlex::try_quote(exe.to_str().unwrap())
+        .unwrap()
+        .into_owned();
+    format!("env {MCP_ENV}=1 {exe} {MCP_ARGS}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_tool_runs_and_its_observation_reaches_the_next_request() {
+    let call = "Adding.\n<|[REQUEST_TOOL]|>\ncommand:「始」add「末」\na:「始」2「末」\nb:「始」40「末」\n<|[END_TOOL]|>";
+    let server = Server::start(vec![
+        Reply::events(&text_stream(call, 5, "stop", "\n")),
+        Reply::events(&text_stream("It is 42.", 4, "stop", "\n")),
+    ])
+    .await;
+    let command = mcp_command();
+    let output = tam_run(&server, &["--mcp", &command, "--json", "What is 2 + 40?"]).await;
+    assert_eq!(output.code, Some(0), "{}", output.stderr);
+    let lines = ndjson(&output.stdout);
+    let started = of_type(&lines, "call_started");
+    assert_eq!(started.len(), 1, "{lines:?}");
+    assert_eq!(started[0]["tool"], "add");
+    assert_eq!(of_type(&lines, "call_finished")[0]["status"], "completed");
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let system = requests[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("add") && system.contains("Adds two integers."),
+        "{system}"
+    );
+    let observation = requests[1].body["messages"][3]["content"].as_str().unwrap();
+    assert!(
+        observation.contains("add executed successfully") && observation.contains("42"),
+        "{observation}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clashing_mcp_tools_are_named_after_their_server() {
+    let call = "<|[REQUEST_TOOL]|>\ncommand:「始」tam-run-test:GetPlayerInfo「末」\nplayer_id:「始」p7「末」\n<|[END_TOOL]|>";
+    let server = Server::start(vec![
+        Reply::events(&text_stream(call, 7, "stop", "\n")),
+        Reply::events(&text_stream("Found.", 4, "stop", "\n")),
+    ])
+    .await;
+    let command = mcp_command();
+    let output = tam_run(
+        &server,
+        &["--tools", "demo", "--mcp", &command, "--json", "Who is p7?"],
+    )
+    .await;
+    assert_eq!(output.code, Some(0), "{}", output.stderr);
+    let lines = ndjson(&output.stdout);
+    let started = of_type(&lines, "call_started");
+    assert_eq!(started.len(), 1, "{lines:?}");
+    assert_eq!(started[0]["tool"], "tam-run-test:GetPlayerInfo");
+
+    let requests = server.requests();
+    let system = requests[0].body["messages"][0]["content"].as_str().unwrap();
+    for id in [
+        "tam-run-test:add",
+        "tam-run-test:GetPlayerInfo",
+        "system:get_current_time",
+    ] {
+        assert!(system.contains(id), "{id} missing: {system}");
+    }
+    let observation = requests[1].body["messages"][3]["content"].as_str().unwrap();
+    assert!(
+        observation.contains("mcp") && observation.contains("p7"),
+        "the MCP tool ran, not the demo's: {observation}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_server_that_cannot_start_fails_the_run_before_the_model_is_asked() {
+    let server = Server::start(vec![]).await;
+    let output = tam_run(&server, &["--mcp", "tam-no-such-mcp-server --stdio", "Hi"]).await;
+    assert_eq!(output.code, Some(1), "{}", output.stderr);
+    assert!(output.stderr.contains("[mcp.spawn]"), "{}", output.stderr);
+    assert!(
+        output.stderr.contains("tam-no-such-mcp-server"),
+        "{}",
+        output.stderr
+    );
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_mcp_server_gets_its_own_names_and_each_runs() {
+    let call = "<|[REQUEST_TOOL]|>\ncommand1:「始」add「末」\na1:「始」1「末」\nb1:「始」2「末」\ncommand2:「始」tam-run-test:add「末」\na2:「始」30「末」\nb2:「始」4「末」\n<|[END_TOOL]|>";
+    let server = Server::start(vec![
+        Reply::events(&text_stream(call, 9, "stop", "\n")),
+        Reply::events(&text_stream("3 and 34.", 4, "stop", "\n")),
+    ])
+    .await;
+    let command = mcp_command();
+    let output = tam_run(
+        &server,
+        &["--mcp", &command, "--mcp", &command, "--json", "Sums?"],
+    )
+    .await;
+    assert_eq!(output.code, Some(0), "{}", output.stderr);
+    let lines = ndjson(&output.stdout);
+    let tools: Vec<&Value> = of_type(&lines, "call_started")
+        .iter()
+        .map(|l| &l["tool"])
+        .collect();
+    assert_eq!(
+        tools,
+        [&json!("add"), &json!("tam-run-test:add")],
+        "{lines:?}"
+    );
+    let observation = server.requests()[1].body["messages"][3]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        observation.contains("Tool add executed successfully. Result: 3\n")
+            && observation.contains("Tool tam-run-test:add executed successfully. Result: 34"),
+        "{observation}"
+    );
 }

@@ -84,6 +84,8 @@
 //! * An LLM node's `parameters` are kept as [`ModelParameters`]: the common sampling
 //!   settings typed (snake_case or camelCase keys), the whole map in `raw`; a known key of
 //!   the wrong type makes the node configuration invalid rather than being dropped.
+//!   `ModelOptions::from(&parameters)` makes them request options (temperature, max
+//!   tokens, stop, seed; the rest is not sent — see that impl).
 //! * [`Agent::system_prompt`] renders tool-schema's complete system prompt for the scope;
 //!   the caller puts it first in the conversation, and the loop then adds no second tool
 //!   list to the first prompt.

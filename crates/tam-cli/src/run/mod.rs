@@ -1,5 +1,27 @@
 //! `tam run` (SPEC §7): the agent loop of §5 against an OpenAI-compatible server, with the
-//! demo's tools and tool files, printing prose as it streams and each call as it runs.
+//! demo's tools, tool files and MCP servers, printing prose as it streams and each call as
+//! it runs.
+//!
+//! # Decisions
+//!
+//! * **System prompt.** tool-schema's complete [`SystemPrompt`] for the protocol (`auto`
+//!   teaches TAM; both are decoded) in `--prompt-language`, rendered for the scope's tools
+//!   by [`Agent::system_prompt`]. `--usage-notes FILE` fills its usage-notes section.
+//!   `--system-prompt FILE` replaces the whole text; each `{tools}` in the file becomes
+//!   the scope's tool list rendered in the protocol's style and the prompt language.
+//! * **MCP tool ids.** `--mcp "CMD ARGS"` servers start in the order given, after the
+//!   other tools are registered. A server's tools are registered under their MCP names;
+//!   when one of them clashes with a tool already registered, all of that server's tools
+//!   are registered as `PREFIX:name` instead, `PREFIX` being the server's `initialize`
+//!   name with every character outside `[A-Za-z0-9_.-]` made `-` (`mcpN` for the N-th
+//!   `--mcp` when it sent none). A clash even then fails the run before the model is asked.
+//!   The servers live as long as the run and are killed when it ends.
+//! * **Request options.** A `--profile` file may carry an LLM node's configuration: its
+//!   `config` object (an `LLMNodeConfig`: `parameters`, `maxToolCalls`) or, without one, a
+//!   top-level `parameters` object. Those `parameters` are the request options
+//!   (`ModelOptions::from`: temperature, max tokens, stop, seed; `top_p`, penalties and
+//!   other keys are not sent); `--temperature`, `--max-tokens`, `--stop` and `--seed`
+//!   override them one by one, and `--max-tool-calls` overrides `maxToolCalls`.
 
 mod output;
 
@@ -9,30 +31,47 @@ use std::time::Duration;
 use clap::ValueEnum;
 use clap::error::ErrorKind;
 use serde_json::Value;
+use tool_dispatch::mcp::{McpError, McpServer};
 use tool_dispatch::openai::{OpenAiConfig, OpenAiModel};
 use tool_dispatch::{
-    Agent, AgentConfig, CancellationToken, Dispatcher, Message, ModelOptions, Protocol, Registry,
-    Scope, StopReason, ToolExecutionResult,
+    Agent, AgentConfig, CancellationToken, DEFAULT_MAX_TOOL_CALLS, Dispatcher, LlmNodeConfig,
+    Message, ModelOptions, ModelParameters, Protocol, Registry, Scope, StopReason,
+    ToolExecutionResult,
 };
 use tool_schema::load::AgentProfile;
-use tool_schema::{Implementation, ToolDefinition};
+use tool_schema::{Implementation, PromptProtocol, SystemPrompt, ToolDefinition};
 
 use self::output::Output;
 use crate::demo::tools::{register_demo_tools, summarizer_engine};
 use crate::error::CliError;
+use crate::prompt::PromptLanguageChoice;
 use crate::tool_files::load_tool_file;
 
 const LONG_ABOUT: &str = "\
 Run the agent loop against an OpenAI-compatible server (POST {base}/chat/completions with
-stream: true: llama-server, vLLM, SGLang, Ollama's /v1, OpenAI): a system message saying
-how to write a call in the protocol, with the tool list rendered for it, and the prompt go
-to the model; each tool-call block runs as soon as it
-closes, while the model is still streaming; the observations go back, until the model
-answers without a call.
+stream: true: llama-server, vLLM, SGLang, Ollama's /v1, OpenAI): the system prompt and
+the user's prompt go to the model; each tool-call block runs as soon as it closes, while
+the model is still streaming; the observations go back, until the model answers without
+a call.
+
+System prompt: the complete prompt of `tam prompt --full` for the protocol (role, the
+tools in scope, how to decide and write a call, examples, the result rules) in
+--prompt-language en|zh. --protocol auto sends TAM's prompt (the model is taught TAM; both
+TAM and ACTION blocks are decoded). --usage-notes FILE adds retrieved usage notes.
+--system-prompt FILE sends the file instead; each {tools} in it becomes the tool list.
 
 Tools: --tools demo (the tools of `tam demo`), every workflow JSON in --workflows DIR,
-the tools of DIR/plugin.yaml for each --plugin DIR. --profile FILE limits the scope to an
-agent profile's tool_ids_inventory; without it every loaded tool is in scope.
+the tools of DIR/plugin.yaml for each --plugin DIR, the tools of each MCP server started
+with --mcp \"CMD ARGS\" (a child process over stdio, killed when the run ends; its tools
+keep their MCP names unless one clashes with a tool already loaded: then all of that
+server's tools are named SERVER:tool, SERVER being the name the server gives itself).
+--profile FILE limits the scope to an agent profile's tool_ids_inventory; without it every
+loaded tool is in scope.
+
+Sampling: a --profile holding an LLM node's configuration (a `config` object, or a
+top-level `parameters` object) gives the request's temperature, max_tokens, stop and seed
+from its `parameters` (and the call limit from its maxToolCalls); --temperature,
+--max-tokens, --stop, --seed and --max-tool-calls win over them.
 
 Output: the model's prose as it streams, its reasoning (dimmed, on standard error), each
 call as it runs and its observation. --json writes one JSON object per agent event per
@@ -44,8 +83,9 @@ A reply cut at the token limit (finish_reason: length) or by a transport error r
 call from the block open at the cut; the model is told why.
 
 Exit status: 0 once the model answers without a call; 1 when the run stops otherwise (the
-server fails, maxToolCalls, the round limit) or a tool file cannot be loaded; 2 for a
-usage error.";
+server fails, maxToolCalls, the round limit), a tool file cannot be loaded or an --mcp
+server cannot start (its error's code in brackets, e.g. [mcp.spawn]); 2 for a usage
+error.";
 
 /// Which tool-call protocol the model is asked to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -94,18 +134,37 @@ pub(crate) struct RunArgs {
     /// A plugin directory (its plugin.yaml); may be repeated.
     #[arg(long, value_name = "DIR", action = clap::ArgAction::Append)]
     plugin: Vec<PathBuf>,
-    /// Most tool calls in the run (maxToolCalls).
-    #[arg(long, value_name = "N", default_value_t = tool_dispatch::DEFAULT_MAX_TOOL_CALLS)]
-    max_tool_calls: usize,
+    /// An MCP server to start as a child process over stdio ("CMD ARGS", split like a
+    /// shell); its tools join the run. May be repeated.
+    #[arg(long, value_name = "CMD ARGS", action = clap::ArgAction::Append)]
+    mcp: Vec<String>,
+    /// Most tool calls in the run (maxToolCalls) [default: the profile's maxToolCalls, else
+    /// 10].
+    #[arg(long, value_name = "N")]
+    max_tool_calls: Option<usize>,
     /// Sampling temperature.
     #[arg(long, value_name = "F")]
     temperature: Option<f32>,
     /// Most tokens per reply.
     #[arg(long, value_name = "N")]
     max_tokens: Option<u32>,
+    /// A stop sequence; may be repeated (replaces the profile's stop sequences).
+    #[arg(long, value_name = "TEXT", action = clap::ArgAction::Append)]
+    stop: Vec<String>,
     /// Sampling seed.
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    /// The language of the system prompt's own words.
+    #[arg(long, value_enum, default_value_t = PromptLanguageChoice::En)]
+    prompt_language: PromptLanguageChoice,
+    /// A file of usage notes for the tools (retrieved knowledge) to put in the system
+    /// prompt.
+    #[arg(long, value_name = "FILE", conflicts_with = "system_prompt")]
+    usage_notes: Option<PathBuf>,
+    /// A file whose text is sent as the system prompt instead of the built-in one; each
+    /// {tools} in it becomes the tool list.
+    #[arg(long, value_name = "FILE")]
+    system_prompt: Option<PathBuf>,
     /// Longest wait for the server's next bytes, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 120.0)]
     idle_timeout: f64,
@@ -134,6 +193,10 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
             .map_err(|e| CliError::usage(ErrorKind::InvalidValue, e.to_string()))?;
     }
     let model = OpenAiModel::new(config).map_err(|e| CliError::Model(e.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::Runtime)?;
 
     let mut registry = Registry::new();
     if args.tools == Some(ToolSet::Demo) {
@@ -145,13 +208,17 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
     for dir in &args.plugin {
         register_plugin(&mut registry, dir)?;
     }
+    // Kept until the run ends: dropping a handle kills its server.
+    let _servers = runtime.block_on(start_mcp_servers(&mut registry, &args.mcp))?;
     let dispatcher = Dispatcher::new(registry, summarizer_engine());
-    let scope = match &args.profile {
+    let (scope, node) = match &args.profile {
         Some(path) => {
             let profile = AgentProfile::from_path(path)?;
-            Scope::for_agent(dispatcher.registry(), &profile.tool_ids_inventory)?
+            let node = llm_node(&profile, path)?;
+            let scope = Scope::for_agent(dispatcher.registry(), &profile.tool_ids_inventory)?;
+            (scope, node)
         }
-        None => Scope::unrestricted(),
+        None => (Scope::unrestricted(), LlmNodeConfig::default()),
     };
     let protocol = match args.protocol {
         ProtocolChoice::Tam => Protocol::Tam,
@@ -159,23 +226,34 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
         ProtocolChoice::Auto => Protocol::Both,
     };
     let mut agent_config = AgentConfig::for_protocol(protocol);
-    agent_config.max_tool_calls = args.max_tool_calls;
-    let mut options = ModelOptions::new();
-    options.temperature = args.temperature;
-    options.max_tokens = args.max_tokens;
-    options.seed = args.seed;
-    agent_config.model_options = options;
+    agent_config.max_tool_calls = args
+        .max_tool_calls
+        .or(node.max_tool_calls)
+        .unwrap_or(DEFAULT_MAX_TOOL_CALLS);
+    let mut flags = ModelOptions::new().with_stop(args.stop.iter().cloned());
+    flags.temperature = args.temperature;
+    flags.max_tokens = args.max_tokens;
+    flags.seed = args.seed;
+    let from_node = node
+        .parameters
+        .as_ref()
+        .map(ModelOptions::from)
+        .unwrap_or_default();
+    agent_config.model_options = from_node.overridden_by(flags);
+    let prompt = built_in_prompt(args)?;
+    let replacement = match &args.system_prompt {
+        Some(path) => Some(prompt_file(
+            path,
+            &prompt,
+            &scope.definitions(dispatcher.registry()),
+        )?),
+        None => None,
+    };
     let agent = Agent::with_config(dispatcher, scope, agent_config);
+    let system = replacement.unwrap_or_else(|| agent.system_prompt(&prompt));
 
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(CliError::Runtime)?;
     let mut out = Output::new(args.json);
-    let mut conversation = vec![Message::system(system_prompt(
-        args.protocol,
-        &agent.tool_descriptions(),
-    ))];
+    let mut conversation = vec![Message::system(system)];
     let result = runtime.block_on(agent.run(
         &model,
         &mut conversation,
@@ -203,47 +281,100 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
     }
 }
 
-/// How to write a TAM call (the TAM seed's format), for the system prompt.
-const TAM_INSTRUCTIONS: &str = "\
-You can call tools. To call one, write a block exactly like this (the markers and the \
-「始」 「末」 around each value are required):
-
-<|[REQUEST_TOOL]|>
-command:「始」TOOL_ID「末」
-parameter_name:「始」value「末」
-<|[END_TOOL]|>
-
-To chain calls in one block, number them (command1, command2, …) and give their parameters \
-the same number (path1, path2). After a block, stop: the results come back as lines \
-starting with \"Observation:\". When you can answer, answer in plain text, without a block.";
-
-/// How to write an ACTION call (the ACTION seed's format), for the system prompt.
-const ACTION_INSTRUCTIONS: &str = "\
-You can call tools. To call tools, write one <ACTION> block; each child element is one \
-call, named by the tool id, and each of its children is a parameter:
-
-<ACTION>
-  <TOOL_ID>
-    <parameter_name>value</parameter_name>
-  </TOOL_ID>
-</ACTION>
-
-Put code or text holding < or & inside <![CDATA[ ... ]]>. After the block, stop: the \
-results come back as lines starting with \"Observation:\". When you can answer, answer in \
-plain text, without a block.";
-
-/// The system prompt: how to write a call in the protocol, then the tool list rendered
-/// for it (SPEC §4). `auto` shows the TAM form; both are decoded.
-fn system_prompt(protocol: ProtocolChoice, tools: &str) -> String {
-    let instructions = match protocol {
-        ProtocolChoice::Action => ACTION_INSTRUCTIONS,
-        ProtocolChoice::Tam | ProtocolChoice::Auto => TAM_INSTRUCTIONS,
+/// tool-schema's complete prompt for the protocol (`auto` teaches TAM), in the chosen
+/// language, with the `--usage-notes`.
+fn built_in_prompt(args: &RunArgs) -> Result<SystemPrompt, CliError> {
+    let protocol = match args.protocol {
+        ProtocolChoice::Action => PromptProtocol::Action,
+        ProtocolChoice::Tam | ProtocolChoice::Auto => PromptProtocol::Tam,
     };
-    if tools.is_empty() {
-        format!("{instructions}\n\nNo tool is available now.")
-    } else {
-        format!("{instructions}\n\n{tools}")
+    let mut prompt = SystemPrompt::new(protocol, args.prompt_language.into());
+    if let Some(path) = &args.usage_notes {
+        prompt = prompt.with_usage_notes(read_text(path)?);
     }
+    Ok(prompt)
+}
+
+/// The `--system-prompt` file's text, each `{tools}` replaced by `tools` rendered as
+/// `prompt` renders its tool list.
+fn prompt_file(
+    path: &Path,
+    prompt: &SystemPrompt,
+    tools: &[&ToolDefinition],
+) -> Result<String, CliError> {
+    let text = read_text(path)?;
+    if !text.contains("{tools}") {
+        return Ok(text);
+    }
+    let list = prompt.render_tools(tools.iter().copied());
+    Ok(text.replace("{tools}", &list))
+}
+
+fn read_text(path: &Path) -> Result<String, CliError> {
+    std::fs::read_to_string(path).map_err(|source| CliError::Read {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// The LLM node configuration a profile carries: its `config` object, else its top-level
+/// `parameters`; the default (nothing set) when it has neither.
+fn llm_node(profile: &AgentProfile, path: &Path) -> Result<LlmNodeConfig, CliError> {
+    let invalid = |field: &str, e: serde_json::Error| {
+        CliError::Definition(format!("{}: {field}: {e}", path.display()))
+    };
+    if let Some(config) = profile.other.get("config") {
+        return serde_json::from_value(config.clone()).map_err(|e| invalid("config", e));
+    }
+    let parameters = match profile.other.get("parameters") {
+        Some(value) => Some(
+            serde_json::from_value::<ModelParameters>(value.clone())
+                .map_err(|e| invalid("parameters", e))?,
+        ),
+        None => None,
+    };
+    Ok(LlmNodeConfig {
+        parameters,
+        ..LlmNodeConfig::default()
+    })
+}
+
+/// Starts each `--mcp` server and registers its tools (see the module's decisions).
+async fn start_mcp_servers(
+    registry: &mut Registry,
+    commands: &[String],
+) -> Result<Vec<McpServer>, CliError> {
+    let mut servers = Vec::with_capacity(commands.len());
+    for (index, command) in commands.iter().enumerate() {
+        let server = McpServer::spawn(command).await?;
+        match server.register(registry, None) {
+            Ok(_) => {}
+            Err(McpError::NameClash(_)) => {
+                let prefix = server
+                    .server_name()
+                    .map(|(name, _)| namespace_of(&name))
+                    .filter(|name| !name.is_empty())
+                    .unwrap_or_else(|| format!("mcp{}", index + 1));
+                server.register(registry, Some(&prefix))?;
+            }
+            Err(other) => return Err(other.into()),
+        }
+        servers.push(server);
+    }
+    Ok(servers)
+}
+
+/// `name` as a tool-id namespace: every character outside `[A-Za-z0-9_.-]` made `-`.
+fn namespace_of(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
 }
 
 /// Registers every `*.json` of `dir` as a `workflow:<file stem>` tool.
