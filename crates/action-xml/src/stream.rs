@@ -7,6 +7,10 @@
 //! is split. It is a light reading of the structure, not the parser: the closed block
 //! ([`crate::Event::Block`]) stays authoritative.
 //!
+//! * Nothing streams unless the body begins with an element's start tag, blanks and a
+//!   leading code fence line aside ([`Start`]): the rule by which a block the stream ends
+//!   in is a prose mention, decided on the body's first bytes whatever the deltas (a
+//!   comment or CDATA section first is no exception).
 //! * Between calls, an element's start tag is a call: [`Event::CallStart`] once the tag is
 //!   complete; its close tag is [`Event::CallEnd`]. An `<ACTION>` tag there (the block's
 //!   own `<ACTION>` was prose) is passed over; its children are calls.
@@ -170,7 +174,8 @@ impl Streamer {
                 }
                 Start::Fence { line, scanned } => {
                     let scanned = scanned.min(settled);
-                    let Some(end) = memchr::memchr(b'\n', &b[scanned..settled]).map(|i| scanned + i)
+                    let Some(end) =
+                        memchr::memchr(b'\n', &b[scanned..settled]).map(|i| scanned + i)
                     else {
                         self.start = Start::Fence {
                             line,
