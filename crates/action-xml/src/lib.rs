@@ -105,10 +105,17 @@
 //! value is in the block). Inside a value only the parameter's own tags count (`<p>` in
 //! `<p>` nests). Other text is borrowed from the block buffer (no allocation per delta);
 //! the buffer is read once, left to right, whatever the deltas (O(n) per block).
-//! A call or parameter the block ends inside gets no end event. A block whose body begins
-//! with prose (a possible mention of `<ACTION>`) streams nothing. Known limit: a block
-//! that exceeds `max_block_bytes` may have streamed a prefix before the overflow, and how
-//! much depends on the split (the scanner reports no progress once a push overflows).
+//! A call or parameter the block ends inside gets no end event. A block whose body does
+//! not begin with an element (blanks and a code fence line aside: prose, a comment, CDATA,
+//! a close tag, …) streams nothing, closed or not: that is the rule that makes a block the
+//! stream ends in a prose mention (`marker_in_prose`), applied to the same bytes, so a
+//! mention never streams a call, and a block can be told from a mention by the first bytes
+//! of its body alone. (A body that begins with an element whose tags the parser then
+//! refuses, `<ACTION><t a>` at the end of the stream, holds no call and is prose too; its
+//! light reading may have streamed.) A block that exceeds `max_block_bytes` streams what lies within the
+//! limit (the scanner reports `buf[..max_block_bytes]` as settled at the overflowing
+//! push), then its [`Event::Block`] with `block_too_large` and no call. Every streamed
+//! event is the same whatever the deltas (property-tested with tiny limits too).
 //!
 //! # What is borrowed, what is held back
 //!

@@ -7,6 +7,10 @@
 //! is split. It is a light reading of the structure, not the parser: the closed block
 //! ([`crate::Event::Block`]) stays authoritative.
 //!
+//! * Nothing streams unless the body begins with an element's start tag, blanks and a
+//!   leading code fence line aside ([`Start`]): the rule by which a block the stream ends
+//!   in is a prose mention, decided on the body's first bytes whatever the deltas (a
+//!   comment or CDATA section first is no exception).
 //! * Between calls, an element's start tag is a call: [`Event::CallStart`] once the tag is
 //!   complete; its close tag is [`Event::CallEnd`]. An `<ACTION>` tag there (the block's
 //!   own `<ACTION>` was prose) is passed over; its children are calls.
@@ -32,6 +36,7 @@ use std::ops::Range;
 use tam_parse::Span;
 
 use crate::decoder::Event;
+use crate::fence::is_fence_line;
 use crate::prescan::{RegionKind, RegionRef};
 use crate::xml_chars::{is_xml_space, name_end, reference_len};
 
@@ -66,11 +71,38 @@ pub(crate) struct Streamer {
     calls: usize,
     /// Index into the block's regions of the next one not yet passed.
     next_region: usize,
-    /// The body began with prose, not an element: maybe a mention of `<ACTION>` in prose
-    /// (SPEC §3); nothing of it streams.
-    prose: bool,
-    /// Where the text between tags being read began.
-    text_from: usize,
+    /// What the start of the body says: nothing streams before it is known to be an
+    /// element, nor ever when it is not (see [`Start`]).
+    start: Start,
+}
+
+/// How the body of the block begins: the rule that makes a block the stream ended in a
+/// prose mention (SPEC §3, `marker_in_prose`): its body does not begin with an element's
+/// start tag, blanks and a leading code fence line aside. The streamer applies the same
+/// rule to the same bytes, so a block later read as prose never streamed anything, and the
+/// decision is taken on the body's first bytes alone, whatever the deltas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// Skipping XML whitespace from buffer offset `from`; `fenced` once a code fence line
+    /// was passed (only the first non-blank line may be one).
+    Blanks { from: usize, fenced: bool },
+    /// The first non-blank line starts at `line` with a backtick or a tilde: a code fence
+    /// line if it is one when its line break comes (none up to `scanned`).
+    Fence { line: usize, scanned: usize },
+    /// The body begins with an element: it streams.
+    Element,
+    /// The body begins with anything else (prose, a comment, CDATA, a close tag, …): maybe
+    /// a mention of `<ACTION>` in prose; nothing of it streams.
+    Prose,
+}
+
+impl Default for Start {
+    fn default() -> Self {
+        Start::Blanks {
+            from: 0,
+            fenced: false,
+        }
+    }
 }
 
 /// How a look at a `<` or `&` at the read position ended.
@@ -93,8 +125,74 @@ impl Streamer {
     pub(crate) fn new(body_start: usize) -> Self {
         Streamer {
             pos: body_start,
-            text_from: body_start,
+            start: Start::Blanks {
+                from: body_start,
+                fenced: false,
+            },
             ..Streamer::default()
+        }
+    }
+
+    /// Takes [`Start`] as far as `b[..settled]` allows. The work is O(n) over the block:
+    /// every byte is looked at once (a fence line's once more, when its line break comes).
+    fn decide_start(&mut self, buf: &str, settled: usize) {
+        let b = buf.as_bytes();
+        loop {
+            match self.start {
+                Start::Element | Start::Prose => return,
+                Start::Blanks { from, fenced } => {
+                    let from = from.min(settled);
+                    let Some(at) = b[from..settled]
+                        .iter()
+                        .position(|&c| !is_xml_space(c))
+                        .map(|i| from + i)
+                    else {
+                        self.start = Start::Blanks {
+                            from: settled,
+                            fenced,
+                        };
+                        return;
+                    };
+                    self.start = match b[at] {
+                        b'`' | b'~' if !fenced => Start::Fence {
+                            line: at,
+                            scanned: at,
+                        },
+                        b'<' => match b.get(at + 1).filter(|_| at + 1 < settled) {
+                            None => {
+                                // The next byte decides.
+                                self.start = Start::Blanks { from: at, fenced };
+                                return;
+                            }
+                            Some(&c) if c >= 0x80 || c == b'_' || c.is_ascii_alphabetic() => {
+                                Start::Element
+                            }
+                            Some(_) => Start::Prose,
+                        },
+                        _ => Start::Prose,
+                    };
+                }
+                Start::Fence { line, scanned } => {
+                    let scanned = scanned.min(settled);
+                    let Some(end) =
+                        memchr::memchr(b'\n', &b[scanned..settled]).map(|i| scanned + i)
+                    else {
+                        self.start = Start::Fence {
+                            line,
+                            scanned: settled,
+                        };
+                        return;
+                    };
+                    self.start = if is_fence_line(&buf[line..end]) {
+                        Start::Blanks {
+                            from: end,
+                            fenced: true,
+                        }
+                    } else {
+                        Start::Prose
+                    };
+                }
+            }
         }
     }
 
@@ -111,8 +209,12 @@ impl Streamer {
         out: &mut dyn FnMut(Event<'_>),
     ) {
         let settled = settled.min(buf.len());
+        self.decide_start(buf, settled);
+        if self.start != Start::Element {
+            return;
+        }
         let b = buf.as_bytes();
-        while self.pos < settled && !self.prose {
+        while self.pos < settled {
             // Regions behind: one the read position is inside (it was open at the last
             // look) ends now; its CDATA content's rest streams.
             while let Some(r) = regions
@@ -130,7 +232,6 @@ impl Streamer {
                         }
                     }
                     self.pos = r.full.end;
-                    self.text_from = r.full.end;
                 }
                 self.next_region += 1;
             }
@@ -148,7 +249,6 @@ impl Streamer {
                     emit_text(buf, r.content.clone(), span, out);
                 }
                 self.pos = r.full.end;
-                self.text_from = r.full.end;
                 self.next_region += 1;
                 continue;
             }
@@ -183,13 +283,6 @@ impl Streamer {
                 self.pos = settled;
                 return;
             };
-            if !in_param {
-                // Judged on the whole run of text, whatever the deltas were.
-                self.look_for_prose(&buf[self.text_from.min(at)..at]);
-                if self.prose {
-                    return;
-                }
-            }
             if in_param && at > self.pos {
                 emit_text(buf, self.pos..at, span, out);
             }
@@ -207,10 +300,7 @@ impl Streamer {
                 self.markup(buf, at, settled, span, out)
             };
             match look {
-                Look::Next(next) => {
-                    self.pos = next;
-                    self.text_from = next;
-                }
+                Look::Next(next) => self.pos = next,
                 Look::Wait => return,
             }
         }
@@ -407,25 +497,6 @@ impl Streamer {
             }
         }
         Look::Next(tag_end)
-    }
-
-    /// Text between tags outside values: before the first call, non-blank text other than
-    /// a code fence line means the body began with prose.
-    fn look_for_prose(&mut self, text: &str) {
-        if self.calls > 0 || self.state != State::Top {
-            return;
-        }
-        let fence_or_blank = |c: char| {
-            is_xml_space(c as u8) && c.is_ascii()
-                || matches!(c, '`' | '~')
-                || c.is_ascii_alphanumeric()
-        };
-        let trimmed = text.trim_matches(|c: char| c.is_ascii() && is_xml_space(c as u8));
-        let fence = trimmed.starts_with("```") || trimmed.starts_with("~~~");
-        let fence_line = fence && trimmed.chars().all(fence_or_blank);
-        if !trimmed.is_empty() && !fence_line {
-            self.prose = true;
-        }
     }
 
     /// A `<` that begins no tag: text inside a value, nothing elsewhere.

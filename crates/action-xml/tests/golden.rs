@@ -45,13 +45,6 @@ fn golden_cases() {
             let mut config = MixedConfig::default();
             config.action = config_for(&name);
             common::dump_mixed(&tam_testkit::decode_all_ways(Mixed(config), &input))
-        } else if name.starts_with("limit_block") {
-            // A block past max_block_bytes streams a split-dependent prefix: compared
-            // without the streamed events.
-            common::dump(&tam_testkit::decode_all_ways(
-                common::ActionNoStream(config_for(&name)),
-                &input,
-            ))
         } else {
             common::dump(&tam_testkit::decode_all_ways(
                 Action(config_for(&name)),
