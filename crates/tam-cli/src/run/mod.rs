@@ -128,7 +128,7 @@ pub(crate) struct RunArgs {
     /// An agent profile whose tool_ids_inventory is the scope.
     #[arg(long, value_name = "FILE")]
     profile: Option<PathBuf>,
-    /// A directory of workflow JSON files, each a workflow:<file stem> tool.
+    /// A directory of workflow JSON files, each a `workflow:<file stem>` tool.
     #[arg(long, value_name = "DIR")]
     workflows: Option<PathBuf>,
     /// A plugin directory (its plugin.yaml); may be repeated.

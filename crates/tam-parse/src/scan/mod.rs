@@ -13,7 +13,7 @@
 //! * prose outside blocks, borrowed from the delta, as early as possible: only bytes that may
 //!   still begin a start marker are held back (fewer than the longest start pattern);
 //! * each block's opening, each region's opening and closing (with offsets into the block
-//!   buffer), and the block's closing with its raw text as one [`ByteString`] that the
+//!   buffer), and the block's closing with its raw text as one [`ByteString`](crate::ByteString) that the
 //!   protocol layer slices without copying;
 //! * bytes that are not UTF-8 ([`Scanner::feed_bytes`]).
 //!
