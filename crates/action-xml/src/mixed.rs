@@ -10,6 +10,7 @@ use tam_parse::{BlockParser, ByteString, Diagnostic, Dialect, Span};
 
 use crate::block::ActionBlock;
 use crate::codes;
+use crate::output::ProtocolChoice;
 use crate::decoder::{ActionLayer, Config, Event, block_syntax, invalid_utf8};
 use crate::position::StreamCursor;
 
@@ -48,8 +49,12 @@ pub struct MixedConfig {
     /// Stream arguments for both protocols: [`MixedEvent::CallStart`],
     /// [`MixedEvent::ParamStart`], [`MixedEvent::ParamText`], [`MixedEvent::ParamEnd`] and
     /// [`MixedEvent::CallEnd`] while blocks are written. Off, none of them is emitted.
-    /// Default: `true` (measured cost: see the crate docs, "Decisions").
+    /// Default: `true` (measured cost: see the crate docs, "Both protocols in one
+    /// stream").
     pub param_events: bool,
+    /// Which protocol(s) an [`OutputDecoder`](crate::OutputDecoder) looks for. Default:
+    /// [`ProtocolChoice::Auto`]. [`MixedDecoder`] ignores it: it always reads both.
+    pub protocol: ProtocolChoice,
 }
 
 impl Default for MixedConfig {
@@ -58,11 +63,20 @@ impl Default for MixedConfig {
             tam: tam_parse::Config::default(),
             action: Config::default(),
             param_events: true,
+            protocol: ProtocolChoice::default(),
         }
     }
 }
 
 impl MixedConfig {
+    /// The defaults for `protocol`.
+    pub fn for_protocol(protocol: ProtocolChoice) -> Self {
+        MixedConfig {
+            protocol,
+            ..MixedConfig::default()
+        }
+    }
+
     /// These settings with argument streaming ([`MixedConfig::param_events`]) on or off.
     pub fn with_param_events(mut self, on: bool) -> Self {
         self.param_events = on;
