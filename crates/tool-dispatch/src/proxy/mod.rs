@@ -295,6 +295,7 @@ async fn complete(
     let translator = Translator::new(
         config.protocol,
         decode,
+        stream,
         offered,
         max_calls,
         config.tam,
@@ -379,8 +380,14 @@ impl Streaming {
             None => {
                 let finish_reason = self.translator.finish(false);
                 self.drain_into(&mut events);
-                events.push(json_event(&self.writer.finish(&finish_reason)));
-                events.push(Event::default().data("[DONE]"));
+                if let Some(error) = self.translator.failure() {
+                    // A streamed call the block did not confirm: chunks cannot be taken
+                    // back, so the reply ends as a broken stream.
+                    events.push(Event::default().data(error.body().to_string()));
+                } else {
+                    events.push(json_event(&self.writer.finish(&finish_reason)));
+                    events.push(Event::default().data("[DONE]"));
+                }
                 self.done = true;
             }
         }
