@@ -63,7 +63,8 @@ mod tests {
     fn weather() -> ToolDefinition {
         serde_json::from_value(serde_json::json!({
             "id": "get_weather", "description": "Weather of a city.",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            "implementation": {"type": "service"}
         }))
         .unwrap()
     }

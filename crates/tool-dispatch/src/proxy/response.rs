@@ -126,6 +126,74 @@ struct StreamingParam {
     /// ACTION: where the previous piece ended, and whether its run is CDATA content.
     prev_end: usize,
     cdata: bool,
+    /// ACTION: the value begins with CDATA: one line break right after `<![CDATA[` is
+    /// dropped (`pending_cr`: a `\r` waits for the next piece).
+    strip_newline: bool,
+    pending_cr: bool,
+}
+
+/// One ACTION piece of a streaming string value into `out`, by the block's edge rules
+/// (action-xml's crate docs): a value's leading text whitespace and blank text runs are
+/// dropped, a leading CDATA section loses one line break, trailing whitespace is held
+/// until more text follows (the rest is decided at [`Emitter::param_end`]).
+///
+/// Pieces carry no CDATA flag: a run of pieces that starts after a gap of exactly 9
+/// bytes (`<![CDATA[`) or 12 (`]]><![CDATA[`) from the previous piece is taken as CDATA
+/// content. A comment of exactly that length would be taken for one; the block's check
+/// at close catches any difference.
+fn action_piece(param: &mut StreamingParam, text: &str, span: tam_parse::Span, out: &mut String) {
+    if span.start != param.prev_end {
+        param.cdata = matches!(span.start.saturating_sub(param.prev_end), 9 | 12);
+        if param.cdata && !param.started {
+            param.started = true;
+            param.held.clear();
+            param.strip_newline = true;
+        }
+    }
+    param.prev_end = span.end;
+    let mut owned;
+    let mut text = text;
+    if param.strip_newline {
+        if param.pending_cr {
+            param.pending_cr = false;
+            if let Some(rest) = text.strip_prefix('\n') {
+                text = rest;
+            } else {
+                owned = String::from("\r");
+                owned.push_str(text);
+                text = &owned;
+            }
+            param.strip_newline = false;
+        } else if text == "\r" {
+            param.pending_cr = true;
+            return;
+        } else if let Some(rest) = text.strip_prefix("\r\n").or_else(|| text.strip_prefix('\n')) {
+            text = rest;
+            param.strip_newline = false;
+        } else if !text.is_empty() {
+            param.strip_newline = false;
+        }
+    }
+    let body = text.trim_matches(is_xml_space);
+    if body.is_empty() {
+        if param.started && !text.is_empty() {
+            param.held.push((text.to_owned(), param.cdata));
+        }
+        return;
+    }
+    let lead = &text[..text.len() - text.trim_start_matches(is_xml_space).len()];
+    let trail = &text[text.trim_end_matches(is_xml_space).len()..];
+    if param.started {
+        for (ws, _) in param.held.drain(..) {
+            out.push_str(&ws);
+        }
+        out.push_str(lead);
+    }
+    param.started = true;
+    out.push_str(body);
+    if !trail.is_empty() {
+        param.held.push((trail.to_owned(), param.cdata));
+    }
 }
 
 /// XML whitespace: what ACTION trims from a string value's edges.
@@ -407,6 +475,8 @@ impl Emitter {
             held: Vec::new(),
             prev_end: tag_end,
             cdata: false,
+            strip_newline: false,
+            pending_cr: false,
         });
         self.arguments(index, &prefix);
     }
@@ -422,32 +492,7 @@ impl Emitter {
         if !param.trim {
             out.push_str(text);
         } else {
-            // A run after a gap of `<![CDATA[` (9 bytes) or `]]><![CDATA[` (12) is CDATA
-            // content, whose edges the block keeps; other runs are text, trimmed.
-            if span.start != param.prev_end {
-                param.cdata = matches!(span.start.saturating_sub(param.prev_end), 9 | 12);
-            }
-            param.prev_end = span.end;
-            let body = text.trim_matches(is_xml_space);
-            if body.is_empty() {
-                param.held.push((text.to_owned(), param.cdata));
-            } else {
-                let lead = &text[..text.len() - text.trim_start_matches(is_xml_space).len()];
-                let trail = &text[text.trim_end_matches(is_xml_space).len()..];
-                for (ws, cdata) in param.held.drain(..) {
-                    if param.started || cdata {
-                        out.push_str(&ws);
-                    }
-                }
-                if param.started || param.cdata {
-                    out.push_str(lead);
-                }
-                param.started = true;
-                out.push_str(body);
-                if !trail.is_empty() {
-                    param.held.push((trail.to_owned(), param.cdata));
-                }
-            }
+            action_piece(param, text, span, &mut out);
         }
         param.value.push_str(&out);
         let escaped = json_inside(&out);
@@ -461,10 +506,12 @@ impl Emitter {
             return;
         };
         let mut out = String::new();
-        for (ws, cdata) in param.held.drain(..) {
-            if cdata {
-                out.push_str(&ws);
-            }
+        // Trailing whitespace: a text run's is trimmed; the last CDATA run's is kept,
+        // except blanks after its last line break.
+        if let Some(last) = param.held.iter().rposition(|(_, cdata)| *cdata) {
+            let tail: String = param.held[..=last].iter().map(|(ws, _)| ws.as_str()).collect();
+            let kept = tail.trim_end_matches([' ', '\t']);
+            out.push_str(if kept.ends_with('\n') { kept } else { &tail });
         }
         param.value.push_str(&out);
         let call = &mut open.streamed[slot];
@@ -962,5 +1009,208 @@ mod tests {
             ]
         );
         assert_eq!(reason, "tool_calls");
+    }
+
+    /// The offered tools of a request with `write_file(path: string, content: string,
+    /// mode: integer)`.
+    fn writer_tools() -> OfferedTools {
+        let body = serde_json::json!({
+            "model": "m", "messages": [],
+            "tools": [{"type": "function", "function": {"name": "write_file", "parameters": {
+                "type": "object", "properties": {"path": {"type": "string"},
+                "content": {"type": "string"}, "mode": {"type": "integer"}}}}}],
+        });
+        translate(body.to_string().as_bytes(), Protocol::Tam, "")
+            .unwrap()
+            .offered
+    }
+
+    /// A streaming translator's pieces after each delta (adjacent arguments of one call
+    /// and adjacent content joined within a delta), the finish reason and the failure.
+    fn run_streaming(
+        protocol: Protocol,
+        deltas: &[&str],
+        finish: Option<FinishReason>,
+    ) -> (Vec<Vec<Piece>>, String, Option<String>) {
+        let mut t = Translator::new(
+            protocol,
+            true,
+            true,
+            writer_tools(),
+            usize::MAX,
+            tam_parse::Config::default(),
+            action_xml::Config::default(),
+            "t".into(),
+        );
+        let mut per_delta = Vec::new();
+        for delta in deltas {
+            t.feed(ModelItem::Text((*delta).to_owned()));
+            per_delta.push(t.drain().collect());
+        }
+        if let Some(finish) = finish {
+            t.feed(ModelItem::Finish(finish));
+        }
+        let reason = t.finish(false);
+        per_delta.push(t.drain().collect());
+        let failure = t.failure().map(|e| e.code().to_owned());
+        (per_delta, reason, failure)
+    }
+
+    /// Content, and each call's (name, arguments text), of all pieces.
+    fn gathered(pieces: &[Vec<Piece>]) -> (String, Vec<(String, String)>) {
+        let mut content = String::new();
+        let mut calls: Vec<(String, String)> = Vec::new();
+        for piece in pieces.iter().flatten() {
+            match piece {
+                Piece::Content(text) => content.push_str(text),
+                Piece::CallStart { index, name, .. } => {
+                    assert_eq!(*index, calls.len());
+                    calls.push((name.clone(), String::new()));
+                }
+                Piece::CallArguments { index, text } => calls[*index].1.push_str(text),
+                Piece::Reasoning(_) => {}
+            }
+        }
+        (content, calls)
+    }
+
+    /// Streams `text` whole, in 1-char deltas and split at every character boundary:
+    /// the same content and calls every time; returns them.
+    fn streams_the_same(protocol: Protocol, text: &str) -> (String, Vec<(String, String)>) {
+        let (whole, reason, failure) = run_streaming(protocol, &[text], None);
+        assert_eq!((reason.as_str(), failure), ("tool_calls", None));
+        let whole = gathered(&whole);
+        let chars: Vec<String> = text.chars().map(String::from).collect();
+        let refs: Vec<&str> = chars.iter().map(String::as_str).collect();
+        let (pieces, reason, failure) = run_streaming(protocol, &refs, None);
+        assert_eq!((reason.as_str(), failure), ("tool_calls", None));
+        assert_eq!(gathered(&pieces), whole, "1-char deltas");
+        for (at, _) in text.char_indices().skip(1) {
+            let (pieces, reason, failure) =
+                run_streaming(protocol, &[&text[..at], &text[at..]], None);
+            assert_eq!((reason.as_str(), failure), ("tool_calls", None), "split at {at}");
+            assert_eq!(gathered(&pieces), whole, "split at {at}");
+        }
+        whole
+    }
+
+    /// How many argument pieces of call 0 went out before delta `upto` (exclusive).
+    fn argument_pieces_before(pieces: &[Vec<Piece>], upto: usize) -> String {
+        pieces[..upto]
+            .iter()
+            .flatten()
+            .filter_map(|p| match p {
+                Piece::CallArguments { index: 0, text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    const CODE: &str = "fn main() {\n    let v: Vec<u8> = vec![1 & 2];\n    println!(\"<b>{v:?}</b>\");\n}\n";
+
+    #[test]
+    fn tam_string_arguments_stream_before_the_end_marker() {
+        let text = format!(
+            "Writing.\n<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」src/main.rs「末」\ncontent:「始」{CODE}「末」\nmode:「始」644「末」\n<|[END_TOOL]|>\nDone."
+        );
+        let (content, calls) = streams_the_same(Protocol::Tam, &text);
+        assert_eq!(content, "Writing.\n\nDone.");
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].0, "write_file");
+        let args: Value = serde_json::from_str(&calls[0].1).unwrap();
+        assert_eq!(args, json!({"path": "src/main.rs", "content": CODE, "mode": 644}));
+
+        // Fed in 5-char deltas, the content value goes out in several pieces before the
+        // end marker arrives.
+        let chars: Vec<char> = text.chars().collect();
+        let deltas: Vec<String> = chars.chunks(5).map(|c| c.iter().collect()).collect();
+        let refs: Vec<&str> = deltas.iter().map(String::as_str).collect();
+        let end = deltas
+            .iter()
+            .scan(String::new(), |seen, d| {
+                seen.push_str(d);
+                Some(seen.contains("<|[END_TOOL]"))
+            })
+            .position(|has| has)
+            .unwrap();
+        let (pieces, _, _) = run_streaming(Protocol::Tam, &refs, None);
+        let early = argument_pieces_before(&pieces, end);
+        assert!(early.starts_with(r#"{"path":"src/main.rs","content":"fn main() {\n"#), "{early}");
+        let early_pieces = pieces[..end]
+            .iter()
+            .flatten()
+            .filter(|p| matches!(p, Piece::CallArguments { .. }))
+            .count();
+        assert!(early_pieces >= 5, "{early_pieces} pieces before the end marker");
+        // The typed `mode` comes at the close.
+        assert!(!early.contains("mode"), "{early}");
+    }
+
+    #[test]
+    fn action_string_arguments_stream_trimmed_and_cdata_edges_kept() {
+        let text = format!(
+            "Ok.\n<ACTION>\n  <write_file>\n    <path>\n      src/a &amp; b.rs\n    </path>\n    <content><![CDATA[\n{CODE}]]></content>\n    <mode>644</mode>\n  </write_file>\n</ACTION>"
+        );
+        let (content, calls) = streams_the_same(Protocol::Action, &text);
+        assert_eq!(content, "Ok.\n");
+        let args: Value = serde_json::from_str(&calls[0].1).unwrap();
+        assert_eq!(
+            args,
+            json!({"path": "src/a & b.rs", "content": CODE, "mode": 644})
+        );
+        // CDATA keeps its leading blanks and its last line break; blank text around it
+        // goes.
+        let indented = "<ACTION><write_file><content>\n  <![CDATA[  x < y\n  ]]>\n</content><path>p</path></write_file></ACTION>";
+        let (_, indented_calls) = streams_the_same(Protocol::Action, indented);
+        let args: Value = serde_json::from_str(&indented_calls[0].1).unwrap();
+        assert_eq!(args, json!({"content": "  x < y\n", "path": "p"}));
+        // The same through Both.
+        let (_, both) = streams_the_same(Protocol::Both, &text);
+        assert_eq!(both, calls);
+    }
+
+    #[test]
+    fn a_block_cut_after_its_call_streamed_finishes_with_length_and_no_call_closes() {
+        let text = format!(
+            "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\ncontent:「始」{CODE}"
+        );
+        let (pieces, reason, failure) =
+            run_streaming(Protocol::Tam, &[&text], Some(FinishReason::Length));
+        assert_eq!(reason, "length");
+        assert_eq!(failure, None);
+        let (content, calls) = gathered(&pieces);
+        assert_eq!(content, text, "the cut block's text comes back");
+        assert_eq!(calls.len(), 1);
+        assert!(serde_json::from_str::<Value>(&calls[0].1).is_err(), "never closed");
+    }
+
+    #[test]
+    fn a_streamed_call_its_block_does_not_confirm_ends_in_a_failure() {
+        // A second call to a tool not offered: the block is not calls.
+        let text = "<ACTION><write_file><path>a</path></write_file><rm><p>/</p></rm></ACTION>";
+        let (pieces, reason, failure) = run_streaming(Protocol::Action, &[text], None);
+        assert_eq!(failure.as_deref(), Some("streamed_call_invalid"));
+        assert_eq!(reason, "stop");
+        let (content, calls) = gathered(&pieces);
+        assert_eq!(content, text);
+        assert_eq!(calls[0].0, "write_file");
+        // A block never closed at a normal end: also a failure, never a finished call.
+        let open = "<ACTION><write_file><path>a</path>";
+        let (_, reason, failure) = run_streaming(Protocol::Action, &[open], None);
+        assert_ne!(reason, "tool_calls");
+        assert!(failure.is_some() || reason == "stop");
+    }
+
+    #[test]
+    fn unoffered_tools_and_non_string_parameters_do_not_stream() {
+        let text = "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\nmode:「始」7「末」\n<|[END_TOOL]|>";
+        let (pieces, reason, _) = run_streaming(Protocol::Tam, &[text], None);
+        assert_eq!(reason, "tool_calls");
+        let (_, calls) = gathered(&pieces);
+        assert_eq!(calls, [("write_file".to_owned(), r#"{"mode":7}"#.to_owned())]);
+        let other = "<|[REQUEST_TOOL]|>\ncommand:「始」rm「末」\np:「始」/「末」\n<|[END_TOOL]|>";
+        let (pieces, reason, failure) = run_streaming(Protocol::Tam, &[other], None);
+        assert_eq!((reason.as_str(), failure), ("stop", None));
+        assert_eq!(gathered(&pieces), (other.to_owned(), Vec::new()));
     }
 }
