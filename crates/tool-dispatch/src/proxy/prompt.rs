@@ -46,7 +46,9 @@ pub(crate) fn tool_prompt(
     }
     match choice {
         Choice::Auto => {}
-        Choice::Required => instructions.push_str("\nYou must call at least one tool in this reply."),
+        Choice::Required => {
+            instructions.push_str("\nYou must call at least one tool in this reply.")
+        }
         Choice::Named(name) => {
             instructions.push_str(&format!("\nYou must call the tool {name} in this reply."));
         }
@@ -81,7 +83,13 @@ mod tests {
             let expected =
                 SystemPrompt::new(prompt_protocol, PromptLanguage::English).render([&tool]);
             assert_eq!(got, expected, "{protocol:?}");
-            for heading in ["[Role and goal]", "[Available tools]", "[Your decision]", "[Examples]", "[Tool result rules]"] {
+            for heading in [
+                "[Role and goal]",
+                "[Available tools]",
+                "[Your decision]",
+                "[Examples]",
+                "[Tool result rules]",
+            ] {
                 assert!(got.contains(heading), "{protocol:?} {heading}: {got}");
             }
         }
@@ -90,10 +98,21 @@ mod tests {
     #[test]
     fn choice_and_parallel_go_into_the_decision_section() {
         let tool = weather();
-        let got = tool_prompt(Protocol::Action, &[&tool], &Choice::Named("get_weather".into()), false);
+        let got = tool_prompt(
+            Protocol::Action,
+            &[&tool],
+            &Choice::Named("get_weather".into()),
+            false,
+        );
         let decision = &got[got.find("[Your decision]").unwrap()..got.find("[Examples]").unwrap()];
-        assert!(decision.contains("Call at most one tool per reply."), "{decision}");
-        assert!(decision.contains("You must call the tool get_weather in this reply."), "{decision}");
+        assert!(
+            decision.contains("Call at most one tool per reply."),
+            "{decision}"
+        );
+        assert!(
+            decision.contains("You must call the tool get_weather in this reply."),
+            "{decision}"
+        );
         let required = tool_prompt(Protocol::Tam, &[&tool], &Choice::Required, true);
         assert!(required.contains("You must call at least one tool in this reply."));
         assert!(!required.contains("Call at most one tool"));

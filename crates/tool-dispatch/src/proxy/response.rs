@@ -6,7 +6,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use action_xml::{MixedConfig, MixedEvent, OutputDecoder, Protocol as MixedProtocol, ProtocolChoice};
+use action_xml::{
+    MixedConfig, MixedEvent, OutputDecoder, Protocol as MixedProtocol, ProtocolChoice,
+};
 use serde_json::{Map, Value, json};
 use tam_parse::Diagnostic;
 
@@ -167,7 +169,10 @@ fn action_piece(param: &mut StreamingParam, text: &str, span: tam_parse::Span, o
         } else if text == "\r" {
             param.pending_cr = true;
             return;
-        } else if let Some(rest) = text.strip_prefix("\r\n").or_else(|| text.strip_prefix('\n')) {
+        } else if let Some(rest) = text
+            .strip_prefix("\r\n")
+            .or_else(|| text.strip_prefix('\n'))
+        {
             text = rest;
             param.strip_newline = false;
         } else if !text.is_empty() {
@@ -281,8 +286,7 @@ impl Translator {
             }
         }
         if self.emitter.unfinished && !cut && self.emitter.failure.is_none() {
-            self.emitter.failure =
-                Some("a block whose call was streamed did not close".to_owned());
+            self.emitter.failure = Some("a block whose call was streamed did not close".to_owned());
         }
         if self.emitter.calls > 0 && !self.emitter.unfinished {
             "tool_calls".to_owned()
@@ -331,7 +335,10 @@ impl Emitter {
             return;
         }
         match self.pieces.last_mut() {
-            Some(Piece::CallArguments { index: i, text: previous }) if *i == index => {
+            Some(Piece::CallArguments {
+                index: i,
+                text: previous,
+            }) if *i == index => {
                 previous.push_str(text);
             }
             _ => self.pieces.push(Piece::CallArguments {
@@ -352,15 +359,11 @@ impl Emitter {
                     param: None,
                 });
             }
-            MixedEvent::CallStart { index, tool, .. } => {
-                if self.action_blocks == 0 {
-                    self.stream_call(MixedProtocol::Action, index, &tool);
-                }
+            MixedEvent::CallStart { index, tool, .. } if self.action_blocks == 0 => {
+                self.stream_call(MixedProtocol::Action, index, &tool);
             }
-            MixedEvent::CommandSeen { call, tool, .. } => {
-                if call == 0 {
-                    self.stream_call(MixedProtocol::Tam, 0, &tool);
-                }
+            MixedEvent::CommandSeen { call: 0, tool, .. } => {
+                self.stream_call(MixedProtocol::Tam, 0, &tool);
             }
             MixedEvent::ParamStart { key, span, .. } => self.param_start(&key, span.end),
             MixedEvent::ParamText { text, span, .. } => self.param_text(&text, span),
@@ -509,7 +512,10 @@ impl Emitter {
         // Trailing whitespace: a text run's is trimmed; the last CDATA run's is kept,
         // except blanks after its last line break.
         if let Some(last) = param.held.iter().rposition(|(_, cdata)| *cdata) {
-            let tail: String = param.held[..=last].iter().map(|(ws, _)| ws.as_str()).collect();
+            let tail: String = param.held[..=last]
+                .iter()
+                .map(|(ws, _)| ws.as_str())
+                .collect();
             let kept = tail.trim_end_matches([' ', '\t']);
             out.push_str(if kept.ends_with('\n') { kept } else { &tail });
         }
@@ -581,8 +587,12 @@ impl Emitter {
                 return Some(format!("call {} names {} now", s.at, call.tool));
             }
             s.values.iter().find_map(|(key, value)| {
-                (finals[s.at].get(key) != Some(&Value::String(value.clone())))
-                    .then(|| format!("{}: the block's value of '{key}' is not the one streamed", s.tool))
+                (finals[s.at].get(key) != Some(&Value::String(value.clone()))).then(|| {
+                    format!(
+                        "{}: the block's value of '{key}' is not the one streamed",
+                        s.tool
+                    )
+                })
             })
         });
         if !clean || mismatch.is_some() {
@@ -603,7 +613,11 @@ impl Emitter {
                 if s.values.iter().any(|(k, _)| k == key) {
                     continue;
                 }
-                text.push(if s.opened || !text.is_empty() { ',' } else { '{' });
+                text.push(if s.opened || !text.is_empty() {
+                    ','
+                } else {
+                    '{'
+                });
                 text.push_str(&Value::String(key.clone()).to_string());
                 text.push(':');
                 text.push_str(&value.to_string());
@@ -1088,7 +1102,11 @@ mod tests {
         for (at, _) in text.char_indices().skip(1) {
             let (pieces, reason, failure) =
                 run_streaming(protocol, &[&text[..at], &text[at..]], None);
-            assert_eq!((reason.as_str(), failure), ("tool_calls", None), "split at {at}");
+            assert_eq!(
+                (reason.as_str(), failure),
+                ("tool_calls", None),
+                "split at {at}"
+            );
             assert_eq!(gathered(&pieces), whole, "split at {at}");
         }
         whole
@@ -1106,7 +1124,8 @@ mod tests {
             .collect()
     }
 
-    const CODE: &str = "fn main() {\n    let v: Vec<u8> = vec![1 & 2];\n    println!(\"<b>{v:?}</b>\");\n}\n";
+    const CODE: &str =
+        "fn main() {\n    let v: Vec<u8> = vec![1 & 2];\n    println!(\"<b>{v:?}</b>\");\n}\n";
 
     #[test]
     fn tam_string_arguments_stream_before_the_end_marker() {
@@ -1118,7 +1137,10 @@ mod tests {
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].0, "write_file");
         let args: Value = serde_json::from_str(&calls[0].1).unwrap();
-        assert_eq!(args, json!({"path": "src/main.rs", "content": CODE, "mode": 644}));
+        assert_eq!(
+            args,
+            json!({"path": "src/main.rs", "content": CODE, "mode": 644})
+        );
 
         // Fed in 5-char deltas, the content value goes out in several pieces before the
         // end marker arrives.
@@ -1135,13 +1157,19 @@ mod tests {
             .unwrap();
         let (pieces, _, _) = run_streaming(Protocol::Tam, &refs, None);
         let early = argument_pieces_before(&pieces, end);
-        assert!(early.starts_with(r#"{"path":"src/main.rs","content":"fn main() {\n"#), "{early}");
+        assert!(
+            early.starts_with(r#"{"path":"src/main.rs","content":"fn main() {\n"#),
+            "{early}"
+        );
         let early_pieces = pieces[..end]
             .iter()
             .flatten()
             .filter(|p| matches!(p, Piece::CallArguments { .. }))
             .count();
-        assert!(early_pieces >= 5, "{early_pieces} pieces before the end marker");
+        assert!(
+            early_pieces >= 5,
+            "{early_pieces} pieces before the end marker"
+        );
         // The typed `mode` comes at the close.
         assert!(!early.contains("mode"), "{early}");
     }
@@ -1171,9 +1199,8 @@ mod tests {
 
     #[test]
     fn a_block_cut_after_its_call_streamed_finishes_with_length_and_no_call_closes() {
-        let text = format!(
-            "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\ncontent:「始」{CODE}"
-        );
+        let text =
+            format!("<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\ncontent:「始」{CODE}");
         let (pieces, reason, failure) =
             run_streaming(Protocol::Tam, &[&text], Some(FinishReason::Length));
         assert_eq!(reason, "length");
@@ -1181,7 +1208,10 @@ mod tests {
         let (content, calls) = gathered(&pieces);
         assert_eq!(content, text, "the cut block's text comes back");
         assert_eq!(calls.len(), 1);
-        assert!(serde_json::from_str::<Value>(&calls[0].1).is_err(), "never closed");
+        assert!(
+            serde_json::from_str::<Value>(&calls[0].1).is_err(),
+            "never closed"
+        );
     }
 
     #[test]
@@ -1196,9 +1226,12 @@ mod tests {
         assert_eq!(calls[0].0, "write_file");
         // A block never closed at a normal end: also a failure, never a finished call.
         let open = "<ACTION><write_file><path>a</path>";
-        let (_, reason, failure) = run_streaming(Protocol::Action, &[open], None);
-        assert_ne!(reason, "tool_calls");
-        assert!(failure.is_some() || reason == "stop");
+        let (pieces, reason, failure) = run_streaming(Protocol::Action, &[open], None);
+        assert_eq!(
+            (reason.as_str(), failure.as_deref()),
+            ("stop", Some("streamed_call_invalid"))
+        );
+        assert_eq!(gathered(&pieces).0, open);
     }
 
     #[test]
@@ -1207,7 +1240,10 @@ mod tests {
         let (pieces, reason, _) = run_streaming(Protocol::Tam, &[text], None);
         assert_eq!(reason, "tool_calls");
         let (_, calls) = gathered(&pieces);
-        assert_eq!(calls, [("write_file".to_owned(), r#"{"mode":7}"#.to_owned())]);
+        assert_eq!(
+            calls,
+            [("write_file".to_owned(), r#"{"mode":7}"#.to_owned())]
+        );
         let other = "<|[REQUEST_TOOL]|>\ncommand:「始」rm「末」\np:「始」/「末」\n<|[END_TOOL]|>";
         let (pieces, reason, failure) = run_streaming(Protocol::Tam, &[other], None);
         assert_eq!((reason.as_str(), failure), ("stop", None));
