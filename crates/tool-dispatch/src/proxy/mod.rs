@@ -1,13 +1,16 @@
 //! An OpenAI-compatible server that gives native tool calling to any model that can follow
 //! a text protocol (SPEC §8, `tam serve`). Behind the `proxy` feature.
 //!
-//! A client sends `POST /v1/chat/completions` with `tools`, as to OpenAI. The proxy renders
-//! the tools into the system prompt in its [`Protocol`] (TAM or ACTION XML), rewrites the
+//! A client sends `POST /v1/chat/completions` with `tools`, as to OpenAI. The proxy writes
+//! tool-schema's complete [`SystemPrompt`](tool_schema::SystemPrompt) (role, tool list,
+//! decision rules, examples, result rules; English) for its [`Protocol`] (TAM or ACTION
+//! XML; `Both` teaches TAM) after the client's own system message, rewrites the
 //! history (an assistant message's `tool_calls` → the protocol's block, a `tool` message →
 //! its `Observation: …` line), asks the upstream server — any OpenAI-compatible server,
 //! through [`OpenAiModel`] — without `tools`, and decodes the upstream's text as it
 //! streams: prose comes back as `delta.content`, each call as `delta.tool_calls` chunks
-//! whose arguments are a JSON object typed by the tool's schema.
+//! whose arguments are a JSON object typed by the tool's schema, string arguments
+//! streaming while the model writes them ("Arguments that stream").
 //!
 //! ```no_run
 //! use tool_dispatch::Protocol;
