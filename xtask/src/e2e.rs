@@ -17,7 +17,12 @@
 //!      expected tool with the expected arguments;
 //!    * `tam run` against the server with the demo tools, `--tries` times (default 1): the
 //!      model's call must be decoded, dispatched, and its observation returned. Skipped,
-//!      loudly, when the `tam` binary has no `run` command.
+//!      loudly, when the `tam` binary has no `run` command;
+//!    * `tam serve` in front of the server: one streaming `chat/completions` request
+//!      offering the demo's `GetPlayerInfo` function with the user prompt; the summary
+//!      reports whether the streamed `tool_calls` named it with the expected arguments
+//!      (the model's choice: reported, not failed) and how many chunks carried arguments;
+//!      an error event, an error answer or a stream without `[DONE]` fails the run.
 //!
 //! Each step's wall time is printed, and a summary line per leg and protocol.
 
@@ -1075,6 +1080,254 @@ fn run_leg(
     Ok((line, passed == tries))
 }
 
+/// The tool the `tam serve` leg offers, as an OpenAI `tools` entry: the demo's
+/// `GetPlayerInfo`.
+const SERVE_TOOL: &str = r#"{"type":"function","function":{"name":"GetPlayerInfo","description":"Looks up a player by id and returns their profile (name, level).","parameters":{"type":"object","properties":{"player_id":{"type":"string","description":"The player's id, e.g. player123."}},"required":["player_id"]}}}"#;
+/// Most seconds `tam serve` may take to accept connections.
+const SERVE_START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A running `tam serve`; dropping it stops it.
+struct Proxy {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `tam serve` in front of `server` in `protocol` and waits until it accepts
+/// connections.
+fn start_proxy(cache: &Cache, server: &Server, protocol: Protocol) -> Result<Proxy, String> {
+    let port = free_port()?;
+    let log_path = cache.logs().join(format!("serve-{}.log", protocol.flag()));
+    let log = fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let child = Command::new(tam_binary())
+        .arg("serve")
+        .args(["--upstream", &format!("{}/v1", server.base_url())])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--protocol", protocol.flag()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .map_err(|e| format!("cannot start tam serve: {e}"))?;
+    let mut proxy = Proxy { child, port };
+    let deadline = Instant::now() + SERVE_START_TIMEOUT;
+    loop {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(proxy);
+        }
+        if let Ok(Some(status)) = proxy.child.try_wait() {
+            return Err(format!(
+                "tam serve exited ({status}) before it listened; log: {}",
+                log_path.display()
+            ));
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "tam serve did not listen within {} s; log: {}",
+                SERVE_START_TIMEOUT.as_secs(),
+                log_path.display()
+            ));
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// What a streamed `chat/completions` reply of `tam serve` held.
+#[derive(Debug, Default, PartialEq)]
+struct ServeVerdict {
+    /// A `tool_calls` call of the expected tool with the expected arguments.
+    call: bool,
+    /// Calls seen, as `tool(args)` (arguments that are not JSON: as written).
+    calls: Vec<String>,
+    /// Chunks that carried a piece of arguments.
+    argument_chunks: usize,
+    /// The `finish_reason` of the last chunk.
+    finish: Option<String>,
+    /// A proxy failure: an error event, an error body, a line that is not JSON, no
+    /// `[DONE]`.
+    error: Option<String>,
+}
+
+impl ServeVerdict {
+    fn describe(&self) -> String {
+        let calls = if self.calls.is_empty() {
+            "no call".to_owned()
+        } else {
+            self.calls.join(", ")
+        };
+        format!(
+            "{} — {calls} ({} argument chunks, finish_reason {})",
+            if self.call {
+                "PASS"
+            } else {
+                "no expected call (the model's choice)"
+            },
+            self.argument_chunks,
+            self.finish.as_deref().unwrap_or("none")
+        )
+    }
+}
+
+/// Judges the SSE text of a streamed `chat/completions` reply: gathers each `tool_calls`
+/// index's name and arguments pieces, then checks them against the expected call. An
+/// error event or body, an unparsable event, or a stream without `[DONE]` is a proxy
+/// failure (`error`); no call or another call is the model's choice.
+fn judge_serve_stream(sse: &str) -> ServeVerdict {
+    let mut verdict = ServeVerdict::default();
+    // (name, arguments) by index.
+    let mut calls: Vec<(String, String)> = Vec::new();
+    let mut done = false;
+    let mut data_lines = 0;
+    for line in sse.lines() {
+        let Some(data) = line.strip_prefix("data:") else {
+            continue;
+        };
+        data_lines += 1;
+        let data = data.trim();
+        if data == "[DONE]" {
+            done = true;
+            continue;
+        }
+        let event = match json::parse(data) {
+            Ok(event) => event,
+            Err(e) => {
+                verdict.error = Some(format!("an event that is not JSON ({e}): {data}"));
+                continue;
+            }
+        };
+        if let Some(error) = event.get("error") {
+            let code = error.get("code").and_then(Value::as_str).unwrap_or("?");
+            let message = error.get("message").and_then(Value::as_str).unwrap_or("?");
+            verdict.error = Some(format!("error event {code}: {message}"));
+            continue;
+        }
+        let Some(choice) = event.get("choices").and_then(|c| c.at(0)) else {
+            continue;
+        };
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            verdict.finish = Some(reason.to_owned());
+        }
+        let Some(Value::Array(deltas)) = choice.get("delta").and_then(|d| d.get("tool_calls"))
+        else {
+            continue;
+        };
+        for delta in deltas {
+            let index = match delta.get("index") {
+                Some(Value::Number(n)) => n.parse::<usize>().unwrap_or(usize::MAX),
+                _ => usize::MAX,
+            };
+            if index > calls.len() || index == usize::MAX {
+                verdict.error = Some(format!(
+                    "a tool_calls chunk with index {index} out of order"
+                ));
+                continue;
+            }
+            if index == calls.len() {
+                calls.push(Default::default());
+            }
+            let function = delta.get("function");
+            if let Some(name) = function.and_then(|f| f.get("name")).and_then(Value::as_str) {
+                calls[index].0 = name.to_owned();
+            }
+            if let Some(piece) = function
+                .and_then(|f| f.get("arguments"))
+                .and_then(Value::as_str)
+                .filter(|a| !a.is_empty())
+            {
+                calls[index].1.push_str(piece);
+                verdict.argument_chunks += 1;
+            }
+        }
+    }
+    if data_lines == 0 {
+        let body = sse.trim();
+        verdict.error = Some(match json::parse(body) {
+            Ok(v) if v.get("error").is_some() => format!("an error answer: {body}"),
+            _ => format!("not an event stream: {body}"),
+        });
+    } else if !done && verdict.error.is_none() {
+        verdict.error = Some("the event stream ended without [DONE]".to_owned());
+    }
+    for (name, arguments) in &calls {
+        match json::parse(arguments) {
+            Ok(args) => {
+                verdict.calls.push(call_text(name, Some(&args)));
+                if name == EXPECTED_TOOL && has_expected_args(&args) {
+                    verdict.call = true;
+                }
+            }
+            Err(_) => verdict
+                .calls
+                .push(format!("{name}(unfinished arguments {arguments:?})")),
+        }
+    }
+    verdict
+}
+
+/// The `tam serve` leg in `protocol`: `tam serve` in front of the server, one streaming
+/// request offering [`SERVE_TOOL`] with the user prompt of `e2e/prompts/user.txt`.
+/// Returns the summary line; fails (Err) on a proxy failure only, not on the model's
+/// choice of call.
+fn serve_leg(cache: &Cache, server: &Server, protocol: Protocol) -> Result<String, String> {
+    let name = format!("serve-{}", protocol.flag());
+    let proxy = start_proxy(cache, server, protocol)?;
+    let user = read_prompt("user.txt")?;
+    let body = format!(
+        "{{\"model\":{},\"messages\":[{{\"role\":\"user\",\"content\":{}}}],\"tools\":[{SERVE_TOOL}],\
+         \"temperature\":0,\"cache_prompt\":false,\"max_tokens\":{},\"stream\":true}}",
+        json::quote(MODEL_ALIAS),
+        json::quote(user.trim_end()),
+        PROOF_MAX_TOKENS
+    );
+    let body_path = cache.logs().join(format!("{name}.request.json"));
+    fs::write(&body_path, &body).map_err(|e| format!("{}: {e}", body_path.display()))?;
+    let out_path = cache.logs().join(format!("{name}.response.sse"));
+    let started = Instant::now();
+    let (ok, response, stderr) = run_with_timeout(
+        Command::new("curl")
+            .args([
+                "-sS",
+                "-N",
+                "--max-time",
+                &REQUEST_TIMEOUT.as_secs().to_string(),
+            ])
+            .args(["-H", "Content-Type: application/json", "--data-binary"])
+            .arg(format!("@{}", body_path.display()))
+            .arg(format!(
+                "http://127.0.0.1:{}/v1/chat/completions",
+                proxy.port
+            )),
+        &out_path,
+        REQUEST_TIMEOUT + Duration::from_secs(10),
+    )?;
+    let took = started.elapsed();
+    drop(proxy);
+    if !ok {
+        return Err(format!("{name}: curl failed: {}", stderr.trim()));
+    }
+    let verdict = judge_serve_stream(&response);
+    let line = format!(
+        "e2e tam serve --protocol {:<6}: {} ({:.1} s)",
+        protocol.flag(),
+        verdict.describe(),
+        took.as_secs_f64()
+    );
+    eprintln!(
+        "xtask e2e: {name}: {line} (stream in {})",
+        out_path.display()
+    );
+    match &verdict.error {
+        Some(error) => Err(format!("{line} — PROXY FAILURE: {error}")),
+        None => Ok(line),
+    }
+}
+
 /// `cargo xtask e2e`.
 pub fn run(args: &[String]) -> Result<(), String> {
     let opts = parse_options(args)?;
@@ -1141,9 +1394,21 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 .to_owned(),
         );
     }
-    // The `tam serve` leg (SPEC §8) goes here: start `tam serve --upstream
-    // {server.base_url()}/v1` on a free port, send an OpenAI request with `tools`, and
-    // judge the `tool_calls` it streams back, in both protocols.
+    // The `tam serve` leg (SPEC §8): the proxy in front of the server, one streaming
+    // request with a tool, in both protocols. The model's choice is reported; a proxy
+    // failure fails the run.
+    for protocol in Protocol::BOTH {
+        let start = Instant::now();
+        match serve_leg(&cache, &server, protocol) {
+            Ok(line) => summary.push(line),
+            Err(e) => failures.push(e),
+        }
+        clock.steps.push((
+            format!("tam serve --protocol {}", protocol.flag()),
+            start.elapsed(),
+            "done",
+        ));
+    }
     drop(server);
 
     eprint!("{}", clock.report());
@@ -1225,6 +1490,100 @@ mod tests {
 {"type":"text","text":"The player is probably Alice."}"#;
         let v = judge_run_output(prose_only);
         assert!(v.call && !v.observation, "{v:?}");
+    }
+
+    /// A chunk of a streamed reply with `delta`.
+    fn chunk(delta: &str, finish: &str) -> String {
+        format!(
+            "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":{finish}}}]}}\n\n"
+        )
+    }
+
+    #[test]
+    fn serve_stream_with_the_expected_call_in_pieces_passes() {
+        let sse = [
+            chunk(r#"{"role":"assistant","content":""}"#, "null"),
+            chunk(r#"{"content":"Looking."}"#, "null"),
+            chunk(
+                r#"{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"GetPlayerInfo","arguments":""}}]}"#,
+                "null",
+            ),
+            chunk(r#"{"tool_calls":[{"index":0,"function":{"arguments":"{\"player_id\":\"play"}}]}"#, "null"),
+            chunk(r#"{"tool_calls":[{"index":0,"function":{"arguments":"er123\"}"}}]}"#, "null"),
+            chunk("{}", "\"tool_calls\""),
+            "data: [DONE]\n\n".to_owned(),
+        ]
+        .concat();
+        let v = judge_serve_stream(&sse);
+        assert!(v.call, "{v:?}");
+        assert_eq!(v.calls, ["GetPlayerInfo(player_id=\"player123\")"]);
+        assert_eq!(v.argument_chunks, 2);
+        assert_eq!(v.finish.as_deref(), Some("tool_calls"));
+        assert_eq!(v.error, None);
+    }
+
+    #[test]
+    fn serve_stream_without_the_call_is_the_models_choice_and_errors_are_failures() {
+        let prose = [
+            chunk(r#"{"content":"Alice, I think."}"#, "null"),
+            chunk("{}", "\"stop\""),
+            "data: [DONE]\n\n".to_owned(),
+        ]
+        .concat();
+        let v = judge_serve_stream(&prose);
+        assert!(!v.call && v.calls.is_empty() && v.error.is_none(), "{v:?}");
+
+        let wrong = [
+            chunk(
+                r#"{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"GetPlayerInfo","arguments":"{\"player_id\":\"player7\"}"}}]}"#,
+                "null",
+            ),
+            "data: [DONE]\n\n".to_owned(),
+        ]
+        .concat();
+        let v = judge_serve_stream(&wrong);
+        assert!(!v.call && v.error.is_none(), "{v:?}");
+        assert_eq!(v.calls, ["GetPlayerInfo(player_id=\"player7\")"]);
+
+        // A streamed call never completed, then the proxy's error event: a failure.
+        let broken = [
+            chunk(
+                r#"{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"GetPlayerInfo","arguments":"{\"player_id\":\"pl"}}]}"#,
+                "null",
+            ),
+            "data: {\"error\":{\"message\":\"m\",\"type\":\"api_error\",\"code\":\"streamed_call_invalid\",\"param\":null}}\n\n".to_owned(),
+        ]
+        .concat();
+        let v = judge_serve_stream(&broken);
+        assert!(!v.call);
+        assert!(
+            v.error
+                .as_deref()
+                .unwrap()
+                .contains("streamed_call_invalid"),
+            "{v:?}"
+        );
+        assert!(v.calls[0].contains("unfinished"), "{v:?}");
+
+        let no_done = chunk(r#"{"content":"Hi"}"#, "null");
+        assert!(
+            judge_serve_stream(&no_done)
+                .error
+                .unwrap()
+                .contains("[DONE]")
+        );
+        let answer = r#"{"error":{"message":"upstream down","type":"api_error","code":"upstream_unreachable","param":null}}"#;
+        assert!(
+            judge_serve_stream(answer)
+                .error
+                .unwrap()
+                .contains("error answer")
+        );
+        assert!(
+            judge_serve_stream("data: {oops\n\ndata: [DONE]\n\n")
+                .error
+                .is_some()
+        );
     }
 
     #[test]

@@ -149,6 +149,32 @@
 //! ACTION syntax (kind 1), and reports [`MixedEvent`]s: TAM blocks through tam-parse's
 //! [`tam_parse::BlockParser`], ACTION blocks as here.
 //!
+//! # The front door (issue 12 §1)
+//!
+//! [`OutputDecoder`] is the one public, sans-IO decoder for "TAM, ACTION or both"
+//! ([`ProtocolChoice`], set in [`MixedConfig::protocol`]), and [`MixedEvent`] its one
+//! event type: tool-dispatch's agent, the CLI's `tam decode`, the test kit and the fuzz
+//! targets all use it. `tam_parse::Decoder` stays the TAM-only door of tam-parse.
+//!
+//! Decisions:
+//!
+//! * The names `MixedEvent` and `MixedConfig` are kept (they are the front door's event
+//!   and settings; renaming them would break every consumer for no gain), and
+//!   [`MixedDecoder`] stays public as the both-protocol engine that
+//!   [`ProtocolChoice::Auto`] runs.
+//! * Argument events of both protocols flow through [`MixedEvent::CallStart`],
+//!   [`MixedEvent::ParamStart`], [`MixedEvent::ParamText`], [`MixedEvent::ParamEnd`] and
+//!   [`MixedEvent::CallEnd`], each with its `protocol`. TAM keeps
+//!   [`MixedEvent::CommandSeen`] as its "call begins" (the tool id is known only when the
+//!   command value closes; `command` itself streams as a parameter first) and has no
+//!   `CallStart`/`CallEnd` (chained keys join their call at the block's end).
+//! * One switch, [`MixedConfig::param_events`], turns argument streaming on or off for
+//!   both protocols; it is **on** by default. Cost measured with `cargo bench -p
+//!   tam-benches --bench tam_decode -- --quick one_delta` (64 KiB of prose with a block
+//!   every ~400 bytes, TAM decoder): see the `one_delta` figures in the benches README;
+//!   the streaming overhead is small next to the block parse, so the front door streams.
+//!   The ACTION layer always computes its pieces (cheap); off, they are dropped.
+//!
 //! # Crate features
 //!
 //! None: the crate has no optional parts.
@@ -162,6 +188,7 @@ pub mod codes;
 mod decoder;
 mod fence;
 mod mixed;
+mod output;
 mod parsed;
 mod position;
 mod prescan;
@@ -173,6 +200,7 @@ mod xml_chars;
 pub use block::{ActionBlock, ActionCall, ActionParam};
 pub use decoder::{Config, Decoder, Event, block_syntax, grammar};
 pub use mixed::{MixedConfig, MixedDecoder, MixedEvent, Protocol, mixed_grammar};
+pub use output::{OutputDecoder, ProtocolChoice, UnknownProtocol};
 pub use parsed::{Parsed, parse, parse_with};
 pub use position::LineColumn;
 pub use render::{RenderError, render_action, render_call};

@@ -10,6 +10,7 @@ use tam_parse::{BlockParser, ByteString, Diagnostic, Dialect, Span};
 
 use crate::block::ActionBlock;
 use crate::codes;
+use crate::output::ProtocolChoice;
 use crate::decoder::{ActionLayer, Config, Event, block_syntax, invalid_utf8};
 use crate::position::StreamCursor;
 
@@ -36,14 +37,51 @@ impl Protocol {
 }
 
 /// Settings of a [`MixedDecoder`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MixedConfig {
-    /// TAM settings: dialect and per-block limits (`max_calls`, `max_key_len`).
+    /// TAM settings: dialect and per-block limits (`max_calls`, `max_key_len`). Its
+    /// `param_events` is overridden by [`MixedConfig::param_events`].
     pub tam: tam_parse::Config,
     /// ACTION settings. Its `max_block_bytes` is the block size limit of both protocols
     /// (the scanner has one).
     pub action: Config,
+    /// Stream arguments for both protocols: [`MixedEvent::CallStart`],
+    /// [`MixedEvent::ParamStart`], [`MixedEvent::ParamText`], [`MixedEvent::ParamEnd`] and
+    /// [`MixedEvent::CallEnd`] while blocks are written. Off, none of them is emitted.
+    /// Default: `true` (measured cost: see the crate docs, "Both protocols in one
+    /// stream").
+    pub param_events: bool,
+    /// Which protocol(s) an [`OutputDecoder`](crate::OutputDecoder) looks for. Default:
+    /// [`ProtocolChoice::Auto`]. [`MixedDecoder`] ignores it: it always reads both.
+    pub protocol: ProtocolChoice,
+}
+
+impl Default for MixedConfig {
+    fn default() -> Self {
+        MixedConfig {
+            tam: tam_parse::Config::default(),
+            action: Config::default(),
+            param_events: true,
+            protocol: ProtocolChoice::default(),
+        }
+    }
+}
+
+impl MixedConfig {
+    /// The defaults for `protocol`.
+    pub fn for_protocol(protocol: ProtocolChoice) -> Self {
+        MixedConfig {
+            protocol,
+            ..MixedConfig::default()
+        }
+    }
+
+    /// These settings with argument streaming ([`MixedConfig::param_events`]) on or off.
+    pub fn with_param_events(mut self, on: bool) -> Self {
+        self.param_events = on;
+        self
+    }
 }
 
 /// What a [`MixedDecoder`] reports, in stream order.
@@ -65,6 +103,10 @@ pub enum MixedEvent<'a> {
         span: Span,
     },
     /// A TAM command value closed (for UIs; the [`MixedEvent::TamBlock`] is authoritative).
+    /// This is TAM's "call begins" event: TAM has no [`MixedEvent::CallStart`] because the
+    /// tool id is known only when the command value closes, after its parameters may have
+    /// streamed, and no [`MixedEvent::CallEnd`] because which call a chained key belongs
+    /// to is decided at the block's end. Emitted whatever [`MixedConfig::param_events`] says.
     CommandSeen {
         /// Chain number.
         call: u64,
@@ -80,9 +122,10 @@ pub enum MixedEvent<'a> {
     /// A problem outside any block: an unterminated TAM block, invalid UTF-8, an
     /// `<ACTION>` mention in prose (`marker_in_prose`).
     Diagnostic(Diagnostic),
-    /// An ACTION call element's start tag is complete ([`Event::CallStart`]).
+    /// An ACTION call element's start tag is complete ([`Event::CallStart`]). TAM reports
+    /// [`MixedEvent::CommandSeen`] instead.
     CallStart {
-        /// The block's protocol ([`Protocol::Action`] for now).
+        /// The block's protocol (always [`Protocol::Action`]).
         protocol: Protocol,
         /// The call's place in its block, from 0.
         index: usize,
@@ -91,16 +134,19 @@ pub enum MixedEvent<'a> {
         /// The start tag.
         span: Span,
     },
-    /// A parameter's value begins ([`Event::ParamStart`]).
+    /// A parameter's value begins (ACTION [`Event::ParamStart`], TAM
+    /// [`tam_parse::Event::ParamStart`]); `span` is the open tag (ACTION) or the key (TAM).
     ParamStart {
         /// The block's protocol.
         protocol: Protocol,
-        /// The parameter's name as written.
+        /// The parameter's name as written (TAM: chain suffix not stripped).
         key: Cow<'a, str>,
-        /// The start tag.
+        /// The start tag (ACTION) or the key (TAM).
         span: Span,
     },
-    /// A piece of a parameter's value ([`Event::ParamText`]).
+    /// A piece of a parameter's value, borrowed (ACTION [`Event::ParamText`], TAM
+    /// [`tam_parse::Event::ParamText`]). The pieces of one parameter concatenated are its
+    /// final value: exactly the TAM value, and the ACTION element's decoded text content.
     ParamText {
         /// The block's protocol.
         protocol: Protocol,
@@ -109,11 +155,11 @@ pub enum MixedEvent<'a> {
         /// Where it was written.
         span: Span,
     },
-    /// A parameter's value closed ([`Event::ParamEnd`]).
+    /// A parameter's value closed ([`Event::ParamEnd`], [`tam_parse::Event::ParamEnd`]).
     ParamEnd {
         /// The block's protocol.
         protocol: Protocol,
-        /// The whole parameter element.
+        /// The whole parameter element (ACTION) or entry, key to close marker (TAM).
         span: Span,
     },
     /// An ACTION call element closed ([`Event::CallEnd`]).
@@ -184,6 +230,19 @@ impl MixedEvent<'_> {
         }
     }
 
+    /// Whether this is an argument-streaming event (`CallStart`, `ParamStart`,
+    /// `ParamText`, `ParamEnd`, `CallEnd`): for UIs; the closed block is authoritative.
+    pub fn is_argument_event(&self) -> bool {
+        matches!(
+            self,
+            MixedEvent::CallStart { .. }
+                | MixedEvent::ParamStart { .. }
+                | MixedEvent::ParamText { .. }
+                | MixedEvent::ParamEnd { .. }
+                | MixedEvent::CallEnd { .. }
+        )
+    }
+
     /// The span of the event.
     pub fn span(&self) -> Span {
         match self {
@@ -249,6 +308,21 @@ impl<'a> From<tam_parse::Event<'a>> for MixedEvent<'a> {
             }
             tam_parse::Event::Block(block) => MixedEvent::TamBlock(block),
             tam_parse::Event::Diagnostic(d) => MixedEvent::Diagnostic(d),
+            tam_parse::Event::ParamStart { key, span } => MixedEvent::ParamStart {
+                protocol: Protocol::Tam,
+                key,
+                span,
+            },
+            tam_parse::Event::ParamText { text, span } => MixedEvent::ParamText {
+                protocol: Protocol::Tam,
+                text,
+                span,
+            },
+            tam_parse::Event::ParamEnd { span } => MixedEvent::ParamEnd {
+                protocol: Protocol::Tam,
+                span,
+            },
+            #[allow(unreachable_patterns)]
             other => MixedEvent::Diagnostic(Diagnostic::warning(
                 codes::UNKNOWN_TAM_EVENT,
                 other.span(),
@@ -294,6 +368,16 @@ impl<'a> From<Event<'a>> for MixedEvent<'a> {
                 index,
                 span,
             },
+        }
+    }
+}
+
+/// `out`, without argument events unless `param_events` (the ACTION layer always streams:
+/// its pieces are cheap; TAM's are not computed when off).
+fn filter<F: FnMut(MixedEvent<'_>)>(param_events: bool, mut out: F) -> impl FnMut(MixedEvent<'_>) {
+    move |event| {
+        if param_events || !event.is_argument_event() {
+            out(event);
         }
     }
 }
@@ -344,7 +428,10 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
     }
 
     fn block_progress(&mut self, view: &BlockView<'_>, settled: usize) {
-        if view.kind() != KIND_TAM {
+        if view.kind() == KIND_TAM {
+            self.tam
+                .block_progress(view, settled, &mut forward_tam(self.action, self.out));
+        } else {
             let out = &mut *self.out;
             self.action
                 .progress(view, settled, &mut |e: Event<'_>| out(MixedEvent::from(e)));
@@ -423,6 +510,7 @@ pub struct MixedDecoder {
     action: ActionLayer,
     open_kind: Option<usize>,
     cursor: StreamCursor,
+    param_events: bool,
 }
 
 impl Default for MixedDecoder {
@@ -437,13 +525,20 @@ impl MixedDecoder {
         let limit = config.action.max_block_bytes;
         let mut tam = config.tam;
         tam.max_block_bytes = limit;
+        tam.param_events = config.param_events;
         MixedDecoder {
             scanner: Scanner::new(mixed_grammar(tam.dialect), limit),
             tam: BlockParser::new(tam),
             action: ActionLayer::new(config.action),
             open_kind: None,
             cursor: StreamCursor::default(),
+            param_events: config.param_events,
         }
+    }
+
+    /// Whether argument events are emitted ([`MixedConfig::param_events`]).
+    pub fn param_events(&self) -> bool {
+        self.param_events
     }
 
     /// Stream offset of the next byte to be fed.
@@ -474,14 +569,16 @@ impl MixedDecoder {
     }
 
     /// Feeds one text delta; events go to `on_event` as soon as they are decided.
-    pub fn feed(&mut self, delta: &str, mut on_event: impl FnMut(MixedEvent<'_>)) {
+    pub fn feed(&mut self, delta: &str, on_event: impl FnMut(MixedEvent<'_>)) {
+        let mut on_event = filter(self.param_events, on_event);
         let (scanner, mut sink) = self.parts(delta.as_bytes(), &mut on_event);
         scanner.feed(delta, &mut sink);
         self.cursor.finish_delta(delta.as_bytes());
     }
 
     /// Feeds one byte delta (a UTF-8 character may be split across deltas).
-    pub fn feed_bytes(&mut self, delta: &[u8], mut on_event: impl FnMut(MixedEvent<'_>)) {
+    pub fn feed_bytes(&mut self, delta: &[u8], on_event: impl FnMut(MixedEvent<'_>)) {
+        let mut on_event = filter(self.param_events, on_event);
         let (scanner, mut sink) = self.parts(delta, &mut on_event);
         scanner.feed_bytes(delta, &mut sink);
         self.cursor.finish_delta(delta);
@@ -493,7 +590,8 @@ impl MixedDecoder {
     }
 
     /// Like [`MixedDecoder::finish`], leaving the decoder ready for a new stream.
-    pub fn finish_in_place(&mut self, mut on_event: impl FnMut(MixedEvent<'_>)) {
+    pub fn finish_in_place(&mut self, on_event: impl FnMut(MixedEvent<'_>)) {
+        let mut on_event = filter(self.param_events, on_event);
         let (scanner, mut sink) = self.parts(&[], &mut on_event);
         scanner.finish(&mut sink);
         self.action.reset();
@@ -509,7 +607,8 @@ impl MixedDecoder {
     }
 
     /// Like [`MixedDecoder::finish_cut`], leaving the decoder ready for a new stream.
-    pub fn finish_cut_in_place(&mut self, mut on_event: impl FnMut(MixedEvent<'_>)) {
+    pub fn finish_cut_in_place(&mut self, on_event: impl FnMut(MixedEvent<'_>)) {
+        let mut on_event = filter(self.param_events, on_event);
         let (scanner, mut sink) = self.parts(&[], &mut on_event);
         scanner.finish_cut(&mut sink);
         self.action.reset();

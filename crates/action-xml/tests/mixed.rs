@@ -35,6 +35,9 @@ fn both_protocols_in_stream_order() {
             MixedEvent::ActionBlock(_) => "action_block",
             MixedEvent::CallStart { .. } => "call_start",
             MixedEvent::CallEnd { .. } => "call_end",
+            MixedEvent::ParamStart { .. } => "param_start",
+            MixedEvent::ParamText { .. } => "param_text",
+            MixedEvent::ParamEnd { .. } => "param_end",
             _ => "other",
         })
         .collect();
@@ -43,6 +46,9 @@ fn both_protocols_in_stream_order() {
         [
             "text",
             "tam",
+            "param_start",
+            "param_text",
+            "param_end",
             "command",
             "tam_block",
             "text",
@@ -137,10 +143,11 @@ proptest! {
         );
     }
 
-    /// Without ACTION tags the mixed decoder reports what the TAM decoder does.
+    /// Without ACTION tags the mixed decoder reports what the TAM decoder does (argument
+    /// events included: the mixed decoder streams them by default).
     #[test]
     fn tam_only_streams_match_the_tam_decoder(input in from(TAM_PIECES)) {
-        let tam = tam_events(input.as_bytes(), tam_parse::Config::default());
+        let tam = tam_events(input.as_bytes(), tam_parse::Config::default().with_param_events(true));
         let mixed = Mixed(MixedConfig::default()).run_bytes([input.as_bytes()]);
         prop_assert_eq!(
             tam_testkit::normalize::<Mixed>(mixed),

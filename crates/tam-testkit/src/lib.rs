@@ -22,7 +22,7 @@
 use std::fmt::Debug;
 
 #[cfg(feature = "action")]
-use action_xml::{MixedDecoder, MixedEvent};
+use action_xml::{MixedEvent, OutputDecoder};
 use tam_parse::Span;
 
 /// A streaming decoder under test, giving owned events.
@@ -407,7 +407,8 @@ impl Harness for Action {
     }
 }
 
-/// The decoder of TAM and ACTION blocks in one stream, with a config.
+/// The front door ([`OutputDecoder`]) with a config: TAM and ACTION blocks in one stream
+/// with the default [`action_xml::MixedConfig::protocol`] (`Auto`), or one protocol.
 #[cfg(feature = "action")]
 #[derive(Clone, Copy, Debug)]
 pub struct Mixed(pub action_xml::MixedConfig);
@@ -416,7 +417,7 @@ pub struct Mixed(pub action_xml::MixedConfig);
 impl Harness for Mixed {
     type Event = MixedEvent<'static>;
 
-    runs!(MixedDecoder);
+    runs!(OutputDecoder);
 
     text_methods!(MixedEvent::Text);
 

@@ -256,7 +256,7 @@ async fn history_tool_calls_and_results_reach_the_upstream_as_text() {
             messages[0]["content"]
                 .as_str()
                 .unwrap()
-                .starts_with("Be brief.\n\nYou can call tools.")
+                .starts_with("Be brief.\n\n[Role and goal]")
         );
         assert_eq!(messages[1]["content"], "Weather in Paris?");
         assert_eq!(
@@ -357,7 +357,12 @@ async fn a_reply_cut_at_the_token_limit_runs_no_call() {
     let upstream = ScriptedUpstream::always(deltas_reply(cut, 4, "length")).await;
     let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
-    assert!(got.calls.is_empty(), "{:?}", got.calls);
+    // The call streamed while the block was written; it is never completed: its
+    // arguments are not valid JSON and the finish reason is `length`, not `tool_calls`.
+    assert_eq!(got.calls.len(), 1, "{:?}", got.calls);
+    assert_eq!(got.calls[0].1, "get_weather");
+    assert_eq!(got.calls[0].2, r#"{"city":"Paris""#);
+    assert!(serde_json::from_str::<Value>(&got.calls[0].2).is_err());
     assert_eq!(got.content, cut, "nothing the model wrote is dropped");
     assert_eq!(got.finish.as_deref(), Some("Length"));
     let whole = complete(&proxy, request(json!({}))).await;
@@ -380,7 +385,9 @@ async fn a_transport_error_mid_block_runs_no_call_and_ends_with_an_error() {
     .await;
     let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
-    assert!(got.calls.is_empty());
+    // The streamed call never completes: unfinished arguments, then the error event.
+    assert_eq!(got.calls.len(), 1, "{:?}", got.calls);
+    assert!(serde_json::from_str::<Value>(&got.calls[0].2).is_err());
     assert_eq!(
         got.content,
         format!("Checking.\n{}", &TAM_CALL[..TAM_CALL.len() - 5])
@@ -660,4 +667,179 @@ async fn a_client_that_gives_up_on_a_whole_reply_cancels_the_upstream_request() 
         1,
         "the upstream request was not cancelled"
     );
+}
+
+fn writer_tool() -> Value {
+    json!({"type": "function", "function": {
+        "name": "write_file",
+        "description": "Writes a file.",
+        "parameters": {"type": "object", "properties": {
+            "path": {"type": "string"},
+            "content": {"type": "string"},
+            "mode": {"type": "integer"}
+        }, "required": ["path", "content"]}
+    }})
+}
+
+const LONG_CODE: &str = "use std::collections::HashMap;\n\nfn main() {\n    let mut m: HashMap<&str, Vec<u8>> = HashMap::new();\n    m.insert(\"a & b\", vec![1, 2]);\n    if 1 < 2 { println!(\"<ok>\"); }\n}\n";
+
+/// The upstream's reply for `protocol` writing LONG_CODE, and the text of its end marker.
+fn writer_reply(protocol: Protocol) -> (String, &'static str) {
+    match protocol {
+        Protocol::Action => (
+            format!(
+                "Writing it.\n<ACTION>\n  <write_file>\n    <path>src/main.rs</path>\n    <content><![CDATA[\n{LONG_CODE}]]></content>\n    <mode>420</mode>\n  </write_file>\n</ACTION>"
+            ),
+            "</ACTION>",
+        ),
+        _ => (
+            format!(
+                "Writing it.\n<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」src/main.rs「末」\ncontent:「始」{LONG_CODE}「末」\nmode:「始」420「末」\n<|[END_TOOL]|>"
+            ),
+            "<|[END_TOOL]|>",
+        ),
+    }
+}
+
+#[tokio::test]
+async fn long_string_arguments_stream_before_the_block_ends() {
+    for protocol in [Protocol::Tam, Protocol::Action, Protocol::Both] {
+        let (reply, end_marker) = writer_reply(protocol);
+        let deltas = pieces(&reply, 6);
+        // Hold the upstream at the delta holding the end marker's first character.
+        let marker_char = reply[..reply.find(end_marker).unwrap()].chars().count();
+        let hold_at = marker_char / 6;
+        assert!(!deltas[..hold_at].concat().contains(end_marker));
+        let mut events: Vec<String> = deltas
+            .iter()
+            .map(|d| proxy_upstream::content_event(d))
+            .collect();
+        events.push(finish_event("stop"));
+        events.push("data: [DONE]\n\n".into());
+        let release = std::sync::Arc::new(tokio::sync::Notify::new());
+        let upstream = ScriptedUpstream::always(Reply::Held {
+            events,
+            hold_at,
+            release: release.clone(),
+        })
+        .await;
+        let proxy = start_proxy(&upstream, protocol).await;
+        let mut body = request(json!({"tools": [writer_tool()]}));
+        body.stream = Some(true);
+        let mut events = client(&proxy).chat().create_stream(body).await.unwrap();
+        // Before the release: the call's first chunk and several argument chunks holding
+        // the long value, no finish.
+        let mut early_chunks = 0;
+        let mut args_text = String::new();
+        let mut name = None;
+        while !args_text.contains("println") {
+            let chunk = tokio::time::timeout(Duration::from_secs(10), events.next())
+                .await
+                .expect("arguments stream while the upstream holds")
+                .unwrap()
+                .unwrap();
+            let choice = &chunk.choices[0];
+            assert_eq!(choice.finish_reason, None);
+            for call in choice.delta.tool_calls.clone().unwrap_or_default() {
+                let function = call.function.unwrap();
+                if function.name.is_some() {
+                    name = function.name;
+                }
+                if let Some(text) = function.arguments
+                    && !text.is_empty()
+                {
+                    early_chunks += 1;
+                    args_text.push_str(&text);
+                }
+            }
+        }
+        assert_eq!(name.as_deref(), Some("write_file"), "{protocol:?}");
+        assert!(early_chunks >= 3, "{protocol:?}: {early_chunks} chunks");
+        assert!(
+            args_text.starts_with(r#"{"path":"src/main.rs","content":"use std"#),
+            "{protocol:?}: {args_text}"
+        );
+        release.notify_one();
+        let mut finish = None;
+        while let Some(chunk) = events.next().await {
+            let chunk = chunk.unwrap();
+            let choice = &chunk.choices[0];
+            for call in choice.delta.tool_calls.clone().unwrap_or_default() {
+                args_text.push_str(&call.function.unwrap().arguments.unwrap_or_default());
+            }
+            if let Some(reason) = choice.finish_reason {
+                finish = Some(format!("{reason:?}"));
+            }
+        }
+        assert_eq!(finish.as_deref(), Some("ToolCalls"), "{protocol:?}");
+        assert_eq!(
+            arguments(&args_text),
+            json!({"path": "src/main.rs", "content": LONG_CODE, "mode": 420}),
+            "{protocol:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_split_of_the_upstream_text_gives_the_same_streamed_arguments() {
+    for protocol in [Protocol::Tam, Protocol::Action] {
+        let (reply, _) = writer_reply(protocol);
+        let count = reply.chars().count();
+        // Every split point, in two deltas; the upstream's stream is shared by requests.
+        let splits: Vec<usize> = (1..count).step_by(3).collect();
+        let upstream = ScriptedUpstream::start({
+            let reply = reply.clone();
+            move |body: &Value| {
+                let at = body["user"].as_str().unwrap().parse::<usize>().unwrap();
+                let chars: Vec<char> = reply.chars().collect();
+                let head: String = chars[..at].iter().collect();
+                let tail: String = chars[at..].iter().collect();
+                Reply::content(&[&head, &tail], "stop")
+            }
+        })
+        .await;
+        let proxy = start_proxy(&upstream, protocol).await;
+        for at in splits {
+            let got = stream(
+                &proxy,
+                request(json!({"tools": [writer_tool()], "user": at.to_string()})),
+            )
+            .await;
+            assert_eq!(got.calls.len(), 1, "{protocol:?} split {at}");
+            assert_eq!(
+                arguments(&got.calls[0].2),
+                json!({"path": "src/main.rs", "content": LONG_CODE, "mode": 420}),
+                "{protocol:?} split {at}"
+            );
+            assert_eq!(got.content, "Writing it.\n", "{protocol:?} split {at}");
+            assert_eq!(got.finish.as_deref(), Some("ToolCalls"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_streamed_call_its_block_refuses_ends_the_stream_with_an_error() {
+    // The first call streams; the block also calls a tool not offered: not calls.
+    let reply = "<ACTION><write_file><path>a</path><content>x</content></write_file><rm_rf><p>/</p></rm_rf></ACTION>";
+    let upstream = ScriptedUpstream::always(deltas_reply(reply, 5, "stop")).await;
+    let proxy = start_proxy(&upstream, Protocol::Action).await;
+    let got = stream(&proxy, request(json!({"tools": [writer_tool()]}))).await;
+    assert_eq!(got.calls.len(), 1);
+    assert!(
+        serde_json::from_str::<Value>(&got.calls[0].2).is_err(),
+        "never completed"
+    );
+    assert_eq!(got.content, reply, "the block's text comes back");
+    assert!(
+        got.error
+            .as_deref()
+            .is_some_and(|e| e.contains("do not run it")),
+        "{:?}",
+        got.error
+    );
+    assert_eq!(got.finish, None);
+    // Without `stream`, nothing went out early: the block is text, no call.
+    let whole = complete(&proxy, request(json!({"tools": [writer_tool()]}))).await;
+    assert!(whole.choices[0].message.tool_calls.is_none());
+    assert_eq!(whole.choices[0].message.content.as_deref(), Some(reply));
 }

@@ -45,7 +45,8 @@ pub enum ProxyError {
     #[error("{message}")]
     BadUpstream {
         /// The upstream model's error code (`invalid_chunk`, `sse_event_too_large`,
-        /// `server_error`).
+        /// `server_error`), or `streamed_call_invalid`: a call whose chunks were streamed
+        /// was not confirmed by its block (see the module docs, "Arguments that stream").
         code: &'static str,
         /// What went wrong.
         message: String,

@@ -1,13 +1,16 @@
 //! An OpenAI-compatible server that gives native tool calling to any model that can follow
 //! a text protocol (SPEC §8, `tam serve`). Behind the `proxy` feature.
 //!
-//! A client sends `POST /v1/chat/completions` with `tools`, as to OpenAI. The proxy renders
-//! the tools into the system prompt in its [`Protocol`] (TAM or ACTION XML), rewrites the
+//! A client sends `POST /v1/chat/completions` with `tools`, as to OpenAI. The proxy writes
+//! tool-schema's complete [`SystemPrompt`](tool_schema::SystemPrompt) (role, tool list,
+//! decision rules, examples, result rules; English) for its [`Protocol`] (TAM or ACTION
+//! XML; `Both` teaches TAM) after the client's own system message, rewrites the
 //! history (an assistant message's `tool_calls` → the protocol's block, a `tool` message →
 //! its `Observation: …` line), asks the upstream server — any OpenAI-compatible server,
 //! through [`OpenAiModel`] — without `tools`, and decodes the upstream's text as it
 //! streams: prose comes back as `delta.content`, each call as `delta.tool_calls` chunks
-//! whose arguments are a JSON object typed by the tool's schema.
+//! whose arguments are a JSON object typed by the tool's schema, string arguments
+//! streaming while the model writes them ("Arguments that stream").
 //!
 //! ```no_run
 //! use tool_dispatch::Protocol;
@@ -73,9 +76,8 @@
 //!   arguments, then the arguments' JSON text. The arguments are coerced by the tool's
 //!   schema (`"3"` → `3` for an integer, TAM keys matched canonically); arguments that do
 //!   not validate are sent as the model wrote them (the client validates, as it must with
-//!   OpenAI too). **Arguments arrive whole when the block closes**: a long string value is
-//!   not yet streamed while the model writes it (the parsers' argument-streaming events
-//!   will make that a change inside the proxy's `response` module).
+//!   OpenAI too). In a streaming request, calls and string arguments stream while the
+//!   block is written (below); without `stream`, the reply is made from whole blocks.
 //! * A block naming a tool the request did not offer, a block with a decode error, an
 //!   ACTION block after the first, and a block left open by a cut stream come back as
 //!   their raw text in `delta.content`: never as calls. A block over the decoder's size
@@ -84,10 +86,50 @@
 //!   re-rendered in the protocol.
 //! * Native `delta.tool_calls` the upstream sends anyway pass through (indexes after the
 //!   proxy's own).
-//! * `finish_reason` is `tool_calls` when any call was emitted, else the upstream's. A
+//! * `finish_reason` is `tool_calls` when any call was emitted (and every streamed call
+//!   was completed), else the upstream's. A
 //!   `length` finish or a transport error cuts the reply: no call from a block open at the
 //!   cut (SPEC §5).
 //!
+//! # Arguments that stream
+//!
+//! SPEC §8 wants long string values streamed while the model writes them. A streaming
+//! request's reply is decoded with the parsers' argument events, by these rules:
+//!
+//! * **When a call is a call.** As soon as the tool id is known and offered and the call
+//!   limit allows: an ACTION call element's start tag is complete (`CallStart`) in the
+//!   reply's first ACTION block, or a TAM block's unchained `command` value closed
+//!   (`CommandSeen`, chain number 0; chained `command1`… calls and a second `command`
+//!   are emitted whole at the block's close). Then the call's first chunk goes out
+//!   (`index`, `id`, `function.name`, empty `arguments`).
+//! * **Which parameters stream.** A parameter of such a call written after that point
+//!   whose key is exactly a property of the tool's schema with `"type": "string"`, the
+//!   first time the key appears in the call. Its JSON text streams: `{"key":"` (or
+//!   `,"key":"`), the value's pieces JSON-escaped as they arrive, then `"`. TAM values
+//!   stream verbatim. ACTION values follow the block's edge rules (action-xml's crate
+//!   docs): leading whitespace and blank text runs are dropped, trailing whitespace is
+//!   held until more text follows, a leading CDATA section loses one line break and the
+//!   last keeps its final line break; a run of pieces after a gap of exactly the length of
+//!   `<![CDATA[` (9 bytes) or `]]><![CDATA[` (12) is taken as CDATA content (pieces have
+//!   no CDATA flag).
+//! * **The rest at the close.** Every other argument (typed: integers, booleans, objects,
+//!   keys matched canonically, parameters written before the call was known) goes out
+//!   when the block closes, coerced by the schema as for whole blocks, then `}`. The
+//!   concatenated `arguments` are then valid JSON equal to the block's typed arguments
+//!   (key order: streamed keys first).
+//! * **The block is authoritative.** At the close, every streamed value must equal the
+//!   block's final (coerced) value of that key, the call must still be there under the
+//!   same tool, and the block must be calls (no decode error, every call offered). Chunks
+//!   cannot be taken back, so when this fails the call's arguments are never completed
+//!   (they stay invalid JSON), the block's raw text follows as `delta.content` (nothing
+//!   the model wrote is dropped), and the event stream ends with an error event, code
+//!   `streamed_call_invalid` (502 body), and no finish chunk and no `[DONE]`: the client
+//!   must not run the call. A block never closed at a normal end is the same.
+//! * **A cut reply.** A `length` finish with a streamed call's block still open: the
+//!   call's arguments are never completed, the block's text follows as content, and
+//!   `finish_reason` is `length`, not `tool_calls`. A transport error: the same, then the
+//!   error event as below. A call the model did not finish never completes.
+
 //! # Errors
 //!
 //! Errors are OpenAI error bodies, `{"error":{"message","type","code","param"}}`, see
@@ -295,6 +337,7 @@ async fn complete(
     let translator = Translator::new(
         config.protocol,
         decode,
+        stream,
         offered,
         max_calls,
         config.tam,
@@ -379,8 +422,14 @@ impl Streaming {
             None => {
                 let finish_reason = self.translator.finish(false);
                 self.drain_into(&mut events);
-                events.push(json_event(&self.writer.finish(&finish_reason)));
-                events.push(Event::default().data("[DONE]"));
+                if let Some(error) = self.translator.failure() {
+                    // A streamed call the block did not confirm: chunks cannot be taken
+                    // back, so the reply ends as a broken stream.
+                    events.push(Event::default().data(error.body().to_string()));
+                } else {
+                    events.push(json_event(&self.writer.finish(&finish_reason)));
+                    events.push(Event::default().data("[DONE]"));
+                }
                 self.done = true;
             }
         }

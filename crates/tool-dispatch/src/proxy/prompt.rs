@@ -1,42 +1,19 @@
-//! The system prompt the upstream model gets for a request's tools: how to write a call in
-//! the proxy's protocol, then the tool list rendered by tool-schema (SPEC §4).
+//! The system prompt the upstream model gets for a request's tools: tool-schema's complete
+//! [`SystemPrompt`] (role, tool list, decision instructions, examples, result rules) for
+//! the proxy's protocol, as `tam run` sends it (SPEC §4).
 //!
-//! [`tool_prompt`] is the one place the prompt is made; when tool-schema grows a complete
-//! system-prompt renderer, this function is what switches to it.
+//! Decisions:
+//! * `Protocol::Both` teaches the TAM form (both forms decode).
+//! * The prompt's own words are English (the client's conversation language is unknown;
+//!   tool descriptions stay as the client wrote them).
+//! * What `tool_choice` and `parallel_tool_calls: false` ask is appended to the
+//!   prompt's decision section ("[Your decision]").
+//! * The client's own system message, when there is one, comes first, then a blank line,
+//!   then this prompt (merged by the request translation).
 
-use tool_schema::{PromptStyle, ToolDefinition, render_tool_list};
+use tool_schema::{PromptLanguage, PromptPart, PromptProtocol, SystemPrompt, ToolDefinition};
 
 use crate::Protocol;
-
-/// How to write a TAM call (the TAM seed's format).
-const TAM_INSTRUCTIONS: &str = "\
-You can call tools. To call one, write a block exactly like this (the markers and the \
-「始」 「末」 around each value are required):
-
-<|[REQUEST_TOOL]|>
-command:「始」TOOL_ID「末」
-parameter_name:「始」value「末」
-<|[END_TOOL]|>
-
-To chain calls in one block, number them (command1, command2, …) and give their parameters \
-the same number (path1, path2). Write objects and arrays as JSON text. After a block, stop: \
-the results come back as lines starting with \"Observation:\". When you can answer, answer \
-in plain text, without a block.";
-
-/// How to write an ACTION call (the ACTION seed's format).
-const ACTION_INSTRUCTIONS: &str = "\
-You can call tools. To call tools, write one <ACTION> block; each child element is one \
-call, named by the tool id, and each of its children is a parameter:
-
-<ACTION>
-  <TOOL_ID>
-    <parameter_name>value</parameter_name>
-  </TOOL_ID>
-</ACTION>
-
-Put code or text holding < or & inside <![CDATA[ ... ]]>. After the block, stop: the \
-results come back as lines starting with \"Observation:\". When you can answer, answer in \
-plain text, without a block.";
 
 /// What the request's `tool_choice` asks of the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,31 +26,95 @@ pub(crate) enum Choice {
     Named(String),
 }
 
-/// The tool section of the system prompt: the protocol's instructions, what `choice` asks,
-/// then the tools in the style of the protocol (`Both` shows the TAM form; both decode).
-/// `parallel` false asks for one call per reply.
+/// The complete tool system prompt for `protocol` listing `tools`, with what `choice`
+/// asks (and, `parallel` false, one call per reply) in its decision section.
 pub(crate) fn tool_prompt(
     protocol: Protocol,
     tools: &[&ToolDefinition],
     choice: &Choice,
     parallel: bool,
 ) -> String {
-    let (instructions, style) = match protocol {
-        Protocol::Action => (ACTION_INSTRUCTIONS, PromptStyle::Xml),
-        _ => (TAM_INSTRUCTIONS, PromptStyle::Tam),
+    let protocol = match protocol {
+        Protocol::Action => PromptProtocol::Action,
+        _ => PromptProtocol::Tam,
     };
-    let mut prompt = String::from(instructions);
+    let language = PromptLanguage::English;
+    let mut instructions =
+        SystemPrompt::default_text(protocol, language, PromptPart::Instructions).to_owned();
     if !parallel {
-        prompt.push_str("\n\nCall at most one tool per reply.");
+        instructions.push_str("\nCall at most one tool per reply.");
     }
     match choice {
         Choice::Auto => {}
-        Choice::Required => prompt.push_str("\n\nYou must call at least one tool in this reply."),
+        Choice::Required => {
+            instructions.push_str("\nYou must call at least one tool in this reply.")
+        }
         Choice::Named(name) => {
-            prompt.push_str(&format!("\n\nYou must call the tool {name} in this reply."));
+            instructions.push_str(&format!("\nYou must call the tool {name} in this reply."));
         }
     }
-    prompt.push_str("\n\nAvailable tools:\n");
-    prompt.push_str(&render_tool_list(tools.iter().copied(), &style));
-    prompt
+    SystemPrompt::new(protocol, language)
+        .with_part(PromptPart::Instructions, instructions)
+        .render(tools.iter().copied())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn weather() -> ToolDefinition {
+        serde_json::from_value(serde_json::json!({
+            "id": "get_weather", "description": "Weather of a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            "implementation": {"type": "service"}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_prompt_is_tool_schemas_complete_prompt_for_the_protocol() {
+        let tool = weather();
+        for (protocol, prompt_protocol) in [
+            (Protocol::Tam, PromptProtocol::Tam),
+            (Protocol::Action, PromptProtocol::Action),
+            (Protocol::Both, PromptProtocol::Tam),
+        ] {
+            let got = tool_prompt(protocol, &[&tool], &Choice::Auto, true);
+            let expected =
+                SystemPrompt::new(prompt_protocol, PromptLanguage::English).render([&tool]);
+            assert_eq!(got, expected, "{protocol:?}");
+            for heading in [
+                "[Role and goal]",
+                "[Available tools]",
+                "[Your decision]",
+                "[Examples]",
+                "[Tool result rules]",
+            ] {
+                assert!(got.contains(heading), "{protocol:?} {heading}: {got}");
+            }
+        }
+    }
+
+    #[test]
+    fn choice_and_parallel_go_into_the_decision_section() {
+        let tool = weather();
+        let got = tool_prompt(
+            Protocol::Action,
+            &[&tool],
+            &Choice::Named("get_weather".into()),
+            false,
+        );
+        let decision = &got[got.find("[Your decision]").unwrap()..got.find("[Examples]").unwrap()];
+        assert!(
+            decision.contains("Call at most one tool per reply."),
+            "{decision}"
+        );
+        assert!(
+            decision.contains("You must call the tool get_weather in this reply."),
+            "{decision}"
+        );
+        let required = tool_prompt(Protocol::Tam, &[&tool], &Choice::Required, true);
+        assert!(required.contains("You must call at least one tool in this reply."));
+        assert!(!required.contains("Call at most one tool"));
+    }
 }

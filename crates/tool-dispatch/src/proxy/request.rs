@@ -430,7 +430,7 @@ mod tests {
         assert_eq!(t.messages.len(), 2);
         let system = &t.messages[0].content;
         assert!(
-            system.starts_with("Be brief.\n\nYou can call tools."),
+            system.starts_with("Be brief.\n\n[Role and goal]"),
             "{system}"
         );
         assert!(system.contains("- Tool ID: get_weather"), "{system}");

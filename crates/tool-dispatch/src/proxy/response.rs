@@ -6,10 +6,13 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use action_xml::MixedEvent;
+use action_xml::{
+    MixedConfig, MixedEvent, OutputDecoder, Protocol as MixedProtocol, ProtocolChoice,
+};
 use serde_json::{Map, Value, json};
 use tam_parse::Diagnostic;
 
+use super::ProxyError;
 use super::history::{PastCall, render_calls};
 use super::request::OfferedTools;
 use crate::{FinishReason, ModelItem, Protocol, ToolCall, ToolCallChunk};
@@ -31,45 +34,22 @@ pub(crate) enum Piece {
     CallArguments { index: usize, text: String },
 }
 
-/// The protocol decoder of one response.
-enum BlockDecoder {
-    Tam(tam_parse::Decoder),
-    Action(action_xml::Decoder),
-    Both(action_xml::MixedDecoder),
-}
-
-impl BlockDecoder {
-    fn new(protocol: Protocol, tam: tam_parse::Config, action: action_xml::Config) -> Self {
-        match protocol {
-            Protocol::Action => Self::Action(action_xml::Decoder::new(action)),
-            Protocol::Both => {
-                let mut config = action_xml::MixedConfig::default();
-                config.tam = tam;
-                config.action = action;
-                Self::Both(action_xml::MixedDecoder::new(config))
-            }
-            _ => Self::Tam(tam_parse::Decoder::new(tam)),
-        }
-    }
-
-    fn feed(&mut self, delta: &str, mut out: impl FnMut(MixedEvent<'_>)) {
-        match self {
-            Self::Tam(d) => d.feed(delta, |e| out(e.into())),
-            Self::Action(d) => d.feed(delta, |e| out(e.into())),
-            Self::Both(d) => d.feed(delta, out),
-        }
-    }
-
-    fn finish(self, cut: bool, mut out: impl FnMut(MixedEvent<'_>)) {
-        match (self, cut) {
-            (Self::Tam(d), false) => d.finish(|e| out(e.into())),
-            (Self::Tam(d), true) => d.finish_cut(|e| out(e.into())),
-            (Self::Action(d), false) => d.finish(|e| out(e.into())),
-            (Self::Action(d), true) => d.finish_cut(|e| out(e.into())),
-            (Self::Both(d), false) => d.finish(out),
-            (Self::Both(d), true) => d.finish_cut(out),
-        }
-    }
+/// The protocol decoder of one response: the front door for the proxy's protocol, with
+/// argument events on.
+fn block_decoder(
+    protocol: Protocol,
+    tam: tam_parse::Config,
+    action: action_xml::Config,
+) -> OutputDecoder {
+    let choice = match protocol {
+        Protocol::Action => ProtocolChoice::Action,
+        Protocol::Both => ProtocolChoice::Auto,
+        _ => ProtocolChoice::Tam,
+    };
+    let mut config = MixedConfig::for_protocol(choice).with_param_events(true);
+    config.tam = tam;
+    config.action = action;
+    OutputDecoder::new(config)
 }
 
 /// Turns one upstream reply into [`Piece`]s.
@@ -78,8 +58,11 @@ impl BlockDecoder {
 /// comes out as it is decided, a closed block whose calls all name offered tools as calls,
 /// anything else as its raw text. Reasoning passes through; native tool-call chunks the
 /// upstream sent anyway pass through with their own indexes mapped after the proxy's.
+///
+/// With `stream_args` (streaming requests), calls and their string arguments stream while
+/// the block is written, by the rules of the module docs ("Arguments that stream").
 pub(crate) struct Translator {
-    decoder: Option<BlockDecoder>,
+    decoder: Option<OutputDecoder>,
     emitter: Emitter,
     finish: Option<FinishReason>,
 }
@@ -95,13 +78,160 @@ struct Emitter {
     native: Vec<(usize, usize)>,
     call_id_base: String,
     pieces: Vec<Piece>,
+    /// Stream calls and string arguments while blocks are written.
+    stream_args: bool,
+    /// The block being written, while `stream_args`.
+    open: Option<OpenBlock>,
+    /// ACTION blocks closed so far (only the first holds calls).
+    action_blocks: usize,
+    /// A streamed call's arguments were never completed (its block was cut, failed or
+    /// differed from what streamed).
+    unfinished: bool,
+    /// Why the reply must end with an error event instead of a finish chunk.
+    failure: Option<String>,
+}
+
+/// A block being written: its calls whose chunks went out already.
+struct OpenBlock {
+    protocol: MixedProtocol,
+    streamed: Vec<Streamed>,
+    /// The slot in `streamed` of the call whose parameters are being written.
+    current: Option<usize>,
+    /// The string parameter streaming now.
+    param: Option<StreamingParam>,
+}
+
+/// A call whose first chunk went out while its block was open.
+struct Streamed {
+    /// Its place in the block (ACTION call index; TAM: 0, the unchained `command`).
+    at: usize,
+    /// The client's index.
+    index: usize,
+    tool: String,
+    /// The string values streamed, by key, as sent.
+    values: Vec<(String, String)>,
+    /// The arguments' `{` went out.
+    opened: bool,
+}
+
+/// A string parameter whose value streams.
+struct StreamingParam {
+    key: String,
+    /// The value as sent so far.
+    value: String,
+    /// ACTION: edge whitespace is held back (the block's value is trimmed).
+    trim: bool,
+    /// ACTION: a character other than whitespace went out.
+    started: bool,
+    /// ACTION: whitespace held back, each run with whether it is CDATA content.
+    held: Vec<(String, bool)>,
+    /// ACTION: where the previous piece ended, and whether its run is CDATA content.
+    prev_end: usize,
+    cdata: bool,
+    /// ACTION: the value begins with CDATA: one line break right after `<![CDATA[` is
+    /// dropped (`pending_cr`: a `\r` waits for the next piece).
+    strip_newline: bool,
+    pending_cr: bool,
+}
+
+/// One ACTION piece of a streaming string value into `out`, by the block's edge rules
+/// (action-xml's crate docs): a value's leading text whitespace and blank text runs are
+/// dropped, a leading CDATA section loses one line break, trailing whitespace is held
+/// until more text follows (the rest is decided at [`Emitter::param_end`]).
+///
+/// Pieces carry no CDATA flag: a run of pieces that starts after a gap of exactly 9
+/// bytes (`<![CDATA[`) or 12 (`]]><![CDATA[`) from the previous piece is taken as CDATA
+/// content. A comment of exactly that length would be taken for one; the block's check
+/// at close catches any difference.
+fn action_piece(param: &mut StreamingParam, text: &str, span: tam_parse::Span, out: &mut String) {
+    if span.start != param.prev_end {
+        param.cdata = matches!(span.start.saturating_sub(param.prev_end), 9 | 12);
+        if param.cdata && !param.started {
+            param.started = true;
+            param.held.clear();
+            param.strip_newline = true;
+        }
+    }
+    param.prev_end = span.end;
+    let mut owned;
+    let mut text = text;
+    if param.strip_newline {
+        if param.pending_cr {
+            param.pending_cr = false;
+            if let Some(rest) = text.strip_prefix('\n') {
+                text = rest;
+            } else {
+                owned = String::from("\r");
+                owned.push_str(text);
+                text = &owned;
+            }
+            param.strip_newline = false;
+        } else if text == "\r" {
+            param.pending_cr = true;
+            return;
+        } else if let Some(rest) = text
+            .strip_prefix("\r\n")
+            .or_else(|| text.strip_prefix('\n'))
+        {
+            text = rest;
+            param.strip_newline = false;
+        } else if !text.is_empty() {
+            param.strip_newline = false;
+        }
+    }
+    let body = text.trim_matches(is_xml_space);
+    if body.is_empty() {
+        if param.started && !text.is_empty() {
+            param.held.push((text.to_owned(), param.cdata));
+        }
+        return;
+    }
+    let lead = &text[..text.len() - text.trim_start_matches(is_xml_space).len()];
+    let trail = &text[text.trim_end_matches(is_xml_space).len()..];
+    if param.started {
+        for (ws, _) in param.held.drain(..) {
+            out.push_str(&ws);
+        }
+        out.push_str(lead);
+    }
+    param.started = true;
+    out.push_str(body);
+    if !trail.is_empty() {
+        param.held.push((trail.to_owned(), param.cdata));
+    }
+}
+
+/// XML whitespace: what ACTION trims from a string value's edges.
+fn is_xml_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r')
+}
+
+/// `text` as the inside of a JSON string (escaping works character by character, so the
+/// escaped pieces of a value join to the escaped value).
+fn json_inside(text: &str) -> String {
+    let quoted = Value::String(text.to_owned()).to_string();
+    quoted[1..quoted.len() - 1].to_owned()
+}
+
+/// Whether `key` is a property of `tool`'s schema whose type is exactly `"string"`.
+fn is_string_property(tool: &tool_schema::CompiledTool, key: &str) -> bool {
+    tool.definition()
+        .parameters
+        .get("properties")
+        .and_then(|p| p.get(key))
+        .and_then(|p| p.get("type"))
+        .and_then(Value::as_str)
+        == Some("string")
 }
 
 impl Translator {
-    /// A translator for one reply. `decode` false passes text through undecoded.
+    /// A translator for one reply. `decode` false passes text through undecoded;
+    /// `stream_args` streams calls and string arguments while blocks are written.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         protocol: Protocol,
         decode: bool,
+        stream_args: bool,
         offered: OfferedTools,
         max_calls: usize,
         tam: tam_parse::Config,
@@ -109,7 +239,7 @@ impl Translator {
         call_id_base: String,
     ) -> Self {
         Self {
-            decoder: decode.then(|| BlockDecoder::new(protocol, tam, action)),
+            decoder: decode.then(|| block_decoder(protocol, tam, action)),
             emitter: Emitter {
                 offered,
                 protocol,
@@ -119,6 +249,11 @@ impl Translator {
                 native: Vec::new(),
                 call_id_base,
                 pieces: Vec::new(),
+                stream_args,
+                open: None,
+                action_blocks: 0,
+                unfinished: false,
+                failure: None,
             },
             finish: None,
         }
@@ -139,20 +274,42 @@ impl Translator {
 
     /// Ends the reply. `failed` (a transport error) and a `length` finish cut it: no call
     /// from a block open at the cut, whose text comes back as content (SPEC §5). Returns the
-    /// `finish_reason`: `tool_calls` when a call was emitted, else the upstream's (`stop`
-    /// when it sent none).
+    /// `finish_reason`: `tool_calls` when a call was emitted and every streamed call was
+    /// completed, else the upstream's (`stop` when it sent none).
     pub(crate) fn finish(&mut self, failed: bool) -> String {
         let cut = failed || self.finish.as_ref().is_some_and(FinishReason::is_cut);
         if let Some(decoder) = self.decoder.take() {
-            decoder.finish(cut, |event| self.emitter.event(event));
+            if cut {
+                decoder.finish_cut(|event| self.emitter.event(event));
+            } else {
+                decoder.finish(|event| self.emitter.event(event));
+            }
         }
-        if self.emitter.calls > 0 {
+        if self.emitter.unfinished && !cut && self.emitter.failure.is_none() {
+            self.emitter.failure = Some("a block whose call was streamed did not close".to_owned());
+        }
+        if self.emitter.calls > 0 && !self.emitter.unfinished {
             "tool_calls".to_owned()
         } else {
             self.finish
                 .as_ref()
                 .map_or_else(|| "stop".to_owned(), |r| r.as_str().to_owned())
         }
+    }
+
+    /// After [`Translator::finish`]: the error that ends the reply instead of a finish
+    /// chunk, when a streamed call could not be completed as its block decoded
+    /// (`streamed_call_invalid`).
+    pub(crate) fn failure(&self) -> Option<ProxyError> {
+        self.emitter
+            .failure
+            .as_ref()
+            .map(|message| ProxyError::BadUpstream {
+                code: "streamed_call_invalid",
+                message: format!(
+                    "{message}: the call's argument chunks already sent are void (do not run it)"
+                ),
+            })
     }
 
     /// The pieces made since the last call, in order.
@@ -172,9 +329,51 @@ impl Emitter {
         }
     }
 
+    /// A piece of call `index`'s arguments (joined to the previous piece of the same call).
+    fn arguments(&mut self, index: usize, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        match self.pieces.last_mut() {
+            Some(Piece::CallArguments {
+                index: i,
+                text: previous,
+            }) if *i == index => {
+                previous.push_str(text);
+            }
+            _ => self.pieces.push(Piece::CallArguments {
+                index,
+                text: text.to_owned(),
+            }),
+        }
+    }
+
     fn event(&mut self, event: MixedEvent<'_>) {
         match event {
             MixedEvent::Text { text, .. } => self.content(&text),
+            MixedEvent::BlockStart { protocol, .. } => {
+                self.open = self.stream_args.then_some(OpenBlock {
+                    protocol,
+                    streamed: Vec::new(),
+                    current: None,
+                    param: None,
+                });
+            }
+            MixedEvent::CallStart { index, tool, .. } if self.action_blocks == 0 => {
+                self.stream_call(MixedProtocol::Action, index, &tool);
+            }
+            MixedEvent::CommandSeen { call: 0, tool, .. } => {
+                self.stream_call(MixedProtocol::Tam, 0, &tool);
+            }
+            MixedEvent::ParamStart { key, span, .. } => self.param_start(&key, span.end),
+            MixedEvent::ParamText { text, span, .. } => self.param_text(&text, span),
+            MixedEvent::ParamEnd { .. } => self.param_end(),
+            MixedEvent::CallEnd { .. } => {
+                if let Some(open) = &mut self.open {
+                    open.current = None;
+                    open.param = None;
+                }
+            }
             MixedEvent::TamBlock(block) => {
                 let calls = block
                     .calls
@@ -191,8 +390,10 @@ impl Emitter {
                 self.block(calls, &block.diagnostics, &block.raw);
             }
             MixedEvent::ActionBlock(block) => {
+                self.action_blocks += 1;
                 if block.index > 0 {
                     // Only the first ACTION block of a reply holds calls (SPEC §3).
+                    self.open = None;
                     self.block_text(&block.raw, &block.diagnostics);
                 } else {
                     let calls = block
@@ -206,6 +407,9 @@ impl Emitter {
             // A block cut or never closed: its text, which the decoder did not emit.
             MixedEvent::Diagnostic(diagnostic) => {
                 if let Some(raw) = &diagnostic.raw {
+                    if self.open.take().is_some_and(|o| !o.streamed.is_empty()) {
+                        self.unfinished = true;
+                    }
                     self.content(raw);
                 }
             }
@@ -213,13 +417,133 @@ impl Emitter {
         }
     }
 
+    /// A call's tool id is known while its block is open: its first chunk goes out when
+    /// the tool is offered and the call limit allows (TAM: the block's first call only).
+    fn stream_call(&mut self, protocol: MixedProtocol, at: usize, tool: &str) {
+        let allowed = self.offered.get(tool).is_some() && self.calls < self.max_calls;
+        let Some(open) = &mut self.open else { return };
+        open.current = None;
+        open.param = None;
+        if open.protocol != protocol
+            || !allowed
+            || (protocol == MixedProtocol::Tam && !open.streamed.is_empty())
+        {
+            return;
+        }
+        let index = self.next_index;
+        self.next_index += 1;
+        self.calls += 1;
+        open.streamed.push(Streamed {
+            at,
+            index,
+            tool: tool.to_owned(),
+            values: Vec::new(),
+            opened: false,
+        });
+        open.current = Some(open.streamed.len() - 1);
+        self.pieces.push(Piece::CallStart {
+            index,
+            id: format!("call_{}_{index}", self.call_id_base),
+            name: tool.to_owned(),
+        });
+    }
+
+    /// A parameter begins: it streams when its call streams, its key is a `string`
+    /// property of the tool's schema (exactly) and it was not streamed before.
+    fn param_start(&mut self, key: &str, tag_end: usize) {
+        let Some(open) = &mut self.open else { return };
+        open.param = None;
+        let Some(slot) = open.current else { return };
+        let call = &mut open.streamed[slot];
+        let streams = call.values.iter().all(|(k, _)| k != key)
+            && self
+                .offered
+                .get(&call.tool)
+                .is_some_and(|tool| is_string_property(tool, key));
+        if !streams {
+            return;
+        }
+        let prefix = format!(
+            "{}{}:\"",
+            if call.opened { "," } else { "{" },
+            Value::String(key.to_owned())
+        );
+        call.opened = true;
+        let index = call.index;
+        open.param = Some(StreamingParam {
+            key: key.to_owned(),
+            value: String::new(),
+            trim: open.protocol == MixedProtocol::Action,
+            started: false,
+            held: Vec::new(),
+            prev_end: tag_end,
+            cdata: false,
+            strip_newline: false,
+            pending_cr: false,
+        });
+        self.arguments(index, &prefix);
+    }
+
+    /// A piece of a streaming value goes out (ACTION: edge whitespace held back).
+    fn param_text(&mut self, text: &str, span: tam_parse::Span) {
+        let Some(open) = &mut self.open else { return };
+        let (Some(param), Some(slot)) = (&mut open.param, open.current) else {
+            return;
+        };
+        let index = open.streamed[slot].index;
+        let mut out = String::new();
+        if !param.trim {
+            out.push_str(text);
+        } else {
+            action_piece(param, text, span, &mut out);
+        }
+        param.value.push_str(&out);
+        let escaped = json_inside(&out);
+        self.arguments(index, &escaped);
+    }
+
+    /// A streaming value closed: its closing quote (ACTION: trailing CDATA whitespace).
+    fn param_end(&mut self) {
+        let Some(open) = &mut self.open else { return };
+        let (Some(mut param), Some(slot)) = (open.param.take(), open.current) else {
+            return;
+        };
+        let mut out = String::new();
+        // Trailing whitespace: a text run's is trimmed; the last CDATA run's is kept,
+        // except blanks after its last line break.
+        if let Some(last) = param.held.iter().rposition(|(_, cdata)| *cdata) {
+            let tail: String = param.held[..=last]
+                .iter()
+                .map(|(ws, _)| ws.as_str())
+                .collect();
+            let kept = tail.trim_end_matches([' ', '\t']);
+            out.push_str(if kept.ends_with('\n') { kept } else { &tail });
+        }
+        param.value.push_str(&out);
+        let call = &mut open.streamed[slot];
+        call.values.push((param.key, param.value));
+        let index = call.index;
+        let text = format!("{}\"", json_inside(&out));
+        self.arguments(index, &text);
+    }
+
     /// A closed block: calls when it decoded cleanly and every call names an offered tool,
-    /// else its text.
+    /// else its text. A block whose calls streamed completes them (module docs).
     fn block(&mut self, calls: Vec<ToolCall>, diagnostics: &[Diagnostic], raw: &str) {
+        let streamed = self.open.take().map(|o| o.streamed).unwrap_or_default();
         let clean = !calls.is_empty() && !diagnostics.iter().any(Diagnostic::is_error);
-        if !clean || calls.iter().any(|c| self.offered.get(&c.tool).is_none()) {
+        let offered = calls.iter().all(|c| self.offered.get(&c.tool).is_some());
+        if !streamed.is_empty() {
+            return self.complete_streamed(streamed, calls, clean && offered, diagnostics, raw);
+        }
+        if !clean || !offered {
             return self.block_text(raw, diagnostics);
         }
+        self.calls_or_text(calls);
+    }
+
+    /// Calls within the limit, the rest written back as text.
+    fn calls_or_text(&mut self, calls: Vec<ToolCall>) {
         let mut over = Vec::new();
         for call in calls {
             if self.calls >= self.max_calls {
@@ -243,6 +567,70 @@ impl Emitter {
         }
     }
 
+    /// The block of streamed calls closed: when it is calls and every streamed value is
+    /// its final value, each streamed call's remaining (typed) arguments and `}`, other
+    /// calls as usual; else the block's text and a failure.
+    fn complete_streamed(
+        &mut self,
+        streamed: Vec<Streamed>,
+        calls: Vec<ToolCall>,
+        clean: bool,
+        diagnostics: &[Diagnostic],
+        raw: &str,
+    ) {
+        let finals: Vec<Map<String, Value>> = calls.iter().map(|c| self.final_args(c)).collect();
+        let mismatch = streamed.iter().find_map(|s| {
+            let Some(call) = calls.get(s.at) else {
+                return Some(format!("call {} of the block is gone", s.at));
+            };
+            if call.tool != s.tool {
+                return Some(format!("call {} names {} now", s.at, call.tool));
+            }
+            s.values.iter().find_map(|(key, value)| {
+                (finals[s.at].get(key) != Some(&Value::String(value.clone()))).then(|| {
+                    format!(
+                        "{}: the block's value of '{key}' is not the one streamed",
+                        s.tool
+                    )
+                })
+            })
+        });
+        if !clean || mismatch.is_some() {
+            self.unfinished = true;
+            self.failure = Some(mismatch.unwrap_or_else(|| {
+                "a block whose call was streamed is not a call (a decode error or a tool not offered)".to_owned()
+            }));
+            return self.block_text(raw, diagnostics);
+        }
+        let mut rest = Vec::new();
+        for (at, (call, args)) in calls.into_iter().zip(finals).enumerate() {
+            let Some(s) = streamed.iter().find(|s| s.at == at) else {
+                rest.push(call);
+                continue;
+            };
+            let mut text = String::new();
+            for (key, value) in &args {
+                if s.values.iter().any(|(k, _)| k == key) {
+                    continue;
+                }
+                text.push(if s.opened || !text.is_empty() {
+                    ','
+                } else {
+                    '{'
+                });
+                text.push_str(&Value::String(key.clone()).to_string());
+                text.push(':');
+                text.push_str(&value.to_string());
+            }
+            if !s.opened && text.is_empty() {
+                text.push('{');
+            }
+            text.push('}');
+            self.arguments(s.index, &text);
+        }
+        self.calls_or_text(rest);
+    }
+
     /// A block that is not calls: its raw text, or (a block over the decoder's size limit,
     /// whose bytes the decoder dropped) a note saying so.
     fn block_text(&mut self, raw: &str, diagnostics: &[Diagnostic]) {
@@ -256,16 +644,21 @@ impl Emitter {
         }
     }
 
-    /// One call to an offered tool: arguments coerced by its schema; when they do not
-    /// validate, the arguments as the model wrote them (the client validates and answers).
-    fn call(&mut self, call: ToolCall) {
-        let arguments = match self.offered.get(&call.tool) {
+    /// A call's final arguments: coerced by its tool's schema; when they do not validate,
+    /// as the model wrote them (the client validates and answers).
+    fn final_args(&self, call: &ToolCall) -> Map<String, Value> {
+        match self.offered.get(&call.tool) {
             Some(tool) => match tool.coerce(call.args.clone(), call.key_match) {
                 Ok(coerced) => coerced,
-                Err(_) => call.args,
+                Err(_) => call.args.clone(),
             },
-            None => call.args,
-        };
+            None => call.args.clone(),
+        }
+    }
+
+    /// One call to an offered tool, whole: its first chunk and its final arguments.
+    fn call(&mut self, call: ToolCall) {
+        let arguments = self.final_args(&call);
         let index = self.next_index;
         self.next_index += 1;
         self.calls += 1;
@@ -274,8 +667,6 @@ impl Emitter {
             id: format!("call_{}_{index}", self.call_id_base),
             name: call.tool,
         });
-        // Arguments arrive whole at block close; with argument-streaming parser events this
-        // becomes one piece per decoded value run.
         self.pieces.push(Piece::CallArguments {
             index,
             text: Value::Object(arguments).to_string(),
@@ -463,6 +854,7 @@ mod tests {
         Translator::new(
             protocol,
             true,
+            false,
             offered(),
             usize::MAX,
             tam_parse::Config::default(),
@@ -631,5 +1023,230 @@ mod tests {
             ]
         );
         assert_eq!(reason, "tool_calls");
+    }
+
+    /// The offered tools of a request with `write_file(path: string, content: string,
+    /// mode: integer)`.
+    fn writer_tools() -> OfferedTools {
+        let body = serde_json::json!({
+            "model": "m", "messages": [],
+            "tools": [{"type": "function", "function": {"name": "write_file", "parameters": {
+                "type": "object", "properties": {"path": {"type": "string"},
+                "content": {"type": "string"}, "mode": {"type": "integer"}}}}}],
+        });
+        translate(body.to_string().as_bytes(), Protocol::Tam, "")
+            .unwrap()
+            .offered
+    }
+
+    /// A streaming translator's pieces after each delta (adjacent arguments of one call
+    /// and adjacent content joined within a delta), the finish reason and the failure.
+    fn run_streaming(
+        protocol: Protocol,
+        deltas: &[&str],
+        finish: Option<FinishReason>,
+    ) -> (Vec<Vec<Piece>>, String, Option<String>) {
+        let mut t = Translator::new(
+            protocol,
+            true,
+            true,
+            writer_tools(),
+            usize::MAX,
+            tam_parse::Config::default(),
+            action_xml::Config::default(),
+            "t".into(),
+        );
+        let mut per_delta = Vec::new();
+        for delta in deltas {
+            t.feed(ModelItem::Text((*delta).to_owned()));
+            per_delta.push(t.drain().collect());
+        }
+        if let Some(finish) = finish {
+            t.feed(ModelItem::Finish(finish));
+        }
+        let reason = t.finish(false);
+        per_delta.push(t.drain().collect());
+        let failure = t.failure().map(|e| e.code().to_owned());
+        (per_delta, reason, failure)
+    }
+
+    /// Content, and each call's (name, arguments text), of all pieces.
+    fn gathered(pieces: &[Vec<Piece>]) -> (String, Vec<(String, String)>) {
+        let mut content = String::new();
+        let mut calls: Vec<(String, String)> = Vec::new();
+        for piece in pieces.iter().flatten() {
+            match piece {
+                Piece::Content(text) => content.push_str(text),
+                Piece::CallStart { index, name, .. } => {
+                    assert_eq!(*index, calls.len());
+                    calls.push((name.clone(), String::new()));
+                }
+                Piece::CallArguments { index, text } => calls[*index].1.push_str(text),
+                Piece::Reasoning(_) => {}
+            }
+        }
+        (content, calls)
+    }
+
+    /// Streams `text` whole, in 1-char deltas and split at every character boundary:
+    /// the same content and calls every time; returns them.
+    fn streams_the_same(protocol: Protocol, text: &str) -> (String, Vec<(String, String)>) {
+        let (whole, reason, failure) = run_streaming(protocol, &[text], None);
+        assert_eq!((reason.as_str(), failure), ("tool_calls", None));
+        let whole = gathered(&whole);
+        let chars: Vec<String> = text.chars().map(String::from).collect();
+        let refs: Vec<&str> = chars.iter().map(String::as_str).collect();
+        let (pieces, reason, failure) = run_streaming(protocol, &refs, None);
+        assert_eq!((reason.as_str(), failure), ("tool_calls", None));
+        assert_eq!(gathered(&pieces), whole, "1-char deltas");
+        for (at, _) in text.char_indices().skip(1) {
+            let (pieces, reason, failure) =
+                run_streaming(protocol, &[&text[..at], &text[at..]], None);
+            assert_eq!(
+                (reason.as_str(), failure),
+                ("tool_calls", None),
+                "split at {at}"
+            );
+            assert_eq!(gathered(&pieces), whole, "split at {at}");
+        }
+        whole
+    }
+
+    /// How many argument pieces of call 0 went out before delta `upto` (exclusive).
+    fn argument_pieces_before(pieces: &[Vec<Piece>], upto: usize) -> String {
+        pieces[..upto]
+            .iter()
+            .flatten()
+            .filter_map(|p| match p {
+                Piece::CallArguments { index: 0, text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    const CODE: &str =
+        "fn main() {\n    let v: Vec<u8> = vec![1 & 2];\n    println!(\"<b>{v:?}</b>\");\n}\n";
+
+    #[test]
+    fn tam_string_arguments_stream_before_the_end_marker() {
+        let text = format!(
+            "Writing.\n<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」src/main.rs「末」\ncontent:「始」{CODE}「末」\nmode:「始」644「末」\n<|[END_TOOL]|>\nDone."
+        );
+        let (content, calls) = streams_the_same(Protocol::Tam, &text);
+        assert_eq!(content, "Writing.\n\nDone.");
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].0, "write_file");
+        let args: Value = serde_json::from_str(&calls[0].1).unwrap();
+        assert_eq!(
+            args,
+            json!({"path": "src/main.rs", "content": CODE, "mode": 644})
+        );
+
+        // Fed in 5-char deltas, the content value goes out in several pieces before the
+        // end marker arrives.
+        let chars: Vec<char> = text.chars().collect();
+        let deltas: Vec<String> = chars.chunks(5).map(|c| c.iter().collect()).collect();
+        let refs: Vec<&str> = deltas.iter().map(String::as_str).collect();
+        let end = deltas
+            .iter()
+            .scan(String::new(), |seen, d| {
+                seen.push_str(d);
+                Some(seen.contains("<|[END_TOOL]"))
+            })
+            .position(|has| has)
+            .unwrap();
+        let (pieces, _, _) = run_streaming(Protocol::Tam, &refs, None);
+        let early = argument_pieces_before(&pieces, end);
+        assert!(
+            early.starts_with(r#"{"path":"src/main.rs","content":"fn main() {\n"#),
+            "{early}"
+        );
+        let early_pieces = pieces[..end]
+            .iter()
+            .flatten()
+            .filter(|p| matches!(p, Piece::CallArguments { .. }))
+            .count();
+        assert!(
+            early_pieces >= 5,
+            "{early_pieces} pieces before the end marker"
+        );
+        // The typed `mode` comes at the close.
+        assert!(!early.contains("mode"), "{early}");
+    }
+
+    #[test]
+    fn action_string_arguments_stream_trimmed_and_cdata_edges_kept() {
+        let text = format!(
+            "Ok.\n<ACTION>\n  <write_file>\n    <path>\n      src/a &amp; b.rs\n    </path>\n    <content><![CDATA[\n{CODE}]]></content>\n    <mode>644</mode>\n  </write_file>\n</ACTION>"
+        );
+        let (content, calls) = streams_the_same(Protocol::Action, &text);
+        assert_eq!(content, "Ok.\n");
+        let args: Value = serde_json::from_str(&calls[0].1).unwrap();
+        assert_eq!(
+            args,
+            json!({"path": "src/a & b.rs", "content": CODE, "mode": 644})
+        );
+        // CDATA keeps its leading blanks and its last line break; blank text around it
+        // goes.
+        let indented = "<ACTION><write_file><content>\n  <![CDATA[  x < y\n  ]]>\n</content><path>p</path></write_file></ACTION>";
+        let (_, indented_calls) = streams_the_same(Protocol::Action, indented);
+        let args: Value = serde_json::from_str(&indented_calls[0].1).unwrap();
+        assert_eq!(args, json!({"content": "  x < y\n", "path": "p"}));
+        // The same through Both.
+        let (_, both) = streams_the_same(Protocol::Both, &text);
+        assert_eq!(both, calls);
+    }
+
+    #[test]
+    fn a_block_cut_after_its_call_streamed_finishes_with_length_and_no_call_closes() {
+        let text =
+            format!("<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\ncontent:「始」{CODE}");
+        let (pieces, reason, failure) =
+            run_streaming(Protocol::Tam, &[&text], Some(FinishReason::Length));
+        assert_eq!(reason, "length");
+        assert_eq!(failure, None);
+        let (content, calls) = gathered(&pieces);
+        assert_eq!(content, text, "the cut block's text comes back");
+        assert_eq!(calls.len(), 1);
+        assert!(
+            serde_json::from_str::<Value>(&calls[0].1).is_err(),
+            "never closed"
+        );
+    }
+
+    #[test]
+    fn a_streamed_call_its_block_does_not_confirm_ends_in_a_failure() {
+        // A second call to a tool not offered: the block is not calls.
+        let text = "<ACTION><write_file><path>a</path></write_file><rm><p>/</p></rm></ACTION>";
+        let (pieces, reason, failure) = run_streaming(Protocol::Action, &[text], None);
+        assert_eq!(failure.as_deref(), Some("streamed_call_invalid"));
+        assert_eq!(reason, "stop");
+        let (content, calls) = gathered(&pieces);
+        assert_eq!(content, text);
+        assert_eq!(calls[0].0, "write_file");
+        // A block never closed at a normal end: also a failure, never a finished call.
+        let open = "<ACTION><write_file><path>a</path>";
+        let (pieces, reason, failure) = run_streaming(Protocol::Action, &[open], None);
+        assert_eq!(
+            (reason.as_str(), failure.as_deref()),
+            ("stop", Some("streamed_call_invalid"))
+        );
+        assert_eq!(gathered(&pieces).0, open);
+    }
+
+    #[test]
+    fn unoffered_tools_and_non_string_parameters_do_not_stream() {
+        let text = "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\nmode:「始」7「末」\n<|[END_TOOL]|>";
+        let (pieces, reason, _) = run_streaming(Protocol::Tam, &[text], None);
+        assert_eq!(reason, "tool_calls");
+        let (_, calls) = gathered(&pieces);
+        assert_eq!(
+            calls,
+            [("write_file".to_owned(), r#"{"mode":7}"#.to_owned())]
+        );
+        let other = "<|[REQUEST_TOOL]|>\ncommand:「始」rm「末」\np:「始」/「末」\n<|[END_TOOL]|>";
+        let (pieces, reason, failure) = run_streaming(Protocol::Tam, &[other], None);
+        assert_eq!((reason.as_str(), failure), ("stop", None));
+        assert_eq!(gathered(&pieces), (other.to_owned(), Vec::new()));
     }
 }

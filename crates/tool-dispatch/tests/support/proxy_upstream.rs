@@ -36,6 +36,13 @@ pub enum Reply {
     },
     /// An error status with a JSON body.
     Status { status: u16, body: Value },
+    /// Like `Events` without pauses, but the event at `hold_at` waits until the test calls
+    /// `release.notify_one()`: what the proxy sent before it is what it sent early.
+    Held {
+        events: Vec<String>,
+        hold_at: usize,
+        release: Arc<tokio::sync::Notify>,
+    },
 }
 
 impl Reply {
@@ -192,6 +199,28 @@ async fn chat(State(state): State<Upstream>, headers: HeaderMap, body: Bytes) ->
             body.to_string(),
         )
             .into_response(),
+        Reply::Held {
+            events,
+            hold_at,
+            release,
+        } => {
+            let stream = futures_util::stream::unfold(0usize, move |at| {
+                let events = events.clone();
+                let release = release.clone();
+                async move {
+                    if at == hold_at {
+                        release.notified().await;
+                    }
+                    let event = events.get(at)?.clone();
+                    Some((Ok::<_, Infallible>(Bytes::from(event)), at + 1))
+                }
+            });
+            (
+                [(header::CONTENT_TYPE, "text/event-stream")],
+                Body::from_stream(stream.boxed()),
+            )
+                .into_response()
+        }
         Reply::Events {
             events,
             pause,
