@@ -75,7 +75,10 @@ impl FromStr for ProtocolChoice {
         ProtocolChoice::ALL
             .into_iter()
             .find(|p| name.eq_ignore_ascii_case(p.as_str()))
-            .or_else(|| name.eq_ignore_ascii_case("both").then_some(ProtocolChoice::Auto))
+            .or_else(|| {
+                name.eq_ignore_ascii_case("both")
+                    .then_some(ProtocolChoice::Auto)
+            })
             .ok_or_else(|| UnknownProtocol(s.to_owned()))
     }
 }

@@ -167,7 +167,8 @@ pub use agent::{
     Agent, AgentConfig, AgentEvent, AgentOutcome, DEFAULT_MAX_ROUNDS, FailurePolicy, StopReason,
     StreamCut, TOOL_EXECUTION_FAILED,
 };
-pub use decode::{BlockKind, Protocol};
+#[allow(deprecated)]
+pub use decode::{BlockKind, Protocol, ProtocolChoice};
 pub use dispatch::{
     CallOutcome, CallStatus, ChainPolicy, DEFAULT_TIMEOUT, DispatchConfig, Dispatcher, ToolCall,
 };

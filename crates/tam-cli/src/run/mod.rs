@@ -11,8 +11,8 @@ use clap::error::ErrorKind;
 use serde_json::Value;
 use tool_dispatch::openai::{OpenAiConfig, OpenAiModel};
 use tool_dispatch::{
-    Agent, AgentConfig, CancellationToken, Dispatcher, Message, ModelOptions, Protocol, Registry,
-    Scope, StopReason, ToolExecutionResult,
+    Agent, AgentConfig, CancellationToken, Dispatcher, Message, ModelOptions, Registry, Scope,
+    StopReason, ToolExecutionResult,
 };
 use tool_schema::load::AgentProfile;
 use tool_schema::{Implementation, ToolDefinition};
@@ -154,9 +154,9 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
         None => Scope::unrestricted(),
     };
     let protocol = match args.protocol {
-        ProtocolChoice::Tam => Protocol::Tam,
-        ProtocolChoice::Action => Protocol::Action,
-        ProtocolChoice::Auto => Protocol::Both,
+        ProtocolChoice::Tam => tool_dispatch::ProtocolChoice::Tam,
+        ProtocolChoice::Action => tool_dispatch::ProtocolChoice::Action,
+        ProtocolChoice::Auto => tool_dispatch::ProtocolChoice::Auto,
     };
     let mut agent_config = AgentConfig::for_protocol(protocol);
     agent_config.max_tool_calls = args.max_tool_calls;
