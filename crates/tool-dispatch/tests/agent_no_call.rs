@@ -140,7 +140,6 @@ async fn a_tam_marker_mentioned_in_prose_runs_no_call() {
 /// SPEC §3: an `<ACTION>` block holding no complete call element is a prose mention; the
 /// current ACTION decoder repairs it into a call of `Record` (refused: no `note`).
 #[tokio::test]
-#[ignore = "needs issue-11 parser rules"]
 async fn an_action_tag_mentioned_in_prose_starts_no_call() {
     let text = "I write an <ACTION> block with a tag such as <Record> inside.";
     check_prose_mention(ProtocolChoice::Action, text).await;
@@ -149,7 +148,6 @@ async fn an_action_tag_mentioned_in_prose_starts_no_call() {
 
 /// SPEC §2.3 and §3: the unclosed mention's bytes come out as text with `marker_in_prose`.
 #[tokio::test]
-#[ignore = "needs issue-11 parser rules"]
 async fn a_marker_mentioned_in_prose_comes_out_as_text() {
     for (protocol, text) in [
         (
@@ -197,7 +195,6 @@ async fn a_tam_block_left_open_at_the_end_of_the_reply_runs_no_call() {
 /// SPEC §3: a call element still open at the end of the stream (cut mid-call) yields no
 /// call; the current ACTION decoder repairs it.
 #[tokio::test]
-#[ignore = "needs issue-11 parser rules"]
 async fn an_action_call_left_open_at_the_end_of_the_reply_runs_no_call() {
     let open = "<ACTION>\n  <Record>\n    <note>hello</note>\n";
     check_open_block(ProtocolChoice::Action, open).await;
