@@ -26,7 +26,7 @@ use futures_util::StreamExt;
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
-use tool_dispatch::Protocol;
+use tool_dispatch::ProtocolChoice;
 use tool_dispatch::openai::OpenAiConfig;
 use tool_dispatch::proxy::ProxyConfig;
 
@@ -89,7 +89,8 @@ async fn upstream(hold: bool) -> String {
 async fn proxy(upstream: &str) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let config = ProxyConfig::new(OpenAiConfig::new(upstream, "")).with_protocol(Protocol::Tam);
+    let config =
+        ProxyConfig::new(OpenAiConfig::new(upstream, "")).with_protocol(ProtocolChoice::Tam);
     tokio::spawn(tool_dispatch::proxy::serve(
         listener,
         config,

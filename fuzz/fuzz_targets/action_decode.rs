@@ -1,12 +1,16 @@
 //! The ACTION decoder on arbitrary bytes cut at arbitrary points: no panic, the same
 //! events however the stream is cut, spans that tile the stream (see `tam_fuzz` for the
-//! layout).
+//! layout); and the same through the front door (`OutputDecoder` for ACTION only).
 #![no_main]
 
+use action_xml::ProtocolChoice;
 use libfuzzer_sys::fuzz_target;
-use tam_fuzz::{Input, check, action};
+use tam_fuzz::{Input, action, check, mixed};
 
 fuzz_target!(|raw: &[u8]| {
     let input = Input::parse(raw);
     check(action(input.flags), &input);
+    let mut front = mixed(input.flags);
+    front.0.protocol = ProtocolChoice::Action;
+    check(front, &input);
 });

@@ -1,12 +1,16 @@
-//! Arbitrary deltas through both protocols at once (the mixed decoder): no panic, the same
-//! events however the stream is cut, spans that tile the stream (see `tam_fuzz` for the
-//! layout).
+//! Arbitrary deltas through the front door (`OutputDecoder`): no panic, the same events
+//! however the stream is cut, spans that tile the stream (see `tam_fuzz` for the layout).
+//! Flag bits 2–3 choose the protocol (TAM, ACTION, both), bit 5 turns argument events off.
 #![no_main]
 
+use action_xml::ProtocolChoice;
 use libfuzzer_sys::fuzz_target;
 use tam_fuzz::{Input, check, mixed};
 
 fuzz_target!(|raw: &[u8]| {
     let input = Input::parse(raw);
-    check(mixed(input.flags), &input);
+    let mut harness = mixed(input.flags);
+    harness.0.protocol = ProtocolChoice::ALL[usize::from(input.flags >> 2) % 3];
+    harness.0.param_events = input.flags & 0x20 == 0;
+    check(harness, &input);
 });

@@ -131,8 +131,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "action-xml's finish_cut still repairs a block open at the cut (BlockEnd::Cut is \
-                treated like Eof in block.rs); reported, un-ignore with the fix"]
     fn a_block_cut_at_the_token_limit_never_yields_its_call() {
         let lines = report(CUT_REPLY, 5, true);
         assert!(!lines.iter().any(|l| l.starts_with("call ")), "{lines:?}");

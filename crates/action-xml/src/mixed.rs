@@ -10,8 +10,8 @@ use tam_parse::{BlockParser, ByteString, Diagnostic, Dialect, Span};
 
 use crate::block::ActionBlock;
 use crate::codes;
-use crate::output::ProtocolChoice;
 use crate::decoder::{ActionLayer, Config, Event, block_syntax, invalid_utf8};
+use crate::output::ProtocolChoice;
 use crate::position::StreamCursor;
 
 /// Block kind of TAM blocks in the mixed grammar.

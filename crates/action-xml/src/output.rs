@@ -22,11 +22,6 @@ pub enum ProtocolChoice {
 }
 
 impl ProtocolChoice {
-    /// Former name of [`ProtocolChoice::Auto`] (tool-dispatch's `Protocol::Both`).
-    #[deprecated(note = "use ProtocolChoice::Auto")]
-    #[allow(non_upper_case_globals)]
-    pub const Both: ProtocolChoice = ProtocolChoice::Auto;
-
     /// Every choice, in the order of [`ProtocolChoice::as_str`]'s names.
     pub const ALL: [ProtocolChoice; 3] = [
         ProtocolChoice::Tam,
@@ -75,7 +70,10 @@ impl FromStr for ProtocolChoice {
         ProtocolChoice::ALL
             .into_iter()
             .find(|p| name.eq_ignore_ascii_case(p.as_str()))
-            .or_else(|| name.eq_ignore_ascii_case("both").then_some(ProtocolChoice::Auto))
+            .or_else(|| {
+                name.eq_ignore_ascii_case("both")
+                    .then_some(ProtocolChoice::Auto)
+            })
             .ok_or_else(|| UnknownProtocol(s.to_owned()))
     }
 }

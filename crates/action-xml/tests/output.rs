@@ -37,7 +37,11 @@ fn single_protocol_choices_are_their_decoders() {
         .collect::<Vec<_>>();
     let front = Mixed(MixedConfig::for_protocol(ProtocolChoice::Tam)).run_str([BOTH]);
     assert_eq!(front, tam);
-    assert!(front.iter().any(|e| matches!(e, MixedEvent::ParamText { .. })));
+    assert!(
+        front
+            .iter()
+            .any(|e| matches!(e, MixedEvent::ParamText { .. }))
+    );
 
     let action = Action(Config::default())
         .run_str([BOTH])
@@ -53,7 +57,10 @@ fn param_events_off_for_every_choice() {
     for choice in ProtocolChoice::ALL {
         let config = MixedConfig::for_protocol(choice).with_param_events(false);
         let events = Mixed(config).run_str([BOTH]);
-        assert!(!events.iter().any(MixedEvent::is_argument_event), "{choice}");
+        assert!(
+            !events.iter().any(MixedEvent::is_argument_event),
+            "{choice}"
+        );
         assert!(!blocks(&events).is_empty(), "{choice}");
     }
 }

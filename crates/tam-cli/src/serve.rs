@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use clap::ValueEnum;
-use tool_dispatch::Protocol;
+use tool_dispatch::ProtocolChoice;
 use tool_dispatch::openai::OpenAiConfig;
 use tool_dispatch::proxy::{ProxyConfig, serve};
 
@@ -62,8 +62,8 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), CliError> {
             .map_err(|e| CliError::Model(e.to_string()))?;
     }
     let protocol = match args.protocol {
-        ServeProtocol::Tam => Protocol::Tam,
-        ServeProtocol::Action => Protocol::Action,
+        ServeProtocol::Tam => ProtocolChoice::Tam,
+        ServeProtocol::Action => ProtocolChoice::Action,
     };
     let config = ProxyConfig::new(upstream).with_protocol(protocol);
     let runtime = tokio::runtime::Builder::new_multi_thread()

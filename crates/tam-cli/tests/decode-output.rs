@@ -4,7 +4,7 @@
 mod support;
 
 use serde_json::json;
-use support::{Allowed, check_line, ndjson, run};
+use support::{Allowed, check_line, merge_text, ndjson, run};
 
 const MIXED: &str = "Plan:\n<|[REQUEST_TOOL]|>\ncommand:「始」File.Read「末」\nfilePath:「始」/a「末」\n<|[END_TOOL]|>\n\
 <ACTION><Publish><tags><item>x</item></tags><event><kind>k</kind></event><note> hi </note></Publish></ACTION>\n\
@@ -114,6 +114,50 @@ fn progress_and_raw_are_opt_in() {
         check_line(line, Allowed::by_flags(&flags));
     }
     let types: Vec<&str> = extra.iter().map(|l| l["type"].as_str().unwrap()).collect();
-    assert_eq!(types, ["block_start", "command_seen", "diagnostic"]);
-    assert_eq!(extra[2]["raw"], input);
+    assert_eq!(
+        types,
+        [
+            "block_start",
+            "param_start",
+            "param_text",
+            "param_end",
+            "command_seen",
+            "diagnostic"
+        ]
+    );
+    assert_eq!(extra[5]["raw"], input);
+}
+
+/// `--progress` streams both protocols' arguments; a call cut at the end of the stream
+/// gets argument lines but never a tool_calls line.
+#[test]
+fn progress_streams_arguments_of_both_protocols() {
+    let input = "<|[REQUEST_TOOL]|>command:「始」Write「末」path:「始」a<b.rs「末」<|[END_TOOL]|>\n<ACTION><write><content>if a &lt; b {}</content></write></ACTION>\n<ACTION><write><content>fn main() {";
+    let flags = ["decode", "--progress"];
+    let lines = merge_text(ndjson(&run(&flags, input.as_bytes()).stdout));
+    for line in &lines {
+        check_line(line, Allowed::by_flags(&flags));
+    }
+    let pieces: Vec<(&str, &str)> = lines
+        .iter()
+        .filter(|l| l["type"] == "param_text")
+        .map(|l| (l["protocol"].as_str().unwrap(), l["text"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        pieces,
+        [
+            ("tam", "Write"),
+            ("tam", "a<b.rs"),
+            ("action", "if a < b {}"),
+            ("action", "fn main() {")
+        ]
+    );
+    let call_ends = lines.iter().filter(|l| l["type"] == "call_end").count();
+    assert_eq!(call_ends, 1, "the cut call never ends");
+    let calls: Vec<usize> = lines
+        .iter()
+        .filter(|l| l["type"] == "tool_calls")
+        .map(|l| l["calls"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(calls, [1, 1, 0], "the cut block yields no call");
 }

@@ -15,7 +15,7 @@ use serde_json::json;
 use tool_dispatch::engine::ReferenceEngine;
 use tool_dispatch::openai::{OpenAiConfig, OpenAiModel};
 use tool_dispatch::{
-    Agent, AgentConfig, AgentEvent, CancellationToken, Dispatcher, ModelOptions, Protocol,
+    Agent, AgentConfig, AgentEvent, CancellationToken, Dispatcher, ModelOptions, ProtocolChoice,
     Registry, Scope, ToolExecutionResult,
 };
 use tool_schema::{Implementation, ToolDefinition, ToolId};
@@ -48,7 +48,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         ),
         |_| async { ToolExecutionResult::query_success(json!("12:00"), "current time") },
     )?;
-    let mut agent_config = AgentConfig::for_protocol(Protocol::Tam);
+    let mut agent_config = AgentConfig::for_protocol(ProtocolChoice::Tam);
     agent_config.model_options = ModelOptions::new()
         .with_temperature(0.0)
         .with_max_tokens(512);

@@ -13,7 +13,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tool_schema::PromptStyle;
 
-use crate::decode::{BlockKind, Decoded, Protocol, StreamDecoder};
+use action_xml::{MixedConfig, MixedEvent, OutputDecoder};
+
+use crate::decode::{BlockKind, ProtocolChoice};
 use crate::dispatch::{CallBudget, CallStatus, ChainEvent};
 use crate::model::{
     ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelOptions, ModelRequest,
@@ -43,8 +45,9 @@ pub enum FailurePolicy {
 /// Limits and choices of an [`Agent`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentConfig {
-    /// The protocol. Default: TAM.
-    pub protocol: Protocol,
+    /// The protocol(s) decoded. Default: [`ProtocolChoice::Tam`] (the prompt teaches
+    /// one protocol; [`ProtocolChoice::Auto`] also reads the other).
+    pub protocol: ProtocolChoice,
     /// The TAM decoder's configuration (dialect, limits). Default: the default dialect.
     pub tam: tam_parse::Config,
     /// The ACTION decoder's configuration (limits). Default: action-xml's defaults.
@@ -72,6 +75,11 @@ pub struct AgentConfig {
     /// Whether `<think>…</think>` at the start of a reply's text is reasoning (split out,
     /// shown as [`AgentEvent::Reasoning`], never decoded). Default: `true`.
     pub split_think_tags: bool,
+    /// Whether the argument events ([`AgentEvent::CallStreamStart`],
+    /// [`AgentEvent::ParamStart`], [`AgentEvent::ParamText`], [`AgentEvent::ParamEnd`],
+    /// [`AgentEvent::CallStreamEnd`]) are sent while blocks stream (action-xml's
+    /// [`MixedConfig::param_events`]). Default: `true`.
+    pub stream_arguments: bool,
 }
 
 /// Default of [`AgentConfig::max_rounds`].
@@ -79,15 +87,15 @@ pub const DEFAULT_MAX_ROUNDS: usize = 20;
 
 impl Default for AgentConfig {
     fn default() -> Self {
-        Self::for_protocol(Protocol::default())
+        Self::for_protocol(ProtocolChoice::Tam)
     }
 }
 
 impl AgentConfig {
     /// The defaults, for a model writing `protocol`, with the matching prompt style.
-    pub fn for_protocol(protocol: Protocol) -> Self {
+    pub fn for_protocol(protocol: ProtocolChoice) -> Self {
         let prompt_style = match protocol {
-            Protocol::Action => PromptStyle::Xml,
+            ProtocolChoice::Action => PromptStyle::Xml,
             _ => PromptStyle::Tam,
         };
         Self {
@@ -103,7 +111,16 @@ impl AgentConfig {
             model_options: ModelOptions::default(),
             observation_role: Role::User,
             split_think_tags: true,
+            stream_arguments: true,
         }
+    }
+
+    /// The front door's settings for this configuration.
+    fn decoder_config(&self) -> MixedConfig {
+        let mut config = MixedConfig::for_protocol(self.protocol);
+        config.tam = self.tam;
+        config.action = self.action;
+        config.with_param_events(self.stream_arguments)
     }
 }
 
@@ -147,7 +164,57 @@ pub enum AgentEvent {
     },
     /// A decoder diagnostic outside any block (an unterminated block, invalid UTF-8).
     Diagnostic(Diagnostic),
-    /// A call starts.
+    /// A call is being written (for UIs; the [`AgentEvent::BlockClosed`] is authoritative
+    /// and alone decides what runs): an ACTION call element's start tag is complete, or a
+    /// TAM command value closed (TAM's "call begins": its parameters may already have
+    /// streamed, and no [`AgentEvent::CallStreamEnd`] follows for TAM).
+    CallStreamStart {
+        /// The block's protocol.
+        kind: BlockKind,
+        /// ACTION: the call's place in its block, from 0. TAM: the chain number (0 for
+        /// `command`, `N` for `commandN`).
+        index: usize,
+        /// The tool id as written.
+        tool: String,
+        /// The start tag (ACTION) or the command entry (TAM).
+        span: Span,
+    },
+    /// A parameter's value begins (for UIs, like every argument event).
+    ParamStart {
+        /// The block's protocol.
+        kind: BlockKind,
+        /// The key as written (TAM: chain suffix kept; `command` streams too).
+        key: String,
+        /// The open tag (ACTION) or the key (TAM).
+        span: Span,
+    },
+    /// A piece of a parameter's value. The pieces of one parameter joined are its final
+    /// value (TAM: exactly; ACTION: the content with references decoded, untrimmed).
+    ParamText {
+        /// The block's protocol.
+        kind: BlockKind,
+        /// The piece.
+        text: String,
+        /// Where it was written.
+        span: Span,
+    },
+    /// A parameter's value closed.
+    ParamEnd {
+        /// The block's protocol.
+        kind: BlockKind,
+        /// The whole parameter element (ACTION) or entry (TAM).
+        span: Span,
+    },
+    /// An ACTION call element closed. A call the stream ended inside gets none.
+    CallStreamEnd {
+        /// The block's protocol.
+        kind: BlockKind,
+        /// The call's place in its block, from 0.
+        index: usize,
+        /// The whole call element.
+        span: Span,
+    },
+    /// A call starts (dispatch: after the block closed).
     CallStarted {
         /// The tool id as written.
         tool: String,
@@ -441,7 +508,7 @@ impl Agent {
             // Owned by the reader, so the executor's queue closes when the stream is done.
             let jobs = jobs;
             let config = &self.config;
-            let mut decoder = StreamDecoder::new(config.protocol, config.tam, config.action);
+            let mut decoder = OutputDecoder::new(config.decoder_config());
             let mut think = config.split_think_tags.then(ThinkSplitter::new);
             let mut raw = String::new();
             let request = ModelRequest::new(conversation.to_vec(), config.model_options.clone());
@@ -450,19 +517,19 @@ impl Agent {
             // open at the cut and must not run.
             let cutting = AtomicBool::new(false);
             let cut_block = AtomicBool::new(false);
-            let mut on_event = |event: Decoded<'_>| {
+            let mut on_event = |event: MixedEvent<'_>| {
                 self.route(event, &mut answer, &jobs, emit, &cutting, &cut_block);
             };
             let mut finish = None;
             let mut native: BTreeMap<usize, String> = BTreeMap::new();
             let mut text = |delta: &str,
                             think: &mut Option<ThinkSplitter>,
-                            decoder: &mut StreamDecoder,
-                            on_event: &mut dyn FnMut(Decoded<'_>)| {
+                            decoder: &mut OutputDecoder,
+                            on_event: &mut dyn FnMut(MixedEvent<'_>)| {
                 let mut piece_out = |piece: ContentPiece<'_>| match piece {
                     ContentPiece::Text(text) => {
                         raw.push_str(text);
-                        decoder.feed(text, &mut |event| on_event(event));
+                        decoder.feed(text, &mut *on_event);
                     }
                     ContentPiece::Reasoning(reasoning) => {
                         emit(AgentEvent::Reasoning(reasoning.to_owned()));
@@ -585,7 +652,7 @@ impl Agent {
     /// Turns a decoder event into agent events and jobs.
     fn route(
         &self,
-        event: Decoded<'_>,
+        event: MixedEvent<'_>,
         answer: &mut String,
         jobs: &mpsc::UnboundedSender<Job>,
         emit: &(dyn Fn(AgentEvent) + Sync),
@@ -593,23 +660,56 @@ impl Agent {
         cut_block: &AtomicBool,
     ) {
         // The executor outlives the reader, so a send cannot fail.
-        let job = match event {
-            Decoded::Text(text) => {
+        let (kind, span, index, calls, diagnostics) = match event {
+            MixedEvent::Text { text, .. } => {
                 answer.push_str(&text);
                 emit(AgentEvent::TextDelta(text.into_owned()));
                 return;
             }
-            Decoded::BlockStart { kind, span } => {
-                emit(AgentEvent::BlockStarted { kind, span });
+            MixedEvent::BlockStart { protocol, span } => {
+                emit(AgentEvent::BlockStarted {
+                    kind: protocol,
+                    span,
+                });
                 return;
             }
-            Decoded::Block {
-                kind,
-                span,
-                index,
-                calls,
-                diagnostics,
-            } => {
+            MixedEvent::TamBlock(block) => (
+                BlockKind::Tam,
+                block.span,
+                0,
+                ToolCall::from_tam_block(&block),
+                block.diagnostics,
+            ),
+            MixedEvent::ActionBlock(block) => (
+                BlockKind::Action,
+                block.span,
+                block.index,
+                ToolCall::from_action_block(&block),
+                block.diagnostics,
+            ),
+            MixedEvent::Diagnostic(diagnostic) => {
+                if cutting.load(Ordering::Relaxed) {
+                    cut_block.store(true, Ordering::Relaxed);
+                }
+                emit(AgentEvent::Diagnostic(diagnostic.clone()));
+                let _ = jobs.send(Job {
+                    calls: Vec::new(),
+                    diagnostics: vec![diagnostic],
+                    note: None,
+                });
+                return;
+            }
+            other => {
+                // TAM's CommandSeen comes whatever the decoder's switch says.
+                if let Some(event) = argument_event(other).filter(|_| self.config.stream_arguments)
+                {
+                    emit(event);
+                }
+                return;
+            }
+        };
+        let job = {
+            {
                 if cutting.load(Ordering::Relaxed) {
                     // The block was open when the stream was cut: whatever the decoder
                     // made of it, the model did not finish it, so it does not run.
@@ -648,17 +748,6 @@ impl Agent {
                         diagnostics: Vec::new(),
                         note: Some(note),
                     }
-                }
-            }
-            Decoded::Diagnostic(diagnostic) => {
-                if cutting.load(Ordering::Relaxed) {
-                    cut_block.store(true, Ordering::Relaxed);
-                }
-                emit(AgentEvent::Diagnostic(diagnostic.clone()));
-                Job {
-                    calls: Vec::new(),
-                    diagnostics: vec![diagnostic],
-                    note: None,
                 }
             }
         };
@@ -707,4 +796,59 @@ impl Agent {
         }
         work.outcomes.extend(outcomes);
     }
+}
+
+/// A decoder's argument-streaming event as an owned agent event (`None` for others).
+fn argument_event(event: MixedEvent<'_>) -> Option<AgentEvent> {
+    Some(match event {
+        MixedEvent::CommandSeen { call, tool, span } => AgentEvent::CallStreamStart {
+            kind: BlockKind::Tam,
+            index: usize::try_from(call).unwrap_or(usize::MAX),
+            tool: tool.to_string(),
+            span,
+        },
+        MixedEvent::CallStart {
+            protocol,
+            index,
+            tool,
+            span,
+        } => AgentEvent::CallStreamStart {
+            kind: protocol,
+            index,
+            tool,
+            span,
+        },
+        MixedEvent::ParamStart {
+            protocol,
+            key,
+            span,
+        } => AgentEvent::ParamStart {
+            kind: protocol,
+            key: key.into_owned(),
+            span,
+        },
+        MixedEvent::ParamText {
+            protocol,
+            text,
+            span,
+        } => AgentEvent::ParamText {
+            kind: protocol,
+            text: text.into_owned(),
+            span,
+        },
+        MixedEvent::ParamEnd { protocol, span } => AgentEvent::ParamEnd {
+            kind: protocol,
+            span,
+        },
+        MixedEvent::CallEnd {
+            protocol,
+            index,
+            span,
+        } => AgentEvent::CallStreamEnd {
+            kind: protocol,
+            index,
+            span,
+        },
+        _ => return None,
+    })
 }

@@ -2,6 +2,7 @@
 //! cancellation and panic guard → one [`ToolExecutionResult`] per call.
 
 use std::any::Any;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,6 +10,7 @@ use std::time::{Duration, Instant};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
+use tam_parse::Span;
 use tokio::task::JoinError;
 use tokio_util::sync::CancellationToken;
 use tool_schema::KeyMatch;
@@ -62,6 +64,16 @@ pub struct ToolCall {
     pub args: Map<String, Value>,
     /// How argument keys match parameter names: canonical for TAM, exact for ACTION XML.
     pub key_match: KeyMatch,
+    /// A stable id for the call, when it came from a decoded block: `tam-S-I` or
+    /// `action-S-I`, `S` the block's start offset in the reply and `I` the call's place in
+    /// the block (from 0). The same whatever the split of the stream. `None` for calls
+    /// built by hand.
+    pub id: Option<String>,
+    /// The exact source text of each parameter's content, by key as written (ACTION XML:
+    /// [`action_xml::ActionCall::source`]; first element of a repeated name). A parameter
+    /// declared a string whose value was read as an object or array takes this text
+    /// (SPEC §5; [`tool_schema::CompiledTool::coerce_with_source`]). Empty for TAM.
+    pub sources: BTreeMap<String, String>,
 }
 
 impl ToolCall {
@@ -71,7 +83,65 @@ impl ToolCall {
             tool: tool.into(),
             args,
             key_match: KeyMatch::Exact,
+            id: None,
+            sources: BTreeMap::new(),
         }
+    }
+
+    /// The stable id of call `index` of the block of `protocol` that starts at
+    /// `block.start` ([`ToolCall::id`]).
+    pub fn call_id(protocol: action_xml::Protocol, block: Span, index: usize) -> String {
+        format!("{}-{}-{index}", protocol.as_str(), block.start)
+    }
+
+    /// Call `index` of the TAM block at `block`: text values, keys as written (chain
+    /// suffix stripped), matched canonically; with its stable id.
+    pub fn from_tam(call: &tam_parse::Call, block: Span, index: usize) -> Self {
+        let args = call
+            .params
+            .iter()
+            .map(|p| (p.key.to_string(), Value::String(p.value.to_string())))
+            .collect();
+        Self {
+            id: Some(Self::call_id(action_xml::Protocol::Tam, block, index)),
+            ..Self::canonical(call.tool.to_string(), args)
+        }
+    }
+
+    /// Call `index` of the ACTION block at `block`: JSON values, tag names matched
+    /// exactly, each parameter's source text kept; with its stable id.
+    pub fn from_action(call: &action_xml::ActionCall, block: Span, index: usize) -> Self {
+        let mut sources = BTreeMap::new();
+        for param in &call.params {
+            sources
+                .entry(param.key.clone())
+                .or_insert_with(|| param.source.clone());
+        }
+        Self {
+            id: Some(Self::call_id(action_xml::Protocol::Action, block, index)),
+            sources,
+            ..Self::new(call.tool.clone(), call.args.clone())
+        }
+    }
+
+    /// Every call of a closed TAM block, in execution order ([`ToolCall::from_tam`]).
+    pub fn from_tam_block(block: &tam_parse::Block) -> Vec<Self> {
+        block
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(i, call)| Self::from_tam(call, block.span, i))
+            .collect()
+    }
+
+    /// Every call of a closed ACTION block, in document order ([`ToolCall::from_action`]).
+    pub fn from_action_block(block: &action_xml::ActionBlock) -> Vec<Self> {
+        block
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(i, call)| Self::from_action(call, block.span, i))
+            .collect()
     }
 
     /// A call whose keys match by canonical form (TAM: `filePath` names `file_path`).
@@ -271,11 +341,13 @@ impl Dispatcher {
             tool,
             args,
             key_match,
+            sources,
+            ..
         } = call;
         let admitted = self.admit(scope, &tool).and_then(|entry| {
             let args = entry
                 .tool
-                .coerce(args, key_match)
+                .coerce_with_source(args, key_match, |key| sources.get(key).map(String::as_str))
                 .map_err(|errors| (CallStatus::InvalidParameters, errors.to_string()))?;
             Ok((entry, args))
         });

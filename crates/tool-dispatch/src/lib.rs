@@ -102,6 +102,21 @@
 //!   kept in the assistant message added to the conversation.
 //! * Native tool calls are never run; one observation per round names them and tells the
 //!   model to write the protocol's block.
+//! * The agent decodes through action-xml's front door ([`action_xml::OutputDecoder`]);
+//!   the protocol choice is action-xml's [`ProtocolChoice`] (re-exported: the one name for
+//!   "TAM, ACTION or both" in the workspace) and [`BlockKind`] is action-xml's `Protocol`.
+//! * Decoded calls become [`ToolCall`]s through [`ToolCall::from_tam`] /
+//!   [`ToolCall::from_action`] (public, for the proxy too), with a stable id
+//!   `tam-S-I` / `action-S-I` (block start offset, call index in the block): the same
+//!   whatever the split of the stream. ACTION calls keep each parameter's source text, and
+//!   [`Dispatcher::dispatch`] coerces with
+//!   [`CompiledTool::coerce_with_source`](tool_schema::CompiledTool::coerce_with_source):
+//!   a parameter declared a string whose XML reading gave an object or an array takes the
+//!   element's raw text (SPEC §5).
+//! * Argument events ([`AgentEvent::CallStreamStart`], [`AgentEvent::ParamStart`],
+//!   [`AgentEvent::ParamText`], [`AgentEvent::ParamEnd`], [`AgentEvent::CallStreamEnd`])
+//!   are owned copies for UIs ([`AgentConfig::stream_arguments`], default on); the
+//!   [`AgentEvent::BlockClosed`] stays authoritative: only its calls run.
 //!
 //! # Limits
 //!
@@ -173,7 +188,7 @@ pub use agent::{
     Agent, AgentConfig, AgentEvent, AgentOutcome, DEFAULT_MAX_ROUNDS, FailurePolicy, StopReason,
     StreamCut, TOOL_EXECUTION_FAILED,
 };
-pub use decode::{BlockKind, Protocol};
+pub use decode::{BlockKind, ProtocolChoice};
 pub use dispatch::{
     CallOutcome, CallStatus, ChainPolicy, DEFAULT_TIMEOUT, DispatchConfig, Dispatcher, ToolCall,
 };

@@ -14,7 +14,7 @@ use support::{
 use tool_dispatch::engine::ReferenceEngine;
 use tool_dispatch::{
     Agent, AgentConfig, AgentEvent, AgentOutcome, BlockKind, CallStatus, CancellationToken,
-    Dispatcher, Message, Protocol, Registry, Role, Scope, StopReason, ToolExecutionResult,
+    Dispatcher, Message, ProtocolChoice, Registry, Role, Scope, StopReason, ToolExecutionResult,
 };
 
 /// Records every argument object a tool received.
@@ -75,7 +75,7 @@ const ROUND_2: &str = "My apologies, I used the wrong parameter name. Let me try
 async fn the_seeds_self_correction_exchange() {
     let mut registry = Registry::new();
     let received = recording(&mut registry, get_player_info(), json!({"name": "Alice"}));
-    let agent = action_agent(registry, AgentConfig::for_protocol(Protocol::Action));
+    let agent = action_agent(registry, AgentConfig::for_protocol(ProtocolChoice::Action));
     let model = ScriptedModel::chunked(&[ROUND_1, ROUND_2, "The player's name is Alice."], 13);
     let (outcome, events, conversation) = run(&agent, &model, "What is player123's name?").await;
 
@@ -129,7 +129,7 @@ async fn a_simple_call_reports_its_result_as_the_seed_shows() {
         json!({"type": "object", "properties": {"path": {"type": "string"}, "default_value": {}}, "required": ["path"]}),
     );
     let received = recording(&mut registry, read, json!("sunny"));
-    let agent = action_agent(registry, AgentConfig::for_protocol(Protocol::Action));
+    let agent = action_agent(registry, AgentConfig::for_protocol(ProtocolChoice::Action));
     let output = "Okay, I need to check the current weather to answer the player's question.\n<ACTION>\n    <ReadWorldStateTool>\n        <path>environment.weather.current_conditions</path>\n        <default_value>unknown</default_value>\n    </ReadWorldStateTool>\n</ACTION>";
     let model = ScriptedModel::chunked(&[output, "It is sunny."], 4);
     let (_, events, _) = run(&agent, &model, "How is the weather?").await;
@@ -162,7 +162,7 @@ async fn nested_and_cdata_parameters_arrive_as_json() {
     let diffs = recording(&mut registry, diff, json!("applied"));
     let config = AgentConfig {
         run_extra_action_blocks: true,
-        ..AgentConfig::for_protocol(Protocol::Action)
+        ..AgentConfig::for_protocol(ProtocolChoice::Action)
     };
     let agent = action_agent(registry, config);
     let output = "I need both files, then a fix.\n<ACTION>\n    <read_file>\n        <args>\n            <file>\n                <path>src/app.ts</path>\n            </file>\n            <file>\n                <path>src/utils.ts</path>\n            </file>\n        </args>\n    </read_file>\n</ACTION>\n<ACTION>\n    <ApplyProjectDiff>\n        <target_file>config/settings.json</target_file>\n        <diff_patch>\n            <![CDATA[\n-  \"feature_enabled\": false,\n+  \"feature_enabled\": true,\n            ]]>\n        </diff_patch>\n    </ApplyProjectDiff>\n</ACTION>";
@@ -183,7 +183,7 @@ async fn nested_and_cdata_parameters_arrive_as_json() {
 async fn only_the_first_action_block_runs_by_default() {
     let mut registry = Registry::new();
     let received = recording(&mut registry, get_player_info(), json!("Alice"));
-    let agent = action_agent(registry, AgentConfig::for_protocol(Protocol::Action));
+    let agent = action_agent(registry, AgentConfig::for_protocol(ProtocolChoice::Action));
     let two = "<ACTION><GetPlayerInfo><player_id>a</player_id></GetPlayerInfo></ACTION>\n<ACTION><GetPlayerInfo><player_id>b</player_id></GetPlayerInfo></ACTION>";
     let model = ScriptedModel::chunked(&[two, "ok"], 10);
     let (outcome, events, _) = run(&agent, &model, "go").await;
@@ -210,7 +210,7 @@ async fn only_the_first_action_block_runs_by_default() {
 async fn malformed_xml_is_fed_back_and_nothing_runs() {
     let mut registry = Registry::new();
     let received = recording(&mut registry, get_player_info(), json!("Alice"));
-    let agent = action_agent(registry, AgentConfig::for_protocol(Protocol::Action));
+    let agent = action_agent(registry, AgentConfig::for_protocol(ProtocolChoice::Action));
     let broken =
         "Trying.\n<ACTION>\n<GetPlayerInfo>\n<player_id>a</player_id>\n</GetPlayerInfo\n</ACTION>";
     let model = ScriptedModel::chunked(&[broken, "Sorry."], 8);
@@ -233,7 +233,7 @@ async fn malformed_xml_is_fed_back_and_nothing_runs() {
 async fn an_unknown_tool_gets_a_did_you_mean() {
     let mut registry = Registry::new();
     recording(&mut registry, get_player_info(), json!("Alice"));
-    let agent = action_agent(registry, AgentConfig::for_protocol(Protocol::Action));
+    let agent = action_agent(registry, AgentConfig::for_protocol(ProtocolChoice::Action));
     let typo = "<ACTION><GetPlayerInfos><player_id>a</player_id></GetPlayerInfos></ACTION>";
     let model = ScriptedModel::chunked(&[typo, "ok"], 64);
     let (_, events, _) = run(&agent, &model, "go").await;
@@ -253,7 +253,7 @@ async fn a_workflow_skill_runs_from_an_action_block() {
     let agent = Agent::with_config(
         Dispatcher::new(registry, summarizer_engine()),
         scope,
-        AgentConfig::for_protocol(Protocol::Action),
+        AgentConfig::for_protocol(ProtocolChoice::Action),
     );
     let call = format!(
         "Let me summarise it.\n<ACTION>\n  <workflow:summarize_text>\n    <text_to_summarize>{LONG_TEXT}</text_to_summarize>\n    <summary_length>简短</summary_length>\n  </workflow:summarize_text>\n</ACTION>"
@@ -280,7 +280,7 @@ async fn a_workflow_skill_runs_from_an_action_block() {
 async fn both_protocols_in_one_stream_run_in_stream_order() {
     let mut registry = Registry::new();
     let received = recording(&mut registry, get_player_info(), json!("found"));
-    let agent = action_agent(registry, AgentConfig::for_protocol(Protocol::Both));
+    let agent = action_agent(registry, AgentConfig::for_protocol(ProtocolChoice::Auto));
     let mixed = "First TAM.\n<|[REQUEST_TOOL]|>\ncommand:「始」GetPlayerInfo「末」\nPlayerID:「始」tam「末」\n<|[END_TOOL]|>\nThen XML.\n<ACTION><GetPlayerInfo><player_id>xml</player_id></GetPlayerInfo></ACTION>";
     let model = ScriptedModel::chunked(&[mixed, "Both found."], 7);
     let (outcome, events, _) = run(&agent, &model, "go").await;

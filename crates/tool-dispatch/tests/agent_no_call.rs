@@ -15,14 +15,14 @@ use support::{ScriptedModel, Step, observations, service, streamed_text};
 use tool_dispatch::engine::ReferenceEngine;
 use tool_dispatch::{
     Agent, AgentConfig, AgentEvent, CancellationToken, Dispatcher, Error, FinishReason, ModelItem,
-    Protocol, Registry, Scope, StopReason, StreamCut, ToolExecutionResult,
+    ProtocolChoice, Registry, Scope, StopReason, StreamCut, ToolExecutionResult,
 };
 
 const TAM_BLOCK: &str =
     "<|[REQUEST_TOOL]|>\ncommand:「始」Record「末」\nnote:「始」hello「末」\n<|[END_TOOL]|>";
 const ACTION_BLOCK: &str = "<ACTION>\n  <Record>\n    <note>hello</note>\n  </Record>\n</ACTION>";
 
-fn agent(protocol: Protocol, runs: &Arc<AtomicUsize>) -> Agent {
+fn agent(protocol: ProtocolChoice, runs: &Arc<AtomicUsize>) -> Agent {
     let mut registry = Registry::new();
     let runs = Arc::clone(runs);
     registry
@@ -69,7 +69,7 @@ struct Run {
 
 /// Runs the agent over `rounds` with every delta size in `chunks`; the run must be the
 /// same for each (checked on the runs and the stop), and is returned for the last.
-async fn run(protocol: Protocol, rounds: impl Fn(usize) -> Vec<Vec<Step>>) -> Run {
+async fn run(protocol: ProtocolChoice, rounds: impl Fn(usize) -> Vec<Vec<Step>>) -> Run {
     let mut last = None;
     for chunk in [1, 3, 7, 1000] {
         let runs = Arc::new(AtomicUsize::new(0));
@@ -115,7 +115,7 @@ fn no_call_started(events: &[AgentEvent]) -> bool {
 }
 
 /// A prose mention in `protocol` starts no call.
-async fn check_prose_mention(protocol: Protocol, text: &str) {
+async fn check_prose_mention(protocol: ProtocolChoice, text: &str) {
     // A second round in case the decoder reports the mention as an error.
     let run = run(protocol, |chunk| {
         vec![round(text, chunk, vec![]), round("Done.", chunk, vec![])]
@@ -133,31 +133,29 @@ async fn check_prose_mention(protocol: Protocol, text: &str) {
 #[tokio::test]
 async fn a_tam_marker_mentioned_in_prose_runs_no_call() {
     let text = "To call a tool, write <|[REQUEST_TOOL]|> and then the entries.";
-    check_prose_mention(Protocol::Tam, text).await;
-    check_prose_mention(Protocol::Both, text).await;
+    check_prose_mention(ProtocolChoice::Tam, text).await;
+    check_prose_mention(ProtocolChoice::Auto, text).await;
 }
 
 /// SPEC §3: an `<ACTION>` block holding no complete call element is a prose mention; the
 /// current ACTION decoder repairs it into a call of `Record` (refused: no `note`).
 #[tokio::test]
-#[ignore = "needs issue-11 parser rules"]
 async fn an_action_tag_mentioned_in_prose_starts_no_call() {
     let text = "I write an <ACTION> block with a tag such as <Record> inside.";
-    check_prose_mention(Protocol::Action, text).await;
-    check_prose_mention(Protocol::Both, text).await;
+    check_prose_mention(ProtocolChoice::Action, text).await;
+    check_prose_mention(ProtocolChoice::Auto, text).await;
 }
 
 /// SPEC §2.3 and §3: the unclosed mention's bytes come out as text with `marker_in_prose`.
 #[tokio::test]
-#[ignore = "needs issue-11 parser rules"]
 async fn a_marker_mentioned_in_prose_comes_out_as_text() {
     for (protocol, text) in [
         (
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             "To call a tool, write <|[REQUEST_TOOL]|> and then the entries.",
         ),
         (
-            Protocol::Action,
+            ProtocolChoice::Action,
             "I write an <ACTION> block with a tag such as <Record> inside.",
         ),
     ] {
@@ -169,7 +167,7 @@ async fn a_marker_mentioned_in_prose_comes_out_as_text() {
 
 /// A block left open at the end of the reply, in `protocol`, runs no call and the model
 /// is told.
-async fn check_open_block(protocol: Protocol, open: &str) {
+async fn check_open_block(protocol: ProtocolChoice, open: &str) {
     let text = format!("Recording now.\n{open}");
     let run = run(protocol, |chunk| {
         vec![
@@ -190,18 +188,17 @@ async fn check_open_block(protocol: Protocol, open: &str) {
 #[tokio::test]
 async fn a_tam_block_left_open_at_the_end_of_the_reply_runs_no_call() {
     let open = &TAM_BLOCK[..TAM_BLOCK.rfind('<').unwrap()];
-    check_open_block(Protocol::Tam, open).await;
-    check_open_block(Protocol::Both, open).await;
+    check_open_block(ProtocolChoice::Tam, open).await;
+    check_open_block(ProtocolChoice::Auto, open).await;
 }
 
 /// SPEC §3: a call element still open at the end of the stream (cut mid-call) yields no
 /// call; the current ACTION decoder repairs it.
 #[tokio::test]
-#[ignore = "needs issue-11 parser rules"]
 async fn an_action_call_left_open_at_the_end_of_the_reply_runs_no_call() {
     let open = "<ACTION>\n  <Record>\n    <note>hello</note>\n";
-    check_open_block(Protocol::Action, open).await;
-    check_open_block(Protocol::Both, open).await;
+    check_open_block(ProtocolChoice::Action, open).await;
+    check_open_block(ProtocolChoice::Auto, open).await;
 }
 
 #[tokio::test]
@@ -211,10 +208,10 @@ async fn a_reply_cut_at_the_token_limit_runs_no_call_even_where_a_repair_would()
     let action_cut = &ACTION_BLOCK[..ACTION_BLOCK.rfind('<').unwrap()];
     let tam_cut = &TAM_BLOCK[..TAM_BLOCK.rfind('<').unwrap()];
     for (protocol, text) in [
-        (Protocol::Tam, tam_cut),
-        (Protocol::Action, action_cut),
-        (Protocol::Both, tam_cut),
-        (Protocol::Both, action_cut),
+        (ProtocolChoice::Tam, tam_cut),
+        (ProtocolChoice::Action, action_cut),
+        (ProtocolChoice::Auto, tam_cut),
+        (ProtocolChoice::Auto, action_cut),
     ] {
         let text = format!("Recording now.\n{text}");
         let run = run(protocol, |chunk| {
@@ -251,7 +248,10 @@ async fn a_reply_cut_at_the_token_limit_runs_no_call_even_where_a_repair_would()
 async fn a_transport_error_mid_block_runs_no_call() {
     let action_cut = &ACTION_BLOCK[..ACTION_BLOCK.rfind('<').unwrap()];
     let tam_cut = &TAM_BLOCK[..TAM_BLOCK.rfind('<').unwrap()];
-    for (protocol, text) in [(Protocol::Tam, tam_cut), (Protocol::Action, action_cut)] {
+    for (protocol, text) in [
+        (ProtocolChoice::Tam, tam_cut),
+        (ProtocolChoice::Action, action_cut),
+    ] {
         let text = format!("Recording now.\n{text}");
         let run = run(protocol, |chunk| {
             vec![round(&text, chunk, vec![Step::Fail("connection reset")])]
@@ -269,7 +269,10 @@ async fn a_transport_error_mid_block_runs_no_call() {
 
 #[tokio::test]
 async fn a_block_closed_before_a_cut_still_runs() {
-    for (protocol, block) in [(Protocol::Tam, TAM_BLOCK), (Protocol::Action, ACTION_BLOCK)] {
+    for (protocol, block) in [
+        (ProtocolChoice::Tam, TAM_BLOCK),
+        (ProtocolChoice::Action, ACTION_BLOCK),
+    ] {
         let text = format!("{block}\nAnd now I explain at len");
         let run = run(protocol, |chunk| {
             vec![
@@ -290,7 +293,10 @@ async fn a_block_closed_before_a_cut_still_runs() {
 #[tokio::test]
 async fn think_tags_split_out_as_reasoning_whatever_the_deltas() {
     let text = format!("<think>I could write {TAM_BLOCK} now.</think>Nothing to do.");
-    let run = run(Protocol::Tam, |chunk| vec![round(&text, chunk, vec![])]).await;
+    let run = run(ProtocolChoice::Tam, |chunk| {
+        vec![round(&text, chunk, vec![])]
+    })
+    .await;
     assert_eq!(run.runs, 0);
     assert_eq!(streamed_text(&run.events), "Nothing to do.");
     let reasoning: String = run

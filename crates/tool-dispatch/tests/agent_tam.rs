@@ -305,6 +305,10 @@ async fn events_arrive_in_order_for_a_ui() {
             AgentEvent::CallStarted { .. } => "start",
             AgentEvent::CallFinished(_) => "finish",
             AgentEvent::Observation(_) => "observation",
+            AgentEvent::CallStreamStart { .. }
+            | AgentEvent::ParamStart { .. }
+            | AgentEvent::ParamText { .. }
+            | AgentEvent::ParamEnd { .. } => "arguments",
             _ => "other",
         })
         .collect();
@@ -316,6 +320,7 @@ async fn events_arrive_in_order_for_a_ui() {
             "round",
             "text",
             "opened",
+            "arguments",
             "block",
             "start",
             "finish",

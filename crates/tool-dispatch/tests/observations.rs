@@ -11,7 +11,7 @@ use support::{ScriptedModel, get_player_info};
 use tam_parse::{Code, Diagnostic, Span};
 use tool_dispatch::engine::ReferenceEngine;
 use tool_dispatch::{
-    Agent, AgentConfig, AgentEvent, CancellationToken, Dispatcher, Protocol, Registry, Scope,
+    Agent, AgentConfig, AgentEvent, CancellationToken, Dispatcher, ProtocolChoice, Registry, Scope,
     ToolExecutionResult, diagnostic_observation,
 };
 
@@ -55,7 +55,7 @@ fn error_diagnostics_become_observations_and_warnings_do_not() {
 /// The observations and tool arguments of one scripted run, with outputs split into
 /// `chunk`-byte deltas.
 fn observe(
-    protocol: Protocol,
+    protocol: ProtocolChoice,
     outputs: &[&str],
     chunk: usize,
 ) -> (Vec<String>, Vec<serde_json::Value>) {
@@ -102,12 +102,12 @@ proptest! {
 
     #[test]
     fn observations_do_not_depend_on_delta_boundaries(chunk in 1usize..48) {
-        let whole = observe(Protocol::Both, &[MIXED, "Done."], MIXED.len());
+        let whole = observe(ProtocolChoice::Auto, &[MIXED, "Done."], MIXED.len());
         prop_assert_eq!(whole.0.len(), 3);
         prop_assert_eq!(
             &whole.0[2],
             "Observation: Error - Invalid parameters for GetPlayerInfo: Unknown parameter 'playerId', did you mean 'player_id'?"
         );
-        prop_assert_eq!(observe(Protocol::Both, &[MIXED, "Done."], chunk), whole);
+        prop_assert_eq!(observe(ProtocolChoice::Auto, &[MIXED, "Done."], chunk), whole);
     }
 }

@@ -19,7 +19,7 @@ use tool_dispatch::engine::ReferenceEngine;
 use tool_dispatch::openai::{OpenAiConfig, OpenAiError, OpenAiModel};
 use tool_dispatch::{
     Agent, AgentConfig, AgentEvent, CancellationToken, Dispatcher, Error, FinishReason,
-    LanguageModel, Message, ModelItem, ModelOptions, ModelRequest, Protocol, Registry, Scope,
+    LanguageModel, Message, ModelItem, ModelOptions, ModelRequest, ProtocolChoice, Registry, Scope,
     StopReason, StreamCut, ToolCallChunk, ToolExecutionResult,
 };
 
@@ -322,7 +322,7 @@ async fn a_server_error_event_and_a_chunk_that_is_not_json_end_the_stream() {
 }
 
 /// A registry with `Record(note)`, which counts its runs.
-fn recording_agent(protocol: Protocol, runs: &Arc<AtomicUsize>) -> Agent {
+fn recording_agent(protocol: ProtocolChoice, runs: &Arc<AtomicUsize>) -> Agent {
     let mut registry = Registry::new();
     let runs = Arc::clone(runs);
     registry
@@ -379,7 +379,11 @@ async fn a_block_closed_before_the_end_runs_through_the_agent() {
         Reply::events(&text_stream("Done.", 5, "stop", "\n")),
     ])
     .await;
-    let (outcome, _) = run_agent(&recording_agent(Protocol::Tam, &runs), &model(&server)).await;
+    let (outcome, _) = run_agent(
+        &recording_agent(ProtocolChoice::Tam, &runs),
+        &model(&server),
+    )
+    .await;
     let outcome = outcome.unwrap();
     assert_eq!(outcome.stop, StopReason::Answer);
     assert_eq!(outcome.answer, "Done.");
@@ -397,9 +401,9 @@ async fn a_block_closed_before_the_end_runs_through_the_agent() {
 #[tokio::test]
 async fn a_reply_cut_at_the_token_limit_inside_a_block_runs_no_call() {
     for (protocol, block) in [
-        (Protocol::Tam, RECORD_BLOCK.to_owned()),
+        (ProtocolChoice::Tam, RECORD_BLOCK.to_owned()),
         (
-            Protocol::Action,
+            ProtocolChoice::Action,
             "<ACTION>\n  <Record>\n    <note>hello</note>\n  </Record>\n</ACTION>".to_owned(),
         ),
     ] {
@@ -448,7 +452,11 @@ async fn a_prose_answer_cut_at_the_token_limit_is_truncated() {
         "\n",
     ))])
     .await;
-    let (outcome, _) = run_agent(&recording_agent(Protocol::Tam, &runs), &model(&server)).await;
+    let (outcome, _) = run_agent(
+        &recording_agent(ProtocolChoice::Tam, &runs),
+        &model(&server),
+    )
+    .await;
     let outcome = outcome.unwrap();
     assert_eq!(outcome.stop, StopReason::Truncated);
     assert_eq!(outcome.answer, "The answer is");
@@ -464,8 +472,11 @@ async fn a_connection_dropped_inside_a_block_runs_no_call() {
     };
     pieces.truncate(pieces.len() - 2); // no finish chunk, no [DONE]
     let server = Server::start(vec![Reply::Stream { pieces, drop: true }]).await;
-    let (outcome, events) =
-        run_agent(&recording_agent(Protocol::Tam, &runs), &model(&server)).await;
+    let (outcome, events) = run_agent(
+        &recording_agent(ProtocolChoice::Tam, &runs),
+        &model(&server),
+    )
+    .await;
     assert!(matches!(outcome, Err(Error::Model(_))), "{outcome:?}");
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     assert!(
@@ -487,8 +498,11 @@ async fn reasoning_is_shown_and_never_decoded_into_calls() {
     )];
     events.extend(text_stream(&think, 3, "stop", "\n"));
     let server = Server::start(vec![Reply::events(&events)]).await;
-    let (outcome, events) =
-        run_agent(&recording_agent(Protocol::Tam, &runs), &model(&server)).await;
+    let (outcome, events) = run_agent(
+        &recording_agent(ProtocolChoice::Tam, &runs),
+        &model(&server),
+    )
+    .await;
     let outcome = outcome.unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     assert_eq!(outcome.stop, StopReason::Answer);
@@ -522,8 +536,11 @@ async fn native_tool_calls_are_reported_and_the_model_is_told() {
         Reply::events(&text_stream("Understood.", 5, "stop", "\n")),
     ])
     .await;
-    let (outcome, events) =
-        run_agent(&recording_agent(Protocol::Tam, &runs), &model(&server)).await;
+    let (outcome, events) = run_agent(
+        &recording_agent(ProtocolChoice::Tam, &runs),
+        &model(&server),
+    )
+    .await;
     let outcome = outcome.unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 0, "a native call is not run");
     assert!(events.iter().any(|e| matches!(

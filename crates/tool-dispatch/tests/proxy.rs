@@ -18,7 +18,7 @@ use async_openai::types::chat::{
 use futures_util::StreamExt;
 use proxy_upstream::{Reply, ScriptedUpstream, event, finish_event, start_proxy, start_proxy_with};
 use serde_json::{Value, json};
-use tool_dispatch::Protocol;
+use tool_dispatch::ProtocolChoice;
 use tool_dispatch::openai::OpenAiConfig;
 use tool_dispatch::proxy::ProxyConfig;
 
@@ -132,7 +132,7 @@ fn deltas_reply(text: &str, size: usize, finish: &str) -> Reply {
 async fn streamed_tam_call_has_typed_arguments_and_the_upstream_sees_no_tools() {
     let reply = format!("Let me check.\n{TAM_CALL}");
     let upstream = ScriptedUpstream::always(deltas_reply(&reply, 7, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(
         &proxy,
         request(json!({"temperature": 0.7, "top_p": 0.9, "max_tokens": 300, "seed": 1, "parallel_tool_calls": true, "tool_choice": "auto"})),
@@ -182,7 +182,7 @@ async fn streamed_tam_call_has_typed_arguments_and_the_upstream_sees_no_tools() 
 async fn whole_action_reply_is_one_chat_completion() {
     let reply = format!("I will look it up.\n{ACTION_CALL}");
     let upstream = ScriptedUpstream::always(deltas_reply(&reply, 5, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Action).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
     let response = complete(&proxy, request(json!({}))).await;
     assert_eq!(response.object, "chat.completion");
     assert_eq!(response.model, "qwen");
@@ -215,7 +215,7 @@ async fn prose_in_many_deltas_comes_back_exactly_in_both_protocols() {
     let prose = "Here is the fix: `fn f<T: Into<String>>(x: T) -> Vec<u8>` works when a < b && c > d.\n\
         In JSX: <div className=\"x\">{items.map(i => <Item key={i} />)}</div> &amp; done.\n\
         To call a tool, a model writes <|[REQUEST_TOOL]|> then entries, or an <ACTION> block. 日本語 ✓ 🎉";
-    for protocol in [Protocol::Tam, Protocol::Action] {
+    for protocol in [ProtocolChoice::Tam, ProtocolChoice::Action] {
         let upstream = ScriptedUpstream::always(deltas_reply(prose, 1, "stop")).await;
         let proxy = start_proxy(&upstream, protocol).await;
         let got = stream(&proxy, request(json!({}))).await;
@@ -243,7 +243,10 @@ async fn history_tool_calls_and_results_reach_the_upstream_as_text() {
         ]},
         {"role": "tool", "tool_call_id": "call_1", "content": "sunny, 21 °C"},
     ]});
-    for (protocol, block) in [(Protocol::Tam, TAM_CALL), (Protocol::Action, ACTION_CALL)] {
+    for (protocol, block) in [
+        (ProtocolChoice::Tam, TAM_CALL),
+        (ProtocolChoice::Action, ACTION_CALL),
+    ] {
         let upstream = ScriptedUpstream::always(Reply::content(&["It is sunny."], "stop")).await;
         let proxy = start_proxy(&upstream, protocol).await;
         let got = stream(&proxy, request(history.clone())).await;
@@ -276,7 +279,7 @@ async fn a_call_to_a_tool_not_offered_is_content() {
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」delete_all_files「末」\npath:「始」/「末」\n<|[END_TOOL]|>";
     let reply = format!("Cleaning up.\n{block}\nDone.");
     let upstream = ScriptedUpstream::always(deltas_reply(&reply, 3, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.content, reply);
     assert!(got.calls.is_empty());
@@ -284,7 +287,7 @@ async fn a_call_to_a_tool_not_offered_is_content() {
     // A block that does not decode (an entry with no command) is content too.
     let broken = "<|[REQUEST_TOOL]|>\ncity:「始」Paris「末」\n<|[END_TOOL]|>";
     let upstream = ScriptedUpstream::always(deltas_reply(broken, 4, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.content, broken);
     assert!(got.calls.is_empty());
@@ -293,7 +296,7 @@ async fn a_call_to_a_tool_not_offered_is_content() {
 #[tokio::test]
 async fn tool_choice_none_sends_no_tool_prompt_and_decodes_nothing() {
     let upstream = ScriptedUpstream::always(deltas_reply(TAM_CALL, 9, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({"tool_choice": "none"}))).await;
     assert_eq!(got.content, TAM_CALL);
     assert!(got.calls.is_empty());
@@ -310,7 +313,7 @@ async fn tool_choice_none_sends_no_tool_prompt_and_decodes_nothing() {
 async fn parallel_tool_calls_false_gives_the_first_call_only() {
     let chain = "<|[REQUEST_TOOL]|>\ncommand1:「始」get_weather「末」\ncity1:「始」Paris「末」\ncommand2:「始」get_weather「末」\ncity2:「始」Rome「末」\n<|[END_TOOL]|>";
     let upstream = ScriptedUpstream::always(deltas_reply(chain, 6, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({"parallel_tool_calls": false}))).await;
     assert_eq!(got.calls.len(), 1);
     assert_eq!(arguments(&got.calls[0].2), json!({"city": "Paris"}));
@@ -329,7 +332,7 @@ async fn parallel_tool_calls_false_gives_the_first_call_only() {
 
     // Two calls with parallel calls allowed: indexes 0 and 1, distinct ids.
     let upstream = ScriptedUpstream::always(deltas_reply(chain, 6, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.calls.len(), 2);
     assert_ne!(got.calls[0].0, got.calls[1].0);
@@ -340,7 +343,7 @@ async fn parallel_tool_calls_false_gives_the_first_call_only() {
 async fn arguments_that_do_not_validate_come_as_written() {
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」a few「末」\n<|[END_TOOL]|>";
     let upstream = ScriptedUpstream::always(Reply::content(&[block], "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.calls.len(), 1);
     assert_eq!(
@@ -355,7 +358,7 @@ async fn a_reply_cut_at_the_token_limit_runs_no_call() {
     let cut =
         "Checking.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n";
     let upstream = ScriptedUpstream::always(deltas_reply(cut, 4, "length")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     // The call streamed while the block was written; it is never completed: its
     // arguments are not valid JSON and the finish reason is `length`, not `tool_calls`.
@@ -383,7 +386,7 @@ async fn a_transport_error_mid_block_runs_no_call_and_ends_with_an_error() {
         endless: false,
     })
     .await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     // The streamed call never completes: unfinished arguments, then the error event.
     assert_eq!(got.calls.len(), 1, "{:?}", got.calls);
@@ -403,7 +406,7 @@ async fn upstream_errors_keep_their_status_and_message() {
         body: json!({"error": {"message": "the prompt is longer than the context", "type": "invalid_request_error"}}),
     })
     .await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     for streamed in [false, true] {
         let mut request = request(json!({}));
         let error = if streamed {
@@ -435,7 +438,7 @@ async fn upstream_errors_keep_their_status_and_message() {
         body: json!({"error": {"message": "bad key"}}),
     })
     .await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let OpenAIError::ApiError(error) = client(&proxy)
         .chat()
         .create(request(json!({})))
@@ -481,7 +484,7 @@ async fn a_client_that_disconnects_cancels_the_upstream_request() {
         endless: true,
     })
     .await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let mut request = request(json!({}));
     request.stream = Some(true);
     let mut events = client(&proxy).chat().create_stream(request).await.unwrap();
@@ -526,7 +529,7 @@ async fn reasoning_passes_through_as_reasoning_content() {
         endless: false,
     })
     .await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let mut body = serde_json::to_value(request(json!({}))).unwrap();
     body["stream"] = json!(true);
     let mut chunks = client(&proxy)
@@ -556,7 +559,7 @@ async fn reasoning_passes_through_as_reasoning_content() {
 #[tokio::test]
 async fn models_are_passed_through() {
     let upstream = ScriptedUpstream::always(Reply::content(&[], "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let models = client(&proxy).models().list().await.unwrap();
     assert_eq!(models.data.len(), 1);
     assert_eq!(models.data[0].id, "up-model");
@@ -640,7 +643,7 @@ async fn a_client_that_gives_up_on_a_whole_reply_cancels_the_upstream_request() 
         endless: true,
     })
     .await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let impatient = reqwest::Client::builder()
         .timeout(Duration::from_millis(300))
         .build()
@@ -684,9 +687,9 @@ fn writer_tool() -> Value {
 const LONG_CODE: &str = "use std::collections::HashMap;\n\nfn main() {\n    let mut m: HashMap<&str, Vec<u8>> = HashMap::new();\n    m.insert(\"a & b\", vec![1, 2]);\n    if 1 < 2 { println!(\"<ok>\"); }\n}\n";
 
 /// The upstream's reply for `protocol` writing LONG_CODE, and the text of its end marker.
-fn writer_reply(protocol: Protocol) -> (String, &'static str) {
+fn writer_reply(protocol: ProtocolChoice) -> (String, &'static str) {
     match protocol {
-        Protocol::Action => (
+        ProtocolChoice::Action => (
             format!(
                 "Writing it.\n<ACTION>\n  <write_file>\n    <path>src/main.rs</path>\n    <content><![CDATA[\n{LONG_CODE}]]></content>\n    <mode>420</mode>\n  </write_file>\n</ACTION>"
             ),
@@ -703,7 +706,11 @@ fn writer_reply(protocol: Protocol) -> (String, &'static str) {
 
 #[tokio::test]
 async fn long_string_arguments_stream_before_the_block_ends() {
-    for protocol in [Protocol::Tam, Protocol::Action, Protocol::Both] {
+    for protocol in [
+        ProtocolChoice::Tam,
+        ProtocolChoice::Action,
+        ProtocolChoice::Auto,
+    ] {
         let (reply, end_marker) = writer_reply(protocol);
         let deltas = pieces(&reply, 6);
         // Hold the upstream at the delta holding the end marker's first character.
@@ -782,7 +789,7 @@ async fn long_string_arguments_stream_before_the_block_ends() {
 
 #[tokio::test]
 async fn every_split_of_the_upstream_text_gives_the_same_streamed_arguments() {
-    for protocol in [Protocol::Tam, Protocol::Action] {
+    for protocol in [ProtocolChoice::Tam, ProtocolChoice::Action] {
         let (reply, _) = writer_reply(protocol);
         let count = reply.chars().count();
         // Every split point, in two deltas; the upstream's stream is shared by requests.
@@ -822,7 +829,7 @@ async fn a_streamed_call_its_block_refuses_ends_the_stream_with_an_error() {
     // The first call streams; the block also calls a tool not offered: not calls.
     let reply = "<ACTION><write_file><path>a</path><content>x</content></write_file><rm_rf><p>/</p></rm_rf></ACTION>";
     let upstream = ScriptedUpstream::always(deltas_reply(reply, 5, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Action).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
     let got = stream(&proxy, request(json!({"tools": [writer_tool()]}))).await;
     assert_eq!(got.calls.len(), 1);
     assert!(

@@ -415,7 +415,7 @@ mod prompt_examples {
 /// TAM seed §6.2 in the agent: the system prompt lists exactly the scope's tools.
 #[test]
 fn tam_seed_6_2_agent_system_prompt_lists_its_scope() {
-    use tool_dispatch::{Agent, AgentConfig, Protocol};
+    use tool_dispatch::{Agent, AgentConfig, ProtocolChoice};
     use tool_schema::{PromptLanguage, PromptProtocol, SystemPrompt};
 
     let mut registry = Registry::new();
@@ -427,7 +427,7 @@ fn tam_seed_6_2_agent_system_prompt_lists_its_scope() {
     let agent = Agent::with_config(
         dispatcher,
         scope,
-        AgentConfig::for_protocol(Protocol::Action),
+        AgentConfig::for_protocol(ProtocolChoice::Action),
     );
     let text = agent.system_prompt(&SystemPrompt::new(
         PromptProtocol::Action,

@@ -2,11 +2,10 @@
 //!
 //! The input is read with plain blocking reads, each handing over whatever bytes the pipe
 //! or file has (never read to the end first); each read's bytes go through the input
-//! framing ([`lines`], [`framing`]) into the protocol decoder ([`decoder`]), and each event
+//! framing ([`lines`], [`framing`]) into action-xml's front door ([`OutputDecoder`]), and each event
 //! is written and flushed the moment the decoder reports it ([`ndjson`]). So a tool call
 //! appears on standard output while the model is still writing what follows it.
 
-mod decoder;
 mod framing;
 mod lines;
 mod ndjson;
@@ -15,12 +14,12 @@ use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use action_xml::MixedEvent;
+use action_xml::{MixedConfig, MixedEvent, OutputDecoder, ProtocolChoice};
 use clap::ValueEnum;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::error::ErrorKind;
 use tam_parse::{Code, Diagnostic, Dialect, Severity, Span};
 
-use self::decoder::{Blocks, ProtocolDecoder};
 use self::framing::SseEvents;
 use self::lines::{Flow, Line, LineSplitter};
 use self::ndjson::{Extras, NdjsonWriter};
@@ -42,8 +41,21 @@ Output lines (SPEC §6):
 Spans are byte offsets [start, end) in the decoded content (for --input deltas and sse:
 the concatenated deltas, not the input file).
 
-Block starts and TAM command names are not reported by default: the tool_calls line is
-authoritative. --progress adds
+Block starts, TAM command names and arguments as they stream are not reported by
+default: the tool_calls line is authoritative. --progress adds
+  {\"type\":\"call_start\",\"protocol\":\"action\",\"index\":N,\"tool\":S,\"span\":[a,b]}
+      when an ACTION call's start tag is complete
+  {\"type\":\"param_start\",\"protocol\":P,\"key\":S,\"span\":[a,b]}
+      when a parameter's value begins (TAM: `command` too, key as written)
+  {\"type\":\"param_text\",\"protocol\":P,\"text\":S,\"span\":[a,b]}
+      a piece of the value; pieces may be split anywhere
+  {\"type\":\"param_end\",\"protocol\":P,\"span\":[a,b]}
+      when the value closes
+  {\"type\":\"call_end\",\"protocol\":\"action\",\"index\":N,\"span\":[a,b]}
+      when an ACTION call element closes
+The param_text pieces of one parameter joined are its value (TAM: exactly; ACTION: the
+content as written, references decoded, untrimmed). They are for UIs: a call runs only
+from its tool_calls line, and a block the stream ends inside never gets one. Also:
   {\"type\":\"block_start\",\"protocol\":P,\"span\":[a,b]}     when a start marker or <ACTION> is seen
   {\"type\":\"command_seen\",\"protocol\":\"tam\",\"call\":N,\"tool\":S,\"span\":[a,b]}
                                                           when a TAM command value closes
@@ -73,15 +85,10 @@ pub(crate) enum InputFraming {
     Sse,
 }
 
-/// Which tool-call blocks to look for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum ProtocolChoice {
-    /// TAM blocks (`<|[REQUEST_TOOL]|>` … `<|[END_TOOL]|>`, or the VCP dialect's markers).
-    Tam,
-    /// ACTION XML blocks (`<ACTION>` … `</ACTION>`).
-    Action,
-    /// Both, in one stream.
-    Auto,
+/// `--protocol`: action-xml's [`ProtocolChoice`] by its names (`tam`, `action`, `auto`).
+fn protocol_parser() -> impl TypedValueParser<Value = ProtocolChoice> {
+    PossibleValuesParser::new(ProtocolChoice::ALL.map(ProtocolChoice::as_str))
+        .try_map(|name| name.parse::<ProtocolChoice>())
 }
 
 /// TAM marker dialect.
@@ -97,8 +104,9 @@ pub(crate) enum DialectChoice {
 #[derive(Debug, clap::Args)]
 #[command(long_about = LONG_ABOUT)]
 pub(crate) struct DecodeArgs {
-    /// Which tool-call blocks to look for.
-    #[arg(long, value_enum, default_value_t = ProtocolChoice::Auto)]
+    /// Which tool-call blocks to look for: tam (TAM or VCP markers), action (<ACTION>
+    /// XML) or auto (both, in one stream).
+    #[arg(long, default_value = "auto", value_parser = protocol_parser())]
     protocol: ProtocolChoice,
     /// TAM marker dialect [default: tam]; not for --protocol action.
     #[arg(long, value_enum)]
@@ -106,7 +114,8 @@ pub(crate) struct DecodeArgs {
     /// How the input is framed.
     #[arg(long, value_enum, default_value_t = InputFraming::Raw)]
     input: InputFraming,
-    /// Also write block_start and command_seen lines.
+    /// Also write block_start, command_seen and the argument lines (call_start,
+    /// param_start, param_text, param_end, call_end).
     #[arg(long)]
     progress: bool,
     /// Add the model's text to diagnostics that carry it, as "raw".
@@ -118,12 +127,7 @@ pub(crate) struct DecodeArgs {
 
 /// Runs `tam decode`.
 pub(crate) fn run(args: &DecodeArgs) -> Result<(), CliError> {
-    let blocks = match args.protocol {
-        ProtocolChoice::Tam => Blocks::Tam,
-        ProtocolChoice::Action => Blocks::Action,
-        ProtocolChoice::Auto => Blocks::Both,
-    };
-    if blocks == Blocks::Action && args.dialect.is_some() {
+    if args.protocol == ProtocolChoice::Action && args.dialect.is_some() {
         return Err(CliError::usage(
             ErrorKind::ArgumentConflict,
             "--dialect chooses TAM markers, and --protocol action reads no TAM block; drop one of them",
@@ -140,7 +144,7 @@ pub(crate) fn run(args: &DecodeArgs) -> Result<(), CliError> {
     let stdout = io::stdout();
     let writer = NdjsonWriter::new(BufWriter::new(stdout.lock()), extras);
     let pipeline = Pipeline {
-        decoder: ProtocolDecoder::new(blocks, dialect),
+        decoder: OutputDecoder::new(decoder_config(args.protocol, dialect, args.progress)),
         writer,
     };
     let (source, path): (Box<dyn Read>, &Path) = match args.file.as_deref() {
@@ -209,10 +213,18 @@ fn decode_stream<W: Write>(
     pipeline.finish().map_err(Failure::Write)
 }
 
+/// The front door's settings: every limit at its default; arguments stream only when
+/// `--progress` writes them.
+fn decoder_config(protocol: ProtocolChoice, dialect: Dialect, progress: bool) -> MixedConfig {
+    let mut config = MixedConfig::for_protocol(protocol).with_param_events(progress);
+    config.tam = tam_parse::Config::with_dialect(dialect);
+    config
+}
+
 /// The decoder and the output, for one stream.
 #[derive(Debug)]
 pub(crate) struct Pipeline<W: Write> {
-    decoder: ProtocolDecoder,
+    decoder: OutputDecoder,
     writer: NdjsonWriter<W>,
 }
 

@@ -8,7 +8,10 @@
 //!
 //! Two more types exist behind `--progress`: `block_start` (`protocol`, `span`) when a start
 //! marker or `<ACTION>` tag is seen, and `command_seen` (`protocol`, `call`, `tool`,
-//! `span`) when a TAM command value closes. With `--with-raw`, a diagnostic that carries
+//! `span`) when a TAM command value closes, and the argument lines: `call_start`
+//! (`protocol`, `index`, `tool`, `span`), `param_start` (`protocol`, `key`, `span`),
+//! `param_text` (`protocol`, `text`, `span`), `param_end` and `call_end` (`protocol`,
+//! [`index`,] `span`). With `--with-raw`, a diagnostic that carries
 //! the model's text (an unterminated block, stray text, an orphan entry) has it as `raw`.
 
 use std::io::{self, Write};
@@ -22,7 +25,7 @@ use tam_parse::{Diagnostic, Param, Span};
 /// What to write besides the three SPEC types.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Extras {
-    /// Write `block_start` and `command_seen` lines.
+    /// Write `block_start`, `command_seen` and the argument lines.
     pub progress: bool,
     /// Write a diagnostic's `raw` text when it has one.
     pub raw: bool,
@@ -57,6 +60,31 @@ enum Line<'a> {
         protocol: &'static str,
         call: u64,
         tool: &'a str,
+        span: [usize; 2],
+    },
+    CallStart {
+        protocol: &'static str,
+        index: usize,
+        tool: &'a str,
+        span: [usize; 2],
+    },
+    ParamStart {
+        protocol: &'static str,
+        key: &'a str,
+        span: [usize; 2],
+    },
+    ParamText {
+        protocol: &'static str,
+        text: &'a str,
+        span: [usize; 2],
+    },
+    ParamEnd {
+        protocol: &'static str,
+        span: [usize; 2],
+    },
+    CallEnd {
+        protocol: &'static str,
+        index: usize,
         span: [usize; 2],
     },
 }
@@ -152,6 +180,49 @@ impl<W: Write> NdjsonWriter<W> {
                 tool,
                 span: span(*at),
             },
+            _ if !self.extras.progress => return Ok(()),
+            MixedEvent::CallStart {
+                protocol,
+                index,
+                tool,
+                span: at,
+            } => Line::CallStart {
+                protocol: protocol.as_str(),
+                index: *index,
+                tool,
+                span: span(*at),
+            },
+            MixedEvent::ParamStart {
+                protocol,
+                key,
+                span: at,
+            } => Line::ParamStart {
+                protocol: protocol.as_str(),
+                key,
+                span: span(*at),
+            },
+            MixedEvent::ParamText {
+                protocol,
+                text,
+                span: at,
+            } => Line::ParamText {
+                protocol: protocol.as_str(),
+                text,
+                span: span(*at),
+            },
+            MixedEvent::ParamEnd { protocol, span: at } => Line::ParamEnd {
+                protocol: protocol.as_str(),
+                span: span(*at),
+            },
+            MixedEvent::CallEnd {
+                protocol,
+                index,
+                span: at,
+            } => Line::CallEnd {
+                protocol: protocol.as_str(),
+                index: *index,
+                span: span(*at),
+            },
             _ => return Ok(()),
         };
         self.write_line(&line)
@@ -233,6 +304,31 @@ mod tests {
                 tool: "File.Read".into(),
                 span: Span::new(20, 40),
             },
+            MixedEvent::CallStart {
+                protocol: Protocol::Action,
+                index: 0,
+                tool: "write".into(),
+                span: Span::new(41, 48),
+            },
+            MixedEvent::ParamStart {
+                protocol: Protocol::Tam,
+                key: Cow::Borrowed("path"),
+                span: Span::new(49, 53),
+            },
+            MixedEvent::ParamText {
+                protocol: Protocol::Tam,
+                text: Cow::Borrowed("a\"b"),
+                span: Span::new(63, 66),
+            },
+            MixedEvent::ParamEnd {
+                protocol: Protocol::Tam,
+                span: Span::new(49, 75),
+            },
+            MixedEvent::CallEnd {
+                protocol: Protocol::Action,
+                index: 0,
+                span: Span::new(41, 90),
+            },
         ];
         assert!(lines(Extras::default(), &events).is_empty());
         let progress = Extras {
@@ -244,6 +340,11 @@ mod tests {
             [
                 serde_json::json!({"type": "block_start", "protocol": "action", "span": [3, 11]}),
                 serde_json::json!({"type": "command_seen", "protocol": "tam", "call": 2, "tool": "File.Read", "span": [20, 40]}),
+                serde_json::json!({"type": "call_start", "protocol": "action", "index": 0, "tool": "write", "span": [41, 48]}),
+                serde_json::json!({"type": "param_start", "protocol": "tam", "key": "path", "span": [49, 53]}),
+                serde_json::json!({"type": "param_text", "protocol": "tam", "text": "a\"b", "span": [63, 66]}),
+                serde_json::json!({"type": "param_end", "protocol": "tam", "span": [49, 75]}),
+                serde_json::json!({"type": "call_end", "protocol": "action", "index": 0, "span": [41, 90]}),
             ]
         );
     }

@@ -17,7 +17,7 @@ use std::io::{self, IsTerminal};
 use std::time::Duration;
 
 use clap::ValueEnum;
-use tool_dispatch::{Agent, AgentConfig, CancellationToken, Message, Protocol, StopReason};
+use tool_dispatch::{Agent, AgentConfig, CancellationToken, Message, ProtocolChoice, StopReason};
 use tool_schema::{PromptProtocol, SystemPrompt};
 
 pub(crate) use crate::prompt::PromptLanguageChoice;
@@ -73,7 +73,11 @@ const PAUSE_RANGE: (Duration, Duration) = (Duration::from_millis(5), Duration::f
 /// Runs `tam demo`.
 pub(crate) fn run(args: &DemoArgs) -> Result<(), CliError> {
     let (dispatcher, scope) = tools::dispatcher_and_scope()?;
-    let agent = Agent::with_config(dispatcher, scope, AgentConfig::for_protocol(Protocol::Both));
+    let agent = Agent::with_config(
+        dispatcher,
+        scope,
+        AgentConfig::for_protocol(ProtocolChoice::Auto),
+    );
     let pacing = if args.fast {
         Pacing::Instant
     } else {

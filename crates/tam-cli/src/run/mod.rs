@@ -35,8 +35,7 @@ use tool_dispatch::mcp::{McpError, McpServer};
 use tool_dispatch::openai::{OpenAiConfig, OpenAiModel};
 use tool_dispatch::{
     Agent, AgentConfig, CancellationToken, DEFAULT_MAX_TOOL_CALLS, Dispatcher, LlmNodeConfig,
-    Message, ModelOptions, ModelParameters, Protocol, Registry, Scope, StopReason,
-    ToolExecutionResult,
+    Message, ModelOptions, ModelParameters, Registry, Scope, StopReason, ToolExecutionResult,
 };
 use tool_schema::load::AgentProfile;
 use tool_schema::{Implementation, PromptProtocol, SystemPrompt, ToolDefinition};
@@ -221,9 +220,9 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
         None => (Scope::unrestricted(), LlmNodeConfig::default()),
     };
     let protocol = match args.protocol {
-        ProtocolChoice::Tam => Protocol::Tam,
-        ProtocolChoice::Action => Protocol::Action,
-        ProtocolChoice::Auto => Protocol::Both,
+        ProtocolChoice::Tam => tool_dispatch::ProtocolChoice::Tam,
+        ProtocolChoice::Action => tool_dispatch::ProtocolChoice::Action,
+        ProtocolChoice::Auto => tool_dispatch::ProtocolChoice::Auto,
     };
     let mut agent_config = AgentConfig::for_protocol(protocol);
     agent_config.max_tool_calls = args

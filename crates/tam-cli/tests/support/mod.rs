@@ -125,16 +125,26 @@ pub fn ndjson(stdout: &str) -> Vec<Value> {
         .collect()
 }
 
-/// `lines` with adjacent text lines joined (text may be split anywhere, SPEC §6).
+/// `lines` with adjacent text lines joined (text may be split anywhere, SPEC §6), and
+/// adjacent `param_text` lines of one protocol joined (their span from the first's start
+/// to the last's end).
 pub fn merge_text(lines: Vec<Value>) -> Vec<Value> {
     let mut merged: Vec<Value> = Vec::new();
     for line in lines {
-        if let Some(last) = merged.last_mut()
-            && let (Some(before), Some(text)) = (text_of(last), text_of(&line))
-        {
-            let joined = format!("{before}{text}");
-            last["text"] = Value::String(joined);
-            continue;
+        if let Some(last) = merged.last_mut() {
+            if let (Some(before), Some(text)) = (text_of(last), text_of(&line)) {
+                let joined = format!("{before}{text}");
+                last["text"] = Value::String(joined);
+                continue;
+            }
+            if let (Some(before), Some(text)) = (piece_of(last), piece_of(&line))
+                && last["protocol"] == line["protocol"]
+            {
+                let joined = format!("{before}{text}");
+                last["text"] = Value::String(joined);
+                last["span"][1] = line["span"][1].clone();
+                continue;
+            }
         }
         merged.push(line);
     }
@@ -147,10 +157,16 @@ fn text_of(line: &Value) -> Option<&str> {
         .flatten()
 }
 
+fn piece_of(line: &Value) -> Option<&str> {
+    (line["type"] == "param_text")
+        .then(|| line["text"].as_str())
+        .flatten()
+}
+
 /// Which output types a run may write besides the three of SPEC §6.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Allowed {
-    /// `block_start` and `command_seen` lines (`--progress`).
+    /// `block_start`, `command_seen` and argument lines (`--progress`).
     pub progress: bool,
     /// A `raw` field in diagnostics (`--with-raw`).
     pub raw: bool,
@@ -282,6 +298,23 @@ pub fn check_line(line: &Value, allowed: Allowed) {
             assert!(
                 object["call"].is_u64() && object["tool"].is_string(),
                 "{line}"
+            );
+            check_span(&object["span"], line);
+        }
+        Some(kind @ ("call_start" | "param_start" | "param_text" | "param_end" | "call_end"))
+            if allowed.progress =>
+        {
+            let expected: &[&str] = match kind {
+                "call_start" => &["index", "protocol", "span", "tool", "type"],
+                "param_start" => &["key", "protocol", "span", "type"],
+                "param_text" => &["protocol", "span", "text", "type"],
+                "param_end" => &["protocol", "span", "type"],
+                _ => &["index", "protocol", "span", "type"],
+            };
+            assert_eq!(keys(object), expected, "{kind} fields: {line}");
+            assert!(
+                matches!(object["protocol"].as_str(), Some("tam" | "action")),
+                "protocol: {line}"
             );
             check_span(&object["span"], line);
         }

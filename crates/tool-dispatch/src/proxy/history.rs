@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 use tam_parse::Dialect;
 
-use crate::{OBSERVATION_PREFIX, Protocol};
+use crate::{OBSERVATION_PREFIX, ProtocolChoice};
 
 /// One native call of the history: its function name and arguments object.
 pub(crate) struct PastCall {
@@ -21,9 +21,9 @@ pub(crate) struct PastCall {
 /// renderer refuses (a key that cannot be a TAM key or an XML name, arguments that are not
 /// an object) is written as the line `Tool call: NAME ARGUMENTS`, so the model still sees
 /// what it did.
-pub(crate) fn render_calls(protocol: Protocol, calls: &[PastCall]) -> String {
+pub(crate) fn render_calls(protocol: ProtocolChoice, calls: &[PastCall]) -> String {
     let whole = match protocol {
-        Protocol::Action => render_action(calls),
+        ProtocolChoice::Action => render_action(calls),
         _ => render_tam(calls),
     };
     if let Some(text) = whole {
@@ -34,7 +34,7 @@ pub(crate) fn render_calls(protocol: Protocol, calls: &[PastCall]) -> String {
     for call in calls {
         let one = std::slice::from_ref(call);
         let text = match protocol {
-            Protocol::Action => render_action(one),
+            ProtocolChoice::Action => render_action(one),
             _ => render_tam(one),
         };
         out.push(text.unwrap_or_else(|| format!("Tool call: {} {}", call.name, call.raw_args)));
@@ -112,7 +112,7 @@ mod tests {
     #[test]
     fn tam_blocks_decode_back_to_the_calls() {
         let text = render_calls(
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             &[call("get_weather", json!({"city": "Paris", "days": 3}))],
         );
         assert_eq!(
@@ -132,7 +132,7 @@ mod tests {
     #[test]
     fn action_blocks_and_fallbacks() {
         let text = render_calls(
-            Protocol::Action,
+            ProtocolChoice::Action,
             &[
                 call("write", json!({"code": "a < b"})),
                 call("bad name", json!({})),
@@ -148,7 +148,7 @@ mod tests {
             raw_args: "[1".into(),
         };
         assert_eq!(
-            render_calls(Protocol::Tam, &[not_object]),
+            render_calls(ProtocolChoice::Tam, &[not_object]),
             "Tool call: f [1"
         );
     }

@@ -3,7 +3,7 @@
 //!
 //! A client sends `POST /v1/chat/completions` with `tools`, as to OpenAI. The proxy writes
 //! tool-schema's complete [`SystemPrompt`](tool_schema::SystemPrompt) (role, tool list,
-//! decision rules, examples, result rules; English) for its [`Protocol`] (TAM or ACTION
+//! decision rules, examples, result rules; English) for its [`ProtocolChoice`] (TAM or ACTION
 //! XML; `Both` teaches TAM) after the client's own system message, rewrites the
 //! history (an assistant message's `tool_calls` → the protocol's block, a `tool` message →
 //! its `Observation: …` line), asks the upstream server — any OpenAI-compatible server,
@@ -13,13 +13,13 @@
 //! streaming while the model writes them ("Arguments that stream").
 //!
 //! ```no_run
-//! use tool_dispatch::Protocol;
+//! use tool_dispatch::ProtocolChoice;
 //! use tool_dispatch::openai::OpenAiConfig;
 //! use tool_dispatch::proxy::{ProxyConfig, router};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = ProxyConfig::new(OpenAiConfig::new("http://127.0.0.1:8081/v1", ""))
-//!     .with_protocol(Protocol::Action);
+//!     .with_protocol(ProtocolChoice::Action);
 //! let app = router(config)?; // an axum::Router: mount it, or serve it as it is
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 //! axum::serve(listener, app).await?;
@@ -175,7 +175,7 @@ use futures_util::stream::{self, BoxStream};
 pub use error::ProxyError;
 
 use crate::openai::{OpenAiConfig, OpenAiError, OpenAiModel};
-use crate::{BoxError, LanguageModel, ModelItem, ModelRequest, Protocol};
+use crate::{BoxError, LanguageModel, ModelItem, ModelRequest, ProtocolChoice};
 use request::Translated;
 use response::{ChunkWriter, Completion, Translator, unique_id};
 
@@ -190,8 +190,8 @@ pub struct ProxyConfig {
     /// `http://127.0.0.1:8081/v1`), API key, idle time-out, SSE event limit, fields added to
     /// every request. Its `model` is used when a request names none (empty: required).
     pub upstream: OpenAiConfig,
-    /// The protocol the upstream model is asked to write. Default: [`Protocol::Tam`].
-    pub protocol: Protocol,
+    /// The protocol the upstream model is asked to write. Default: [`ProtocolChoice::Tam`].
+    pub protocol: ProtocolChoice,
     /// Largest request body; a larger one gets 413. Default: [`DEFAULT_MAX_REQUEST_BYTES`]
     /// (4 MiB).
     pub max_request_bytes: usize,
@@ -206,7 +206,7 @@ impl ProxyConfig {
     pub fn new(upstream: OpenAiConfig) -> Self {
         Self {
             upstream,
-            protocol: Protocol::Tam,
+            protocol: ProtocolChoice::Tam,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             tam: tam_parse::Config::default(),
             action: action_xml::Config::default(),
@@ -215,7 +215,7 @@ impl ProxyConfig {
 
     /// This configuration with `protocol`.
     #[must_use]
-    pub fn with_protocol(mut self, protocol: Protocol) -> Self {
+    pub fn with_protocol(mut self, protocol: ProtocolChoice) -> Self {
         self.protocol = protocol;
         self
     }

@@ -3,7 +3,7 @@
 //! the proxy's protocol, as `tam run` sends it (SPEC §4).
 //!
 //! Decisions:
-//! * `Protocol::Both` teaches the TAM form (both forms decode).
+//! * `ProtocolChoice::Auto` teaches the TAM form (both forms decode).
 //! * The prompt's own words are English (the client's conversation language is unknown;
 //!   tool descriptions stay as the client wrote them).
 //! * What `tool_choice` and `parallel_tool_calls: false` ask is appended to the
@@ -13,7 +13,7 @@
 
 use tool_schema::{PromptLanguage, PromptPart, PromptProtocol, SystemPrompt, ToolDefinition};
 
-use crate::Protocol;
+use crate::ProtocolChoice;
 
 /// What the request's `tool_choice` asks of the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,13 +29,13 @@ pub(crate) enum Choice {
 /// The complete tool system prompt for `protocol` listing `tools`, with what `choice`
 /// asks (and, `parallel` false, one call per reply) in its decision section.
 pub(crate) fn tool_prompt(
-    protocol: Protocol,
+    protocol: ProtocolChoice,
     tools: &[&ToolDefinition],
     choice: &Choice,
     parallel: bool,
 ) -> String {
     let protocol = match protocol {
-        Protocol::Action => PromptProtocol::Action,
+        ProtocolChoice::Action => PromptProtocol::Action,
         _ => PromptProtocol::Tam,
     };
     let language = PromptLanguage::English;
@@ -75,9 +75,9 @@ mod tests {
     fn the_prompt_is_tool_schemas_complete_prompt_for_the_protocol() {
         let tool = weather();
         for (protocol, prompt_protocol) in [
-            (Protocol::Tam, PromptProtocol::Tam),
-            (Protocol::Action, PromptProtocol::Action),
-            (Protocol::Both, PromptProtocol::Tam),
+            (ProtocolChoice::Tam, PromptProtocol::Tam),
+            (ProtocolChoice::Action, PromptProtocol::Action),
+            (ProtocolChoice::Auto, PromptProtocol::Tam),
         ] {
             let got = tool_prompt(protocol, &[&tool], &Choice::Auto, true);
             let expected =
@@ -99,7 +99,7 @@ mod tests {
     fn choice_and_parallel_go_into_the_decision_section() {
         let tool = weather();
         let got = tool_prompt(
-            Protocol::Action,
+            ProtocolChoice::Action,
             &[&tool],
             &Choice::Named("get_weather".into()),
             false,
@@ -113,7 +113,7 @@ mod tests {
             decision.contains("You must call the tool get_weather in this reply."),
             "{decision}"
         );
-        let required = tool_prompt(Protocol::Tam, &[&tool], &Choice::Required, true);
+        let required = tool_prompt(ProtocolChoice::Tam, &[&tool], &Choice::Required, true);
         assert!(required.contains("You must call at least one tool in this reply."));
         assert!(!required.contains("Call at most one tool"));
     }

@@ -9,7 +9,7 @@ use tool_schema::{CompiledTool, Implementation, ToolDefinition, ToolId, empty_pa
 use super::ProxyError;
 use super::history::{PastCall, observation, render_calls};
 use super::prompt::{Choice, tool_prompt};
-use crate::{Message, ModelOptions, Protocol, Role};
+use crate::{Message, ModelOptions, ProtocolChoice, Role};
 
 /// Fields the proxy consumes; every other field goes to the upstream as the client sent it.
 const CONSUMED: &[&str] = &[
@@ -63,7 +63,7 @@ pub(crate) struct Translated {
 /// Reads and translates a request body.
 pub(crate) fn translate(
     body: &[u8],
-    protocol: Protocol,
+    protocol: ProtocolChoice,
     default_model: &str,
 ) -> Result<Translated, ProxyError> {
     let request: Map<String, Value> = serde_json::from_slice(body).map_err(|e| {
@@ -234,7 +234,7 @@ fn read_tools(tools: Option<&Value>) -> Result<Vec<ToolDefinition>, ProxyError> 
 /// messages as one user message of observations.
 fn read_messages(
     messages: Option<&Value>,
-    protocol: Protocol,
+    protocol: ProtocolChoice,
     prompt: Option<String>,
 ) -> Result<Vec<Message>, ProxyError> {
     let Some(Value::Array(messages)) = messages else {
@@ -396,7 +396,7 @@ mod tests {
                 "tools": [], "tool_choice": "auto", "parallel_tool_calls": true,
                 "stream": true, "stream_options": {"include_usage": true}, "user": "u1"
             })),
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             "",
         )
         .unwrap();
@@ -422,7 +422,7 @@ mod tests {
                     "description": "Weather of a city.",
                     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
             })),
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             "",
         )
         .unwrap();
@@ -449,7 +449,7 @@ mod tests {
         for (key, value) in extra.as_object().unwrap() {
             request[key] = value.clone();
         }
-        translate(&body(request), Protocol::Action, "").unwrap()
+        translate(&body(request), ProtocolChoice::Action, "").unwrap()
     }
 
     #[test]
@@ -488,7 +488,7 @@ mod tests {
             &body(
                 json!({"model": "m", "messages": [], "tools": [], "tool_choice": {"type": "function", "function": {"name": "zz"}}}),
             ),
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             "",
         );
         assert_eq!(unknown.unwrap_err().code(), "invalid_tools");
@@ -507,7 +507,7 @@ mod tests {
                 {"role": "tool", "tool_call_id": "c2", "content": "{\"success\":false,\"message\":\"no data\"}"},
                 {"role": "developer", "content": "Answer in French."},
             ]})),
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             "fallback-model",
         )
         .unwrap();
@@ -530,7 +530,7 @@ mod tests {
     #[test]
     fn errors_are_400s_with_codes() {
         let code = |value: Value| {
-            translate(&body(value), Protocol::Tam, "")
+            translate(&body(value), ProtocolChoice::Tam, "")
                 .unwrap_err()
                 .code()
         };
@@ -553,7 +553,7 @@ mod tests {
             "invalid_tools"
         );
         assert!(matches!(
-            translate(b"[1", Protocol::Tam, ""),
+            translate(b"[1", ProtocolChoice::Tam, ""),
             Err(ProxyError::InvalidRequest {
                 code: "invalid_json",
                 ..

@@ -20,7 +20,7 @@ use axum::routing::{get, post};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tool_dispatch::Protocol;
+use tool_dispatch::ProtocolChoice;
 use tool_dispatch::openai::OpenAiConfig;
 use tool_dispatch::proxy::ProxyConfig;
 
@@ -266,7 +266,7 @@ async fn models() -> Response {
 }
 
 /// A proxy in front of `upstream` speaking `protocol`, on 127.0.0.1; its `/v1` base URL.
-pub async fn start_proxy(upstream: &ScriptedUpstream, protocol: Protocol) -> String {
+pub async fn start_proxy(upstream: &ScriptedUpstream, protocol: ProtocolChoice) -> String {
     start_proxy_with(
         ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, "")).with_protocol(protocol),
     )
