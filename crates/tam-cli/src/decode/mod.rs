@@ -104,7 +104,7 @@ pub(crate) enum DialectChoice {
 #[derive(Debug, clap::Args)]
 #[command(long_about = LONG_ABOUT)]
 pub(crate) struct DecodeArgs {
-    /// Which tool-call blocks to look for: tam (TAM or VCP markers), action (<ACTION>
+    /// Which tool-call blocks to look for: tam (TAM or VCP markers), action (`<ACTION>`
     /// XML) or auto (both, in one stream).
     #[arg(long, default_value = "auto", value_parser = protocol_parser())]
     protocol: ProtocolChoice,

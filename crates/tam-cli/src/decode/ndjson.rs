@@ -11,7 +11,7 @@
 //! `span`) when a TAM command value closes, and the argument lines: `call_start`
 //! (`protocol`, `index`, `tool`, `span`), `param_start` (`protocol`, `key`, `span`),
 //! `param_text` (`protocol`, `text`, `span`), `param_end` and `call_end` (`protocol`,
-//! [`index`,] `span`). With `--with-raw`, a diagnostic that carries
+//! `index` for `call_end`, `span`). With `--with-raw`, a diagnostic that carries
 //! the model's text (an unterminated block, stray text, an orphan entry) has it as `raw`.
 
 use std::io::{self, Write};
