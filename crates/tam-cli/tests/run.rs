@@ -8,7 +8,8 @@
 //! ignored test `mcp_server_main` (the SDK skips the lines libtest prints that are not
 //! JSON), as tool-dispatch's `tests/mcp.rs` does.
 
-#[path = "support/openai_server.rs"]
+// One scripted server for the OpenAI-compatible tests of both crates.
+#[path = "../../tool-dispatch/tests/support/openai_server.rs"]
 mod openai_server;
 mod support;
 

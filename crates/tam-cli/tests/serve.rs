@@ -2,7 +2,8 @@
 //! `tools` by asking the scripted upstream in the chosen protocol and returning the call
 //! as a native tool call, and refuses bad flags with status 2.
 
-#[path = "support/openai_server.rs"]
+// One scripted server for the OpenAI-compatible tests of both crates.
+#[path = "../../tool-dispatch/tests/support/openai_server.rs"]
 mod openai_server;
 mod support;
 
