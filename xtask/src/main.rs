@@ -126,6 +126,9 @@ fn release_checks() -> Result<(), String> {
         "tool-dispatch",
         "tam-cli",
     ];
+    // The verification resolves the packages against a local registry under
+    // target/package; one left by an earlier run holds stale sources of the same version.
+    let _ = std::fs::remove_dir_all(root().join("target/package"));
     let mut package = cargo();
     // `--allow-dirty`: check the working tree as it is (CI's is clean anyway).
     package.args(["package", "--locked", "--allow-dirty"]);
