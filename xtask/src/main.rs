@@ -129,6 +129,31 @@ fn release_checks() -> Result<(), String> {
     // The verification resolves the packages against a local registry under
     // target/package; one left by an earlier run holds stale sources of the same version.
     let _ = std::fs::remove_dir_all(root().join("target/package"));
+    // Cargo also unpacks those local-registry packages under $CARGO_HOME/registry/src/-<hash>
+    // and keeps them across runs of the same checkout: a second run would verify against
+    // the first run's sources (same name and version). Only local registries' folders start
+    // with '-'; crates.io's are left alone.
+    let cargo_home = env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    if let Some(src) = cargo_home.map(|h| h.join("registry/src"))
+        && let Ok(dirs) = std::fs::read_dir(&src)
+    {
+        for dir in dirs.flatten() {
+            if dir.file_name().to_string_lossy().starts_with('-') {
+                for name in PUBLISHED {
+                    if let Ok(entries) = std::fs::read_dir(dir.path()) {
+                        for e in entries.flatten() {
+                            let f = e.file_name().to_string_lossy().into_owned();
+                            if f.starts_with(&format!("{name}-")) {
+                                let _ = std::fs::remove_dir_all(e.path());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
     let mut package = cargo();
     // `--allow-dirty`: check the working tree as it is (CI's is clean anyway).
     package.args(["package", "--locked", "--allow-dirty"]);
