@@ -187,25 +187,32 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod block;
+mod call;
 pub mod codes;
+mod config;
 mod decoder;
+mod event;
 mod fence;
 mod mixed;
 mod output;
 mod parsed;
 mod position;
 mod prescan;
+mod protocol;
 mod render;
 mod stream;
 mod tree;
 mod xml_chars;
 
-pub use block::{ActionBlock, ActionCall, ActionParam};
-pub use decoder::{Config, Decoder, Event, block_syntax, grammar};
-pub use mixed::{MixedConfig, MixedDecoder, MixedEvent, Protocol, mixed_grammar};
-pub use output::{OutputDecoder, ProtocolChoice, UnknownProtocol};
+pub use call::{ActionBlock, ActionCall, ActionParam};
+pub use config::{Config, block_syntax, grammar};
+pub use decoder::Decoder;
+pub use event::Event;
+pub use mixed::{MixedConfig, MixedDecoder, MixedEvent, mixed_grammar};
+pub use output::OutputDecoder;
 pub use parsed::{Parsed, parse, parse_with};
 pub use position::LineColumn;
+pub use protocol::{Protocol, ProtocolChoice, UnknownProtocol};
 pub use render::{RenderError, render_action, render_call};
 pub use tam_parse::{ByteString, Code, Diagnostic, Severity, Span};
 

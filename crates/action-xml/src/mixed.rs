@@ -8,33 +8,16 @@ use std::sync::{Arc, OnceLock};
 use tam_parse::scan::{BlockView, ClosedBlock, Grammar, ScanHandler, Scanner};
 use tam_parse::{BlockParser, ByteString, Diagnostic, Dialect, Span};
 
-use crate::block::ActionBlock;
+use crate::call::ActionBlock;
 use crate::codes;
-use crate::decoder::{ActionLayer, Config, Event, block_syntax, invalid_utf8};
-use crate::output::ProtocolChoice;
+use crate::config::{Config, block_syntax};
+use crate::decoder::{ActionLayer, invalid_utf8};
+use crate::event::Event;
 use crate::position::StreamCursor;
+use crate::protocol::{Protocol, ProtocolChoice};
 
 /// Block kind of TAM blocks in the mixed grammar.
 const KIND_TAM: usize = 0;
-
-/// Which protocol a block is written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Protocol {
-    /// TAM (`<|[REQUEST_TOOL]|>` … `<|[END_TOOL]|>`, or the VCP dialect).
-    Tam,
-    /// ACTION XML (`<ACTION>` … `</ACTION>`).
-    Action,
-}
-
-impl Protocol {
-    /// `"tam"` or `"action"`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Protocol::Tam => "tam",
-            Protocol::Action => "action",
-        }
-    }
-}
 
 /// Settings of a [`MixedDecoder`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

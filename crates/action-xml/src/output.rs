@@ -1,82 +1,8 @@
 //! The front door: one sans-IO decoder for "TAM, ACTION or both", one event type.
 
-use std::fmt;
-use std::str::FromStr;
-
 use crate::decoder::Decoder;
 use crate::mixed::{MixedConfig, MixedDecoder, MixedEvent};
-
-/// Which tool-call protocol(s) an [`OutputDecoder`] looks for: the one name for that
-/// choice in the workspace (tool-dispatch's agent and the CLI use it too).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum ProtocolChoice {
-    /// TAM blocks only (`<|[REQUEST_TOOL]|>` … `<|[END_TOOL]|>`, or the VCP dialect);
-    /// `<ACTION>` is prose.
-    Tam,
-    /// ACTION XML blocks only; TAM markers are prose.
-    Action,
-    /// Both, in one stream, in any order ([`MixedDecoder`]). The default.
-    #[default]
-    Auto,
-}
-
-impl ProtocolChoice {
-    /// Every choice, in the order of [`ProtocolChoice::as_str`]'s names.
-    pub const ALL: [ProtocolChoice; 3] = [
-        ProtocolChoice::Tam,
-        ProtocolChoice::Action,
-        ProtocolChoice::Auto,
-    ];
-
-    /// `"tam"`, `"action"` or `"auto"` (what [`FromStr`] reads back).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ProtocolChoice::Tam => "tam",
-            ProtocolChoice::Action => "action",
-            ProtocolChoice::Auto => "auto",
-        }
-    }
-}
-
-impl fmt::Display for ProtocolChoice {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A name that is not `tam`, `action` or `auto` (ASCII case-insensitive).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownProtocol(pub String);
-
-impl fmt::Display for UnknownProtocol {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown protocol {:?}: expected tam, action or auto",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for UnknownProtocol {}
-
-impl FromStr for ProtocolChoice {
-    type Err = UnknownProtocol;
-
-    /// `tam`, `action` or `auto` (`both` is accepted for `auto`), ASCII case-insensitive.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let name = s.trim();
-        ProtocolChoice::ALL
-            .into_iter()
-            .find(|p| name.eq_ignore_ascii_case(p.as_str()))
-            .or_else(|| {
-                name.eq_ignore_ascii_case("both")
-                    .then_some(ProtocolChoice::Auto)
-            })
-            .ok_or_else(|| UnknownProtocol(s.to_owned()))
-    }
-}
+use crate::protocol::ProtocolChoice;
 
 #[derive(Debug)]
 enum Inner {

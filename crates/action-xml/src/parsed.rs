@@ -2,9 +2,11 @@
 
 use tam_parse::Diagnostic;
 
-use crate::block::{ActionBlock, ActionCall};
+use crate::call::{ActionBlock, ActionCall};
 use crate::codes;
-use crate::decoder::{Config, Decoder, Event};
+use crate::config::Config;
+use crate::decoder::Decoder;
+use crate::event::Event;
 use crate::fence::is_fence_line;
 
 /// A whole model output, parsed: what [`parse`] returns.

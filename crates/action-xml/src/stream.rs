@@ -35,7 +35,7 @@ use std::ops::Range;
 
 use tam_parse::Span;
 
-use crate::decoder::Event;
+use crate::event::Event;
 use crate::fence::is_fence_line;
 use crate::prescan::{RegionKind, RegionRef};
 use crate::xml_chars::{is_xml_space, name_end, reference_len};

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use tam_parse::scan::OffsetMap;
 use tam_parse::{Diagnostic, Span};
 
-use crate::block::{ActionCall, ActionParam};
+use crate::call::{ActionCall, ActionParam};
 use crate::codes;
 use crate::prescan::Prepared;
 use crate::xml_chars::{decode_text, is_blank, name_end, trim_xml};

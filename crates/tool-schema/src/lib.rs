@@ -159,17 +159,18 @@ mod definition;
 mod error;
 pub mod export;
 mod id;
+mod keys;
 pub mod load;
 pub mod prompt;
 mod shape;
 mod system_prompt;
 
-pub use coerce::{KeyMatch, canonical_key, suggest};
 pub use compiled::CompiledTool;
 pub use definition::{Implementation, ToolDefinition, empty_parameters};
 pub use error::{Error, ValidationErrors};
 pub use export::{AliasMap, ExportFormat, ExportedTools, export_tools};
 pub use id::{ToolId, WORKFLOW_NAMESPACE};
+pub use keys::{KeyMatch, canonical_key, suggest};
 pub use prompt::{PromptStyle, render_tool_list};
 pub use system_prompt::{PromptLanguage, PromptPart, PromptProtocol, SystemPrompt};
 

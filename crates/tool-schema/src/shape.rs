@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::coerce::canonical_key;
+use crate::keys::canonical_key;
 
 /// The JSON types a value may have; the empty set allows every type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

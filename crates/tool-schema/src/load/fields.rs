@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::coerce::suggest;
+use crate::keys::suggest;
 use crate::{Error, ToolId};
 
 /// A JSON object inside a definition file, with the path that leads to it.

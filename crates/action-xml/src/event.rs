@@ -1,0 +1,116 @@
+//! What the ACTION decoder reports.
+
+use std::borrow::Cow;
+
+use tam_parse::{Diagnostic, Span};
+
+use crate::call::ActionBlock;
+
+/// What the decoder reports, in stream order.
+///
+/// Text borrows from the delta just fed (or from the decoder, for prose it held back);
+/// everything else owns its data. [`Event::into_owned`] detaches an event from both.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event<'a> {
+    /// Prose outside blocks: the response text before the first block, trailing text
+    /// after it. Adjacent text events may be split anywhere.
+    Text {
+        /// The text.
+        text: Cow<'a, str>,
+        /// Its place in the stream.
+        span: Span,
+    },
+    /// An `<ACTION>` tag: a block is open. `span` covers the tag.
+    BlockStart {
+        /// The open tag's span.
+        span: Span,
+    },
+    /// A closed block, emitted by the feed that delivered `</ACTION>` (or by `finish`
+    /// when the close tag never came).
+    Block(ActionBlock),
+    /// A problem outside any block (invalid UTF-8), or warning `marker_in_prose` before
+    /// the text of an `<ACTION>` mention.
+    Diagnostic(Diagnostic),
+    /// A call element's start tag is complete (argument streaming, see below): `index`
+    /// counts the calls of the block from 0, `tool` is the element's name as written,
+    /// `span` the start tag.
+    CallStart {
+        /// The call's place in its block, from 0.
+        index: usize,
+        /// The tool id as written.
+        tool: String,
+        /// The start tag.
+        span: Span,
+    },
+    /// A parameter element's start tag is complete: `key` as written, `span` the tag.
+    ParamStart {
+        /// The parameter's name.
+        key: Cow<'a, str>,
+        /// The start tag.
+        span: Span,
+    },
+    /// A piece of the parameter's content as it arrives: as written, markup included,
+    /// references decoded, CDATA unwrapped, comments dropped (see "Arguments that
+    /// stream" in the crate docs). Borrowed unless it is a decoded reference.
+    ParamText {
+        /// The piece.
+        text: Cow<'a, str>,
+        /// Where it was written (a decoded reference: the reference).
+        span: Span,
+    },
+    /// The parameter element closed: `span` is the whole element.
+    ParamEnd {
+        /// The element, start tag to close tag.
+        span: Span,
+    },
+    /// The call element closed: `span` is the whole element. The [`Event::Block`] that
+    /// follows is what runs.
+    CallEnd {
+        /// The call's place in its block.
+        index: usize,
+        /// The element, start tag to close tag.
+        span: Span,
+    },
+}
+
+impl Event<'_> {
+    /// The event with no borrow left.
+    pub fn into_owned(self) -> Event<'static> {
+        match self {
+            Event::Text { text, span } => Event::Text {
+                text: Cow::Owned(text.into_owned()),
+                span,
+            },
+            Event::BlockStart { span } => Event::BlockStart { span },
+            Event::Block(b) => Event::Block(b),
+            Event::Diagnostic(d) => Event::Diagnostic(d),
+            Event::CallStart { index, tool, span } => Event::CallStart { index, tool, span },
+            Event::ParamStart { key, span } => Event::ParamStart {
+                key: Cow::Owned(key.into_owned()),
+                span,
+            },
+            Event::ParamText { text, span } => Event::ParamText {
+                text: Cow::Owned(text.into_owned()),
+                span,
+            },
+            Event::ParamEnd { span } => Event::ParamEnd { span },
+            Event::CallEnd { index, span } => Event::CallEnd { index, span },
+        }
+    }
+
+    /// The span of the event.
+    pub fn span(&self) -> Span {
+        match self {
+            Event::Text { span, .. }
+            | Event::BlockStart { span }
+            | Event::CallStart { span, .. }
+            | Event::ParamStart { span, .. }
+            | Event::ParamText { span, .. }
+            | Event::ParamEnd { span }
+            | Event::CallEnd { span, .. } => *span,
+            Event::Block(b) => b.span,
+            Event::Diagnostic(d) => d.span,
+        }
+    }
+}
