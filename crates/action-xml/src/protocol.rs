@@ -22,7 +22,7 @@ impl Protocol {
     }
 }
 
-/// Which tool-call protocol(s) an [`OutputDecoder`] looks for: the one name for that
+/// Which tool-call protocol(s) an [`OutputDecoder`](crate::OutputDecoder) looks for: the one name for that
 /// choice in the workspace (tool-dispatch's agent and the CLI use it too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
@@ -32,7 +32,7 @@ pub enum ProtocolChoice {
     Tam,
     /// ACTION XML blocks only; TAM markers are prose.
     Action,
-    /// Both, in one stream, in any order ([`MixedDecoder`]). The default.
+    /// Both, in one stream, in any order ([`MixedDecoder`](crate::MixedDecoder)). The default.
     #[default]
     Auto,
 }
