@@ -10,13 +10,24 @@ use crate::call::ActionBlock;
 ///
 /// Text borrows from the delta just fed (or from the decoder, for prose it held back);
 /// everything else owns its data. [`Event::into_owned`] detaches an event from both.
+///
+/// With feature `serde`: an object tagged by `"type"` — the variant's name in snake_case
+/// (`text`, `block_start`, `block`, `diagnostic`, `call_start`, `param_start`,
+/// `param_text`, `param_end`, `call_end`) — with the variant's fields, or for `Block` and
+/// `Diagnostic` the fields of the [`ActionBlock`] or [`Diagnostic`], as tam-parse's
+/// events. Deserializing borrows text and keys from the input when it can.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(tag = "type", rename_all = "snake_case")
+)]
 pub enum Event<'a> {
     /// Prose outside blocks: the response text before the first block, trailing text
     /// after it. Adjacent text events may be split anywhere.
     Text {
         /// The text.
+        #[cfg_attr(feature = "serde", serde(borrow))]
         text: Cow<'a, str>,
         /// Its place in the stream.
         span: Span,
@@ -46,6 +57,7 @@ pub enum Event<'a> {
     /// A parameter element's start tag is complete: `key` as written, `span` the tag.
     ParamStart {
         /// The parameter's name.
+        #[cfg_attr(feature = "serde", serde(borrow))]
         key: Cow<'a, str>,
         /// The start tag.
         span: Span,
@@ -55,6 +67,7 @@ pub enum Event<'a> {
     /// stream" in the crate docs). Borrowed unless it is a decoded reference.
     ParamText {
         /// The piece.
+        #[cfg_attr(feature = "serde", serde(borrow))]
         text: Cow<'a, str>,
         /// Where it was written (a decoded reference: the reference).
         span: Span,
