@@ -15,7 +15,8 @@ use crate::call::ActionBlock;
 /// (`text`, `block_start`, `block`, `diagnostic`, `call_start`, `param_start`,
 /// `param_text`, `param_end`, `call_end`) — with the variant's fields, or for `Block` and
 /// `Diagnostic` the fields of the [`ActionBlock`] or [`Diagnostic`], as tam-parse's
-/// events. Deserializing borrows text and keys from the input when it can.
+/// events. Deserializing gives owned text and keys, so `Event<'static>` is
+/// `DeserializeOwned`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(
     feature = "serde",
@@ -27,7 +28,6 @@ pub enum Event<'a> {
     /// after it. Adjacent text events may be split anywhere.
     Text {
         /// The text.
-        #[cfg_attr(feature = "serde", serde(borrow))]
         text: Cow<'a, str>,
         /// Its place in the stream.
         span: Span,
@@ -57,7 +57,6 @@ pub enum Event<'a> {
     /// A parameter element's start tag is complete: `key` as written, `span` the tag.
     ParamStart {
         /// The parameter's name.
-        #[cfg_attr(feature = "serde", serde(borrow))]
         key: Cow<'a, str>,
         /// The start tag.
         span: Span,
@@ -67,7 +66,6 @@ pub enum Event<'a> {
     /// stream" in the crate docs). Borrowed unless it is a decoded reference.
     ParamText {
         /// The piece.
-        #[cfg_attr(feature = "serde", serde(borrow))]
         text: Cow<'a, str>,
         /// Where it was written (a decoded reference: the reference).
         span: Span,

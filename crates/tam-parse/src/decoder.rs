@@ -178,8 +178,8 @@ impl Config {
 /// (`text`, `block_start`, `param_start`, `param_text`, `param_end`, `command_seen`,
 /// `block`, `diagnostic`) — with the variant's fields, or for `Block` and `Diagnostic` the
 /// fields of the [`Block`] or [`Diagnostic`]: `{"type":"text","text":"Hi","span":[0,2]}`.
-/// Deserializing borrows text and keys from the input when it can (no escapes in a JSON
-/// string) and copies them otherwise.
+/// Deserializing gives owned text and keys (`Cow::Owned`), so `Event<'static>` is
+/// `DeserializeOwned` (`serde_json::from_reader`, `from_value`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(
     feature = "serde",
@@ -190,7 +190,6 @@ pub enum Event<'a> {
     /// Prose outside blocks. Adjacent text events may be split anywhere.
     Text {
         /// The text.
-        #[cfg_attr(feature = "serde", serde(borrow))]
         text: Cow<'a, str>,
         /// Its place in the stream.
         span: Span,
@@ -203,7 +202,6 @@ pub enum Event<'a> {
     /// An entry's value begins (its key and `「始」` were read); `key` is as written.
     ParamStart {
         /// The key, as written (chain suffix not stripped).
-        #[cfg_attr(feature = "serde", serde(borrow))]
         key: Cow<'a, str>,
         /// The key's span.
         span: Span,
@@ -213,7 +211,6 @@ pub enum Event<'a> {
     /// entry concatenated are its value exactly.
     ParamText {
         /// The piece.
-        #[cfg_attr(feature = "serde", serde(borrow))]
         text: Cow<'a, str>,
         /// Its span.
         span: Span,

@@ -160,8 +160,11 @@
 //!   bytes themselves are written in hex in the `invalid_utf8` diagnostic's message).
 //!   Deserializing copies the string into a new buffer; the zero-copy slicing of the
 //!   block buffer is a property of decoding, not of the wire form.
-//! * [`Event`] deserializes too: its text and keys borrow from the input when the JSON
-//!   string has no escape (`Cow::Borrowed`) and are copied otherwise.
+//! * [`Event`] deserializes too, into owned text and keys (`Cow::Owned`): borrowing from
+//!   the JSON input would make `Event<'static>` unreadable with `from_reader` or
+//!   `from_value` (it would not be `DeserializeOwned`), and a consumer that reads events
+//!   back usually keeps them. Serializing a borrowed event writes exactly what its
+//!   [`Event::into_owned`] writes.
 //! * [`Code`] holds a `&'static str`: a name that is not one of this crate's is interned
 //!   once per process (at most 1024 names of at most 64 bytes; see [`Code`]).
 //!
