@@ -161,11 +161,11 @@ fn a_decoded_stream_serializes_to_the_expected_json_however_it_is_split() {
         REPLY.find("<content>").unwrap(),
         span_of(REPLY, "</content>")[1],
     ];
-    let content_source = [content[0] + "<content>".len(), content[1] - "</content>".len()];
-    let tags = [
-        REPLY.find("<tags>").unwrap(),
-        span_of(REPLY, "</tags>")[1],
+    let content_source = [
+        content[0] + "<content>".len(),
+        content[1] - "</content>".len(),
     ];
+    let tags = [REPLY.find("<tags>").unwrap(), span_of(REPLY, "</tags>")[1]];
     let tags_source = [tags[0] + "<tags>".len(), tags[1] - "</tags>".len()];
     let expected = json!([
         {"type": "text", "text": "Let me write it.\n", "span": [0, open[0]]},

@@ -315,7 +315,7 @@ mod serde_impls {
             // The set is valid whatever a panicking holder did: it only ever grows.
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(known) = interned.get(name) {
-            return Ok(Code(*known));
+            return Ok(Code(known));
         }
         if interned.len() >= MAX_INTERNED {
             return Err(format!(

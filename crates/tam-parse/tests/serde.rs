@@ -54,7 +54,14 @@ fn plain_values_have_their_json_forms() {
 
 #[test]
 fn malformed_values_are_refused_not_panicked_on() {
-    for bad in ["[9, 3]", "[1]", "[1, 2, 3]", "{\"start\": 1}", "\"1..2\"", "[-1, 2]"] {
+    for bad in [
+        "[9, 3]",
+        "[1]",
+        "[1, 2, 3]",
+        "{\"start\": 1}",
+        "\"1..2\"",
+        "[-1, 2]",
+    ] {
         assert!(
             serde_json::from_str::<Span>(bad).is_err(),
             "span {bad} accepted"
@@ -119,7 +126,11 @@ fn calls_and_blocks_built_with_their_constructors_round_trip() {
     let block = Block::new(
         Span::new(0, 90),
         vec![call],
-        vec![Diagnostic::warning(Code::STRAY_TEXT, Span::new(71, 74), "stray")],
+        vec![Diagnostic::warning(
+            Code::STRAY_TEXT,
+            Span::new(71, 74),
+            "stray",
+        )],
         "<|[REQUEST_TOOL]|>…<|[END_TOOL]|>",
     );
     round_trip(
