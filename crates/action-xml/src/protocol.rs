@@ -29,7 +29,7 @@ impl Protocol {
     }
 }
 
-/// Which tool-call protocol(s) an [`OutputDecoder`] looks for: the one name for that
+/// Which tool-call protocol(s) an [`OutputDecoder`](crate::OutputDecoder) looks for: the one name for that
 /// choice in the workspace (tool-dispatch's agent and the CLI use it too).
 ///
 /// With feature `serde`: its name, `"tam"`, `"action"` or `"auto"`; deserializing reads
@@ -46,7 +46,7 @@ pub enum ProtocolChoice {
     Tam,
     /// ACTION XML blocks only; TAM markers are prose.
     Action,
-    /// Both, in one stream, in any order ([`MixedDecoder`]). The default.
+    /// Both, in one stream, in any order ([`MixedDecoder`](crate::MixedDecoder)). The default.
     #[default]
     Auto,
 }
