@@ -333,3 +333,22 @@ fn mixed_argument_events_carry_their_protocol() {
         ]
     );
 }
+
+#[test]
+fn the_readme_line_is_what_the_block_serializes_to() {
+    let events = decode_all_ways(
+        Mixed(MixedConfig::default()),
+        b"<ACTION><read><path>a</path></read></ACTION>",
+    );
+    let lines: Vec<String> = events
+        .iter()
+        .filter(|e| matches!(e, MixedEvent::ActionBlock(_)))
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            r#"{"type":"tool_calls","protocol":"action","span":[0,44],"calls":[{"tool":"read","args":{"path":"a"}}],"diagnostics":[]}"#
+        ]
+    );
+}

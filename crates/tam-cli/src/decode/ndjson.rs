@@ -235,4 +235,42 @@ mod tests {
         );
         assert_eq!(with_raw[0]["raw"], "<|[REQUE");
     }
+
+    #[test]
+    fn a_blocks_diagnostics_keep_raw_only_with_its_flag() {
+        let orphan = Diagnostic::error(
+            tam_parse::Code::ORPHAN_PARAMETER,
+            Span::new(40, 60),
+            "parameter 'x9' belongs to no call",
+        )
+        .with_raw("x9:「始」1「末」");
+        let call = tam_parse::Call::new(
+            0,
+            "File.Read",
+            vec![tam_parse::Param::new("file_path", "/a", Span::new(20, 39))],
+            Span::new(0, 19),
+        );
+        let block = tam_parse::Block::new(Span::new(0, 80), vec![call], vec![orphan], "…");
+        let events = [MixedEvent::TamBlock(block)];
+        let mut writer = NdjsonWriter::new(Vec::new(), Extras::default());
+        writer.write_event(&events[0]).unwrap();
+        assert_eq!(
+            String::from_utf8(writer.out).unwrap(),
+            concat!(
+                r#"{"type":"tool_calls","protocol":"tam","span":[0,80],"#,
+                r#""calls":[{"tool":"File.Read","args":{"file_path":"/a"}}],"#,
+                r#""diagnostics":[{"severity":"error","code":"orphan_parameter","#,
+                r#""message":"parameter 'x9' belongs to no call","span":[40,60]}]}"#,
+                "\n"
+            )
+        );
+        let with_raw = lines(
+            Extras {
+                progress: false,
+                raw: true,
+            },
+            &events,
+        );
+        assert_eq!(with_raw[0]["diagnostics"][0]["raw"], "x9:「始」1「末」");
+    }
 }
