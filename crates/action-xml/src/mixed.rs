@@ -278,7 +278,11 @@ fn forward_tam<'a, F: FnMut(MixedEvent<'_>)>(
             tam_parse::Event::Text { text, span } => action.text(text, *span),
             tam_parse::Event::Block(block) => action.interrupt(block.span.end),
             tam_parse::Event::Diagnostic(d) => action.interrupt(d.span.end),
-            _ => {}
+            tam_parse::Event::BlockStart { .. }
+            | tam_parse::Event::ParamStart { .. }
+            | tam_parse::Event::ParamText { .. }
+            | tam_parse::Event::ParamEnd { .. }
+            | tam_parse::Event::CommandSeen { .. } => {}
         }
         out(MixedEvent::from(event));
     }
