@@ -44,6 +44,7 @@ pub enum FailurePolicy {
 
 /// Limits and choices of an [`Agent`].
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct AgentConfig {
     /// The protocol(s) decoded. Default: [`ProtocolChoice::Tam`] (the prompt teaches
     /// one protocol; [`ProtocolChoice::Auto`] also reads the other).
@@ -126,7 +127,6 @@ impl AgentConfig {
 
 /// Progress of a run, in order, for a UI to print as it happens.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum AgentEvent {
     /// A model round begins (numbered from 1).
     RoundStarted {
@@ -239,7 +239,6 @@ pub enum AgentEvent {
 
 /// Why a model's stream was cut.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum StreamCut {
     /// The reply hit the token limit (`finish_reason: "length"`).
     Length,
@@ -249,7 +248,6 @@ pub enum StreamCut {
 
 /// Why a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum StopReason {
     /// The model answered without calling a tool.
     Answer,
@@ -270,6 +268,7 @@ pub enum StopReason {
 
 /// The end of a run.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct AgentOutcome {
     /// Why it ended.
     pub stop: StopReason,

@@ -38,6 +38,7 @@ pub enum ChainPolicy {
 
 /// Limits and policies of a [`Dispatcher`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DispatchConfig {
     /// Longest one call may run before it is aborted and fails. Default: 30 s
     /// ([`DEFAULT_TIMEOUT`]); `None`: no limit.
@@ -57,6 +58,7 @@ impl Default for DispatchConfig {
 
 /// One call as a parser produced it, protocol-neutral.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ToolCall {
     /// The tool id as written (trimmed).
     pub tool: String,
@@ -156,7 +158,6 @@ impl ToolCall {
 /// How a call ended. Every status but [`Completed`](Self::Completed) comes with a failure
 /// result made by the dispatcher.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum CallStatus {
     /// The tool ran and returned (its result may still say `success: false`).
     Completed,
@@ -201,6 +202,7 @@ impl CallStatus {
 
 /// The end of one call: its status, the unified result and the time it took.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct CallOutcome {
     /// The tool id as the call wrote it.
     pub tool: String,

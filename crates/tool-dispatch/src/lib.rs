@@ -51,6 +51,14 @@
 //!
 //! # Decisions where the seeds are silent
 //!
+//! * Public types follow the workspace's API rules
+//!   (<https://github.com/tam-rs/tam/blob/main/docs/api-rules.md>): the event, status and
+//!   choice enums a runner must handle case by case ([`AgentEvent`], [`CallStatus`],
+//!   [`StopReason`], [`ModelItem`], [`Role`]…) are exhaustive, so a new variant is a compile
+//!   error in every `match`; error enums and the records and settings that grow
+//!   ([`ToolCall`], [`CallOutcome`], [`AgentConfig`], [`DispatchConfig`]…) are
+//!   `#[non_exhaustive]`: build those with their constructors or `Default` and field
+//!   assignment.
 //! * A tool that returns nothing (`()`, `None`, JSON `null`) gives
 //!   `{"success":false,"operationType":"unknown","message":"tool returned null"}`; the
 //!   `data` field is omitted there and only there.

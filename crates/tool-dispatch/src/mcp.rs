@@ -206,6 +206,7 @@ impl McpError {
 
 /// One tool an MCP server offers, as listed.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct McpTool {
     /// The MCP name (what `tools/call` is sent with).
     pub name: String,

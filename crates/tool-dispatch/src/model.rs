@@ -12,7 +12,6 @@ use crate::BoxError;
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[non_exhaustive]
 pub enum Role {
     /// Instructions.
     System,
@@ -42,6 +41,7 @@ impl Role {
 
 /// One message of the conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Message {
     /// Who wrote it.
     pub role: Role,
@@ -284,7 +284,6 @@ impl ToolCallChunk {
 
 /// One item of a model's stream.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum ModelItem {
     /// A piece of the reply's text (`delta.content`): what the protocol decoder reads.
     Text(String),

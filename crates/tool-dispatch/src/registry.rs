@@ -19,6 +19,7 @@ use crate::{Error, IntoToolResult, ToolExecutionResult};
 
 /// What a service tool receives besides its arguments.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ToolContext {
     /// The id the tool was called by.
     pub tool_id: ToolId,
@@ -364,12 +365,6 @@ impl Registry {
                         reason: "the plugin loader returned no workflow document".to_owned(),
                     })?;
                     staged.register_workflow(definition.clone(), workflow)?;
-                }
-                other => {
-                    return Err(Error::InvalidWorkflow {
-                        workflow: id.to_string(),
-                        reason: format!("unsupported implementation {other:?}"),
-                    });
                 }
             }
             ids.push(id);

@@ -51,6 +51,7 @@ pub const NULL_RESULT_MESSAGE: &str = "tool returned null";
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolExecutionResult {
     /// `true` when the operation succeeded and produced data; `false` for a failure or no
     /// data. A workflow stops on `false`.

@@ -149,6 +149,7 @@ impl From<ModelParameters> for Map<String, Value> {
 /// The tool-related part of an LLM node's configuration (`LLMNodeConfig`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct LlmNodeConfig {
     /// The LLM profile the node uses.
     #[serde(default, skip_serializing_if = "Option::is_none")]

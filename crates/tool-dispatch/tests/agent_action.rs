@@ -160,10 +160,8 @@ async fn nested_and_cdata_parameters_arrive_as_json() {
         json!({"type": "object", "properties": {"target_file": {"type": "string"}, "diff_patch": {"type": "string"}}}),
     );
     let diffs = recording(&mut registry, diff, json!("applied"));
-    let config = AgentConfig {
-        run_extra_action_blocks: true,
-        ..AgentConfig::for_protocol(ProtocolChoice::Action)
-    };
+    let mut config = AgentConfig::for_protocol(ProtocolChoice::Action);
+    config.run_extra_action_blocks = true;
     let agent = action_agent(registry, config);
     let output = "I need both files, then a fix.\n<ACTION>\n    <read_file>\n        <args>\n            <file>\n                <path>src/app.ts</path>\n            </file>\n            <file>\n                <path>src/utils.ts</path>\n            </file>\n        </args>\n    </read_file>\n</ACTION>\n<ACTION>\n    <ApplyProjectDiff>\n        <target_file>config/settings.json</target_file>\n        <diff_patch>\n            <![CDATA[\n-  \"feature_enabled\": false,\n+  \"feature_enabled\": true,\n            ]]>\n        </diff_patch>\n    </ApplyProjectDiff>\n</ACTION>";
     let model = ScriptedModel::chunked(&[output, "Done."], 6);

@@ -377,10 +377,8 @@ async fn chained_calls_run_in_order_and_stop_at_the_first_failure() {
 #[tokio::test]
 async fn the_stop_failure_policy_ends_the_loop_after_a_failed_round() {
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」empty_query「末」\n<|[END_TOOL]|>";
-    let config = AgentConfig {
-        failure_policy: FailurePolicy::Stop,
-        ..AgentConfig::default()
-    };
+    let mut config = AgentConfig::default();
+    config.failure_policy = FailurePolicy::Stop;
     let played = play(config, &[block], 64).await;
     assert_eq!(played.outcome.stop, StopReason::ToolFailed);
     assert_eq!(played.outcome.rounds, 1);
@@ -393,10 +391,8 @@ async fn the_stop_failure_policy_ends_the_loop_after_a_failed_round() {
 #[tokio::test]
 async fn max_tool_calls_refuses_the_extra_calls_and_ends_the_loop() {
     let three = "<|[REQUEST_TOOL]|>\ncommand1:「始」GetPlayerInfo「末」\nplayer_id1:「始」a「末」\ncommand2:「始」GetPlayerInfo「末」\nplayer_id2:「始」b「末」\ncommand3:「始」GetPlayerInfo「末」\nplayer_id3:「始」c「末」\n<|[END_TOOL]|>";
-    let config = AgentConfig {
-        max_tool_calls: 2,
-        ..AgentConfig::default()
-    };
+    let mut config = AgentConfig::default();
+    config.max_tool_calls = 2;
     let played = play(config, &[three], 16).await;
     assert_eq!(played.outcome.stop, StopReason::MaxToolCalls);
     assert_eq!(played.lookups, 2);
@@ -409,10 +405,8 @@ async fn max_tool_calls_refuses_the_extra_calls_and_ends_the_loop() {
 #[tokio::test]
 async fn the_call_limit_counts_across_rounds() {
     let one = "<|[REQUEST_TOOL]|>\ncommand:「始」GetPlayerInfo「末」\nplayer_id:「始」a「末」\n<|[END_TOOL]|>";
-    let config = AgentConfig {
-        max_tool_calls: 2,
-        ..AgentConfig::default()
-    };
+    let mut config = AgentConfig::default();
+    config.max_tool_calls = 2;
     let played = play(config, &[one, one, one], 64).await;
     assert_eq!(
         (played.outcome.stop, played.outcome.rounds),
@@ -480,10 +474,8 @@ async fn a_block_with_only_broken_entries_gets_error_observations() {
 #[tokio::test]
 async fn a_model_that_never_answers_stops_at_max_rounds() {
     let empty_block = "<|[REQUEST_TOOL]|>\n<|[END_TOOL]|>";
-    let config = AgentConfig {
-        max_rounds: 3,
-        ..AgentConfig::default()
-    };
+    let mut config = AgentConfig::default();
+    config.max_rounds = 3;
     let played = play(config, &[empty_block, empty_block, empty_block], 64).await;
     assert_eq!(
         (played.outcome.stop, played.outcome.rounds),

@@ -22,10 +22,8 @@ fn current_thread() -> tokio::runtime::Runtime {
 }
 
 fn dispatcher(registry: Registry, timeout: Duration) -> Dispatcher {
-    let config = DispatchConfig {
-        timeout: Some(timeout),
-        ..DispatchConfig::default()
-    };
+    let mut config = DispatchConfig::default();
+    config.timeout = Some(timeout);
     Dispatcher::with_config(registry, ReferenceEngine::new(), config)
 }
 

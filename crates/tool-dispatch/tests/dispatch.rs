@@ -44,10 +44,8 @@ fn dispatcher(registry: Registry) -> Dispatcher {
 }
 
 fn fast(registry: Registry) -> Dispatcher {
-    let config = DispatchConfig {
-        timeout: Some(Duration::from_millis(50)),
-        ..DispatchConfig::default()
-    };
+    let mut config = DispatchConfig::default();
+    config.timeout = Some(Duration::from_millis(50));
     Dispatcher::with_config(registry, ReferenceEngine::new(), config)
 }
 
@@ -317,14 +315,11 @@ async fn cancellation_aborts_a_running_call_and_refuses_to_start_new_ones() {
             }
         })
         .unwrap();
-    let d = Dispatcher::with_config(
-        registry,
-        ReferenceEngine::new(),
-        DispatchConfig {
-            timeout: None,
-            ..Default::default()
-        },
-    );
+    let d = Dispatcher::with_config(registry, ReferenceEngine::new(), {
+        let mut config = DispatchConfig::default();
+        config.timeout = None;
+        config
+    });
     let cancel = CancellationToken::new();
     let canceller = {
         let cancel = cancel.clone();
@@ -405,10 +400,8 @@ async fn a_chain_stops_at_the_first_failure_by_default() {
 #[tokio::test]
 async fn run_all_policy_runs_every_call() {
     let log = Arc::default();
-    let config = DispatchConfig {
-        chain_policy: ChainPolicy::RunAll,
-        ..Default::default()
-    };
+    let mut config = DispatchConfig::default();
+    config.chain_policy = ChainPolicy::RunAll;
     let d = Dispatcher::with_config(chain_registry(&log), ReferenceEngine::new(), config);
     let calls = ["step_b", "step_c"].map(|t| call(t, json!({})));
     let outcomes = d

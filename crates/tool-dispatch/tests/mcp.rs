@@ -591,10 +591,8 @@ async fn the_dispatcher_time_out_cancels_a_slow_call_and_the_server_goes_on() {
     let server = start().await;
     let mut registry = Registry::new();
     server.register(&mut registry, None).unwrap();
-    let config = DispatchConfig {
-        timeout: Some(Duration::from_millis(200)),
-        ..DispatchConfig::default()
-    };
+    let mut config = DispatchConfig::default();
+    config.timeout = Some(Duration::from_millis(200));
     let dispatcher = Dispatcher::with_config(registry, ReferenceEngine::new(), config);
 
     let slow = dispatch(&dispatcher, "sleep", json!({"ms": "10000"})).await;

@@ -84,7 +84,6 @@ impl ToolDefinition {
     rename_all_fields = "camelCase",
     try_from = "UncheckedImplementation"
 )]
-#[non_exhaustive]
 pub enum Implementation {
     /// A function the host registers under the tool id.
     Service,

@@ -16,7 +16,6 @@ const HASHED_PREFIX_LEN: usize = MAX_EXPORT_NAME_LEN - 9;
 
 /// A tool format of an LLM API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum ExportFormat {
     /// OpenAI chat `tools`: `{"type":"function","function":{"name","description","parameters"}}`.
     OpenAi,

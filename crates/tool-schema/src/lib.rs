@@ -110,6 +110,11 @@
 //!
 //! # Decisions where the seeds are silent
 //!
+//! - **API rules** (<https://github.com/tam-rs/tam/blob/main/docs/api-rules.md>): choices a
+//!   caller matches on ([`Implementation`], [`PromptStyle`],
+//!   [`ExportFormat`], the system-prompt enums) are exhaustive;
+//!   [`Error`] and the records that grow ([`ToolDefinition`], the loaders' results) are
+//!   `#[non_exhaustive]`.
 //! - **System prompts.** The parts follow TAM seed §6.2 (role and goal, tool list,
 //!   retrieved knowledge, decision) then the ACTION seed's few-shot advice (§4.3) and the
 //!   result-format seed's 【工具调用规则】; headings are the TAM seed's bracketed ones

@@ -23,7 +23,6 @@ const TOOL_PARAMETERS: &str = "{toolParameters}";
 
 /// How [`render_tool_list`] lays a tool list out.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum PromptStyle {
     /// The TAM seed §6.2 layout:
     /// ```text

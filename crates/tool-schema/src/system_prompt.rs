@@ -9,7 +9,6 @@ use crate::prompt::{CHINESE_LABELS, ENGLISH_LABELS, PromptStyle, render_with};
 
 /// The protocol a system prompt teaches the model to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum PromptProtocol {
     /// `<|[REQUEST_TOOL]|>` blocks with `key:「始」value「末」` entries (TAM seed).
     Tam,
@@ -19,7 +18,6 @@ pub enum PromptProtocol {
 
 /// The language of a system prompt's own words (tool descriptions stay as written).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum PromptLanguage {
     /// The seeds' Chinese wording.
     Chinese,
@@ -29,7 +27,6 @@ pub enum PromptLanguage {
 
 /// The sections of a system prompt, in the order they are rendered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[non_exhaustive]
 pub enum PromptPart {
     /// Who the model is and what it is for (TAM seed §6.2 point 1).
     Role,

@@ -172,8 +172,20 @@ impl<W: Write> Printer<W> {
                 };
                 self.line(&self.paint(style, &format!("    ↳ {observation}")));
             }
-            // A call start is implied by its block; new event kinds are not shown.
-            _ => {}
+            // The demo shows blocks when they close and calls when they finish: a block's
+            // start, the argument stream, a call's start and the model's own signals are
+            // implied by what follows (the demo's scripted model never cuts or reasons).
+            AgentEvent::BlockStarted { .. }
+            | AgentEvent::CallStreamStart { .. }
+            | AgentEvent::ParamStart { .. }
+            | AgentEvent::ParamText { .. }
+            | AgentEvent::ParamEnd { .. }
+            | AgentEvent::CallStreamEnd { .. }
+            | AgentEvent::CallStarted { .. }
+            | AgentEvent::Reasoning(_)
+            | AgentEvent::NativeToolCall(_)
+            | AgentEvent::ModelFinished(_)
+            | AgentEvent::StreamCut(_) => {}
         }
     }
 
@@ -264,7 +276,6 @@ fn describe_outcome(outcome: &CallOutcome) -> (Style, String) {
         ),
         CallStatus::Panicked(message) => (Style::Bad, format!("✗ {tool} panicked: {message}")),
         CallStatus::Cancelled => (Style::Bad, format!("✗ {tool} cancelled")),
-        _ => (Style::Bad, format!("✗ {tool} did not complete")),
     }
 }
 

@@ -332,10 +332,9 @@ fn llm_node(profile: &AgentProfile, path: &Path) -> Result<LlmNodeConfig, CliErr
         ),
         None => None,
     };
-    Ok(LlmNodeConfig {
-        parameters,
-        ..LlmNodeConfig::default()
-    })
+    let mut config = LlmNodeConfig::default();
+    config.parameters = parameters;
+    Ok(config)
 }
 
 /// Starts each `--mcp` server and registers its tools (see the module's decisions).
