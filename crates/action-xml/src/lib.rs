@@ -199,6 +199,27 @@
 //! this one turns on): a span is `[start, end]`, a diagnostic `{"severity", "code",
 //! "message", "span", "raw"?}`.
 //!
+//! ```
+//! # #[cfg(feature = "serde")] {
+//! use action_xml::{MixedEvent, OutputDecoder};
+//!
+//! let mut lines = Vec::new();
+//! let mut on_event = |e: MixedEvent<'_>| {
+//!     if !e.is_argument_event() {
+//!         lines.push(serde_json::to_string(&e).unwrap());
+//!     }
+//! };
+//! let mut decoder = OutputDecoder::default();
+//! decoder.feed("Hi <ACTION><read><path>a</path></read></ACTION>", &mut on_event);
+//! decoder.finish(&mut on_event);
+//! assert_eq!(lines, [
+//!     r#"{"type":"text","text":"Hi "}"#,
+//!     r#"{"type":"block_start","protocol":"action","span":[3,11]}"#,
+//!     r#"{"type":"tool_calls","protocol":"action","span":[3,47],"calls":[{"tool":"read","args":{"path":"a"}}],"diagnostics":[]}"#,
+//! ]);
+//! # }
+//! ```
+//!
 //! Decisions:
 //!
 //! * [`MixedEvent`] is the front door's event, and SPEC §6 already fixes a JSON form for

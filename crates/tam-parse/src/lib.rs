@@ -153,6 +153,26 @@
 //! | [`Dialect`] | `"tam"` or `"vcp"` |
 //! | [`ByteString`] | a string |
 //!
+//! ```
+//! # #[cfg(feature = "serde")] {
+//! use tam_parse::{Config, Event, decode};
+//!
+//! let events = decode("Hi <|[REQUEST_TOOL]|>command:「始」Now「末」<|[END_TOOL]|>", Config::default());
+//! assert_eq!(
+//!     serde_json::to_string(&events[0]).unwrap(),
+//!     r#"{"type":"text","text":"Hi ","span":[0,3]}"#
+//! );
+//! let Some(Event::Block(block)) = events.last() else { panic!("no block") };
+//! assert_eq!(
+//!     serde_json::to_value(&block.calls[0]).unwrap(),
+//!     serde_json::json!({"index": 0, "tool": "Now", "params": [], "span": [21, 50]})
+//! );
+//! let back: Vec<Event<'static>> =
+//!     serde_json::from_str(&serde_json::to_string(&events).unwrap()).unwrap();
+//! assert_eq!(back, events);
+//! # }
+//! ```
+//!
 //! Decisions:
 //!
 //! * A [`ByteString`] is a JSON string. It is UTF-8 by construction: invalid UTF-8 never
