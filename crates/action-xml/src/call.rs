@@ -4,7 +4,11 @@ use serde_json::{Map, Value};
 use tam_parse::{ByteString, Diagnostic, Span};
 
 /// One tool call: an element inside `<ACTION>`.
+///
+/// With feature `serde`: `{"tool", "args", "span", "params"}`.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct ActionCall {
     /// The tool id: the element's name as written, namespace prefix included
     /// (`workflow:summarize_text`).
@@ -22,7 +26,11 @@ pub struct ActionCall {
 }
 
 /// One parameter element of a call, as written.
+///
+/// With feature `serde`: `{"key", "content_span", "source"}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct ActionParam {
     /// The element's name as written.
     pub key: String,
@@ -34,7 +42,34 @@ pub struct ActionParam {
     pub source: String,
 }
 
+impl ActionParam {
+    /// Parameter element `key` whose content, at `content_span`, is `source` as written.
+    pub fn new(key: impl Into<String>, content_span: Span, source: impl Into<String>) -> Self {
+        ActionParam {
+            key: key.into(),
+            content_span,
+            source: source.into(),
+        }
+    }
+}
+
 impl ActionCall {
+    /// A call of `tool` with `args`, its element at `span`, its parameter elements as
+    /// written in `params`.
+    pub fn new(
+        tool: impl Into<String>,
+        args: Map<String, Value>,
+        span: Span,
+        params: Vec<ActionParam>,
+    ) -> Self {
+        ActionCall {
+            tool: tool.into(),
+            args,
+            span,
+            params,
+        }
+    }
+
     /// The exact source of parameter `key`'s content (the first element of that name),
     /// see [`ActionParam::source`].
     pub fn source(&self, key: &str) -> Option<&str> {
@@ -56,7 +91,11 @@ impl ActionCall {
 }
 
 /// A closed `<ACTION>` block: its calls in document order and what was wrong with it.
+///
+/// With feature `serde`: `{"span", "index", "calls", "diagnostics", "raw"}`.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct ActionBlock {
     /// `<ACTION>` to `</ACTION>` inclusive (to the end of the stream when the close tag
     /// never came).
@@ -73,6 +112,24 @@ pub struct ActionBlock {
 }
 
 impl ActionBlock {
+    /// Block number `index` of the stream at `span`, with `calls`, `diagnostics` and its
+    /// `raw` text.
+    pub fn new(
+        span: Span,
+        index: usize,
+        calls: Vec<ActionCall>,
+        diagnostics: Vec<Diagnostic>,
+        raw: impl Into<ByteString>,
+    ) -> Self {
+        ActionBlock {
+            span,
+            index,
+            calls,
+            diagnostics,
+            raw: raw.into(),
+        }
+    }
+
     /// True when some diagnostic is an error.
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)

@@ -64,7 +64,3 @@ pub const BLOCK_TOO_LARGE: Code = Code::BLOCK_TOO_LARGE;
 /// Bytes that are not UTF-8 (error), from [`Decoder::feed_bytes`](crate::Decoder::feed_bytes).
 /// The same code as tam-parse's.
 pub const INVALID_UTF8: Code = Code::INVALID_UTF8;
-/// A TAM event that this version of the mixed decoder does not know (a newer tam-parse):
-/// passed on as a warning whose message is the event's debug form, so that nothing is
-/// dropped silently. Not emitted with the tam-parse this crate is built with.
-pub const UNKNOWN_TAM_EVENT: Code = Code::new("unknown_tam_event");

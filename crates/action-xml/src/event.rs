@@ -10,8 +10,19 @@ use crate::call::ActionBlock;
 ///
 /// Text borrows from the delta just fed (or from the decoder, for prose it held back);
 /// everything else owns its data. [`Event::into_owned`] detaches an event from both.
+///
+/// With feature `serde`: an object tagged by `"type"` — the variant's name in snake_case
+/// (`text`, `block_start`, `block`, `diagnostic`, `call_start`, `param_start`,
+/// `param_text`, `param_end`, `call_end`) — with the variant's fields, or for `Block` and
+/// `Diagnostic` the fields of the [`ActionBlock`] or [`Diagnostic`], as tam-parse's
+/// events. Deserializing gives owned text and keys, so `Event<'static>` is
+/// `DeserializeOwned`.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(tag = "type", rename_all = "snake_case")
+)]
 pub enum Event<'a> {
     /// Prose outside blocks: the response text before the first block, trailing text
     /// after it. Adjacent text events may be split anywhere.

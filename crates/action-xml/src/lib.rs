@@ -178,9 +178,64 @@
 //!   default; `tam decode` turns it on only with `--progress`. The ACTION layer always
 //!   computes its pieces (cheap); off, they are dropped.
 //!
+//! # Serde
+//!
+//! With feature `serde`, every type a decoder reports is `serde::Serialize`, and the owned
+//! ones are `serde::Deserialize` too (a JSON round trip gives back an equal value):
+//!
+//! | type | form |
+//! |---|---|
+//! | [`ActionBlock`] | `{"span", "index", "calls", "diagnostics", "raw"}` |
+//! | [`ActionCall`] | `{"tool", "args", "span", "params"}` (`args` as `serde_json` writes it) |
+//! | [`ActionParam`] | `{"key", "content_span", "source"}` |
+//! | [`Event`] | `{"type": "text" \| "block_start" \| "block" \| "diagnostic" \| "call_start" \| "param_start" \| "param_text" \| "param_end" \| "call_end", …}`: the variant's fields, or the block's or diagnostic's |
+//! | [`Parsed`] | `{"response_text", "calls", "trailing_text", "diagnostics", "blocks"}` |
+//! | [`Protocol`] | `"tam"` or `"action"` |
+//! | [`ProtocolChoice`] | `"tam"`, `"action"` or `"auto"` (read back as [`ProtocolChoice`]'s `FromStr` reads it) |
+//! | [`LineColumn`] | `{"line", "column"}` |
+//! | [`MixedEvent`] | its `tam decode` line (SPEC §6); serialize only |
+//!
+//! Spans, diagnostics and TAM blocks are tam-parse's (feature `tam-parse/serde`, which
+//! this one turns on): a span is `[start, end]`, a diagnostic `{"severity", "code",
+//! "message", "span", "raw"?}`.
+//!
+//! ```
+//! # #[cfg(feature = "serde")] {
+//! use action_xml::{MixedEvent, OutputDecoder};
+//!
+//! let mut lines = Vec::new();
+//! let mut on_event = |e: MixedEvent<'_>| {
+//!     if !e.is_argument_event() {
+//!         lines.push(serde_json::to_string(&e).unwrap());
+//!     }
+//! };
+//! let mut decoder = OutputDecoder::default();
+//! decoder.feed("Hi <ACTION><read><path>a</path></read></ACTION>", &mut on_event);
+//! decoder.finish(&mut on_event);
+//! assert_eq!(lines, [
+//!     r#"{"type":"text","text":"Hi "}"#,
+//!     r#"{"type":"block_start","protocol":"action","span":[3,11]}"#,
+//!     r#"{"type":"tool_calls","protocol":"action","span":[3,47],"calls":[{"tool":"read","args":{"path":"a"}}],"diagnostics":[]}"#,
+//! ]);
+//! # }
+//! ```
+//!
+//! Decisions:
+//!
+//! * [`MixedEvent`] is the front door's event, and SPEC §6 already fixes a JSON form for
+//!   it: `tam decode` writes `serde_json::to_string(&event)` (less `raw` unless asked,
+//!   less progress lines unless asked). That form drops what a line does not show (a text
+//!   event's span, a block's raw text, a call's span and index, ACTION parameter sources),
+//!   so [`MixedEvent`] has no `Deserialize`; [`Event`] and tam-parse's `Event` keep every
+//!   field and round-trip.
+//! * `args` is a `serde_json::Map`: its key order is the order written only with
+//!   `serde_json/preserve_order` (this crate's `preserve_order` feature).
+//!
 //! # Crate features
 //!
-//! None: the crate has no optional parts.
+//! * `serde` — `Serialize` / `Deserialize` for the types above (see "Serde").
+//! * `preserve_order` — JSON object keys (call arguments) in the order written
+//!   (`serde_json/preserve_order`); without it `serde_json::Map` sorts them.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 // docs.rs (nightly, `--cfg docsrs`) marks items behind a feature; stable builds ignore it.
@@ -220,3 +275,31 @@ pub use tam_parse::{ByteString, Code, Diagnostic, Severity, Span};
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// [`LineColumn`]'s serde form, `{"line", "column"}` (the type's own module belongs to the
+/// position code; its fields are its whole definition, so a remote derive mirrors it).
+#[cfg(feature = "serde")]
+mod line_column_serde {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::LineColumn;
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(remote = "LineColumn")]
+    struct Def {
+        line: usize,
+        column: usize,
+    }
+
+    impl Serialize for LineColumn {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            Def::serialize(self, serializer)
+        }
+    }
+
+    impl<'de> Deserialize<'de> for LineColumn {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            Def::deserialize(deserializer)
+        }
+    }
+}

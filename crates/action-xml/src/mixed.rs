@@ -9,7 +9,6 @@ use tam_parse::scan::{BlockView, ClosedBlock, Grammar, ScanHandler, Scanner};
 use tam_parse::{BlockParser, ByteString, Diagnostic, Dialect, Span};
 
 use crate::call::ActionBlock;
-use crate::codes;
 use crate::config::{Config, block_syntax};
 use crate::decoder::{ActionLayer, invalid_utf8};
 use crate::event::Event;
@@ -67,9 +66,19 @@ impl MixedConfig {
     }
 }
 
-/// What a [`MixedDecoder`] reports, in stream order.
+/// What a [`MixedDecoder`] (and the [`OutputDecoder`](crate::OutputDecoder)) reports, in
+/// stream order.
+///
+/// With feature `serde`, an event serializes as its `tam decode` line (SPEC §6; see
+/// "Serde" in the crate docs): `Text` as `{"type":"text","text"}`, `TamBlock` and
+/// `ActionBlock` as `{"type":"tool_calls","protocol","span","calls":[{"tool","args"}],
+/// "diagnostics"}`, `Diagnostic` as `{"type":"diagnostic",…}` with the [`Diagnostic`]'s
+/// fields, and the progress events as `block_start`, `command_seen` (with `"protocol":
+/// "tam"`), `call_start`, `param_start`, `param_text`, `param_end`, `call_end`, each with
+/// its `protocol`. That form is lossy (a text event's span, a block's raw text, call
+/// spans and indices are left out), so there is no `Deserialize`: serialize the
+/// [`tam_parse::Block`] or [`ActionBlock`] itself for everything.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum MixedEvent<'a> {
     /// Prose outside blocks. Adjacent text events may be split anywhere.
     Text {
@@ -269,15 +278,18 @@ fn forward_tam<'a, F: FnMut(MixedEvent<'_>)>(
             tam_parse::Event::Text { text, span } => action.text(text, *span),
             tam_parse::Event::Block(block) => action.interrupt(block.span.end),
             tam_parse::Event::Diagnostic(d) => action.interrupt(d.span.end),
-            _ => {}
+            tam_parse::Event::BlockStart { .. }
+            | tam_parse::Event::ParamStart { .. }
+            | tam_parse::Event::ParamText { .. }
+            | tam_parse::Event::ParamEnd { .. }
+            | tam_parse::Event::CommandSeen { .. } => {}
         }
         out(MixedEvent::from(event));
     }
 }
 
-/// A TAM decoder's event as the mixed decoder reports it. A TAM event this crate does not
-/// know yet (a newer tam-parse) becomes an [`codes::UNKNOWN_TAM_EVENT`] warning whose
-/// message is its debug form, so that nothing is dropped silently.
+/// A TAM decoder's event as the mixed decoder reports it. `tam_parse::Event` is
+/// exhaustive: a new TAM event is a breaking change that this `match` must learn.
 impl<'a> From<tam_parse::Event<'a>> for MixedEvent<'a> {
     fn from(event: tam_parse::Event<'a>) -> MixedEvent<'a> {
         match event {
@@ -305,12 +317,6 @@ impl<'a> From<tam_parse::Event<'a>> for MixedEvent<'a> {
                 protocol: Protocol::Tam,
                 span,
             },
-            #[allow(unreachable_patterns)]
-            other => MixedEvent::Diagnostic(Diagnostic::warning(
-                codes::UNKNOWN_TAM_EVENT,
-                other.span(),
-                format!("{other:?}"),
-            )),
         }
     }
 }
@@ -597,5 +603,188 @@ impl MixedDecoder {
         self.action.reset();
         self.open_kind = None;
         self.cursor = StreamCursor::default();
+    }
+}
+
+#[cfg(feature = "serde")]
+mod wire {
+    //! [`MixedEvent`]'s serde form: the `tam decode` line of SPEC §6. The line is an
+    //! internally tagged enum of borrowed fields; spans, protocols, diagnostics and ACTION
+    //! arguments are serialized by their own types' impls. Only the call shape is built
+    //! here: SPEC §6 lists a call as `{"tool", "args": {K: V}}`, where TAM values are the
+    //! strings under each key as written (chain suffix stripped: [`Param::key`]) and ACTION
+    //! values are [`ActionCall::args`].
+
+    use serde::ser::{Serialize, Serializer};
+    use tam_parse::{Call, Diagnostic, Param, Span};
+
+    use super::MixedEvent;
+    use crate::call::ActionCall;
+    use crate::protocol::Protocol;
+
+    /// One line.
+    #[derive(serde::Serialize)]
+    #[serde(tag = "type", rename_all = "snake_case")]
+    enum Line<'a> {
+        Text {
+            text: &'a str,
+        },
+        ToolCalls {
+            protocol: Protocol,
+            span: Span,
+            calls: Calls<'a>,
+            diagnostics: &'a [Diagnostic],
+        },
+        Diagnostic(&'a Diagnostic),
+        BlockStart {
+            protocol: Protocol,
+            span: Span,
+        },
+        CommandSeen {
+            protocol: Protocol,
+            call: u64,
+            tool: &'a str,
+            span: Span,
+        },
+        CallStart {
+            protocol: Protocol,
+            index: usize,
+            tool: &'a str,
+            span: Span,
+        },
+        ParamStart {
+            protocol: Protocol,
+            key: &'a str,
+            span: Span,
+        },
+        ParamText {
+            protocol: Protocol,
+            text: &'a str,
+            span: Span,
+        },
+        ParamEnd {
+            protocol: Protocol,
+            span: Span,
+        },
+        CallEnd {
+            protocol: Protocol,
+            index: usize,
+            span: Span,
+        },
+    }
+
+    /// A block's calls, each as `{"tool", "args"}`.
+    enum Calls<'a> {
+        Tam(&'a [Call]),
+        Action(&'a [ActionCall]),
+    }
+
+    #[derive(serde::Serialize)]
+    struct CallLine<'a, A> {
+        tool: &'a str,
+        args: A,
+    }
+
+    /// A TAM call's parameters as a map from the key as written to the value.
+    struct TamArgs<'a>(&'a [Param]);
+
+    impl Serialize for TamArgs<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.collect_map(self.0.iter().map(|p| (&*p.key, &*p.value)))
+        }
+    }
+
+    impl Serialize for Calls<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            match self {
+                Calls::Tam(calls) => serializer.collect_seq(calls.iter().map(|c| CallLine {
+                    tool: &c.tool,
+                    args: TamArgs(&c.params),
+                })),
+                Calls::Action(calls) => serializer.collect_seq(calls.iter().map(|c| CallLine {
+                    tool: &c.tool,
+                    args: &c.args,
+                })),
+            }
+        }
+    }
+
+    impl<'a> From<&'a MixedEvent<'_>> for Line<'a> {
+        fn from(event: &'a MixedEvent<'_>) -> Line<'a> {
+            match event {
+                MixedEvent::Text { text, .. } => Line::Text { text },
+                MixedEvent::TamBlock(block) => Line::ToolCalls {
+                    protocol: Protocol::Tam,
+                    span: block.span,
+                    calls: Calls::Tam(&block.calls),
+                    diagnostics: &block.diagnostics,
+                },
+                MixedEvent::ActionBlock(block) => Line::ToolCalls {
+                    protocol: Protocol::Action,
+                    span: block.span,
+                    calls: Calls::Action(&block.calls),
+                    diagnostics: &block.diagnostics,
+                },
+                MixedEvent::Diagnostic(diagnostic) => Line::Diagnostic(diagnostic),
+                MixedEvent::BlockStart { protocol, span } => Line::BlockStart {
+                    protocol: *protocol,
+                    span: *span,
+                },
+                MixedEvent::CommandSeen { call, tool, span } => Line::CommandSeen {
+                    protocol: Protocol::Tam,
+                    call: *call,
+                    tool,
+                    span: *span,
+                },
+                MixedEvent::CallStart {
+                    protocol,
+                    index,
+                    tool,
+                    span,
+                } => Line::CallStart {
+                    protocol: *protocol,
+                    index: *index,
+                    tool,
+                    span: *span,
+                },
+                MixedEvent::ParamStart {
+                    protocol,
+                    key,
+                    span,
+                } => Line::ParamStart {
+                    protocol: *protocol,
+                    key,
+                    span: *span,
+                },
+                MixedEvent::ParamText {
+                    protocol,
+                    text,
+                    span,
+                } => Line::ParamText {
+                    protocol: *protocol,
+                    text,
+                    span: *span,
+                },
+                MixedEvent::ParamEnd { protocol, span } => Line::ParamEnd {
+                    protocol: *protocol,
+                    span: *span,
+                },
+                MixedEvent::CallEnd {
+                    protocol,
+                    index,
+                    span,
+                } => Line::CallEnd {
+                    protocol: *protocol,
+                    index: *index,
+                    span: *span,
+                },
+            }
+        }
+    }
+
+    impl Serialize for MixedEvent<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            Line::from(self).serialize(serializer)
+        }
     }
 }

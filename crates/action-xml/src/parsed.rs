@@ -10,7 +10,11 @@ use crate::event::Event;
 use crate::fence::is_fence_line;
 
 /// A whole model output, parsed: what [`parse`] returns.
+///
+/// With feature `serde`: `{"response_text", "calls", "trailing_text", "diagnostics",
+/// "blocks"}`.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Parsed {
     /// The prose before the first block (all of it when there is none), without a code

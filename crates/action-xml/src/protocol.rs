@@ -4,7 +4,14 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Which protocol a block is written in.
+///
+/// With feature `serde`: `"tam"` or `"action"` ([`Protocol::as_str`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
 pub enum Protocol {
     /// TAM (`<|[REQUEST_TOOL]|>` … `<|[END_TOOL]|>`, or the VCP dialect).
     Tam,
@@ -24,8 +31,15 @@ impl Protocol {
 
 /// Which tool-call protocol(s) an [`OutputDecoder`](crate::OutputDecoder) looks for: the one name for that
 /// choice in the workspace (tool-dispatch's agent and the CLI use it too).
+///
+/// With feature `serde`: its name, `"tam"`, `"action"` or `"auto"`; deserializing reads
+/// what [`FromStr`] reads (any ASCII case, `both` for `auto`), like the CLI's flag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "snake_case")
+)]
 pub enum ProtocolChoice {
     /// TAM blocks only (`<|[REQUEST_TOOL]|>` … `<|[END_TOOL]|>`, or the VCP dialect);
     /// `<ACTION>` is prose.
@@ -91,5 +105,24 @@ impl FromStr for ProtocolChoice {
                     .then_some(ProtocolChoice::Auto)
             })
             .ok_or_else(|| UnknownProtocol(s.to_owned()))
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for ProtocolChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Name;
+        impl serde::de::Visitor<'_> for Name {
+            type Value = ProtocolChoice;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a protocol choice: tam, action or auto")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<ProtocolChoice, E> {
+                name.parse().map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_str(Name)
     }
 }

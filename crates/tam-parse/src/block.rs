@@ -10,7 +10,11 @@ use crate::entry::{canonical_key, command_number, digit_suffix, is_canonical, st
 
 /// One parameter of a call. All three strings are slices of the block's buffer (no copy),
 /// except a canonical key that differs from the key as written.
+///
+/// With feature `serde`: `{"key", "canonical", "value", "span"}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct Param {
     /// The key as written, chain suffix stripped (`filePath1` → `filePath`).
     pub key: ByteString,
@@ -23,7 +27,11 @@ pub struct Param {
 }
 
 /// One tool call.
+///
+/// With feature `serde`: `{"index", "tool", "params", "span"}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct Call {
     /// Chain number: `N` for `commandN`, 0 for an unsuffixed `command` (and for VCP).
     pub index: u64,
@@ -35,7 +43,32 @@ pub struct Call {
     pub span: Span,
 }
 
+impl Param {
+    /// A parameter `key` = `value` at `span`; its canonical key is
+    /// [`canonical_key`]`(key)`.
+    pub fn new(key: impl Into<ByteString>, value: impl Into<ByteString>, span: Span) -> Self {
+        let key = key.into();
+        Param {
+            canonical: canonical_of(&key, &key),
+            key,
+            value: value.into(),
+            span,
+        }
+    }
+}
+
 impl Call {
+    /// Call number `index` of tool `tool` (taken as given: not trimmed) with `params`, its
+    /// command entry at `span`.
+    pub fn new(index: u64, tool: impl Into<ByteString>, params: Vec<Param>, span: Span) -> Self {
+        Call {
+            index,
+            tool: tool.into(),
+            params,
+            span,
+        }
+    }
+
     /// The value of the parameter whose canonical key equals `canonical_key(key)`.
     pub fn get(&self, key: &str) -> Option<&str> {
         let want = canonical_key(key);
@@ -47,7 +80,11 @@ impl Call {
 }
 
 /// A closed block: its calls in execution order and what was wrong with it.
+///
+/// With feature `serde`: `{"span", "calls", "diagnostics", "raw"}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct Block {
     /// Start marker to end marker, inclusive.
     pub span: Span,
@@ -60,6 +97,21 @@ pub struct Block {
 }
 
 impl Block {
+    /// A block at `span` with `calls`, `diagnostics` and its `raw` text.
+    pub fn new(
+        span: Span,
+        calls: Vec<Call>,
+        diagnostics: Vec<Diagnostic>,
+        raw: impl Into<ByteString>,
+    ) -> Self {
+        Block {
+            span,
+            calls,
+            diagnostics,
+            raw: raw.into(),
+        }
+    }
+
     /// True when some diagnostic is an error.
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)

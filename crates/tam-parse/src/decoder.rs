@@ -28,7 +28,14 @@ const REGION_VALUE: usize = 0;
 const REGION_ESCAPE: usize = 1;
 
 /// Which markers delimit blocks and how calls are named.
+///
+/// With feature `serde`: `"tam"` or `"vcp"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
 pub enum Dialect {
     /// `<|[REQUEST_TOOL]|>` … `<|[END_TOOL]|>`, tools named by `command` / `commandN`.
     #[default]
@@ -166,8 +173,19 @@ impl Config {
 /// UIs; the [`Event::Block`] is authoritative. A block that never closes yields no block:
 /// what was streamed of it is then superseded by its text (or its `unterminated_block`
 /// diagnostic).
+///
+/// With feature `serde`: an object tagged by `"type"` — the variant's name in snake_case
+/// (`text`, `block_start`, `param_start`, `param_text`, `param_end`, `command_seen`,
+/// `block`, `diagnostic`) — with the variant's fields, or for `Block` and `Diagnostic` the
+/// fields of the [`Block`] or [`Diagnostic`]: `{"type":"text","text":"Hi","span":[0,2]}`.
+/// Deserializing gives owned text and keys (`Cow::Owned`), so `Event<'static>` is
+/// `DeserializeOwned` (`serde_json::from_reader`, `from_value`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(tag = "type", rename_all = "snake_case")
+)]
 pub enum Event<'a> {
     /// Prose outside blocks. Adjacent text events may be split anywhere.
     Text {

@@ -5,6 +5,8 @@ use std::fmt;
 use bytestring::ByteString;
 
 /// Byte offsets `[start, end)` in the concatenated stream (all deltas fed so far).
+///
+/// With feature `serde`: the pair `[start, end]`; deserializing refuses `start > end`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Span {
     /// Offset of the first byte.
@@ -37,7 +39,14 @@ impl fmt::Display for Span {
 }
 
 /// How bad a [`Diagnostic`] is.
+///
+/// With feature `serde`: `"warning"` or `"error"` ([`Severity::as_str`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
 pub enum Severity {
     /// The input was understood, possibly after a repair.
     Warning,
@@ -66,6 +75,12 @@ impl fmt::Display for Severity {
 /// Codes are plain strings so that every protocol crate can define its own next to the
 /// ones here (`action-xml` adds `malformed_xml`, …) while all share one [`Diagnostic`]
 /// type. Tests and clients match on [`Code::as_str`] or on the constants.
+///
+/// With feature `serde`: the name as a string. A `Code` holds a `&'static str`, so
+/// deserializing a name that is not one of this crate's constants interns it: each
+/// distinct name is allocated once for the life of the process. Only names of 1 to 64
+/// bytes of `a`–`z`, `0`–`9` and `_` are accepted, and at most 1024 distinct ones are
+/// interned (about 64 KiB at worst); past that, deserialization fails rather than grow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Code(&'static str);
 
@@ -126,7 +141,11 @@ impl fmt::Display for Code {
 /// `raw` carries the model's text the diagnostic is about when that text is not emitted
 /// anywhere else (an unterminated block, stray text, an orphan entry), so nothing the model
 /// wrote is silently dropped.
+///
+/// With feature `serde`: `{"severity", "code", "message", "span", "raw"}` (the SPEC §6
+/// diagnostic line without its `type`), `raw` left out when there is none.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Diagnostic {
     /// Warning or error.
@@ -138,6 +157,10 @@ pub struct Diagnostic {
     /// Where in the stream the problem is.
     pub span: Span,
     /// The model's text the diagnostic is about, when it is not emitted elsewhere.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
     pub raw: Option<ByteString>,
 }
 
@@ -187,3 +210,153 @@ impl fmt::Display for Diagnostic {
 }
 
 impl std::error::Error for Diagnostic {}
+
+#[cfg(feature = "serde")]
+mod serde_impls {
+    //! The hand-written serde forms: [`Span`] as a pair, [`Code`] as its name.
+
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+
+    use serde::de::{self, Deserialize, Deserializer, Visitor};
+    use serde::ser::{Serialize, SerializeTuple, Serializer};
+
+    use super::{Code, Span};
+
+    impl Serialize for Span {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut pair = serializer.serialize_tuple(2)?;
+            pair.serialize_element(&self.start)?;
+            pair.serialize_element(&self.end)?;
+            pair.end()
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Span {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            let (start, end) = <(usize, usize)>::deserialize(deserializer)?;
+            if start > end {
+                return Err(de::Error::custom(format_args!(
+                    "span [{start}, {end}] starts after its end"
+                )));
+            }
+            Ok(Span { start, end })
+        }
+    }
+
+    impl Serialize for Code {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.serialize_str(self.0)
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Code {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            deserializer.deserialize_str(CodeVisitor)
+        }
+    }
+
+    struct CodeVisitor;
+
+    impl Visitor<'_> for CodeVisitor {
+        type Value = Code;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a diagnostic code: 1 to 64 bytes of a-z, 0-9 and _")
+        }
+
+        fn visit_str<E: de::Error>(self, name: &str) -> Result<Code, E> {
+            code_named(name).map_err(E::custom)
+        }
+    }
+
+    /// This crate's codes: deserialized without interning.
+    const KNOWN: [Code; 14] = [
+        Code::STRAY_TEXT,
+        Code::VALUE_CONTAINS_OPEN_MARKER,
+        Code::UNTERMINATED_BLOCK,
+        Code::MISSING_VALUE_CLOSE,
+        Code::ORPHAN_PARAMETER,
+        Code::DUPLICATE_PARAMETER,
+        Code::EMPTY_COMMAND,
+        Code::MISSING_COMMAND,
+        Code::BLOCK_TOO_LARGE,
+        Code::TOO_MANY_CALLS,
+        Code::KEY_TOO_LONG,
+        Code::MARKER_IN_PROSE,
+        Code::BARE_BRACKETS,
+        Code::INVALID_UTF8,
+    ];
+
+    /// Longest name accepted, in bytes.
+    const MAX_NAME_LEN: usize = 64;
+    /// Most distinct names interned per process.
+    const MAX_INTERNED: usize = 1024;
+
+    /// The code named `name`: one of [`KNOWN`], or an interned name.
+    fn code_named(name: &str) -> Result<Code, String> {
+        if let Some(code) = KNOWN.iter().find(|c| c.0 == name) {
+            return Ok(*code);
+        }
+        let valid = !name.is_empty()
+            && name.len() <= MAX_NAME_LEN
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !valid {
+            return Err(format!(
+                "invalid diagnostic code {name:?}: expected 1 to {MAX_NAME_LEN} bytes of a-z, 0-9 and _"
+            ));
+        }
+        static INTERNED: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+        let mut interned = INTERNED
+            .get_or_init(Mutex::default)
+            .lock()
+            // The set is valid whatever a panicking holder did: it only ever grows.
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(known) = interned.get(name) {
+            return Ok(Code(known));
+        }
+        if interned.len() >= MAX_INTERNED {
+            return Err(format!(
+                "diagnostic code {name:?} refused: {MAX_INTERNED} distinct unknown codes were already read"
+            ));
+        }
+        let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+        interned.insert(leaked);
+        Ok(Code(leaked))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn known_codes_are_not_interned_and_names_are_checked() {
+            assert_eq!(code_named("stray_text"), Ok(Code::STRAY_TEXT));
+            let a = code_named("some_other_code_7").unwrap();
+            let b = code_named("some_other_code_7").unwrap();
+            assert_eq!(a.as_str(), "some_other_code_7");
+            // Interned once: both are the same allocation.
+            assert!(std::ptr::eq(a.as_str(), b.as_str()));
+            for bad in ["", "Upper", "with space", "dash-ed", &"x".repeat(65)] {
+                assert!(code_named(bad).is_err(), "{bad:?} accepted");
+            }
+            // The interner stops at its limit (the only test of this binary that interns).
+            let mut refused = None;
+            for i in 0..=MAX_INTERNED {
+                if let Err(e) = code_named(&format!("filler_{i}")) {
+                    refused = Some((i, e));
+                    break;
+                }
+            }
+            let (at, error) = refused.expect("the interner never refused");
+            assert_eq!(at, MAX_INTERNED - 1, "one slot went to some_other_code_7");
+            assert!(error.contains("refused"), "{error}");
+            // Names already interned and this crate's codes still read.
+            assert_eq!(code_named("some_other_code_7"), Ok(a));
+            assert_eq!(code_named("filler_0").unwrap().as_str(), "filler_0");
+            assert_eq!(code_named("invalid_utf8"), Ok(Code::INVALID_UTF8));
+        }
+    }
+}

@@ -133,8 +133,64 @@
 //! blocks where markers are content. `action-xml` builds on it; a [`scan::Grammar`] with
 //! several syntaxes scans several protocols in one stream.
 //!
+//! # Serde
+//!
+//! With feature `serde`, every type a decoder reports is `serde::Serialize`, and the owned
+//! ones are `serde::Deserialize` too (a JSON round trip gives back an equal value). The
+//! forms are what a JSON consumer reads, and `tam decode`'s lines (SPEC §6) are built
+//! from them:
+//!
+//! | type | form |
+//! |---|---|
+//! | [`Span`] | `[start, end]` (refused when `start > end`) |
+//! | [`Severity`] | `"warning"` or `"error"` |
+//! | [`Code`] | its name, `"stray_text"` |
+//! | [`Diagnostic`] | `{"severity", "code", "message", "span", "raw"}`, `raw` left out when there is none |
+//! | [`Param`] | `{"key", "canonical", "value", "span"}` |
+//! | [`Call`] | `{"index", "tool", "params", "span"}` |
+//! | [`Block`] | `{"span", "calls", "diagnostics", "raw"}` |
+//! | [`Event`] | `{"type": "text" \| "block_start" \| "param_start" \| "param_text" \| "param_end" \| "command_seen" \| "block" \| "diagnostic", …}`: the variant's fields, or the block's or diagnostic's |
+//! | [`Dialect`] | `"tam"` or `"vcp"` |
+//! | [`ByteString`] | a string |
+//!
+//! ```
+//! # #[cfg(feature = "serde")] {
+//! use tam_parse::{Config, Event, decode};
+//!
+//! let events = decode("Hi <|[REQUEST_TOOL]|>command:「始」Now「末」<|[END_TOOL]|>", Config::default());
+//! assert_eq!(
+//!     serde_json::to_string(&events[0]).unwrap(),
+//!     r#"{"type":"text","text":"Hi ","span":[0,3]}"#
+//! );
+//! let Some(Event::Block(block)) = events.last() else { panic!("no block") };
+//! assert_eq!(
+//!     serde_json::to_value(&block.calls[0]).unwrap(),
+//!     serde_json::json!({"index": 0, "tool": "Now", "params": [], "span": [21, 50]})
+//! );
+//! let back: Vec<Event<'static>> =
+//!     serde_json::from_str(&serde_json::to_string(&events).unwrap()).unwrap();
+//! assert_eq!(back, events);
+//! # }
+//! ```
+//!
+//! Decisions:
+//!
+//! * A [`ByteString`] is a JSON string. It is UTF-8 by construction: invalid UTF-8 never
+//!   reaches a value, key or raw text (a block's buffer holds U+FFFD in its place; the
+//!   bytes themselves are written in hex in the `invalid_utf8` diagnostic's message).
+//!   Deserializing copies the string into a new buffer; the zero-copy slicing of the
+//!   block buffer is a property of decoding, not of the wire form.
+//! * [`Event`] deserializes too, into owned text and keys (`Cow::Owned`): borrowing from
+//!   the JSON input would make `Event<'static>` unreadable with `from_reader` or
+//!   `from_value` (it would not be `DeserializeOwned`), and a consumer that reads events
+//!   back usually keeps them. Serializing a borrowed event writes exactly what its
+//!   [`Event::into_owned`] writes.
+//! * [`Code`] holds a `&'static str`: a name that is not one of this crate's is interned
+//!   once per process (at most 1024 names of at most 64 bytes; see [`Code`]).
+//!
 //! # Crate features
 //!
+//! * `serde` — `Serialize` / `Deserialize` for the types above (see "Serde").
 //! * `codec` — [`codec::TamCodec`], a `tokio_util::codec::Decoder` (bytes in, owned
 //!   events out).
 //! * `stream` — [`stream::EventStream`], a `futures_core::Stream` of owned events over a

@@ -121,7 +121,6 @@ pub fn dump(events: &[Event<'static>]) -> String {
             Event::CallEnd { index, span: s } => {
                 writeln!(out, "call_end {} {index}", span(*s)).unwrap()
             }
-            other => writeln!(out, "{other:?}").unwrap(),
         }
     }
     out
@@ -208,7 +207,6 @@ pub fn dump_mixed(events: &[MixedEvent<'static>]) -> String {
                 index,
                 span: s,
             } => writeln!(out, "call_end {} {} {index}", protocol.as_str(), span(*s)).unwrap(),
-            other => writeln!(out, "{other:?}").unwrap(),
         }
     }
     out

@@ -6,21 +6,26 @@
 //! {"type":"diagnostic","severity":"error","code":"unterminated_block","message":"…","span":[96,130]}
 //! ```
 //!
-//! Two more types exist behind `--progress`: `block_start` (`protocol`, `span`) when a start
-//! marker or `<ACTION>` tag is seen, and `command_seen` (`protocol`, `call`, `tool`,
-//! `span`) when a TAM command value closes, and the argument lines: `call_start`
-//! (`protocol`, `index`, `tool`, `span`), `param_start` (`protocol`, `key`, `span`),
-//! `param_text` (`protocol`, `text`, `span`), `param_end` and `call_end` (`protocol`,
-//! `index` for `call_end`, `span`). With `--with-raw`, a diagnostic that carries
-//! the model's text (an unterminated block, stray text, an orphan entry) has it as `raw`.
+//! Each line is the event's own serde form: `action_xml::MixedEvent` serializes as its
+//! SPEC §6 line (feature `serde` of action-xml; spans, protocols and diagnostics by their
+//! own impls, the call shape `{"tool","args"}` built there from the blocks' calls). This
+//! module only chooses which events get a line and whether diagnostics keep `raw`:
+//!
+//! * an empty text event writes nothing;
+//! * without `--progress`, `block_start`, `command_seen` and the argument lines
+//!   (`call_start`, `param_start`, `param_text`, `param_end`, `call_end`) are not written;
+//!   with it they are, each with its `protocol` (`command_seen`: `call`, `tool`, `span`;
+//!   `call_start`: `index`, `tool`, `span`; `param_start`: `key`, `span`; `param_text`:
+//!   `text`, `span`; `param_end`: `span`; `call_end`: `index`, `span`);
+//! * a diagnostic's `raw` (the model's text it is about: an unterminated block, stray
+//!   text, an orphan entry) is written only with `--with-raw`. Without it, an event whose
+//!   diagnostics carry `raw` is written from a copy without it (only such events are
+//!   copied: the common line is serialized straight from the decoder's event).
 
 use std::io::{self, Write};
 
-use action_xml::{MixedEvent, Protocol};
-use serde::Serialize;
-use serde::ser::{SerializeMap, Serializer};
-use serde_json::{Map, Value};
-use tam_parse::{Diagnostic, Param, Span};
+use action_xml::MixedEvent;
+use tam_parse::Diagnostic;
 
 /// What to write besides the three SPEC types.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -38,99 +43,6 @@ pub(crate) struct NdjsonWriter<W: Write> {
     extras: Extras,
 }
 
-/// One output line.
-#[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Line<'a> {
-    Text {
-        text: &'a str,
-    },
-    ToolCalls {
-        protocol: &'static str,
-        span: [usize; 2],
-        calls: Vec<CallLine<'a>>,
-        diagnostics: Vec<DiagnosticLine<'a>>,
-    },
-    Diagnostic(DiagnosticLine<'a>),
-    BlockStart {
-        protocol: &'static str,
-        span: [usize; 2],
-    },
-    CommandSeen {
-        protocol: &'static str,
-        call: u64,
-        tool: &'a str,
-        span: [usize; 2],
-    },
-    CallStart {
-        protocol: &'static str,
-        index: usize,
-        tool: &'a str,
-        span: [usize; 2],
-    },
-    ParamStart {
-        protocol: &'static str,
-        key: &'a str,
-        span: [usize; 2],
-    },
-    ParamText {
-        protocol: &'static str,
-        text: &'a str,
-        span: [usize; 2],
-    },
-    ParamEnd {
-        protocol: &'static str,
-        span: [usize; 2],
-    },
-    CallEnd {
-        protocol: &'static str,
-        index: usize,
-        span: [usize; 2],
-    },
-}
-
-#[derive(Serialize)]
-struct CallLine<'a> {
-    tool: &'a str,
-    args: Args<'a>,
-}
-
-/// A call's arguments: TAM values are strings under the key as written (chain suffix
-/// stripped); ACTION values are JSON strings, arrays or objects.
-enum Args<'a> {
-    Tam(&'a [Param]),
-    Action(&'a Map<String, Value>),
-}
-
-impl Serialize for Args<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Args::Tam(params) => {
-                let mut map = serializer.serialize_map(Some(params.len()))?;
-                for param in *params {
-                    map.serialize_entry(&*param.key, &*param.value)?;
-                }
-                map.end()
-            }
-            Args::Action(args) => args.serialize(serializer),
-        }
-    }
-}
-
-#[derive(Serialize)]
-struct DiagnosticLine<'a> {
-    severity: &'static str,
-    code: &'static str,
-    message: &'a str,
-    span: [usize; 2],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    raw: Option<&'a str>,
-}
-
-fn span(span: Span) -> [usize; 2] {
-    [span.start, span.end]
-}
-
 impl<W: Write> NdjsonWriter<W> {
     /// A writer to `out` (give it a buffered writer: each line is written whole, then
     /// flushed).
@@ -140,135 +52,78 @@ impl<W: Write> NdjsonWriter<W> {
 
     /// Writes the line of `event`, if it has one, and flushes.
     pub(crate) fn write_event(&mut self, event: &MixedEvent<'_>) -> io::Result<()> {
-        let line = match event {
-            MixedEvent::Text { text, .. } if text.is_empty() => return Ok(()),
-            MixedEvent::Text { text, .. } => Line::Text { text },
-            MixedEvent::TamBlock(block) => self.tool_calls_line(
-                Protocol::Tam,
-                block.span,
-                block.calls.iter().map(|call| CallLine {
-                    tool: &call.tool,
-                    args: Args::Tam(&call.params),
-                }),
-                &block.diagnostics,
-            ),
-            MixedEvent::ActionBlock(block) => self.tool_calls_line(
-                Protocol::Action,
-                block.span,
-                block.calls.iter().map(|call| CallLine {
-                    tool: &call.tool,
-                    args: Args::Action(&call.args),
-                }),
-                &block.diagnostics,
-            ),
-            MixedEvent::Diagnostic(diagnostic) => {
-                Line::Diagnostic(self.diagnostic_line(diagnostic))
+        let written = match event {
+            MixedEvent::Text { text, .. } => !text.is_empty(),
+            MixedEvent::TamBlock(_) | MixedEvent::ActionBlock(_) | MixedEvent::Diagnostic(_) => {
+                true
             }
-            MixedEvent::BlockStart { protocol, span: at } if self.extras.progress => {
-                Line::BlockStart {
-                    protocol: protocol.as_str(),
-                    span: span(*at),
-                }
-            }
-            MixedEvent::CommandSeen {
-                call,
-                tool,
-                span: at,
-            } if self.extras.progress => Line::CommandSeen {
-                protocol: Protocol::Tam.as_str(),
-                call: *call,
-                tool,
-                span: span(*at),
-            },
-            _ if !self.extras.progress => return Ok(()),
-            MixedEvent::CallStart {
-                protocol,
-                index,
-                tool,
-                span: at,
-            } => Line::CallStart {
-                protocol: protocol.as_str(),
-                index: *index,
-                tool,
-                span: span(*at),
-            },
-            MixedEvent::ParamStart {
-                protocol,
-                key,
-                span: at,
-            } => Line::ParamStart {
-                protocol: protocol.as_str(),
-                key,
-                span: span(*at),
-            },
-            MixedEvent::ParamText {
-                protocol,
-                text,
-                span: at,
-            } => Line::ParamText {
-                protocol: protocol.as_str(),
-                text,
-                span: span(*at),
-            },
-            MixedEvent::ParamEnd { protocol, span: at } => Line::ParamEnd {
-                protocol: protocol.as_str(),
-                span: span(*at),
-            },
-            MixedEvent::CallEnd {
-                protocol,
-                index,
-                span: at,
-            } => Line::CallEnd {
-                protocol: protocol.as_str(),
-                index: *index,
-                span: span(*at),
-            },
-            _ => return Ok(()),
+            MixedEvent::BlockStart { .. }
+            | MixedEvent::CommandSeen { .. }
+            | MixedEvent::CallStart { .. }
+            | MixedEvent::ParamStart { .. }
+            | MixedEvent::ParamText { .. }
+            | MixedEvent::ParamEnd { .. }
+            | MixedEvent::CallEnd { .. } => self.extras.progress,
         };
-        self.write_line(&line)
+        if !written {
+            return Ok(());
+        }
+        match self.without_raw(event) {
+            Some(copy) => self.write_line(&copy),
+            None => self.write_line(event),
+        }
     }
 
     /// Writes a diagnostic about the input itself (a malformed SSE or delta line) and
     /// flushes.
     pub(crate) fn write_diagnostic(&mut self, diagnostic: &Diagnostic) -> io::Result<()> {
-        let line = Line::Diagnostic(self.diagnostic_line(diagnostic));
-        self.write_line(&line)
+        self.write_event(&MixedEvent::Diagnostic(diagnostic.clone()))
     }
 
-    fn tool_calls_line<'a>(
-        &self,
-        protocol: Protocol,
-        block_span: Span,
-        calls: impl Iterator<Item = CallLine<'a>>,
-        diagnostics: &'a [Diagnostic],
-    ) -> Line<'a> {
-        Line::ToolCalls {
-            protocol: protocol.as_str(),
-            span: span(block_span),
-            calls: calls.collect(),
-            diagnostics: self.diagnostic_lines(diagnostics),
+    /// A copy of `event` without its diagnostics' `raw`, when it has one and `--with-raw`
+    /// was not given; `None` when `event` is written as it is.
+    fn without_raw(&self, event: &MixedEvent<'_>) -> Option<MixedEvent<'static>> {
+        if self.extras.raw {
+            return None;
+        }
+        let has_raw = |diagnostics: &[Diagnostic]| diagnostics.iter().any(|d| d.raw.is_some());
+        let strip = |diagnostics: &mut Vec<Diagnostic>| {
+            for diagnostic in diagnostics {
+                diagnostic.raw = None;
+            }
+        };
+        match event {
+            MixedEvent::Diagnostic(diagnostic) if diagnostic.raw.is_some() => {
+                let mut copy = diagnostic.clone();
+                copy.raw = None;
+                Some(MixedEvent::Diagnostic(copy))
+            }
+            MixedEvent::TamBlock(block) if has_raw(&block.diagnostics) => {
+                let mut copy = block.clone();
+                strip(&mut copy.diagnostics);
+                Some(MixedEvent::TamBlock(copy))
+            }
+            MixedEvent::ActionBlock(block) if has_raw(&block.diagnostics) => {
+                let mut copy = block.clone();
+                strip(&mut copy.diagnostics);
+                Some(MixedEvent::ActionBlock(copy))
+            }
+            MixedEvent::Text { .. }
+            | MixedEvent::TamBlock(_)
+            | MixedEvent::ActionBlock(_)
+            | MixedEvent::Diagnostic(_)
+            | MixedEvent::BlockStart { .. }
+            | MixedEvent::CommandSeen { .. }
+            | MixedEvent::CallStart { .. }
+            | MixedEvent::ParamStart { .. }
+            | MixedEvent::ParamText { .. }
+            | MixedEvent::ParamEnd { .. }
+            | MixedEvent::CallEnd { .. } => None,
         }
     }
 
-    fn diagnostic_lines<'a>(&self, diagnostics: &'a [Diagnostic]) -> Vec<DiagnosticLine<'a>> {
-        diagnostics
-            .iter()
-            .map(|d| self.diagnostic_line(d))
-            .collect()
-    }
-
-    fn diagnostic_line<'a>(&self, diagnostic: &'a Diagnostic) -> DiagnosticLine<'a> {
-        DiagnosticLine {
-            severity: diagnostic.severity.as_str(),
-            code: diagnostic.code.as_str(),
-            message: &diagnostic.message,
-            span: span(diagnostic.span),
-            raw: diagnostic.raw.as_deref().filter(|_| self.extras.raw),
-        }
-    }
-
-    fn write_line(&mut self, line: &Line<'_>) -> io::Result<()> {
-        serde_json::to_writer(&mut self.out, line)?;
+    fn write_line(&mut self, event: &MixedEvent<'_>) -> io::Result<()> {
+        serde_json::to_writer(&mut self.out, event)?;
         self.out.write_all(b"\n")?;
         self.out.flush()
     }
@@ -277,6 +132,10 @@ impl<W: Write> NdjsonWriter<W> {
 #[cfg(test)]
 mod tests {
     use std::borrow::Cow;
+
+    use action_xml::Protocol;
+    use serde_json::Value;
+    use tam_parse::Span;
 
     use super::*;
 
@@ -375,5 +234,43 @@ mod tests {
             &events,
         );
         assert_eq!(with_raw[0]["raw"], "<|[REQUE");
+    }
+
+    #[test]
+    fn a_blocks_diagnostics_keep_raw_only_with_its_flag() {
+        let orphan = Diagnostic::error(
+            tam_parse::Code::ORPHAN_PARAMETER,
+            Span::new(40, 60),
+            "parameter 'x9' belongs to no call",
+        )
+        .with_raw("x9:「始」1「末」");
+        let call = tam_parse::Call::new(
+            0,
+            "File.Read",
+            vec![tam_parse::Param::new("file_path", "/a", Span::new(20, 39))],
+            Span::new(0, 19),
+        );
+        let block = tam_parse::Block::new(Span::new(0, 80), vec![call], vec![orphan], "…");
+        let events = [MixedEvent::TamBlock(block)];
+        let mut writer = NdjsonWriter::new(Vec::new(), Extras::default());
+        writer.write_event(&events[0]).unwrap();
+        assert_eq!(
+            String::from_utf8(writer.out).unwrap(),
+            concat!(
+                r#"{"type":"tool_calls","protocol":"tam","span":[0,80],"#,
+                r#""calls":[{"tool":"File.Read","args":{"file_path":"/a"}}],"#,
+                r#""diagnostics":[{"severity":"error","code":"orphan_parameter","#,
+                r#""message":"parameter 'x9' belongs to no call","span":[40,60]}]}"#,
+                "\n"
+            )
+        );
+        let with_raw = lines(
+            Extras {
+                progress: false,
+                raw: true,
+            },
+            &events,
+        );
+        assert_eq!(with_raw[0]["diagnostics"][0]["raw"], "x9:「始」1「末」");
     }
 }

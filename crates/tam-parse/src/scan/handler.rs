@@ -22,8 +22,9 @@ pub enum BlockEnd {
     Cut,
 }
 
-/// A block as the scanner hands it over when it ends.
+/// A block as the scanner hands it over when it ends (only the scanner makes them).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ClosedBlock {
     /// Block kind (index in the grammar).
     pub kind: usize,

@@ -1,0 +1,354 @@
+//! Feature `serde`: the JSON forms of the ACTION decoder's types, round trips of the owned
+//! ones, and real-shaped streams decoded every way and serialized — `MixedEvent` as the
+//! `tam decode` lines of SPEC §6.
+#![cfg(feature = "serde")]
+
+mod common;
+
+use std::borrow::Cow;
+
+use action_xml::{
+    ActionBlock, ActionCall, ActionParam, Code, Diagnostic, Event, LineColumn, MixedConfig,
+    MixedEvent, Parsed, Protocol, ProtocolChoice, Span, parse,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use tam_testkit::{Mixed, decode_all_ways};
+
+/// `value` → JSON → back: equal, and the JSON is `expected`.
+fn round_trip<T>(value: &T, expected: Value)
+where
+    T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug,
+{
+    let json = serde_json::to_value(value).unwrap();
+    assert_eq!(json, expected);
+    let text = serde_json::to_string(value).unwrap();
+    let back: T = serde_json::from_str(&text).unwrap();
+    assert_eq!(&back, value, "{text}");
+}
+
+/// The span of the first `needle` in `haystack`.
+fn span_of(haystack: &str, needle: &str) -> [usize; 2] {
+    let start = haystack
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle:?} not in the input"));
+    [start, start + needle.len()]
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+#[test]
+fn choices_and_positions_have_their_json_forms() {
+    round_trip(&Protocol::Tam, json!("tam"));
+    round_trip(&Protocol::Action, json!("action"));
+    for choice in ProtocolChoice::ALL {
+        round_trip(&choice, json!(choice.as_str()));
+    }
+    // Read as the CLI flag is read.
+    let auto: ProtocolChoice = serde_json::from_str("\"Both\"").unwrap();
+    assert_eq!(auto, ProtocolChoice::Auto);
+    let action: ProtocolChoice = serde_json::from_str("\" ACTION \"").unwrap();
+    assert_eq!(action, ProtocolChoice::Action);
+    let error = serde_json::from_str::<ProtocolChoice>("\"xml\"").unwrap_err();
+    assert!(error.to_string().contains("unknown protocol"), "{error}");
+    assert!(serde_json::from_str::<Protocol>("\"auto\"").is_err());
+    round_trip(
+        &LineColumn { line: 3, column: 9 },
+        json!({"line": 3, "column": 9}),
+    );
+}
+
+#[test]
+fn calls_and_blocks_built_with_their_constructors_round_trip() {
+    let param = ActionParam::new("content", Span::new(30, 52), "a &lt; b<![CDATA[&]]>");
+    round_trip(
+        &param,
+        json!({"key": "content", "content_span": [30, 52], "source": "a &lt; b<![CDATA[&]]>"}),
+    );
+    let args = object(json!({"content": "a < b&", "tags": ["x", "y"], "opts": {"mode": "w"}}));
+    let call = ActionCall::new("workflow:write", args, Span::new(8, 80), vec![param]);
+    assert_eq!(call.source("content"), Some("a &lt; b<![CDATA[&]]>"));
+    let call_json = json!({
+        "tool": "workflow:write",
+        "args": {"content": "a < b&", "tags": ["x", "y"], "opts": {"mode": "w"}},
+        "span": [8, 80],
+        "params": [{"key": "content", "content_span": [30, 52], "source": "a &lt; b<![CDATA[&]]>"}]
+    });
+    round_trip(&call, call_json.clone());
+    let diagnostic = Diagnostic::warning(
+        action_xml::codes::EXTRA_ACTION_BLOCK,
+        Span::new(0, 8),
+        "a second block",
+    );
+    let block = ActionBlock::new(
+        Span::new(0, 90),
+        1,
+        vec![call],
+        vec![diagnostic],
+        "<ACTION>…</ACTION>",
+    );
+    round_trip(
+        &block,
+        json!({
+            "span": [0, 90],
+            "index": 1,
+            "calls": [call_json],
+            "diagnostics": [{"severity": "warning", "code": "extra_action_block", "message": "a second block", "span": [0, 8]}],
+            "raw": "<ACTION>…</ACTION>"
+        }),
+    );
+    // An action-xml code reads back as the same code.
+    let back: ActionBlock = serde_json::from_value(serde_json::to_value(&block).unwrap()).unwrap();
+    assert_eq!(
+        back.diagnostics[0].code,
+        action_xml::codes::EXTRA_ACTION_BLOCK
+    );
+    assert!(!back.has_errors());
+}
+
+#[test]
+fn borrowed_events_serialize_as_owned_ones() {
+    let delta = String::from("<p>x</p> & y");
+    let borrowed = Event::ParamText {
+        text: Cow::Borrowed(&delta[..]),
+        span: Span::new(40, 52),
+    };
+    let expected = json!({"type": "param_text", "text": "<p>x</p> & y", "span": [40, 52]});
+    assert_eq!(serde_json::to_value(&borrowed).unwrap(), expected);
+    let owned = borrowed.clone().into_owned();
+    assert_eq!(
+        serde_json::to_string(&borrowed).unwrap(),
+        serde_json::to_string(&owned).unwrap()
+    );
+    let back: Event<'static> = serde_json::from_value(expected).unwrap();
+    assert_eq!(back, owned);
+    let mixed = MixedEvent::from(borrowed);
+    assert_eq!(
+        serde_json::to_value(&mixed).unwrap(),
+        json!({"type": "param_text", "protocol": "action", "text": "<p>x</p> & y", "span": [40, 52]})
+    );
+}
+
+/// A real-shaped reply: prose, a block with code in CDATA (`<`, `&`, generics), an array
+/// parameter with an entity, a namespaced tool, trailing prose.
+const REPLY: &str = "Let me write it.\n<ACTION>\n  <write_file>\n    <path>src/lib.rs</path>\n    \
+<content><![CDATA[fn f<T: Clone>(a: &T) -> bool { a < b && c }]]></content>\n  </write_file>\n  \
+<workflow:tag><tags><item>a</item><item>b &amp; c</item></tags></workflow:tag>\n</ACTION>\nDone.";
+
+#[test]
+fn a_decoded_stream_serializes_to_the_expected_json_however_it_is_split() {
+    let events = common::decode(REPLY);
+    let open = span_of(REPLY, "<ACTION>");
+    let close = span_of(REPLY, "</ACTION>");
+    let write = [
+        REPLY.find("<write_file>").unwrap(),
+        span_of(REPLY, "</write_file>")[1],
+    ];
+    let tag = [
+        REPLY.find("<workflow:tag>").unwrap(),
+        span_of(REPLY, "</workflow:tag>")[1],
+    ];
+    let path = span_of(REPLY, "<path>src/lib.rs</path>");
+    let path_content = span_of(REPLY, "src/lib.rs");
+    let code = "fn f<T: Clone>(a: &T) -> bool { a < b && c }";
+    let content = [
+        REPLY.find("<content>").unwrap(),
+        span_of(REPLY, "</content>")[1],
+    ];
+    let content_source = [
+        content[0] + "<content>".len(),
+        content[1] - "</content>".len(),
+    ];
+    let tags = [REPLY.find("<tags>").unwrap(), span_of(REPLY, "</tags>")[1]];
+    let tags_source = [tags[0] + "<tags>".len(), tags[1] - "</tags>".len()];
+    let expected = json!([
+        {"type": "text", "text": "Let me write it.\n", "span": [0, open[0]]},
+        {"type": "block_start", "span": open},
+        {"type": "call_start", "index": 0, "tool": "write_file", "span": span_of(REPLY, "<write_file>")},
+        {"type": "param_start", "key": "path", "span": span_of(REPLY, "<path>")},
+        {"type": "param_text", "text": "src/lib.rs", "span": path_content},
+        {"type": "param_end", "span": path},
+        {"type": "param_start", "key": "content", "span": span_of(REPLY, "<content>")},
+        {"type": "param_text", "text": code, "span": span_of(REPLY, code)},
+        {"type": "param_end", "span": content},
+        {"type": "call_end", "index": 0, "span": write},
+        {"type": "call_start", "index": 1, "tool": "workflow:tag", "span": span_of(REPLY, "<workflow:tag>")},
+        {"type": "param_start", "key": "tags", "span": span_of(REPLY, "<tags>")},
+        {"type": "param_text", "text": "<item>a</item><item>b & c</item>", "span": tags_source},
+        {"type": "param_end", "span": tags},
+        {"type": "call_end", "index": 1, "span": tag},
+        {
+            "type": "block",
+            "span": [open[0], close[1]],
+            "index": 0,
+            "calls": [
+                {
+                    "tool": "write_file",
+                    "args": {"path": "src/lib.rs", "content": code},
+                    "span": write,
+                    "params": [
+                        {"key": "path", "content_span": path_content, "source": "src/lib.rs"},
+                        {"key": "content", "content_span": content_source, "source": &REPLY[content_source[0]..content_source[1]]}
+                    ]
+                },
+                {
+                    "tool": "workflow:tag",
+                    "args": {"tags": ["a", "b & c"]},
+                    "span": tag,
+                    "params": [{"key": "tags", "content_span": tags_source, "source": "<item>a</item><item>b &amp; c</item>"}]
+                }
+            ],
+            "diagnostics": [{
+                "severity": "warning",
+                "code": "undeclared_prefix",
+                "message": "namespace prefix 'workflow' is not declared; names keep it as written",
+                "span": span_of(REPLY, "workflow")
+            }],
+            "raw": &REPLY[open[0]..close[1]]
+        },
+        {"type": "text", "text": "\nDone.", "span": [close[1], REPLY.len()]}
+    ]);
+    assert_eq!(serde_json::to_value(&events).unwrap(), expected);
+    let back: Vec<Event<'static>> = serde_json::from_value(expected).unwrap();
+    assert_eq!(back, events);
+
+    // The one-shot form of the same reply.
+    let parsed = parse(REPLY);
+    let json = serde_json::to_value(&parsed).unwrap();
+    assert_eq!(json["response_text"], "Let me write it.");
+    assert_eq!(json["trailing_text"], "Done.");
+    assert_eq!(json["calls"][1]["args"], json!({"tags": ["a", "b & c"]}));
+    let back: Parsed = serde_json::from_value(json).unwrap();
+    assert_eq!(back, parsed);
+}
+
+/// Both protocols in one stream: a chained TAM block, an ACTION block, a block cut at the
+/// token limit.
+const MIXED: &str = "Plan:\n<|[REQUEST_TOOL]|>\ncommand1:「始」File.Read「末」\nfilePath1:「始」/a「末」\n\
+command2:「始」Shell.Run「末」\ncmd_2:「始」ls -l && echo <x>「末」\n<|[END_TOOL]|>\n\
+<ACTION><Publish><tags><item>x</item></tags><note> hi </note></Publish></ACTION>\n\
+<|[REQUEST_TOOL]|>\ncommand:「始」File.Write「末」\ncontent:「始」fn main() {";
+
+#[test]
+fn mixed_events_serialize_as_the_tam_decode_lines() {
+    let config = MixedConfig::default().with_param_events(false);
+    let events = decode_all_ways(Mixed(config), MIXED.as_bytes());
+    let lines: Vec<Value> = events
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
+    let tam = [
+        MIXED.find("<|[REQUEST_TOOL]|>").unwrap(),
+        span_of(MIXED, "<|[END_TOOL]|>")[1],
+    ];
+    let action = [
+        MIXED.find("<ACTION>").unwrap(),
+        span_of(MIXED, "</ACTION>")[1],
+    ];
+    let cut = MIXED.rfind("<|[REQUEST_TOOL]|>").unwrap();
+    let Some(MixedEvent::Diagnostic(unterminated)) = events.last() else {
+        panic!("the cut block is not a diagnostic: {events:?}");
+    };
+    assert_eq!(unterminated.code, Code::UNTERMINATED_BLOCK);
+    assert_eq!(
+        lines,
+        [
+            json!({"type": "text", "text": "Plan:\n"}),
+            json!({"type": "block_start", "protocol": "tam", "span": span_of(MIXED, "<|[REQUEST_TOOL]|>")}),
+            json!({"type": "command_seen", "protocol": "tam", "call": 1, "tool": "File.Read", "span": span_of(MIXED, "command1:「始」File.Read「末」")}),
+            json!({"type": "command_seen", "protocol": "tam", "call": 2, "tool": "Shell.Run", "span": span_of(MIXED, "command2:「始」Shell.Run「末」")}),
+            json!({
+                "type": "tool_calls",
+                "protocol": "tam",
+                "span": tam,
+                "calls": [
+                    {"tool": "File.Read", "args": {"filePath": "/a"}},
+                    {"tool": "Shell.Run", "args": {"cmd": "ls -l && echo <x>"}}
+                ],
+                "diagnostics": []
+            }),
+            json!({"type": "text", "text": "\n"}),
+            json!({"type": "block_start", "protocol": "action", "span": span_of(MIXED, "<ACTION>")}),
+            json!({
+                "type": "tool_calls",
+                "protocol": "action",
+                "span": action,
+                "calls": [{"tool": "Publish", "args": {"tags": ["x"], "note": "hi"}}],
+                "diagnostics": []
+            }),
+            json!({"type": "text", "text": "\n"}),
+            json!({"type": "block_start", "protocol": "tam", "span": [cut, cut + "<|[REQUEST_TOOL]|>".len()]}),
+            json!({"type": "command_seen", "protocol": "tam", "call": 0, "tool": "File.Write", "span": span_of(MIXED, "command:「始」File.Write「末」")}),
+            json!({
+                "type": "diagnostic",
+                "severity": "error",
+                "code": "unterminated_block",
+                "message": unterminated.message,
+                "span": [cut, MIXED.len()],
+                "raw": &MIXED[cut..]
+            }),
+        ]
+    );
+    // The key order of SPEC §6, as written.
+    let text = serde_json::to_string(&events[4]).unwrap();
+    assert_eq!(
+        text,
+        format!(
+            r#"{{"type":"tool_calls","protocol":"tam","span":[{},{}],"calls":[{{"tool":"File.Read","args":{{"filePath":"/a"}}}},{{"tool":"Shell.Run","args":{{"cmd":"ls -l && echo <x>"}}}}],"diagnostics":[]}}"#,
+            tam[0], tam[1]
+        )
+    );
+}
+
+#[test]
+fn mixed_argument_events_carry_their_protocol() {
+    let input = "<|[REQUEST_TOOL]|>command:「始」A「末」x:「始」1「末」<|[END_TOOL]|><ACTION><B><y>2</y></B></ACTION>";
+    let events = decode_all_ways(Mixed(MixedConfig::default()), input.as_bytes());
+    let lines: Vec<Value> = events
+        .iter()
+        .filter(|e| e.is_argument_event())
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
+    let b = [input.find("<B>").unwrap(), span_of(input, "</B>")[1]];
+    assert_eq!(
+        lines,
+        [
+            json!({"type": "param_start", "protocol": "tam", "key": "command", "span": span_of(input, "command")}),
+            json!({"type": "param_text", "protocol": "tam", "text": "A", "span": span_of(input, "A")}),
+            json!({"type": "param_end", "protocol": "tam", "span": span_of(input, "command:「始」A「末」")}),
+            json!({"type": "param_start", "protocol": "tam", "key": "x", "span": span_of(input, "x")}),
+            json!({"type": "param_text", "protocol": "tam", "text": "1", "span": span_of(input, "1")}),
+            json!({"type": "param_end", "protocol": "tam", "span": span_of(input, "x:「始」1「末」")}),
+            json!({"type": "call_start", "protocol": "action", "index": 0, "tool": "B", "span": span_of(input, "<B>")}),
+            json!({"type": "param_start", "protocol": "action", "key": "y", "span": span_of(input, "<y>")}),
+            json!({"type": "param_text", "protocol": "action", "text": "2", "span": span_of(input, "2")}),
+            json!({"type": "param_end", "protocol": "action", "span": span_of(input, "<y>2</y>")}),
+            json!({"type": "call_end", "protocol": "action", "index": 0, "span": b}),
+        ]
+    );
+}
+
+#[test]
+fn the_readme_line_is_what_the_block_serializes_to() {
+    let events = decode_all_ways(
+        Mixed(MixedConfig::default()),
+        b"<ACTION><read><path>a</path></read></ACTION>",
+    );
+    let lines: Vec<String> = events
+        .iter()
+        .filter(|e| matches!(e, MixedEvent::ActionBlock(_)))
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            r#"{"type":"tool_calls","protocol":"action","span":[0,44],"calls":[{"tool":"read","args":{"path":"a"}}],"diagnostics":[]}"#
+        ]
+    );
+}
