@@ -97,7 +97,7 @@ impl AgentConfig {
     pub fn for_protocol(protocol: ProtocolChoice) -> Self {
         let prompt_style = match protocol {
             ProtocolChoice::Action => PromptStyle::Xml,
-            _ => PromptStyle::Tam,
+            ProtocolChoice::Tam | ProtocolChoice::Auto => PromptStyle::Tam,
         };
         Self {
             protocol,
@@ -698,7 +698,12 @@ impl Agent {
                 });
                 return;
             }
-            other => {
+            other @ (MixedEvent::CommandSeen { .. }
+            | MixedEvent::CallStart { .. }
+            | MixedEvent::ParamStart { .. }
+            | MixedEvent::ParamText { .. }
+            | MixedEvent::ParamEnd { .. }
+            | MixedEvent::CallEnd { .. }) => {
                 // TAM's CommandSeen comes whatever the decoder's switch says.
                 if let Some(event) = argument_event(other).filter(|_| self.config.stream_arguments)
                 {
@@ -848,6 +853,10 @@ fn argument_event(event: MixedEvent<'_>) -> Option<AgentEvent> {
             index,
             span,
         },
-        _ => return None,
+        MixedEvent::Text { .. }
+        | MixedEvent::BlockStart { .. }
+        | MixedEvent::TamBlock(_)
+        | MixedEvent::ActionBlock(_)
+        | MixedEvent::Diagnostic(_) => return None,
     })
 }

@@ -95,7 +95,16 @@ impl Output {
                 self.line(&format!("\n! the reply was cut: {}", cut_text(cut)))
             }
             AgentEvent::RoundStarted { round } if *round > 1 => self.line(""),
-            _ => {}
+            // Not shown: the first round's start, a block's start (its close is), the
+            // argument stream (off in `tam run`) and the finish reason (a cut is shown).
+            AgentEvent::RoundStarted { .. }
+            | AgentEvent::BlockStarted { .. }
+            | AgentEvent::CallStreamStart { .. }
+            | AgentEvent::ParamStart { .. }
+            | AgentEvent::ParamText { .. }
+            | AgentEvent::ParamEnd { .. }
+            | AgentEvent::CallStreamEnd { .. }
+            | AgentEvent::ModelFinished(_) => {}
         }
     }
 

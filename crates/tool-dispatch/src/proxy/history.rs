@@ -24,7 +24,7 @@ pub(crate) struct PastCall {
 pub(crate) fn render_calls(protocol: ProtocolChoice, calls: &[PastCall]) -> String {
     let whole = match protocol {
         ProtocolChoice::Action => render_action(calls),
-        _ => render_tam(calls),
+        ProtocolChoice::Tam | ProtocolChoice::Auto => render_tam(calls),
     };
     if let Some(text) = whole {
         return text;
@@ -35,7 +35,7 @@ pub(crate) fn render_calls(protocol: ProtocolChoice, calls: &[PastCall]) -> Stri
         let one = std::slice::from_ref(call);
         let text = match protocol {
             ProtocolChoice::Action => render_action(one),
-            _ => render_tam(one),
+            ProtocolChoice::Tam | ProtocolChoice::Auto => render_tam(one),
         };
         out.push(text.unwrap_or_else(|| format!("Tool call: {} {}", call.name, call.raw_args)));
     }

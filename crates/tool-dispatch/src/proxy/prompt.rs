@@ -36,7 +36,7 @@ pub(crate) fn tool_prompt(
 ) -> String {
     let protocol = match protocol {
         ProtocolChoice::Action => PromptProtocol::Action,
-        _ => PromptProtocol::Tam,
+        ProtocolChoice::Tam | ProtocolChoice::Auto => PromptProtocol::Tam,
     };
     let language = PromptLanguage::English;
     let mut instructions =

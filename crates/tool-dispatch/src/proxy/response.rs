@@ -411,7 +411,9 @@ impl Emitter {
                     self.content(raw);
                 }
             }
-            _ => {}
+            // Calls that do not stream: a later TAM call of a chain, a call in an ACTION
+            // block after the first (they come with their block, or not at all).
+            MixedEvent::CommandSeen { .. } | MixedEvent::CallStart { .. } => {}
         }
     }
 
