@@ -395,21 +395,30 @@ pub(crate) fn read_direct(
 /// line feed and carriage return; U+FFFE, U+FFFF). Surrogates cannot occur in a `str`.
 fn xml_chars_only(s: &str) -> bool {
     let b = s.as_bytes();
-    if b.iter().any(|&c| c < 0x20 && !is_xml_space(c)) {
+    // Branch-free over 64-byte chunks, so that the compiler vectorises it.
+    let control = |chunk: &[u8]| {
+        chunk
+            .iter()
+            .fold(false, |bad, &c| bad | ((c < 0x20) & !is_xml_space(c)))
+    };
+    if b.chunks(64).any(control) {
         return false;
     }
     // U+FFFE and U+FFFF are EF BF BE and EF BF BF.
-    memchr::memmem::find_iter(b, b"\xEF\xBF").all(|i| !matches!(b.get(i + 2), Some(0xBE | 0xBF)))
+    memchr::memchr_iter(0xEF, b)
+        .all(|i| b.get(i + 1) != Some(&0xBF) || !matches!(b.get(i + 2), Some(0xBE | 0xBF)))
 }
 
 /// The element list and CDATA sections of `body`, or `None` when it is outside the subset
 /// that [`read_direct`] reads.
 fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>, Vec<CdataRef>)> {
     use quick_xml::events::Event as X;
-    if body.starts_with('\u{FEFF}') {
-        // quick-xml drops a leading byte order mark; roxmltree sees text.
+    if body.starts_with('\u{FEFF}') || !xml_chars_only(body) {
+        // quick-xml drops a leading byte order mark; roxmltree sees text. A character
+        // XML forbids (anywhere: in text, CDATA or a tag) is roxmltree's error to report.
         return None;
     }
+    let bytes = body.as_bytes();
     let mut reader = quick_xml::Reader::from_str(body);
     // Tags are matched here, against the names as written.
     reader.config_mut().check_end_names = false;
@@ -434,15 +443,14 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
                 let empty = matches!(event, X::Empty(_));
                 let name_start = at + 1;
                 let name = name_start..name_end(body, name_start);
+                let n = &bytes[name.clone()];
                 // The tag is `<`, the name, blanks, then `>` or `/>`: no attribute.
                 let close_len = if empty { 2 } else { 1 };
-                if name.is_empty()
-                    || raw.len() < 1 + name.len() + close_len
-                    || !is_blank(&raw[1 + name.len()..raw.len() - close_len])
-                    || body[name.clone()].contains(':')
-                    || body[name.clone()]
-                        .get(..3)
-                        .is_some_and(|p| p.eq_ignore_ascii_case("xml"))
+                if n.is_empty()
+                    || raw.len() < 1 + n.len() + close_len
+                    || !is_blank(&raw[1 + n.len()..raw.len() - close_len])
+                    || n.contains(&b':')
+                    || n.get(..3).is_some_and(|p| p.eq_ignore_ascii_case(b"xml"))
                     || open.len() >= max_depth
                 {
                     return None;
@@ -450,8 +458,8 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
                 if let Some(&parent) = open.last() {
                     let p = &mut elems[parent];
                     p.elements += 1;
-                    p.all_items &= &body[name.clone()] == "item";
-                } else if body[name.clone()].eq_ignore_ascii_case("ACTION") {
+                    p.all_items &= n == b"item";
+                } else if n.eq_ignore_ascii_case(b"ACTION") {
                     return None;
                 }
                 let index = elems.len();
@@ -473,22 +481,22 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
                 let index = open.pop()?;
                 let next = elems.len();
                 let e = &mut elems[index];
-                let written = raw
-                    .get(2..raw.len() - 1)?
-                    .trim_end_matches([' ', '\t', '\n', '\r']);
-                if written != &body[e.name.clone()] {
+                // `</`, the name, blanks, `>`.
+                let n = &bytes[e.name.clone()];
+                let written = raw.as_bytes();
+                if written.len() < 3 + n.len()
+                    || &written[2..2 + n.len()] != n
+                    || !written[2 + n.len()..written.len() - 1]
+                        .iter()
+                        .all(|&c| is_xml_space(c))
+                {
                     return None;
                 }
                 e.content.end = at;
                 e.end = end;
                 e.next = next;
             }
-            X::Text(_) => {
-                if !xml_chars_only(raw) || raw.contains("]]>") {
-                    return None;
-                }
-                text = !is_blank(raw);
-            }
+            X::Text(_) => text = !is_blank(raw),
             X::GeneralRef(_) => {
                 if reference_len(body.as_bytes(), at) != Some(raw.len()) {
                     return None;
@@ -498,10 +506,7 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
             }
             X::CData(_) => {
                 let content = at + "<![CDATA[".len()..end.checked_sub("]]>".len())?;
-                if !xml_chars_only(body.get(content.clone())?) {
-                    return None;
-                }
-                text = !is_blank(&body[content.clone()]);
+                text = !is_blank(body.get(content.clone())?);
                 cdata.push(CdataRef {
                     full: at..end,
                     content,
@@ -518,7 +523,12 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
             }
         }
     }
-    if !open.is_empty() || nodes > max_nodes as usize {
+    // `]]>` ends every CDATA section (its content cannot hold one); any other is in text,
+    // where roxmltree refuses it.
+    if !open.is_empty()
+        || nodes > max_nodes as usize
+        || memchr::memmem::find_iter(body.as_bytes(), b"]]>").count() != cdata.len()
+    {
         return None;
     }
     Some((elems, cdata))
