@@ -356,6 +356,16 @@ impl Streamer {
         };
         let closing = next == b'/';
         let name_at = at + 1 + usize::from(closing);
+        if let State::Param { name: own, .. } = &self.state {
+            // Inside a value only the parameter's own tags matter: a name that already
+            // differs from it in what arrived is text, with no look for where it ends.
+            let own = &buf.as_bytes()[own.clone()];
+            let arrived = b.get(name_at..).unwrap_or_default();
+            let k = own.len().min(arrived.len());
+            if arrived[..k] != own[..k] {
+                return self.text_lt(at, em);
+            }
+        }
         let name = name_at..name_end(buf, name_at).min(settled);
         if name.is_empty() {
             if name_at >= settled {

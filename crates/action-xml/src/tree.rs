@@ -449,7 +449,7 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
                 if n.is_empty()
                     || raw.len() < 1 + n.len() + close_len
                     || !is_blank(&raw[1 + n.len()..raw.len() - close_len])
-                    || n.contains(&b':')
+                    || n.iter().any(|&c| c == b':')
                     || n.get(..3).is_some_and(|p| p.eq_ignore_ascii_case(b"xml"))
                     || open.len() >= max_depth
                 {
