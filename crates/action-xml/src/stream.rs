@@ -38,7 +38,7 @@ use tam_parse::Span;
 use crate::event::Event;
 use crate::fence::is_fence_line;
 use crate::prescan::{RegionKind, RegionRef};
-use crate::xml_chars::{is_xml_space, name_end, reference_len};
+use crate::xml_chars::{is_name_char_at, is_xml_space, name_end, reference_len};
 
 /// Where the streamer is in the block.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -356,36 +356,52 @@ impl Streamer {
         };
         let closing = next == b'/';
         let name_at = at + 1 + usize::from(closing);
-        if let State::Param { name: own, .. } = &self.state {
-            // Inside a value only the parameter's own tags matter: a name that already
-            // differs from it in what arrived is text, with no look for where it ends.
-            let own = &buf.as_bytes()[own.clone()];
-            let arrived = b.get(name_at..).unwrap_or_default();
-            let k = own.len().min(arrived.len());
-            if arrived[..k] != own[..k] {
-                return self.text_lt(at, em);
+        // Inside a value only the parameter's own tags matter; the rest is text, read on
+        // (references in it decoded). The name is compared with the parameter's first: one
+        // that already differs in what arrived needs no look for where it ends.
+        let own_name = match &self.state {
+            State::Param { name: own, .. } => {
+                let own = &buf.as_bytes()[own.clone()];
+                let arrived = b.get(name_at..).unwrap_or_default();
+                let k = own.len().min(arrived.len());
+                if arrived[..k] != own[..k] {
+                    return self.text_lt(at, em);
+                }
+                let after = name_at + own.len();
+                match after < settled {
+                    // A longer name is another element's.
+                    true if is_name_char_at(buf, after) => return self.text_lt(at, em),
+                    true => Some(name_at..after),
+                    // Cannot tell yet: the general look below waits.
+                    false => None,
+                }
             }
-        }
-        let name = name_at..name_end(buf, name_at).min(settled);
-        if name.is_empty() {
-            if name_at >= settled {
-                return Look::Wait;
+            _ => None,
+        };
+        let name = match own_name {
+            Some(name) => name,
+            None => {
+                let name = name_at..name_end(buf, name_at).min(settled);
+                if name.is_empty() {
+                    if name_at >= settled {
+                        return Look::Wait;
+                    }
+                    return self.text_lt(at, em);
+                }
+                if name.end >= settled {
+                    // The name may go on.
+                    return Look::Wait;
+                }
+                if let State::Param {
+                    name: param_name, ..
+                } = &self.state
+                    && buf[param_name.clone()] != buf[name.clone()]
+                {
+                    return self.text_lt(at, em);
+                }
+                name
             }
-            return self.text_lt(at, em);
-        }
-        if name.end >= settled {
-            // The name may go on.
-            return Look::Wait;
-        }
-        if let State::Param {
-            name: param_name, ..
-        } = &self.state
-            && buf[param_name.clone()] != buf[name.clone()]
-        {
-            // Inside a value only the parameter's own tags matter; the rest is text, read
-            // on (references in it decoded).
-            return self.text_lt(at, em);
-        }
+        };
         // The tag's end: `>` (or `/>`), outside quotes.
         let mut j = name.end;
         let mut quote = None;
