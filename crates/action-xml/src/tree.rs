@@ -422,7 +422,9 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
     let mut reader = quick_xml::Reader::from_str(body);
     // Tags are matched here, against the names as written.
     reader.config_mut().check_end_names = false;
-    let mut elems: Vec<Elem> = Vec::new();
+    // About one element per two `<` (a start and a close tag): one allocation, no growth.
+    let tags = memchr::memchr_iter(b'<', bytes).count();
+    let mut elems: Vec<Elem> = Vec::with_capacity(tags / 2 + 1);
     let mut cdata: Vec<CdataRef> = Vec::new();
     let mut open: Vec<usize> = Vec::new();
     // Nodes roxmltree would make, counted high: the root, `<ACTION>`, every element and
@@ -563,17 +565,15 @@ impl DirectReader<'_> {
 
     fn call(&self, i: usize) -> ActionCall {
         let e = &self.elems[i];
-        let params = self
-            .children(i)
-            .map(|c| {
-                let content = self.elems[c].content.clone();
-                ActionParam {
-                    key: self.name(c).to_owned(),
-                    content_span: self.span(content.clone()),
-                    source: self.body[content].to_owned(),
-                }
-            })
-            .collect();
+        let mut params = Vec::with_capacity(e.elements);
+        params.extend(self.children(i).map(|c| {
+            let content = self.elems[c].content.clone();
+            ActionParam {
+                key: self.name(c).to_owned(),
+                content_span: self.span(content.clone()),
+                source: self.body[content].to_owned(),
+            }
+        }));
         ActionCall {
             params,
             tool: self.name(i).to_owned(),
@@ -617,7 +617,9 @@ impl DirectReader<'_> {
         if !e.all_items {
             return Value::Object(self.object(i));
         }
-        Value::Array(self.children(i).map(|c| self.value(c)).collect())
+        let mut items = Vec::with_capacity(e.elements);
+        items.extend(self.children(i).map(|c| self.value(c)));
+        Value::Array(items)
     }
 
     /// As [`TreeReader::leaf`] and [`TreeReader::inner_text`].
@@ -645,7 +647,7 @@ fn assemble(mut pieces: Vec<(bool, Cow<'_, str>)>) -> String {
         pieces.pop();
     }
     let last = pieces.len().saturating_sub(1);
-    let mut out = String::new();
+    let mut out = String::with_capacity(pieces.iter().map(|p| p.1.len()).sum());
     for (i, (is_cdata, text)) in pieces.iter().enumerate() {
         let mut t: &str = text;
         if i == 0 {
