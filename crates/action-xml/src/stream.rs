@@ -290,8 +290,12 @@ impl Streamer {
                 return;
             }
             let in_param = matches!(self.state, State::Param { .. });
-            let stop = if in_param {
-                memchr::memchr2(b'<', b'&', &b[self.pos..settled]).map(|i| self.pos + i)
+            let stop = if let State::Param { name: own, .. } = &self.state {
+                let region_at = regions
+                    .get(self.next_region)
+                    .map_or(usize::MAX, |r| r.full.start);
+                let open_at = open_region.map_or(usize::MAX, |(_, s)| s);
+                next_stop_in_value(&b[..settled], self.pos, b[own.start], [region_at, open_at])
             } else {
                 memchr::memchr(b'<', &b[self.pos..settled]).map(|i| self.pos + i)
             };
@@ -536,6 +540,27 @@ impl Streamer {
             em.text(at..at + 1);
         }
         Look::Next(at + 1)
+    }
+}
+
+/// The next `&` or `<` at or after `from` in `b` (a value's settled bytes) that needs a
+/// look: a `<` whose name (or close tag's name) already differs from the parameter's in its
+/// first byte `own` is text like the bytes around it (as [`Streamer::markup`] would find),
+/// unless a region starts there (`regions`: where the next ones begin).
+fn next_stop_in_value(b: &[u8], mut from: usize, own: u8, regions: [usize; 2]) -> Option<usize> {
+    loop {
+        let at = from + memchr::memchr2(b'<', b'&', &b[from..])?;
+        if b[at] == b'&' || regions.contains(&at) {
+            return Some(at);
+        }
+        let first = match b.get(at + 1) {
+            Some(b'/') => b.get(at + 2),
+            other => other,
+        };
+        match first {
+            Some(&c) if c != own => from = at + 1,
+            _ => return Some(at),
+        }
     }
 }
 
