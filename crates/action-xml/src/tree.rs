@@ -317,7 +317,18 @@ fn cdata_value(doc: &str, cdata: &[CdataRef], content: Range<usize>) -> String {
             Cow::Owned(decode_text(s))
         }
     }
-    let mut pieces: Vec<(bool, Cow<'_, str>)> = Vec::new();
+    let sections = cdata
+        .iter()
+        .take_while(|c| c.full.start < content.end)
+        .count();
+    if let [only] = &cdata[..sections]
+        && is_blank(&doc[content.start..only.full.start])
+        && is_blank(&doc[only.full.end..content.end])
+    {
+        // The common case, one section with blanks around it: no list of pieces.
+        return cdata_edges(&doc[only.content.clone()], true, true).to_owned();
+    }
+    let mut pieces: Vec<(bool, Cow<'_, str>)> = Vec::with_capacity(2 * sections + 1);
     let mut at = content.start;
     for c in cdata.iter().take_while(|c| c.full.start < content.end) {
         if c.full.start > at {
@@ -345,6 +356,8 @@ struct Elem {
     end: usize,
     /// The index after its subtree: its next sibling's, when it has one.
     next: usize,
+    /// The element it is in.
+    parent: Option<usize>,
     /// Its child elements.
     elements: usize,
     /// True when every child element is named `item`.
@@ -426,7 +439,9 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
     let tags = memchr::memchr_iter(b'<', bytes).count();
     let mut elems: Vec<Elem> = Vec::with_capacity(tags / 2 + 1);
     let mut cdata: Vec<CdataRef> = Vec::new();
-    let mut open: Vec<usize> = Vec::new();
+    // The innermost open element and how many are open (parents are linked in `elems`).
+    let mut open: Option<usize> = None;
+    let mut depth = 0usize;
     // Nodes roxmltree would make, counted high: the root, `<ACTION>`, every element and
     // every text piece (roxmltree merges adjacent ones).
     let mut nodes = 2usize;
@@ -453,11 +468,11 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
                     || !is_blank(&raw[1 + n.len()..raw.len() - close_len])
                     || n.iter().any(|&c| c == b':')
                     || n.get(..3).is_some_and(|p| p.eq_ignore_ascii_case(b"xml"))
-                    || open.len() >= max_depth
+                    || depth >= max_depth
                 {
                     return None;
                 }
-                if let Some(&parent) = open.last() {
+                if let Some(parent) = open {
                     let p = &mut elems[parent];
                     p.elements += 1;
                     p.all_items &= n == b"item";
@@ -471,18 +486,22 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
                     content: end..end,
                     end,
                     next: index + 1,
+                    parent: open,
                     elements: 0,
                     all_items: true,
                     text: false,
                 });
                 if !empty {
-                    open.push(index);
+                    open = Some(index);
+                    depth += 1;
                 }
             }
             X::End(_) => {
-                let index = open.pop()?;
+                let index = open?;
                 let next = elems.len();
                 let e = &mut elems[index];
+                open = e.parent;
+                depth -= 1;
                 // `</`, the name, blanks, `>`.
                 let n = &bytes[e.name.clone()];
                 let written = raw.as_bytes();
@@ -498,13 +517,19 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
                 e.end = end;
                 e.next = next;
             }
-            X::Text(_) => text = !is_blank(raw),
+            X::Text(_) => {
+                text = !is_blank(raw);
+                // `]]>` in text is roxmltree's error (it ends CDATA sections only).
+                if text && memchr::memchr(b'>', raw.as_bytes()).is_some() && raw.contains("]]>") {
+                    return None;
+                }
+            }
             X::GeneralRef(_) => {
                 if reference_len(body.as_bytes(), at) != Some(raw.len()) {
                     return None;
                 }
                 // A reference to a blank (`&#32;`) is blank.
-                text = !is_blank(&decode_text(raw));
+                text = !reference_is_blank(raw);
             }
             X::CData(_) => {
                 let content = at + "<![CDATA[".len()..end.checked_sub("]]>".len())?;
@@ -518,22 +543,32 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
             _ => return None,
         }
         if text {
-            match open.as_slice() {
+            match open {
                 // Text between calls or beside a call's parameters: `stray_text`.
-                [] | [_] => return None,
-                [.., parent] => elems[*parent].text = true,
+                Some(parent) if depth >= 2 => elems[parent].text = true,
+                _ => return None,
             }
         }
     }
-    // `]]>` ends every CDATA section (its content cannot hold one); any other is in text,
-    // where roxmltree refuses it.
-    if !open.is_empty()
-        || nodes > max_nodes as usize
-        || memchr::memmem::find_iter(body.as_bytes(), b"]]>").count() != cdata.len()
-    {
+    if open.is_some() || nodes > max_nodes as usize {
         return None;
     }
     Some((elems, cdata))
+}
+
+/// True when `reference` (`&…;`, one that needs no DTD) stands for XML whitespace.
+fn reference_is_blank(reference: &str) -> bool {
+    let Some(number) = reference
+        .strip_prefix("&#")
+        .and_then(|r| r.strip_suffix(';'))
+    else {
+        return false;
+    };
+    let value = match number.strip_prefix('x') {
+        Some(hex) => u32::from_str_radix(hex, 16),
+        None => number.parse(),
+    };
+    matches!(value, Ok(0x20 | 0x9 | 0xA | 0xD))
 }
 
 /// Reads values from the list [`flat_tree`] made, by the rules of [`TreeReader`].
@@ -629,12 +664,16 @@ impl DirectReader<'_> {
             return cdata_value(self.body, &self.cdata[k..], e.content.clone());
         }
         let text = &self.body[e.content.clone()];
-        if memchr::memchr2(b'&', b'\r', text.as_bytes()).is_some() {
-            // Decoded before trimming: `&#32;` at an edge is trimmed as roxmltree's text is.
-            trim_xml(&decode_text(text)).to_owned()
-        } else {
-            trim_xml(text).to_owned()
+        if memchr::memchr2(b'&', b'\r', text.as_bytes()).is_none() {
+            return trim_xml(text).to_owned();
         }
+        // Decoded before trimming, as roxmltree's text is: `&#32;` at an edge goes too.
+        let mut decoded = decode_text(text);
+        let start = decoded.len() - decoded.trim_start_matches([' ', '\t', '\n', '\r']).len();
+        let end = decoded.trim_end_matches([' ', '\t', '\n', '\r']).len().max(start);
+        decoded.truncate(end);
+        decoded.drain(..start);
+        decoded
     }
 }
 
@@ -649,27 +688,41 @@ fn assemble(mut pieces: Vec<(bool, Cow<'_, str>)>) -> String {
     let last = pieces.len().saturating_sub(1);
     let mut out = String::with_capacity(pieces.iter().map(|p| p.1.len()).sum());
     for (i, (is_cdata, text)) in pieces.iter().enumerate() {
-        let mut t: &str = text;
-        if i == 0 {
-            t = if *is_cdata {
-                t.strip_prefix("\r\n")
-                    .or_else(|| t.strip_prefix('\n'))
-                    .unwrap_or(t)
-            } else {
-                t.trim_start_matches([' ', '\t', '\n', '\r'])
-            };
-        }
-        if i == last {
-            t = if *is_cdata {
-                let kept = t.trim_end_matches([' ', '\t']);
-                if kept.ends_with('\n') { kept } else { t }
-            } else {
-                t.trim_end_matches([' ', '\t', '\n', '\r'])
-            };
-        }
+        let (first, end) = (i == 0, i == last);
+        let t: &str = if *is_cdata {
+            cdata_edges(text, first, end)
+        } else {
+            let mut t: &str = text;
+            if first {
+                t = t.trim_start_matches([' ', '\t', '\n', '\r']);
+            }
+            if end {
+                t = t.trim_end_matches([' ', '\t', '\n', '\r']);
+            }
+            t
+        };
         out.push_str(t);
     }
     out
+}
+
+/// A CDATA section's content as a value keeps it, by the rule of
+/// [`TreeReader::leaf_with_cdata`]: when `first`, without a line break right at its start;
+/// when `last`, without the blanks after its last line break.
+fn cdata_edges(mut t: &str, first: bool, last: bool) -> &str {
+    if first {
+        t = t
+            .strip_prefix("\r\n")
+            .or_else(|| t.strip_prefix('\n'))
+            .unwrap_or(t);
+    }
+    if last {
+        let kept = t.trim_end_matches([' ', '\t']);
+        if kept.ends_with('\n') {
+            t = kept;
+        }
+    }
+    t
 }
 
 /// The offset after the `>` of the start tag that begins at `start`.
