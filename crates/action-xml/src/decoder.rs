@@ -418,8 +418,10 @@ mod tests {
             "<ACTION><t a='1'><p>x</p></t><!-- c --></ACTION>",
             "<ACTION><big><v>0123456789012345678901234567890123456789</v></big></ACTION>",
         ];
-        let mut small = Config::default();
-        small.max_block_bytes = 48;
+        let small = Config {
+            max_block_bytes: 48,
+            ..Config::default()
+        };
         for input in inputs {
             for config in [Config::default(), small] {
                 for cut in [false, true] {

@@ -466,7 +466,7 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
                 if n.is_empty()
                     || raw.len() < 1 + n.len() + close_len
                     || !is_blank(&raw[1 + n.len()..raw.len() - close_len])
-                    || n.iter().any(|&c| c == b':')
+                    || n.contains(&b':')
                     || n.get(..3).is_some_and(|p| p.eq_ignore_ascii_case(b"xml"))
                     || depth >= max_depth
                 {
@@ -670,7 +670,10 @@ impl DirectReader<'_> {
         // Decoded before trimming, as roxmltree's text is: `&#32;` at an edge goes too.
         let mut decoded = decode_text(text);
         let start = decoded.len() - decoded.trim_start_matches([' ', '\t', '\n', '\r']).len();
-        let end = decoded.trim_end_matches([' ', '\t', '\n', '\r']).len().max(start);
+        let end = decoded
+            .trim_end_matches([' ', '\t', '\n', '\r'])
+            .len()
+            .max(start);
         decoded.truncate(end);
         decoded.drain(..start);
         decoded
