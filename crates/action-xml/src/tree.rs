@@ -466,7 +466,7 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
                 if n.is_empty()
                     || raw.len() < 1 + n.len() + close_len
                     || !is_blank(&raw[1 + n.len()..raw.len() - close_len])
-                    || n.contains(&b':')
+                    || has_colon(n)
                     || n.get(..3).is_some_and(|p| p.eq_ignore_ascii_case(b"xml"))
                     || depth >= max_depth
                 {
@@ -554,6 +554,12 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
         return None;
     }
     Some((elems, cdata))
+}
+
+/// True when the name `n` has a prefix. Names are short: a plain loop, not `memchr`.
+#[allow(clippy::manual_contains)]
+fn has_colon(n: &[u8]) -> bool {
+    n.iter().any(|&c| c == b':')
 }
 
 /// True when `reference` (`&…;`, one that needs no DTD) stands for XML whitespace.
