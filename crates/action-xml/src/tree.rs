@@ -322,11 +322,14 @@ fn cdata_value(doc: &str, cdata: &[CdataRef], content: Range<usize>) -> String {
         .take_while(|c| c.full.start < content.end)
         .count();
     if let [only] = &cdata[..sections]
-        && is_blank(&doc[content.start..only.full.start])
-        && is_blank(&doc[only.full.end..content.end])
+        && doc
+            .get(content.start..only.full.start)
+            .is_some_and(is_blank)
+        && doc.get(only.full.end..content.end).is_some_and(is_blank)
+        && let Some(section) = doc.get(only.content.clone())
     {
         // The common case, one section with blanks around it: no list of pieces.
-        return cdata_edges(&doc[only.content.clone()], true, true).to_owned();
+        return cdata_edges(section, true, true).to_owned();
     }
     let mut pieces: Vec<(bool, Cow<'_, str>)> = Vec::with_capacity(2 * sections + 1);
     let mut at = content.start;
@@ -465,7 +468,9 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
                 let close_len = if empty { 2 } else { 1 };
                 if n.is_empty()
                     || raw.len() < 1 + n.len() + close_len
-                    || !is_blank(&raw[1 + n.len()..raw.len() - close_len])
+                    || !raw
+                        .get(1 + n.len()..raw.len() - close_len)
+                        .is_some_and(is_blank)
                     || has_colon(n)
                     || n.get(..3).is_some_and(|p| p.eq_ignore_ascii_case(b"xml"))
                     || depth >= max_depth
