@@ -5,10 +5,11 @@
 //!
 //! Two corpora, generated here: `typical` (one call with text, a list, an object and a
 //! CDATA diff: 568 bytes) and `large` (the same parameters repeated 128 times: 66 KiB).
-//! Each is parsed fed whole and fed in 64-byte deltas, the way a model's output arrives.
-//! Both are well-formed, so action-xml takes its fast path (no repairing pre-scan); a block
-//! that needs repairs costs one more pass and, when roxmltree rejected it as written, one
-//! more roxmltree parse.
+//! Each is parsed fed whole (with argument events, the default, and without:
+//! `action_xml_block_no_param_events`) and fed in 64-byte deltas, the way a model's output
+//! arrives. Both are well-formed and plain, so action-xml reads them straight from its pull
+//! parser (no DOM, no repairing pre-scan); a block that needs repairs or warnings costs a
+//! roxmltree parse, and one more pass and parse when roxmltree rejected it as written.
 //!
 //! `many_blocks` feeds a reply of 1, 2, 4 and 8 MiB holding one small ACTION block per
 //! ~1.8 KiB of output (582 blocks per MiB) as one delta: the time must grow linearly
@@ -23,7 +24,12 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use tam_benches::action::{block as action_block, body};
 
 fn parse_block(block: &str) -> usize {
-    let mut decoder = Decoder::new(Config::default());
+    parse_block_with(block, true)
+}
+
+/// [`parse_block`] with argument events on (the default) or off.
+fn parse_block_with(block: &str, param_events: bool) -> usize {
+    let mut decoder = Decoder::new(Config::default()).with_param_events(param_events);
     let mut n = 0;
     let mut count = |e: Event<'_>| {
         if let Event::Block(b) = e {
@@ -66,6 +72,10 @@ fn bench(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("action_xml_block", block.len()), |b| {
             b.iter(|| parse_block(black_box(&block)))
         });
+        group.bench_function(
+            BenchmarkId::new("action_xml_block_no_param_events", block.len()),
+            |b| b.iter(|| parse_block_with(black_box(&block), false)),
+        );
         group.bench_function(
             BenchmarkId::new("action_xml_block_64b_deltas", block.len()),
             |b| b.iter(|| parse_block_in_deltas(black_box(&block), 64)),

@@ -6,7 +6,8 @@
 //!
 //! `profile-decode action REPEAT MODE [ITERATIONS]` parses the `action_xml` benchmark's
 //! block (`REPEAT` rounds of parameters: 1 is `typical`, 128 is `large`) with MODE `whole`,
-//! `deltas` (64 bytes, as the benchmark) or `roxmltree` (the baseline: its body alone).
+//! `quiet` (whole, argument events off), `deltas` (64 bytes, as the benchmark) or
+//! `roxmltree` (the baseline: its body alone).
 //!
 //! `cargo build --release -p tam-benches --bin profile-decode && valgrind --tool=callgrind
 //! target/release/profile-decode prose 65536 tokens 20`
@@ -79,9 +80,10 @@ fn action(repeat: &str, mode: &str, rest: &[String]) -> Result<usize, String> {
                 seen += b.calls.iter().map(|c| c.args.len()).sum::<usize>();
             }
         };
-        let mut decoder = action_xml::Decoder::new(action_xml::Config::default());
+        let mut decoder = action_xml::Decoder::new(action_xml::Config::default())
+            .with_param_events(mode != "quiet");
         match mode {
-            "whole" => decoder.feed(black_box(&block), &mut see),
+            "whole" | "quiet" => decoder.feed(black_box(&block), &mut see),
             "deltas" => {
                 for delta in block.as_bytes().chunks(64) {
                     decoder.feed_bytes(black_box(delta), &mut see);

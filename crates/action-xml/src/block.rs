@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::fence::fences_in_body;
 use crate::position::Cursor;
 use crate::prescan::{Prepared, Refusal, RegionRef, clean_document, prescan};
-use crate::tree::TreeReader;
+use crate::tree::{TreeReader, read_direct};
 
 /// What was learnt about a block while it was open.
 #[derive(Debug, Clone, Default)]
@@ -93,7 +93,24 @@ pub(crate) fn build_block(
     index: usize,
     config: &Config,
 ) -> Built {
-    build_block_with(closed, open, index, config, true)
+    build_block_with(closed, open, index, config, Paths::ALL)
+}
+
+/// Which ways of reading a closed, well-formed body [`build_block_with`] may try before the
+/// full pre-scan (all of them but in tests that check the ways agree).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Paths {
+    /// [`read_direct`]: the pull parser, values built without a DOM.
+    direct: bool,
+    /// [`clean_document`] and roxmltree on the body as it is.
+    clean: bool,
+}
+
+impl Paths {
+    const ALL: Paths = Paths {
+        direct: true,
+        clean: true,
+    };
 }
 
 /// True when the first thing in `body` (blanks and a leading code fence line aside) is an
@@ -114,14 +131,14 @@ fn starts_with_element(body: &str, fences: &[Range<usize>]) -> bool {
             .is_some_and(|&c| c >= 0x80 || c == b'_' || c.is_ascii_alphabetic())
 }
 
-/// [`build_block`]; `fast_path` tries a body as it is before the full pre-scan (off only in
-/// tests that check both ways agree).
+/// [`build_block`]; `paths` says which fast ways to read a body as it is are tried before
+/// the full pre-scan, in order: [`read_direct`], then [`clean_document`] and roxmltree.
 fn build_block_with(
     closed: &ClosedBlock,
     open: OpenBlock,
     index: usize,
     config: &Config,
-    fast_path: bool,
+    paths: Paths,
 ) -> Built {
     let mut diags = open.diagnostics;
     let at_eof = matches!(closed.end, BlockEnd::Eof | BlockEnd::Cut);
@@ -194,6 +211,23 @@ fn build_block_with(
             "markdown code fence inside the ACTION block ignored",
         ));
     }
+    let max_depth = config.max_depth.min(DEPTH_CAP);
+    let closed_clean = !at_eof && fences.is_empty();
+    // The common case first: a well-formed body in the plain subset is read straight from
+    // the pull parser, with no copy of the body and no DOM (issue 11: the decoder's cost
+    // over roxmltree alone).
+    if paths.direct
+        && closed_clean
+        && let Some(calls) = read_direct(
+            body,
+            body_range.start,
+            &closed.offsets,
+            max_depth,
+            config.max_nodes,
+        )
+    {
+        return Built::Block(finish_block(closed, index, calls, diags, raw.clone()));
+    }
     let regions: Vec<RegionRef> = open
         .regions
         .iter()
@@ -204,10 +238,8 @@ fn build_block_with(
             closed: r.closed,
         })
         .collect();
-    let max_depth = config.max_depth.min(DEPTH_CAP);
-    if fast_path
-        && !at_eof
-        && fences.is_empty()
+    if paths.clean
+        && closed_clean
         && let Some(clean) = clean_document(body, &regions, max_depth)
         && let Ok(document) =
             roxmltree::Document::parse_with_options(&clean.doc, parsing_options(config))
@@ -476,13 +508,29 @@ mod tests {
     use proptest::prelude::*;
     use tam_parse::scan::{BlockView, ScanHandler, Scanner};
 
-    /// Builds every block twice, with and without the fast path.
+    /// Builds every block three ways: the direct reader alone, the clean document and
+    /// roxmltree alone, and the full pre-scan; records whether the direct reader read it.
     #[derive(Default)]
     struct BothWays {
         open: OpenBlock,
         pending: Option<usize>,
         pairs: Vec<(Built, Built)>,
+        clean: Vec<Built>,
+        direct_read: Vec<bool>,
     }
+
+    const DIRECT: Paths = Paths {
+        direct: true,
+        clean: false,
+    };
+    const CLEAN: Paths = Paths {
+        direct: false,
+        clean: true,
+    };
+    const FULL: Paths = Paths {
+        direct: false,
+        clean: false,
+    };
 
     impl ScanHandler for BothWays {
         fn text(&mut self, _: &str, _: Span) {}
@@ -515,8 +563,15 @@ mod tests {
         fn block_closed(&mut self, closed: ClosedBlock) {
             let open = std::mem::take(&mut self.open);
             let config = Config::default();
-            let fast = build_block_with(&closed, open.clone(), 0, &config, true);
-            let full = build_block_with(&closed, open, 0, &config, false);
+            let body = &closed.raw[closed.body.clone()];
+            self.direct_read.push(
+                closed.end == BlockEnd::Marker
+                    && read_direct(body, closed.body.start, &closed.offsets, 64, 1 << 16).is_some(),
+            );
+            let fast = build_block_with(&closed, open.clone(), 0, &config, DIRECT);
+            let clean = build_block_with(&closed, open.clone(), 0, &config, CLEAN);
+            let full = build_block_with(&closed, open, 0, &config, FULL);
+            self.clean.push(clean);
             self.pairs.push((fast, full));
         }
     }
@@ -564,6 +619,20 @@ mod tests {
         "</t >",
         "<_a>",
         "</_a>",
+        "&#32;",
+        "\r\n",
+        "<xmlns>",
+        "</xmlns>",
+        "<xml>",
+        "\u{FEFF}",
+        "\u{1}",
+        "\u{FFFE}",
+        "&#0065;",
+        "<item/>",
+        "<t\n>",
+        "</t\n>",
+        "<t/ >",
+        "<a>x<b>y</b></a>",
     ];
 
     /// Well-formed bodies, which the fast path takes.
@@ -631,10 +700,93 @@ mod tests {
             let mut scanner = Scanner::new(grammar(), 1 << 20);
             scanner.feed(&input, &mut handler);
             scanner.finish(&mut handler);
-            for (fast, full) in &handler.pairs {
+            for ((fast, full), clean) in handler.pairs.iter().zip(&handler.clean) {
                 prop_assert_eq!(fast, full, "{}", input);
+                prop_assert_eq!(clean, full, "{}", input);
             }
         }
+
+        /// Calls as models write them (text with references and line ends, CDATA, code
+        /// with markup, lists, repeated names, objects) are read by the direct reader, and
+        /// its result is the roxmltree paths' to the byte.
+        #[test]
+        fn direct_reader_reads_what_models_write(
+            calls in prop::collection::vec(call(), 0..4),
+            between in prop::sample::select(vec!["", "\n", "\r\n  ", " \t"]),
+        ) {
+            let input = format!("<ACTION>{between}{}{between}</ACTION>", calls.join(between));
+            let mut handler = BothWays::default();
+            let mut scanner = Scanner::new(grammar(), 1 << 20);
+            scanner.feed(&input, &mut handler);
+            scanner.finish(&mut handler);
+            prop_assert!(handler.direct_read[0], "not read directly: {}", input);
+            let (fast, full) = &handler.pairs[0];
+            prop_assert_eq!(fast, full, "{}", input);
+            prop_assert_eq!(&handler.clean[0], full, "{}", input);
+            prop_assert!(!fast.clone().block().has_errors());
+        }
+
+        /// Whatever the direct reader reads, the full path reads without any diagnostic
+        /// (but `empty_block`): the direct reader takes no body that needs a repair or
+        /// a warning.
+        #[test]
+        fn direct_reader_takes_only_bodies_without_diagnostics(
+            parts in prop::collection::vec(prop::sample::select(PIECES), 0..30)
+        ) {
+            let input = format!("<ACTION>{}</ACTION>", parts.concat());
+            let mut handler = BothWays::default();
+            let mut scanner = Scanner::new(grammar(), 1 << 20);
+            scanner.feed(&input, &mut handler);
+            scanner.finish(&mut handler);
+            for ((_, full), direct) in handler.pairs.iter().zip(&handler.direct_read) {
+                if *direct && let Built::Block(b) = full {
+                    prop_assert!(
+                        b.diagnostics.iter().all(|d| d.code == codes::EMPTY_BLOCK),
+                        "{}: {:?}", input, b.diagnostics
+                    );
+                }
+            }
+        }
+    }
+
+    /// One call element with parameters as models write them.
+    fn call() -> impl Strategy<Value = String> {
+        let tool = prop::sample::select(vec!["read_file", "ApplyProjectDiff", "名前", "t"]);
+        let key = prop::sample::select(vec!["path", "content", "a", "item", "mode"]);
+        let value = prop::sample::select(vec![
+            "",
+            "src/main.rs",
+            "  spaced  ",
+            "a &lt; b &amp;&amp; c &gt; d",
+            "&#32;edge&#x20;",
+            "&#xD;&#10;x",
+            "line\r\nnext\rlast",
+            "<![CDATA[\nfn main() { if a < b && c > d {} }\n    ]]>",
+            "\n  <![CDATA[x]]>  <![CDATA[ y ]]>\n",
+            "let s = <b>x</b>;",
+            "return <div>{x}</div>;",
+            "<item>a</item><item>b &amp; c</item>",
+            "\n  <item>a</item>\n  <item/>\n",
+            "<mode>x</mode><mode>y</mode><mode>z</mode>",
+            "<k><item>1</item></k><k>2</k><k>3</k>",
+            "<o><p>1</p><q><![CDATA[2]]></q></o>",
+            "<e/>",
+            "中文 ＦＦ",
+            "&#0065;&#x4E2D;",
+        ]);
+        let param = (key, value).prop_map(|(k, v)| {
+            if v.is_empty() {
+                format!("<{k}/>")
+            } else {
+                format!("<{k}>{v}</{k}>")
+            }
+        });
+        (tool, prop::collection::vec(param, 0..5), prop::bool::ANY).prop_map(
+            |(tool, params, spaced)| {
+                let sep = if spaced { "\n  " } else { "" };
+                format!("<{tool}>{sep}{}{sep}</{tool}>", params.join(sep))
+            },
+        )
     }
 
     #[test]

@@ -18,9 +18,11 @@ use crate::stream::Streamer;
 
 /// The ACTION protocol layer on top of the scanner: one block's callbacks to an
 /// [`ActionBlock`]. Shared by [`Decoder`] and [`crate::MixedDecoder`].
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct ActionLayer {
     pub config: Config,
+    /// Argument events are wanted: the streamer runs. Off, it never looks at a block.
+    streaming: bool,
     blocks_seen: usize,
     fence: FenceTracker,
     open: OpenBlock,
@@ -28,16 +30,26 @@ pub(crate) struct ActionLayer {
 }
 
 impl ActionLayer {
-    pub(crate) fn new(config: Config) -> Self {
+    /// A layer that streams arguments when `streaming`.
+    pub(crate) fn new(config: Config, streaming: bool) -> Self {
         ActionLayer {
             config,
-            ..ActionLayer::default()
+            streaming,
+            blocks_seen: 0,
+            fence: FenceTracker::default(),
+            open: OpenBlock::default(),
+            streamer: Streamer::default(),
         }
+    }
+
+    /// Whether argument events are computed.
+    pub(crate) fn streaming(&self) -> bool {
+        self.streaming
     }
 
     /// Forgets the stream (for a new one).
     pub(crate) fn reset(&mut self) {
-        *self = ActionLayer::new(self.config);
+        *self = ActionLayer::new(self.config, self.streaming);
     }
 
     pub(crate) fn text(&mut self, text: &str, span: Span) {
@@ -85,6 +97,9 @@ impl ActionLayer {
         settled: usize,
         out: &mut dyn FnMut(Event<'_>),
     ) {
+        if !self.streaming {
+            return;
+        }
         let open = &self.open;
         self.streamer.advance(
             view.buf(),
@@ -103,7 +118,7 @@ impl ActionLayer {
     /// The block ended: emits its [`Event::Block`], or — for a prose mention (SPEC §3) —
     /// warning `marker_in_prose` and its bytes as [`Event::Text`].
     pub(crate) fn block_closed(&mut self, closed: &ClosedBlock, out: &mut dyn FnMut(Event<'_>)) {
-        if closed.dropped == 0 {
+        if closed.dropped == 0 && self.streaming {
             // Everything before the close tag is decided now.
             let open = &self.open;
             let mut streamer = std::mem::take(&mut self.streamer);
@@ -231,13 +246,28 @@ impl Default for Decoder {
 }
 
 impl Decoder {
-    /// A decoder with `config`.
+    /// A decoder with `config`; it reports argument events ([`Event::CallStart`] …
+    /// [`Event::CallEnd`]).
     pub fn new(config: Config) -> Self {
         Decoder {
             scanner: Scanner::new(grammar(), config.max_block_bytes),
-            layer: ActionLayer::new(config),
+            layer: ActionLayer::new(config, true),
             cursor: StreamCursor::default(),
         }
+    }
+
+    /// This decoder with argument events on (the default) or off. Off, blocks are not
+    /// read while they are written: no [`Event::CallStart`], [`Event::ParamStart`],
+    /// [`Event::ParamText`], [`Event::ParamEnd`] or [`Event::CallEnd`], every other
+    /// event the same, and nothing spent on them. Call it before the first `feed`.
+    pub fn with_param_events(mut self, on: bool) -> Self {
+        self.layer = ActionLayer::new(self.layer.config, on);
+        self
+    }
+
+    /// Whether argument events are reported (see [`Decoder::with_param_events`]).
+    pub fn param_events(&self) -> bool {
+        self.layer.streaming()
     }
 
     /// The settings.
@@ -324,6 +354,90 @@ impl Decoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn is_argument(e: &Event<'_>) -> bool {
+        matches!(
+            e,
+            Event::CallStart { .. }
+                | Event::ParamStart { .. }
+                | Event::ParamText { .. }
+                | Event::ParamEnd { .. }
+                | Event::CallEnd { .. }
+        )
+    }
+
+    /// Adjacent text events joined (their split depends on the deltas).
+    fn merged(events: Vec<Event<'static>>) -> Vec<Event<'static>> {
+        let mut out: Vec<Event<'static>> = Vec::new();
+        for e in events {
+            if let (
+                Some(Event::Text { text, span }),
+                Event::Text {
+                    text: more,
+                    span: s,
+                },
+            ) = (out.last_mut(), &e)
+                && span.end == s.start
+            {
+                text.to_mut().push_str(more);
+                span.end = s.end;
+                continue;
+            }
+            out.push(e);
+        }
+        out
+    }
+
+    fn run(input: &str, config: Config, on: bool, delta: usize, cut: bool) -> Vec<Event<'static>> {
+        let mut decoder = Decoder::new(config).with_param_events(on);
+        assert_eq!(decoder.param_events(), on);
+        let mut events = Vec::new();
+        let mut on_event = |e: Event<'_>| events.push(e.into_owned());
+        for chunk in input.as_bytes().chunks(delta) {
+            decoder.feed_bytes(chunk, &mut on_event);
+        }
+        if cut {
+            decoder.finish_cut(&mut on_event);
+        } else {
+            decoder.finish(&mut on_event);
+        }
+        events
+    }
+
+    /// Argument events off: none is reported, and every other event is the one reported
+    /// with them on (the streamer only adds events; nothing else depends on it).
+    #[test]
+    fn param_events_off_drops_exactly_the_argument_events() {
+        let inputs = [
+            "Reading.\n<ACTION>\n<read_file><path>a &amp; b</path><tags><item>x</item></tags></read_file>\n</ACTION> done",
+            "<ACTION><w><c><![CDATA[a < b ]]> & Vec<String></c></w></ACTION><ACTION><x/></ACTION>",
+            "```xml\n<ACTION><t><p>1</p></t></ACTION>\n```",
+            "I write an <ACTION> block with <DeleteAll> in it.",
+            "<ACTION><write><path>a.rs</path><content>fn main() {",
+            "<ACTION><t><p>unclosed</p></t>",
+            "<ACTION><t a='1'><p>x</p></t><!-- c --></ACTION>",
+            "<ACTION><big><v>0123456789012345678901234567890123456789</v></big></ACTION>",
+        ];
+        let small = Config {
+            max_block_bytes: 48,
+            ..Config::default()
+        };
+        for input in inputs {
+            for config in [Config::default(), small] {
+                for cut in [false, true] {
+                    let on: Vec<_> = run(input, config, true, input.len().max(1), cut)
+                        .into_iter()
+                        .filter(|e| !is_argument(e))
+                        .collect();
+                    for delta in [1, 7, input.len().max(1)] {
+                        let off = run(input, config, false, delta, cut);
+                        assert!(!off.iter().any(is_argument), "{input}");
+                        assert_eq!(merged(off), merged(on.clone()), "{input} / {delta}");
+                    }
+                }
+            }
+        }
+    }
 
     /// Issue 11 §5: the work per block does not grow with the number of blocks in one
     /// delta. Counted, not timed: the bytes looked at to place blocks (line and column)

@@ -1,7 +1,8 @@
 //! Streaming decoder for `<ACTION>` XML tool calls in LLM output, with a one-shot parser,
 //! a renderer, and a decoder for streams that mix ACTION and TAM blocks. Blocks are found
-//! by tam-parse's shared block scanner and their bodies parsed by roxmltree, after a
-//! pre-scan that enforces limits and repairs the mistakes models make.
+//! by tam-parse's shared block scanner. A well-formed body in the plain subset models write
+//! is read straight from a pull parser (quick-xml); any other is parsed by roxmltree, after
+//! a pre-scan that enforces limits and repairs the mistakes models make.
 //!
 //! # Example
 //!
@@ -88,8 +89,8 @@
 //! column (1-based, columns in characters) in the model's whole output, prose included
 //! (`… at line 3, column 9`), so that a dispatcher can say `Malformed XML in ACTION block:
 //! …`; the diagnostic's span points at the spot and it carries the block's raw text. Such a
-//! block has no calls. Well-formed blocks, the common case, skip the repairing pre-scan: a
-//! quick look for `<` decides that roxmltree may see the body as it is.
+//! block has no calls. Well-formed blocks, the common case, skip the repairing pre-scan (see
+//! "How a closed block is read" under Decisions).
 //!
 //! # Arguments that stream (issue 12 §2)
 //!
@@ -175,8 +176,28 @@
 //!   1 MiB 25.96 vs 26.59 ms, 2 MiB 46.15 vs 46.99 ms, 4 MiB 95.80 vs 89.23 ms, 8 MiB
 //!   87.48 vs 137.05 ms (the 8 MiB "off" figure is below the 4 MiB one: the machine was
 //!   loaded; the 1–4 MiB pairs differ by less than the noise). The front door streams by
-//!   default; `tam decode` turns it on only with `--progress`. The ACTION layer always
-//!   computes its pieces (cheap); off, they are dropped.
+//!   default; `tam decode` turns it on only with `--progress`. Off, the ACTION layer does
+//!   not read blocks while they are written at all (its streamer never runs);
+//!   [`Decoder::with_param_events`] is the same switch for the ACTION-only decoder, and
+//!   [`parse`] turns it off (it drops those events).
+//! * How a closed block is read (issue 11: the decoder's cost over roxmltree alone). First
+//!   the direct reader: quick-xml's pull parser walks the body once, building a flat list of
+//!   elements (no DOM, no copy of the body), then the values are built from it by the same
+//!   rules as from roxmltree's tree. It takes only the plain subset: elements without
+//!   attributes or prefixes, text, CDATA, references that need no DTD; anything else
+//!   (comments, attributes, a prefix, text that would be `stray_text`, a nested
+//!   `<ACTION>`, a character XML forbids, `]]>` in text, a bad reference, a mismatched tag,
+//!   too deep, maybe too many nodes) falls back, so every check is at least as strict as
+//!   roxmltree's and nothing it reads carries a diagnostic. Second, a body that needs no
+//!   repair (one look for `<`) goes to roxmltree as written; last, the repairing pre-scan
+//!   and roxmltree. Property tests build every block all three ways and compare the
+//!   results, and check that the direct reader takes every call shape models write.
+//!   quick-xml 0.38 is used rather than a newer release: its events are bytes, so no event
+//!   is checked for UTF-8 again (the body is a `str`), which 0.39+ does at every event.
+//! * While arguments stream, the text pieces of a value are joined where they touch: a `<`
+//!   that is text inside a value (`Vec<String>`, a child element's tag in an object
+//!   parameter) or a bare `&` no longer cuts the text around it into separate events. The
+//!   joined text and spans are what they were; there are fewer events.
 //!
 //! # Serde
 //!

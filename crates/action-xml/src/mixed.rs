@@ -361,8 +361,8 @@ impl<'a> From<Event<'a>> for MixedEvent<'a> {
     }
 }
 
-/// `out`, without argument events unless `param_events` (the ACTION layer always streams:
-/// its pieces are cheap; TAM's are not computed when off).
+/// `out`, without argument events unless `param_events` (off, neither layer computes them;
+/// the filter is what guarantees it).
 fn filter<F: FnMut(MixedEvent<'_>)>(param_events: bool, mut out: F) -> impl FnMut(MixedEvent<'_>) {
     move |event| {
         if param_events || !event.is_argument_event() {
@@ -518,7 +518,7 @@ impl MixedDecoder {
         MixedDecoder {
             scanner: Scanner::new(mixed_grammar(tam.dialect), limit),
             tam: BlockParser::new(tam),
-            action: ActionLayer::new(config.action),
+            action: ActionLayer::new(config.action, config.param_events),
             open_kind: None,
             cursor: StreamCursor::default(),
             param_events: config.param_events,

@@ -72,7 +72,9 @@ impl OutputDecoder {
             ProtocolChoice::Tam => Inner::Tam(tam_parse::Decoder::new(
                 config.tam.with_param_events(param_events),
             )),
-            ProtocolChoice::Action => Inner::Action(Decoder::new(config.action)),
+            ProtocolChoice::Action => {
+                Inner::Action(Decoder::new(config.action).with_param_events(param_events))
+            }
             ProtocolChoice::Auto => Inner::Auto(MixedDecoder::new(config)),
         };
         OutputDecoder {

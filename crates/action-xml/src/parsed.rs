@@ -53,7 +53,8 @@ pub fn parse(text: &str) -> Parsed {
 
 /// [`parse`] with settings.
 pub fn parse_with(text: &str, config: Config) -> Parsed {
-    let mut decoder = Decoder::new(config);
+    // Argument events would be dropped: the decoder does not compute them.
+    let mut decoder = Decoder::new(config).with_param_events(false);
     let mut before = String::new();
     let mut after = String::new();
     let mut parsed = Parsed::default();

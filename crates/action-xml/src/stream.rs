@@ -38,7 +38,7 @@ use tam_parse::Span;
 use crate::event::Event;
 use crate::fence::is_fence_line;
 use crate::prescan::{RegionKind, RegionRef};
-use crate::xml_chars::{is_xml_space, name_end, reference_len};
+use crate::xml_chars::{is_name_char_at, is_xml_space, name_end, reference_len};
 
 /// Where the streamer is in the block.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -208,6 +208,25 @@ impl Streamer {
         span: &dyn Fn(Range<usize>) -> Span,
         out: &mut dyn FnMut(Event<'_>),
     ) {
+        let mut em = Emit {
+            buf,
+            span,
+            out,
+            pending: None,
+        };
+        self.read(buf, settled, regions, open_region, &mut em);
+        em.flush();
+    }
+
+    /// [`Streamer::advance`], its events through `em`.
+    fn read(
+        &mut self,
+        buf: &str,
+        settled: usize,
+        regions: &[RegionRef],
+        open_region: Option<(RegionKind, usize)>,
+        em: &mut Emit<'_, '_>,
+    ) {
         let settled = settled.min(buf.len());
         self.decide_start(buf, settled);
         if self.start != Start::Element {
@@ -228,7 +247,7 @@ impl Streamer {
                     if r.kind == RegionKind::Cdata && matches!(self.state, State::Param { .. }) {
                         let from = self.pos.max(r.content.start);
                         if from < r.content.end {
-                            emit_text(buf, from..r.content.end, span, out);
+                            em.text(from..r.content.end);
                         }
                     }
                     self.pos = r.full.end;
@@ -246,7 +265,7 @@ impl Streamer {
                     return;
                 }
                 if r.kind == RegionKind::Cdata && matches!(self.state, State::Param { .. }) {
-                    emit_text(buf, r.content.clone(), span, out);
+                    em.text(r.content.clone());
                 }
                 self.pos = r.full.end;
                 self.next_region += 1;
@@ -264,27 +283,31 @@ impl Streamer {
                 if kind == RegionKind::Cdata && matches!(self.state, State::Param { .. }) {
                     let from = self.pos.max(content_start);
                     if from < settled {
-                        emit_text(buf, from..settled, span, out);
+                        em.text(from..settled);
                     }
                 }
                 self.pos = settled.max(self.pos);
                 return;
             }
             let in_param = matches!(self.state, State::Param { .. });
-            let stop = if in_param {
-                memchr::memchr2(b'<', b'&', &b[self.pos..settled]).map(|i| self.pos + i)
+            let stop = if let State::Param { name: own, .. } = &self.state {
+                let region_at = regions
+                    .get(self.next_region)
+                    .map_or(usize::MAX, |r| r.full.start);
+                let open_at = open_region.map_or(usize::MAX, |(_, s)| s);
+                next_stop_in_value(&b[..settled], self.pos, b[own.start], [region_at, open_at])
             } else {
                 memchr::memchr(b'<', &b[self.pos..settled]).map(|i| self.pos + i)
             };
             let Some(at) = stop else {
                 if in_param {
-                    emit_text(buf, self.pos..settled, span, out);
+                    em.text(self.pos..settled);
                 }
                 self.pos = settled;
                 return;
             };
             if in_param && at > self.pos {
-                emit_text(buf, self.pos..at, span, out);
+                em.text(self.pos..at);
             }
             self.pos = at;
             if regions
@@ -295,9 +318,9 @@ impl Streamer {
                 continue;
             }
             let look = if b[at] == b'&' {
-                self.reference(buf, at, settled, span, out)
+                self.reference(buf, at, settled, em)
             } else {
-                self.markup(buf, at, settled, span, out)
+                self.markup(buf, at, settled, em)
             };
             match look {
                 Look::Next(next) => self.pos = next,
@@ -307,20 +330,13 @@ impl Streamer {
     }
 
     /// An `&` at `at` inside a value.
-    fn reference(
-        &mut self,
-        buf: &str,
-        at: usize,
-        settled: usize,
-        span: &dyn Fn(Range<usize>) -> Span,
-        out: &mut dyn FnMut(Event<'_>),
-    ) -> Look {
+    fn reference(&mut self, buf: &str, at: usize, settled: usize, em: &mut Emit<'_, '_>) -> Look {
         let b = &buf.as_bytes()[..settled];
         if let Some(len) = reference_len(b, at) {
             let decoded = crate::xml_chars::decode_text(&buf[at..at + len]);
-            out(Event::ParamText {
+            em.event(Event::ParamText {
                 text: Cow::Owned(decoded),
-                span: span(at..at + len),
+                span: em.span(at..at + len),
             });
             return Look::Next(at + len);
         }
@@ -332,45 +348,64 @@ impl Streamer {
         if open {
             return Look::Wait;
         }
-        emit_text(buf, at..at + 1, span, out);
+        em.text(at..at + 1);
         Look::Next(at + 1)
     }
 
     /// A `<` at `at`.
-    fn markup(
-        &mut self,
-        buf: &str,
-        at: usize,
-        settled: usize,
-        span: &dyn Fn(Range<usize>) -> Span,
-        out: &mut dyn FnMut(Event<'_>),
-    ) -> Look {
+    fn markup(&mut self, buf: &str, at: usize, settled: usize, em: &mut Emit<'_, '_>) -> Look {
         let b = &buf.as_bytes()[..settled];
         let Some(&next) = b.get(at + 1) else {
             return Look::Wait;
         };
         let closing = next == b'/';
         let name_at = at + 1 + usize::from(closing);
-        let name = name_at..name_end(buf, name_at).min(settled);
-        if name.is_empty() {
-            if name_at >= settled {
-                return Look::Wait;
+        // Inside a value only the parameter's own tags matter; the rest is text, read on
+        // (references in it decoded). The name is compared with the parameter's first: one
+        // that already differs in what arrived needs no look for where it ends.
+        let own_name = match &self.state {
+            State::Param { name: own, .. } => {
+                let own = &buf.as_bytes()[own.clone()];
+                let arrived = b.get(name_at..).unwrap_or_default();
+                let k = own.len().min(arrived.len());
+                if arrived[..k] != own[..k] {
+                    return self.text_lt(at, em);
+                }
+                let after = name_at + own.len();
+                match after < settled {
+                    // A longer name is another element's.
+                    true if is_name_char_at(buf, after) => return self.text_lt(at, em),
+                    true => Some(name_at..after),
+                    // Cannot tell yet: the general look below waits.
+                    false => None,
+                }
             }
-            return self.text_lt(buf, at, span, out);
-        }
-        if name.end >= settled {
-            // The name may go on.
-            return Look::Wait;
-        }
-        if let State::Param {
-            name: param_name, ..
-        } = &self.state
-            && buf[param_name.clone()] != buf[name.clone()]
-        {
-            // Inside a value only the parameter's own tags matter; the rest is text, read
-            // on (references in it decoded).
-            return self.text_lt(buf, at, span, out);
-        }
+            _ => None,
+        };
+        let name = match own_name {
+            Some(name) => name,
+            None => {
+                let name = name_at..name_end(buf, name_at).min(settled);
+                if name.is_empty() {
+                    if name_at >= settled {
+                        return Look::Wait;
+                    }
+                    return self.text_lt(at, em);
+                }
+                if name.end >= settled {
+                    // The name may go on.
+                    return Look::Wait;
+                }
+                if let State::Param {
+                    name: param_name, ..
+                } = &self.state
+                    && buf[param_name.clone()] != buf[name.clone()]
+                {
+                    return self.text_lt(at, em);
+                }
+                name
+            }
+        };
         // The tag's end: `>` (or `/>`), outside quotes.
         let mut j = name.end;
         let mut quote = None;
@@ -379,15 +414,15 @@ impl Streamer {
                 return Look::Wait;
             };
             if j - at > MAX_TAG {
-                return self.text_lt(buf, at, span, out);
+                return self.text_lt(at, em);
             }
             match (quote, c) {
                 (None, b'"' | b'\'') if !closing => quote = Some(c),
                 (Some(q), _) if c == q => quote = None,
                 (None, b'>') => break j + 1,
-                (None, b'<') => return self.text_lt(buf, at, span, out),
+                (None, b'<') => return self.text_lt(at, em),
                 (None, c) if closing && !is_xml_space(c) => {
-                    return self.text_lt(buf, at, span, out);
+                    return self.text_lt(at, em);
                 }
                 _ => {}
             }
@@ -403,15 +438,15 @@ impl Streamer {
                 }
                 let index = self.calls;
                 self.calls += 1;
-                out(Event::CallStart {
+                em.event(Event::CallStart {
                     index,
                     tool: tag.to_owned(),
-                    span: span(at..tag_end),
+                    span: em.span(at..tag_end),
                 });
                 if empty {
-                    out(Event::CallEnd {
+                    em.event(Event::CallEnd {
                         index,
-                        span: span(at..tag_end),
+                        span: em.span(at..tag_end),
                     });
                 } else {
                     self.state = State::Call {
@@ -428,9 +463,9 @@ impl Streamer {
             } => {
                 if closing {
                     if &buf[call_name.clone()] == tag {
-                        out(Event::CallEnd {
+                        em.event(Event::CallEnd {
                             index,
-                            span: span(start..tag_end),
+                            span: em.span(start..tag_end),
                         });
                     } else {
                         self.state = State::Call {
@@ -441,14 +476,14 @@ impl Streamer {
                     }
                     return Look::Next(tag_end);
                 }
-                out(Event::ParamStart {
+                em.event(Event::ParamStart {
                     key: Cow::Borrowed(tag),
-                    span: span(at..tag_end),
+                    span: em.span(at..tag_end),
                 });
                 let call = (index, call_name, start);
                 if empty {
-                    out(Event::ParamEnd {
-                        span: span(at..tag_end),
+                    em.event(Event::ParamEnd {
+                        span: em.span(at..tag_end),
                     });
                     self.state = State::Call {
                         index: call.0,
@@ -477,8 +512,8 @@ impl Streamer {
                     _ => same,
                 };
                 if same == 0 {
-                    out(Event::ParamEnd {
-                        span: span(start..tag_end),
+                    em.event(Event::ParamEnd {
+                        span: em.span(start..tag_end),
                     });
                     self.state = State::Call {
                         index: call.0,
@@ -486,7 +521,7 @@ impl Streamer {
                         start: call.2,
                     };
                 } else {
-                    emit_text(buf, at..tag_end, span, out);
+                    em.text(at..tag_end);
                     self.state = State::Param {
                         call,
                         name: param_name,
@@ -500,31 +535,79 @@ impl Streamer {
     }
 
     /// A `<` that begins no tag: text inside a value, nothing elsewhere.
-    fn text_lt(
-        &mut self,
-        buf: &str,
-        at: usize,
-        span: &dyn Fn(Range<usize>) -> Span,
-        out: &mut dyn FnMut(Event<'_>),
-    ) -> Look {
+    fn text_lt(&mut self, at: usize, em: &mut Emit<'_, '_>) -> Look {
         if matches!(self.state, State::Param { .. }) {
-            emit_text(buf, at..at + 1, span, out);
+            em.text(at..at + 1);
         }
         Look::Next(at + 1)
     }
 }
 
-/// A piece borrowed from the buffer (nothing for an empty range).
-fn emit_text(
-    buf: &str,
-    r: Range<usize>,
-    span: &dyn Fn(Range<usize>) -> Span,
-    out: &mut dyn FnMut(Event<'_>),
-) {
-    if r.start < r.end {
-        out(Event::ParamText {
-            text: Cow::Borrowed(&buf[r.clone()]),
-            span: span(r),
-        });
+/// The next `&` or `<` at or after `from` in `b` (a value's settled bytes) that needs a
+/// look: a `<` whose name (or close tag's name) already differs from the parameter's in its
+/// first byte `own` is text like the bytes around it (as [`Streamer::markup`] would find),
+/// unless a region starts there (`regions`: where the next ones begin).
+fn next_stop_in_value(b: &[u8], mut from: usize, own: u8, regions: [usize; 2]) -> Option<usize> {
+    loop {
+        let at = from + memchr::memchr2(b'<', b'&', &b[from..])?;
+        if b[at] == b'&' || regions.contains(&at) {
+            return Some(at);
+        }
+        let first = match b.get(at + 1) {
+            Some(b'/') => b.get(at + 2),
+            other => other,
+        };
+        match first {
+            Some(&c) if c != own => from = at + 1,
+            _ => return Some(at),
+        }
+    }
+}
+
+/// Hands the streamer's events to the caller, joining borrowed text pieces that touch: a
+/// `<` that is text (`Vec<String>`, `a < b`, the tags of an object parameter's children)
+/// or a bare `&` does not cut the text around it into three pieces (fewer events, the same
+/// text and spans once adjacent pieces are joined).
+pub(crate) struct Emit<'b, 'o> {
+    buf: &'b str,
+    span: &'o dyn Fn(Range<usize>) -> Span,
+    out: &'o mut dyn FnMut(Event<'_>),
+    /// Borrowed text not handed out yet.
+    pending: Option<Range<usize>>,
+}
+
+impl Emit<'_, '_> {
+    /// The stream span of buffer range `r`.
+    fn span(&self, r: Range<usize>) -> Span {
+        (self.span)(r)
+    }
+
+    /// A piece borrowed from the buffer (nothing for an empty range).
+    fn text(&mut self, r: Range<usize>) {
+        if r.start >= r.end {
+            return;
+        }
+        match &mut self.pending {
+            Some(p) if p.end == r.start => p.end = r.end,
+            _ => {
+                self.flush();
+                self.pending = Some(r);
+            }
+        }
+    }
+
+    /// Any other event: the pending text goes first.
+    fn event(&mut self, e: Event<'_>) {
+        self.flush();
+        (self.out)(e);
+    }
+
+    fn flush(&mut self) {
+        if let Some(r) = self.pending.take() {
+            (self.out)(Event::ParamText {
+                text: Cow::Borrowed(&self.buf[r.clone()]),
+                span: (self.span)(r),
+            });
+        }
     }
 }

@@ -13,8 +13,8 @@ use tam_parse::{Diagnostic, Span};
 
 use crate::call::{ActionCall, ActionParam};
 use crate::codes;
-use crate::prescan::Prepared;
-use crate::xml_chars::{decode_text, is_blank, name_end, trim_xml};
+use crate::prescan::{CdataRef, Prepared};
+use crate::xml_chars::{decode_text, is_blank, is_xml_space, name_end, reference_len, trim_xml};
 
 /// Converts the tree of one block, collecting warnings.
 pub(crate) struct TreeReader<'p> {
@@ -298,30 +298,396 @@ impl TreeReader<'_> {
             .rfind("</")
             .filter(|&e| e >= content_start)
             .unwrap_or(range.end);
-        // Text pieces are decoded unless blank (the usual indentation around a section).
-        fn text(s: &str) -> Cow<'_, str> {
-            if is_blank(s) {
-                Cow::Borrowed(s)
-            } else {
-                Cow::Owned(decode_text(s))
-            }
+        cdata_value(
+            doc,
+            &self.prepared.cdata[first..],
+            content_start..content_end,
+        )
+    }
+}
+
+/// The value of `doc[content]` by the rule of [`TreeReader::leaf_with_cdata`]; `cdata` are
+/// the CDATA sections from the first one that may lie in `content` on, in order.
+fn cdata_value(doc: &str, cdata: &[CdataRef], content: Range<usize>) -> String {
+    // Text pieces are decoded unless blank (the usual indentation around a section).
+    fn text(s: &str) -> Cow<'_, str> {
+        if is_blank(s) {
+            Cow::Borrowed(s)
+        } else {
+            Cow::Owned(decode_text(s))
         }
-        let mut pieces: Vec<(bool, Cow<'_, str>)> = Vec::new();
-        let mut at = content_start;
-        for c in self.prepared.cdata[first..]
+    }
+    let sections = cdata
+        .iter()
+        .take_while(|c| c.full.start < content.end)
+        .count();
+    if let [only] = &cdata[..sections]
+        && doc
+            .get(content.start..only.full.start)
+            .is_some_and(is_blank)
+        && doc.get(only.full.end..content.end).is_some_and(is_blank)
+        && let Some(section) = doc.get(only.content.clone())
+    {
+        // The common case, one section with blanks around it: no list of pieces.
+        return cdata_edges(section, true, true).to_owned();
+    }
+    let mut pieces: Vec<(bool, Cow<'_, str>)> = Vec::with_capacity(2 * sections + 1);
+    let mut at = content.start;
+    for c in cdata.iter().take_while(|c| c.full.start < content.end) {
+        if c.full.start > at {
+            pieces.push((false, text(&doc[at..c.full.start])));
+        }
+        pieces.push((true, Cow::Borrowed(&doc[c.content.clone()])));
+        at = c.full.end;
+    }
+    if at < content.end {
+        pieces.push((false, text(&doc[at..content.end])));
+    }
+    assemble(pieces)
+}
+
+/// One element of a body read by [`read_direct`], in document order (pre-order); offsets
+/// are body offsets.
+#[derive(Debug, Clone)]
+struct Elem {
+    /// The `<` of its start tag.
+    start: usize,
+    name: Range<usize>,
+    /// After its start tag, before its close tag (empty for `<name/>`).
+    content: Range<usize>,
+    /// After its close tag.
+    end: usize,
+    /// The index after its subtree: its next sibling's, when it has one.
+    next: usize,
+    /// The element it is in.
+    parent: Option<usize>,
+    /// Its child elements.
+    elements: usize,
+    /// True when every child element is named `item`.
+    all_items: bool,
+    /// A text or CDATA child, decoded, is not blank (mixed content when `elements > 0`).
+    text: bool,
+}
+
+/// Reads the calls of a block body straight from a pull parser (quick-xml), without a DOM,
+/// when the body is within the plain subset of XML that models write: elements without
+/// attributes or prefixes, text, references that need no DTD, CDATA. The values are those
+/// [`TreeReader`] reads from roxmltree's tree of the same body.
+///
+/// `None` — the caller then takes the roxmltree path — for anything else: comments,
+/// processing instructions, declarations, attributes, a prefixed name, a name starting
+/// with `xml`, non-blank text between calls or directly in a call (a `stray_text`
+/// warning), an `<ACTION>` call (`nested_action_tag`), a character XML forbids, `]]>` in
+/// text, a reference roxmltree would refuse, a tag that does not match, nesting beyond
+/// `max_depth` or possibly more than `max_nodes` nodes. Every check is at least as strict
+/// as roxmltree's, so a body read here is one roxmltree accepts and the full pre-scan
+/// leaves alone: the result is the same, with no diagnostic (property-tested against
+/// the roxmltree path).
+pub(crate) fn read_direct(
+    body: &str,
+    body_start: usize,
+    offsets: &OffsetMap,
+    max_depth: usize,
+    max_nodes: u32,
+) -> Option<Vec<ActionCall>> {
+    let (elems, cdata) = flat_tree(body, max_depth, max_nodes)?;
+    let reader = DirectReader {
+        body,
+        body_start,
+        offsets,
+        elems: &elems,
+        cdata: &cdata,
+    };
+    let mut calls = Vec::new();
+    let mut i = 0;
+    while i < elems.len() {
+        calls.push(reader.call(i));
+        i = elems[i].next;
+    }
+    Some(calls)
+}
+
+/// True when `s` holds no character that XML 1.0 forbids (C0 controls other than tab,
+/// line feed and carriage return; U+FFFE, U+FFFF). Surrogates cannot occur in a `str`.
+fn xml_chars_only(s: &str) -> bool {
+    let b = s.as_bytes();
+    // Branch-free over 64-byte chunks, so that the compiler vectorises it.
+    let control = |chunk: &[u8]| {
+        chunk
             .iter()
-            .take_while(|c| c.full.start < content_end)
-        {
-            if c.full.start > at {
-                pieces.push((false, text(&doc[at..c.full.start])));
+            .fold(false, |bad, &c| bad | ((c < 0x20) & !is_xml_space(c)))
+    };
+    if b.chunks(64).any(control) {
+        return false;
+    }
+    // U+FFFE and U+FFFF are EF BF BE and EF BF BF.
+    memchr::memchr_iter(0xEF, b)
+        .all(|i| b.get(i + 1) != Some(&0xBF) || !matches!(b.get(i + 2), Some(0xBE | 0xBF)))
+}
+
+/// The element list and CDATA sections of `body`, or `None` when it is outside the subset
+/// that [`read_direct`] reads.
+fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>, Vec<CdataRef>)> {
+    use quick_xml::events::Event as X;
+    if body.starts_with('\u{FEFF}') || !xml_chars_only(body) {
+        // quick-xml drops a leading byte order mark; roxmltree sees text. A character
+        // XML forbids (anywhere: in text, CDATA or a tag) is roxmltree's error to report.
+        return None;
+    }
+    let bytes = body.as_bytes();
+    let mut reader = quick_xml::Reader::from_str(body);
+    // Tags are matched here, against the names as written.
+    reader.config_mut().check_end_names = false;
+    // About one element per two `<` (a start and a close tag): one allocation, no growth.
+    let tags = memchr::memchr_iter(b'<', bytes).count();
+    let mut elems: Vec<Elem> = Vec::with_capacity(tags / 2 + 1);
+    let mut cdata: Vec<CdataRef> = Vec::new();
+    // The innermost open element and how many are open (parents are linked in `elems`).
+    let mut open: Option<usize> = None;
+    let mut depth = 0usize;
+    // Nodes roxmltree would make, counted high: the root, `<ACTION>`, every element and
+    // every text piece (roxmltree merges adjacent ones).
+    let mut nodes = 2usize;
+    let mut pos = 0usize;
+    loop {
+        let event = reader.read_event().ok()?;
+        let end = usize::try_from(reader.buffer_position()).ok()?;
+        let raw = body.get(pos..end)?;
+        let at = pos;
+        pos = end;
+        nodes += 1;
+        // A piece of text that is not blank, for its parent.
+        let mut text = false;
+        match event {
+            X::Start(_) | X::Empty(_) => {
+                let empty = matches!(event, X::Empty(_));
+                let name_start = at + 1;
+                let name = name_start..name_end(body, name_start);
+                let n = &bytes[name.clone()];
+                // The tag is `<`, the name, blanks, then `>` or `/>`: no attribute.
+                let close_len = if empty { 2 } else { 1 };
+                if n.is_empty()
+                    || raw.len() < 1 + n.len() + close_len
+                    || !raw
+                        .get(1 + n.len()..raw.len() - close_len)
+                        .is_some_and(is_blank)
+                    || has_colon(n)
+                    || n.get(..3).is_some_and(|p| p.eq_ignore_ascii_case(b"xml"))
+                    || depth >= max_depth
+                {
+                    return None;
+                }
+                if let Some(parent) = open {
+                    let p = &mut elems[parent];
+                    p.elements += 1;
+                    p.all_items &= n == b"item";
+                } else if n.eq_ignore_ascii_case(b"ACTION") {
+                    return None;
+                }
+                let index = elems.len();
+                elems.push(Elem {
+                    start: at,
+                    name,
+                    content: end..end,
+                    end,
+                    next: index + 1,
+                    parent: open,
+                    elements: 0,
+                    all_items: true,
+                    text: false,
+                });
+                if !empty {
+                    open = Some(index);
+                    depth += 1;
+                }
             }
-            pieces.push((true, Cow::Borrowed(&doc[c.content.clone()])));
-            at = c.full.end;
+            X::End(_) => {
+                let index = open?;
+                let next = elems.len();
+                let e = &mut elems[index];
+                open = e.parent;
+                depth -= 1;
+                // `</`, the name, blanks, `>`.
+                let n = &bytes[e.name.clone()];
+                let written = raw.as_bytes();
+                if written.len() < 3 + n.len()
+                    || &written[2..2 + n.len()] != n
+                    || !written[2 + n.len()..written.len() - 1]
+                        .iter()
+                        .all(|&c| is_xml_space(c))
+                {
+                    return None;
+                }
+                e.content.end = at;
+                e.end = end;
+                e.next = next;
+            }
+            X::Text(_) => {
+                text = !is_blank(raw);
+                // `]]>` in text is roxmltree's error (it ends CDATA sections only).
+                if text && memchr::memchr(b'>', raw.as_bytes()).is_some() && raw.contains("]]>") {
+                    return None;
+                }
+            }
+            X::GeneralRef(_) => {
+                if reference_len(body.as_bytes(), at) != Some(raw.len()) {
+                    return None;
+                }
+                // A reference to a blank (`&#32;`) is blank.
+                text = !reference_is_blank(raw);
+            }
+            X::CData(_) => {
+                let content = at + "<![CDATA[".len()..end.checked_sub("]]>".len())?;
+                text = !is_blank(body.get(content.clone())?);
+                cdata.push(CdataRef {
+                    full: at..end,
+                    content,
+                });
+            }
+            X::Eof => break,
+            _ => return None,
         }
-        if at < content_end {
-            pieces.push((false, text(&doc[at..content_end])));
+        if text {
+            match open {
+                // Text between calls or beside a call's parameters: `stray_text`.
+                Some(parent) if depth >= 2 => elems[parent].text = true,
+                _ => return None,
+            }
         }
-        assemble(pieces)
+    }
+    if open.is_some() || nodes > max_nodes as usize {
+        return None;
+    }
+    Some((elems, cdata))
+}
+
+/// True when the name `n` has a prefix. Names are short: a plain loop, not `memchr`.
+#[allow(clippy::manual_contains)]
+fn has_colon(n: &[u8]) -> bool {
+    n.iter().any(|&c| c == b':')
+}
+
+/// True when `reference` (`&…;`, one that needs no DTD) stands for XML whitespace.
+fn reference_is_blank(reference: &str) -> bool {
+    let Some(number) = reference
+        .strip_prefix("&#")
+        .and_then(|r| r.strip_suffix(';'))
+    else {
+        return false;
+    };
+    let value = match number.strip_prefix('x') {
+        Some(hex) => u32::from_str_radix(hex, 16),
+        None => number.parse(),
+    };
+    matches!(value, Ok(0x20 | 0x9 | 0xA | 0xD))
+}
+
+/// Reads values from the list [`flat_tree`] made, by the rules of [`TreeReader`].
+struct DirectReader<'r> {
+    body: &'r str,
+    body_start: usize,
+    offsets: &'r OffsetMap,
+    elems: &'r [Elem],
+    cdata: &'r [CdataRef],
+}
+
+impl DirectReader<'_> {
+    fn span(&self, r: Range<usize>) -> Span {
+        self.offsets
+            .span(self.body_start + r.start..self.body_start + r.end)
+    }
+
+    fn name(&self, i: usize) -> &str {
+        &self.body[self.elems[i].name.clone()]
+    }
+
+    /// The indices of the child elements of element `i`.
+    fn children(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        let end = self.elems[i].next;
+        std::iter::successors(Some(i + 1).filter(|&c| c < end), move |&c| {
+            Some(self.elems[c].next).filter(|&n| n < end)
+        })
+    }
+
+    fn call(&self, i: usize) -> ActionCall {
+        let e = &self.elems[i];
+        let mut params = Vec::with_capacity(e.elements);
+        params.extend(self.children(i).map(|c| {
+            let content = self.elems[c].content.clone();
+            ActionParam {
+                key: self.name(c).to_owned(),
+                content_span: self.span(content.clone()),
+                source: self.body[content].to_owned(),
+            }
+        }));
+        ActionCall {
+            params,
+            tool: self.name(i).to_owned(),
+            args: self.object(i),
+            span: self.span(e.start..e.end),
+        }
+    }
+
+    /// As [`TreeReader::object`]: a repeated name makes an array.
+    fn object(&self, i: usize) -> Map<String, Value> {
+        let mut map = Map::with_capacity(self.elems[i].elements);
+        // Keys that repeated, whose value is now the array of their values (rare: a list).
+        let mut repeated: Vec<&str> = Vec::new();
+        for child in self.children(i) {
+            let key = self.name(child);
+            let value = self.value(child);
+            match map.entry(key) {
+                Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                Entry::Occupied(mut slot) => match slot.get_mut() {
+                    Value::Array(items) if repeated.contains(&key) => items.push(value),
+                    first => {
+                        let first = first.take();
+                        *slot.get_mut() = Value::Array(vec![first, value]);
+                        repeated.push(key);
+                    }
+                },
+            }
+        }
+        map
+    }
+
+    /// As [`TreeReader::value`].
+    fn value(&self, i: usize) -> Value {
+        let e = &self.elems[i];
+        if e.elements == 0 || e.text {
+            // A leaf, or code with markup: its content as written, read as a leaf.
+            return Value::String(self.leaf(e));
+        }
+        if !e.all_items {
+            return Value::Object(self.object(i));
+        }
+        let mut items = Vec::with_capacity(e.elements);
+        items.extend(self.children(i).map(|c| self.value(c)));
+        Value::Array(items)
+    }
+
+    /// As [`TreeReader::leaf`] and [`TreeReader::inner_text`].
+    fn leaf(&self, e: &Elem) -> String {
+        let k = self.cdata.partition_point(|c| c.full.start < e.start);
+        if e.elements > 0 || self.cdata.get(k).is_some_and(|c| c.full.start < e.end) {
+            return cdata_value(self.body, &self.cdata[k..], e.content.clone());
+        }
+        let text = &self.body[e.content.clone()];
+        if memchr::memchr2(b'&', b'\r', text.as_bytes()).is_none() {
+            return trim_xml(text).to_owned();
+        }
+        // Decoded before trimming, as roxmltree's text is: `&#32;` at an edge goes too.
+        let mut decoded = decode_text(text);
+        let start = decoded.len() - decoded.trim_start_matches([' ', '\t', '\n', '\r']).len();
+        let end = decoded
+            .trim_end_matches([' ', '\t', '\n', '\r'])
+            .len()
+            .max(start);
+        decoded.truncate(end);
+        decoded.drain(..start);
+        decoded
     }
 }
 
@@ -334,29 +700,43 @@ fn assemble(mut pieces: Vec<(bool, Cow<'_, str>)>) -> String {
         pieces.pop();
     }
     let last = pieces.len().saturating_sub(1);
-    let mut out = String::new();
+    let mut out = String::with_capacity(pieces.iter().map(|p| p.1.len()).sum());
     for (i, (is_cdata, text)) in pieces.iter().enumerate() {
-        let mut t: &str = text;
-        if i == 0 {
-            t = if *is_cdata {
-                t.strip_prefix("\r\n")
-                    .or_else(|| t.strip_prefix('\n'))
-                    .unwrap_or(t)
-            } else {
-                t.trim_start_matches([' ', '\t', '\n', '\r'])
-            };
-        }
-        if i == last {
-            t = if *is_cdata {
-                let kept = t.trim_end_matches([' ', '\t']);
-                if kept.ends_with('\n') { kept } else { t }
-            } else {
-                t.trim_end_matches([' ', '\t', '\n', '\r'])
-            };
-        }
+        let (first, end) = (i == 0, i == last);
+        let t: &str = if *is_cdata {
+            cdata_edges(text, first, end)
+        } else {
+            let mut t: &str = text;
+            if first {
+                t = t.trim_start_matches([' ', '\t', '\n', '\r']);
+            }
+            if end {
+                t = t.trim_end_matches([' ', '\t', '\n', '\r']);
+            }
+            t
+        };
         out.push_str(t);
     }
     out
+}
+
+/// A CDATA section's content as a value keeps it, by the rule of
+/// [`TreeReader::leaf_with_cdata`]: when `first`, without a line break right at its start;
+/// when `last`, without the blanks after its last line break.
+fn cdata_edges(mut t: &str, first: bool, last: bool) -> &str {
+    if first {
+        t = t
+            .strip_prefix("\r\n")
+            .or_else(|| t.strip_prefix('\n'))
+            .unwrap_or(t);
+    }
+    if last {
+        let kept = t.trim_end_matches([' ', '\t']);
+        if kept.ends_with('\n') {
+            t = kept;
+        }
+    }
+    t
 }
 
 /// The offset after the `>` of the start tag that begins at `start`.

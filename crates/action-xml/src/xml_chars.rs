@@ -106,6 +106,18 @@ pub(crate) fn name_end(s: &str, at: usize) -> usize {
     i
 }
 
+/// True when the character at byte offset `at` of `s` is a `NameChar` (false at the end).
+pub(crate) fn is_name_char_at(s: &str, at: usize) -> bool {
+    match s.as_bytes().get(at) {
+        None => false,
+        Some(&b) if b < 0x80 => ASCII_NAME[usize::from(b)] & 2 != 0,
+        Some(_) => s
+            .get(at..)
+            .and_then(|r| r.chars().next())
+            .is_some_and(is_name_char),
+    }
+}
+
 /// The length of the entity or character reference at `s[at]` (an `&`), when it is one
 /// that needs no DTD: `&lt;` `&gt;` `&amp;` `&apos;` `&quot;`, `&#N;`, `&#xH;` naming a
 /// valid XML character.
@@ -220,6 +232,11 @@ mod tests {
         assert_eq!(name_end(" x", 0), 0);
         assert_eq!(name_end("-x", 0), 0);
         assert_eq!(name_end("x-1.:_y>", 0), 7);
+        assert!(is_name_char_at("a-b", 1));
+        assert!(!is_name_char_at("a b", 1));
+        assert!(!is_name_char_at("ab", 2));
+        assert!(is_name_char_at("a文", 1));
+        assert!(!is_name_char_at("a\u{2000}", 1));
         for b in 0u8..128 {
             let c = char::from(b);
             let class = ASCII_NAME[usize::from(b)];
