@@ -41,6 +41,30 @@ enum Place<'n> {
 /// At most this many characters of ignored text are quoted in a warning.
 const PREVIEW_CHARS: usize = 40;
 
+/// Inserts `key: value` into a call's or an object's map; a name that repeats makes an array
+/// of its values in order (SPEC §3). `repeated` holds the names already turned into arrays
+/// (it allocates only when a name repeats).
+fn insert_value<'k>(
+    map: &mut Map<String, Value>,
+    repeated: &mut HashSet<&'k str>,
+    key: &'k str,
+    value: Value,
+) {
+    match map.entry(key) {
+        Entry::Vacant(slot) => {
+            slot.insert(value);
+        }
+        Entry::Occupied(mut slot) => match slot.get_mut() {
+            Value::Array(items) if repeated.contains(key) => items.push(value),
+            first => {
+                let first = first.take();
+                *slot.get_mut() = Value::Array(vec![first, value]);
+                repeated.insert(key);
+            }
+        },
+    }
+}
+
 fn trim_end_xml(s: &str) -> &str {
     s.trim_end_matches([' ', '\t', '\n', '\r'])
 }
@@ -145,19 +169,7 @@ impl TreeReader<'_> {
             }
             let key = self.name(child);
             let value = self.value(child, key);
-            match map.entry(key) {
-                Entry::Vacant(slot) => {
-                    slot.insert(value);
-                }
-                Entry::Occupied(mut slot) => match slot.get_mut() {
-                    Value::Array(items) if repeated.contains(&key) => items.push(value),
-                    first => {
-                        let first = first.take();
-                        *slot.get_mut() = Value::Array(vec![first, value]);
-                        repeated.insert(key);
-                    }
-                },
-            }
+            insert_value(&mut map, &mut repeated, key, value);
         }
         map
     }
@@ -632,23 +644,11 @@ impl DirectReader<'_> {
     fn object(&self, i: usize) -> Map<String, Value> {
         let mut map = Map::with_capacity(self.elems[i].elements);
         // Keys that repeated, whose value is now the array of their values (rare: a list).
-        let mut repeated: Vec<&str> = Vec::new();
+        let mut repeated: HashSet<&str> = HashSet::new();
         for child in self.children(i) {
             let key = self.name(child);
             let value = self.value(child);
-            match map.entry(key) {
-                Entry::Vacant(slot) => {
-                    slot.insert(value);
-                }
-                Entry::Occupied(mut slot) => match slot.get_mut() {
-                    Value::Array(items) if repeated.contains(&key) => items.push(value),
-                    first => {
-                        let first = first.take();
-                        *slot.get_mut() = Value::Array(vec![first, value]);
-                        repeated.push(key);
-                    }
-                },
-            }
+            insert_value(&mut map, &mut repeated, key, value);
         }
         map
     }
