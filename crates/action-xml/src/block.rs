@@ -532,6 +532,17 @@ mod tests {
         clean: false,
     };
 
+    impl BothWays {
+        /// Scans `input` whole, building each block the three ways.
+        fn scan(input: &str) -> BothWays {
+            let mut handler = BothWays::default();
+            let mut scanner = Scanner::new(grammar(), 1 << 20);
+            scanner.feed(input, &mut handler);
+            scanner.finish(&mut handler);
+            handler
+        }
+    }
+
     impl ScanHandler for BothWays {
         fn text(&mut self, _: &str, _: Span) {}
 
@@ -679,10 +690,7 @@ mod tests {
             // Without CDATA (whose regions the scanner would report) the body is clean.
             prop_assert!(has_cdata || clean.is_some(), "{}", body);
             let input = format!("<ACTION>{body}</ACTION>");
-            let mut handler = BothWays::default();
-            let mut scanner = Scanner::new(grammar(), 1 << 20);
-            scanner.feed(&input, &mut handler);
-            scanner.finish(&mut handler);
+            let handler = BothWays::scan(&input);
             let (fast, full) = &handler.pairs[0];
             prop_assert_eq!(fast, full, "{}", input);
             let fast = fast.clone().block();
@@ -696,10 +704,7 @@ mod tests {
             parts in prop::collection::vec(prop::sample::select(PIECES), 0..30)
         ) {
             let input = format!("<ACTION>{}</ACTION>", parts.concat());
-            let mut handler = BothWays::default();
-            let mut scanner = Scanner::new(grammar(), 1 << 20);
-            scanner.feed(&input, &mut handler);
-            scanner.finish(&mut handler);
+            let handler = BothWays::scan(&input);
             for ((fast, full), clean) in handler.pairs.iter().zip(&handler.clean) {
                 prop_assert_eq!(fast, full, "{}", input);
                 prop_assert_eq!(clean, full, "{}", input);
@@ -715,10 +720,7 @@ mod tests {
             between in prop::sample::select(vec!["", "\n", "\r\n  ", " \t"]),
         ) {
             let input = format!("<ACTION>{between}{}{between}</ACTION>", calls.join(between));
-            let mut handler = BothWays::default();
-            let mut scanner = Scanner::new(grammar(), 1 << 20);
-            scanner.feed(&input, &mut handler);
-            scanner.finish(&mut handler);
+            let handler = BothWays::scan(&input);
             prop_assert!(handler.direct_read[0], "not read directly: {}", input);
             let (fast, full) = &handler.pairs[0];
             prop_assert_eq!(fast, full, "{}", input);
@@ -734,10 +736,7 @@ mod tests {
             parts in prop::collection::vec(prop::sample::select(PIECES), 0..30)
         ) {
             let input = format!("<ACTION>{}</ACTION>", parts.concat());
-            let mut handler = BothWays::default();
-            let mut scanner = Scanner::new(grammar(), 1 << 20);
-            scanner.feed(&input, &mut handler);
-            scanner.finish(&mut handler);
+            let handler = BothWays::scan(&input);
             for ((_, full), direct) in handler.pairs.iter().zip(&handler.direct_read) {
                 if *direct && let Built::Block(b) = full {
                     prop_assert!(

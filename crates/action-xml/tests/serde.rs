@@ -11,22 +11,8 @@ use action_xml::{
     ActionBlock, ActionCall, ActionParam, Code, Diagnostic, Event, LineColumn, MixedConfig,
     MixedEvent, Parsed, Protocol, ProtocolChoice, Span, parse,
 };
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
-use tam_testkit::{Mixed, decode_all_ways};
-
-/// `value` → JSON → back: equal, and the JSON is `expected`.
-fn round_trip<T>(value: &T, expected: Value)
-where
-    T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug,
-{
-    let json = serde_json::to_value(value).unwrap();
-    assert_eq!(json, expected);
-    let text = serde_json::to_string(value).unwrap();
-    let back: T = serde_json::from_str(&text).unwrap();
-    assert_eq!(&back, value, "{text}");
-}
+use tam_testkit::{Mixed, decode_all_ways, round_trip};
 
 /// The span of the first `needle` in `haystack`.
 fn span_of(haystack: &str, needle: &str) -> [usize; 2] {

@@ -6,24 +6,11 @@ mod common;
 
 use std::borrow::Cow;
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::json;
 use tam_parse::{
     Block, ByteString, Call, Code, Config, Diagnostic, Dialect, Event, Param, Severity, Span,
 };
-
-/// `value` → JSON → back: equal, and the JSON is `expected`.
-fn round_trip<T>(value: &T, expected: Value)
-where
-    T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug,
-{
-    let json = serde_json::to_value(value).unwrap();
-    assert_eq!(json, expected);
-    let text = serde_json::to_string(value).unwrap();
-    let back: T = serde_json::from_str(&text).unwrap();
-    assert_eq!(&back, value, "{text}");
-}
+use tam_testkit::round_trip;
 
 /// The span of the first `needle` in `haystack`.
 fn span_of(haystack: &str, needle: &str) -> Span {

@@ -461,6 +461,20 @@ impl Harness for Mixed {
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
 
+/// `value` → JSON → back: the JSON is `expected` and the value read back equals `value`
+/// (the decoders' serde tests).
+#[cfg(feature = "serde")]
+pub fn round_trip<T>(value: &T, expected: serde_json::Value)
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+{
+    let json = serde_json::to_value(value).unwrap();
+    assert_eq!(json, expected);
+    let text = serde_json::to_string(value).unwrap();
+    let back: T = serde_json::from_str(&text).unwrap();
+    assert_eq!(&back, value, "{text}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
