@@ -219,8 +219,8 @@ fn build_block_with(
     if paths.direct
         && closed_clean
         && let Some(calls) = read_direct(
-            body,
-            body_range.start,
+            raw,
+            body_range.clone(),
             &closed.offsets,
             max_depth,
             config.max_nodes,
@@ -358,6 +358,7 @@ fn read_calls(
         prepared,
         body_start: here.closed.body.start,
         body: &here.closed.raw[here.closed.body.clone()],
+        raw: &here.closed.raw,
         offsets: &here.closed.offsets,
         diagnostics: diags,
     };
@@ -574,10 +575,16 @@ mod tests {
         fn block_closed(&mut self, closed: ClosedBlock) {
             let open = std::mem::take(&mut self.open);
             let config = Config::default();
-            let body = &closed.raw[closed.body.clone()];
             self.direct_read.push(
                 closed.end == BlockEnd::Marker
-                    && read_direct(body, closed.body.start, &closed.offsets, 64, 1 << 16).is_some(),
+                    && read_direct(
+                        &closed.raw,
+                        closed.body.clone(),
+                        &closed.offsets,
+                        64,
+                        1 << 16,
+                    )
+                    .is_some(),
             );
             let fast = build_block_with(&closed, open.clone(), 0, &config, DIRECT);
             let clean = build_block_with(&closed, open.clone(), 0, &config, CLEAN);

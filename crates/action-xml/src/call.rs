@@ -32,19 +32,24 @@ pub struct ActionCall {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct ActionParam {
-    /// The element's name as written.
-    pub key: String,
+    /// The element's name as written (shares the block's raw text: no copy).
+    pub key: ByteString,
     /// The stream span of the element's content: after its start tag, before its close
     /// tag (empty for `<key/>`; to the block body's end when the close tag was missing).
     pub content_span: Span,
     /// The content exactly as the model wrote it: markup, entity references, CDATA
-    /// sections and comments untouched, no trimming.
-    pub source: String,
+    /// sections and comments untouched, no trimming. It shares the block's raw text
+    /// ([`ActionBlock::raw`]): no copy.
+    pub source: ByteString,
 }
 
 impl ActionParam {
     /// Parameter element `key` whose content, at `content_span`, is `source` as written.
-    pub fn new(key: impl Into<String>, content_span: Span, source: impl Into<String>) -> Self {
+    pub fn new(
+        key: impl Into<ByteString>,
+        content_span: Span,
+        source: impl Into<ByteString>,
+    ) -> Self {
         ActionParam {
             key: key.into(),
             content_span,
@@ -75,8 +80,8 @@ impl ActionCall {
     pub fn source(&self, key: &str) -> Option<&str> {
         self.params
             .iter()
-            .find(|p| p.key == key)
-            .map(|p| p.source.as_str())
+            .find(|p| &*p.key == key)
+            .map(|p| &*p.source)
     }
 
     /// The parameter `key`, if given.

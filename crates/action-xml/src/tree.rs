@@ -4,12 +4,13 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::ops::Range;
+use std::sync::OnceLock;
 
 use roxmltree::Node;
 use serde_json::map::Entry;
 use serde_json::{Map, Value};
 use tam_parse::scan::OffsetMap;
-use tam_parse::{Diagnostic, Span};
+use tam_parse::{ByteString, Diagnostic, Span};
 
 use crate::call::{ActionCall, ActionParam};
 use crate::codes;
@@ -21,8 +22,10 @@ pub(crate) struct TreeReader<'p> {
     pub prepared: &'p Prepared,
     /// Offset of the body in the block's raw text.
     pub body_start: usize,
-    /// The block body as written.
+    /// The block body as written: a slice of `raw`.
     pub body: &'p str,
+    /// The block's raw text.
+    pub raw: &'p ByteString,
     pub offsets: &'p OffsetMap,
     pub diagnostics: &'p mut Vec<Diagnostic>,
 }
@@ -280,11 +283,15 @@ impl TreeReader<'_> {
         let start = map.body(content_start);
         let end = map.body(content_end).max(start);
         ActionParam {
-            key: self.name(node).to_owned(),
+            // The name from the document (the fallback path; a copy).
+            key: ByteString::from(self.name(node)),
             content_span: self
                 .offsets
                 .span(self.body_start + start..self.body_start + end),
-            source: self.body.get(start..end).unwrap_or_default().to_owned(),
+            source: self
+                .body
+                .get(start..end)
+                .map_or_else(ByteString::new, |s| self.raw.slice_ref(s)),
         }
     }
 
@@ -396,14 +403,17 @@ struct Elem {
 /// leaves alone: the result is the same, with no diagnostic (property-tested against
 /// the roxmltree path).
 pub(crate) fn read_direct(
-    body: &str,
-    body_start: usize,
+    raw: &ByteString,
+    body: Range<usize>,
     offsets: &OffsetMap,
     max_depth: usize,
     max_nodes: u32,
 ) -> Option<Vec<ActionCall>> {
+    let body_start = body.start;
+    let body = &raw[body];
     let (elems, cdata) = flat_tree(body, max_depth, max_nodes)?;
     let reader = DirectReader {
+        raw,
         body,
         body_start,
         offsets,
@@ -594,8 +604,28 @@ fn reference_is_blank(reference: &str) -> bool {
     matches!(value, Ok(0x20 | 0x9 | 0xA | 0xD))
 }
 
+/// Objects with more members than this are built by [`DirectReader::sorted_object`]
+/// (when the map sorts its keys): up to here a B-tree insert stays within one node.
+const SMALL_OBJECT: usize = 11;
+
+/// True when `serde_json::Map` keeps its keys sorted (a `BTreeMap`), false when it keeps
+/// them in insertion order (serde_json's `preserve_order` feature, which any crate in the
+/// build may turn on). Found out once, by building a map.
+fn map_sorts_keys() -> bool {
+    static SORTS: OnceLock<bool> = OnceLock::new();
+    *SORTS.get_or_init(|| {
+        let map: Map<String, Value> = [("b", Value::Null), ("a", Value::Null)]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        map.keys().next().is_some_and(|k| k == "a")
+    })
+}
+
 /// Reads values from the list [`flat_tree`] made, by the rules of [`TreeReader`].
 struct DirectReader<'r> {
+    /// The block's raw text; `body` is a slice of it.
+    raw: &'r ByteString,
     body: &'r str,
     body_start: usize,
     offsets: &'r OffsetMap,
@@ -627,9 +657,9 @@ impl DirectReader<'_> {
         params.extend(self.children(i).map(|c| {
             let content = self.elems[c].content.clone();
             ActionParam {
-                key: self.name(c).to_owned(),
+                key: self.raw.slice_ref(self.name(c)),
                 content_span: self.span(content.clone()),
-                source: self.body[content].to_owned(),
+                source: self.raw.slice_ref(&self.body[content]),
             }
         }));
         ActionCall {
@@ -642,6 +672,14 @@ impl DirectReader<'_> {
 
     /// As [`TreeReader::object`]: a repeated name makes an array.
     fn object(&self, i: usize) -> Map<String, Value> {
+        if self.elems[i].elements > SMALL_OBJECT && map_sorts_keys() {
+            return self.sorted_object(i);
+        }
+        self.inserted_object(i)
+    }
+
+    /// [`DirectReader::object`] by inserting the members one by one.
+    fn inserted_object(&self, i: usize) -> Map<String, Value> {
         let mut map = Map::with_capacity(self.elems[i].elements);
         // Keys that repeated, whose value is now the array of their values (rare: a list).
         let mut repeated: HashSet<&str> = HashSet::new();
@@ -651,6 +689,35 @@ impl DirectReader<'_> {
             insert_value(&mut map, &mut repeated, key, value);
         }
         map
+    }
+
+    /// [`DirectReader::object`] for many members in a map that sorts its keys: the members
+    /// sorted by name (stably: a repeated name's values stay in document order, and make
+    /// an array), then built in one pass. The same map as inserting them one by one, for
+    /// O(n log n) name comparisons and no node splits (a B-tree insert compares with
+    /// several keys per level, each a `memcmp` of names that often share a long prefix).
+    fn sorted_object(&self, i: usize) -> Map<String, Value> {
+        let children: Vec<usize> = self.children(i).collect();
+        let mut order: Vec<usize> = (0..children.len()).collect();
+        order.sort_by(|&a, &b| self.name(children[a]).cmp(self.name(children[b])));
+        let mut members: Vec<(String, Value)> = Vec::with_capacity(order.len());
+        let mut k = 0;
+        while k < order.len() {
+            let name = self.name(children[order[k]]);
+            let run = order[k..]
+                .iter()
+                .take_while(|&&o| self.name(children[o]) == name)
+                .count();
+            let value = match &order[k..k + run] {
+                [one] => self.value(children[*one]),
+                many => Value::Array(many.iter().map(|&o| self.value(children[o])).collect()),
+            };
+            members.push((name.to_owned(), value));
+            k += run;
+        }
+        // Already sorted with unique keys: `BTreeMap::from_iter` sorts in one pass and
+        // builds the tree bottom-up.
+        members.into_iter().collect()
     }
 
     /// As [`TreeReader::value`].
@@ -759,6 +826,44 @@ fn start_tag_end(doc: &str, start: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+        /// The sorted build gives the map the one-by-one inserts give, repeated names,
+        /// lists and nested objects included, whichever order the map keeps (serde_json's
+        /// map equality ignores order).
+        #[test]
+        fn sorted_object_is_the_inserted_object(
+            members in proptest::collection::vec((0usize..16, 0usize..4), 0..40),
+        ) {
+            let mut body = String::from("<call>");
+            for (name, shape) in &members {
+                let key = format!("k{}", name % 13);
+                let content = match shape {
+                    0 => format!("v{name}"),
+                    1 => "<item>a</item><item>b</item>".to_owned(),
+                    2 => "<x>1</x><y>2</y>".to_owned(),
+                    _ => String::new(),
+                };
+                body.push_str(&format!("<{key}>{content}</{key}>"));
+            }
+            body.push_str("</call>");
+            let raw = ByteString::from(body.clone());
+            let (elems, cdata) = flat_tree(&body, 64, 1 << 16).expect("a plain body");
+            let offsets = OffsetMap::default();
+            let reader = DirectReader {
+                raw: &raw,
+                body: &raw,
+                body_start: 0,
+                offsets: &offsets,
+                elems: &elems,
+                cdata: &cdata,
+            };
+            prop_assert_eq!(reader.sorted_object(0), reader.inserted_object(0));
+        }
+    }
 
     fn pieces(v: &[(bool, &'static str)]) -> String {
         assemble(v.iter().map(|&(c, t)| (c, Cow::Borrowed(t))).collect())

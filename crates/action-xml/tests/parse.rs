@@ -144,9 +144,9 @@ fn parameters_keep_their_exact_source() {
     assert_eq!(call.source("n"), Some(" 1 &amp; 2 "));
     assert_eq!(call.source("e"), Some(""));
     assert_eq!(call.source("missing"), None);
-    let keys: Vec<&str> = call.params.iter().map(|p| p.key.as_str()).collect();
+    let keys: Vec<&str> = call.params.iter().map(|p| &*p.key).collect();
     assert_eq!(keys, ["html", "n", "e"]);
     for p in &call.params {
-        assert_eq!(&input[p.content_span.start..p.content_span.end], p.source);
+        assert_eq!(&input[p.content_span.start..p.content_span.end], &*p.source);
     }
 }

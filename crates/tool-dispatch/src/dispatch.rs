@@ -116,8 +116,8 @@ impl ToolCall {
         let mut sources = BTreeMap::new();
         for param in &call.params {
             sources
-                .entry(param.key.clone())
-                .or_insert_with(|| param.source.clone());
+                .entry(param.key.to_string())
+                .or_insert_with(|| param.source.to_string());
         }
         Self {
             id: Some(Self::call_id(action_xml::Protocol::Action, block, index)),

@@ -80,7 +80,7 @@ fn dump_action_block(out: &mut String, b: &ActionBlock) {
         .unwrap();
         // A parameter's exact source, where it is not simply its string value.
         for p in &c.params {
-            if c.get_str(&p.key) != Some(p.source.as_str()) {
+            if c.get_str(&p.key) != Some(&*p.source) {
                 writeln!(
                     out,
                     "    source {:?} {} {:?}",

@@ -335,7 +335,7 @@ impl Scanner {
                     self.buf.drain(..at);
                     self.buf.push_str(&d[..used]);
                     self.pos = p0 + used;
-                    self.open_block(kind, held_start + at, h);
+                    self.open_block(kind, held_start + at, d.len() - used, h);
                     return &d[used..];
                 }
                 Found::Partial { at } if at < held => {
@@ -364,7 +364,7 @@ impl Scanner {
                 }
                 self.buf.push_str(&d[at..at + len]);
                 self.pos = p0 + at + len;
-                self.open_block(kind, p0 + at, h);
+                self.open_block(kind, p0 + at, d.len() - (at + len), h);
                 &d[at + len..]
             }
             Found::Partial { at } => {
@@ -383,10 +383,16 @@ impl Scanner {
         }
     }
 
-    /// `buf` holds exactly the start marker, which ends at `self.pos`.
-    fn open_block(&mut self, kind: usize, start: usize, h: &mut impl ScanHandler) {
+    /// `buf` holds exactly the start marker, which ends at `self.pos`; `ahead` bytes of the
+    /// delta follow it. The buffer is sized in one allocation for the last block's size, or
+    /// for the first block for what the delta holds (up to [`CHUNK`]).
+    fn open_block(&mut self, kind: usize, start: usize, ahead: usize, h: &mut impl ScanHandler) {
+        let expect = match self.last_block_len {
+            0 => ahead.min(CHUNK),
+            n => n,
+        };
         self.buf
-            .reserve(self.last_block_len.min(self.max_block_bytes) + MAX_PATTERN_LEN);
+            .reserve(expect.min(self.max_block_bytes) + MAX_PATTERN_LEN);
         self.state = State::Body { kind };
         self.next_push = FIRST_PUSH;
         self.block_start = start;
@@ -612,7 +618,7 @@ impl Scanner {
             };
             let tail = rest.split_off(marker_len);
             self.buf = rest;
-            self.open_block(kind, stream_end, h);
+            self.open_block(kind, stream_end, tail.len(), h);
             self.offsets = rest_offsets;
             self.buf.push_str(&tail);
         }
