@@ -100,7 +100,7 @@ pub(crate) fn build_block(
 /// full pre-scan (all of them but in tests that check the ways agree).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Paths {
-    /// [`read_direct`]: the pull parser, values built without a DOM.
+    /// [`read_direct`]: the plain-subset tokenizer, values built without a DOM.
     direct: bool,
     /// [`clean_document`] and roxmltree on the body as it is.
     clean: bool,
@@ -214,7 +214,7 @@ fn build_block_with(
     let max_depth = config.max_depth.min(DEPTH_CAP);
     let closed_clean = !at_eof && fences.is_empty();
     // The common case first: a well-formed body in the plain subset is read straight from
-    // the pull parser, with no copy of the body and no DOM (issue 11: the decoder's cost
+    // its text, with no copy of the body and no DOM (issue 11: the decoder's cost
     // over roxmltree alone).
     if paths.direct
         && closed_clean
@@ -651,6 +651,15 @@ mod tests {
         "</t\n>",
         "<t/ >",
         "<a>x<b>y</b></a>",
+        "<>",
+        "</>",
+        "<t<a>",
+        "<a x='>'>",
+        "<![cdata[",
+        "<![CDATA[]]>",
+        "&lt;&gt;",
+        "&#x20;",
+        "/>",
     ];
 
     /// Well-formed bodies, which the fast path takes.

@@ -1,7 +1,8 @@
 //! Streaming decoder for `<ACTION>` XML tool calls in LLM output, with a one-shot parser,
 //! a renderer, and a decoder for streams that mix ACTION and TAM blocks. Blocks are found
 //! by tam-parse's shared block scanner. A well-formed body in the plain subset models write
-//! is read straight from a pull parser (quick-xml); any other is parsed by roxmltree, after
+//! is read straight by a tokenizer of that subset, without a DOM; any other is parsed by
+//! roxmltree, after
 //! a pre-scan that enforces limits and repairs the mistakes models make.
 //!
 //! # Example
@@ -181,19 +182,23 @@
 //!   [`Decoder::with_param_events`] is the same switch for the ACTION-only decoder, and
 //!   [`parse`] turns it off (it drops those events).
 //! * How a closed block is read (issue 11: the decoder's cost over roxmltree alone). First
-//!   the direct reader: quick-xml's pull parser walks the body once, building a flat list of
-//!   elements (no DOM, no copy of the body), then the values are built from it by the same
-//!   rules as from roxmltree's tree. It takes only the plain subset: elements without
-//!   attributes or prefixes, text, CDATA, references that need no DTD; anything else
-//!   (comments, attributes, a prefix, text that would be `stray_text`, a nested
-//!   `<ACTION>`, a character XML forbids, `]]>` in text, a bad reference, a mismatched tag,
-//!   too deep, maybe too many nodes) falls back, so every check is at least as strict as
-//!   roxmltree's and nothing it reads carries a diagnostic. Second, a body that needs no
+//!   the direct reader: a tokenizer of the plain subset walks the body once (`memchr` to
+//!   the next `<`, `&` or `>`), building a flat list of elements (no DOM, no copy of the
+//!   body), then the values are built from it by the same rules as from roxmltree's tree.
+//!   It takes only the plain subset: elements without attributes or prefixes, text, CDATA,
+//!   references that need no DTD; anything else (comments, processing instructions,
+//!   declarations, attributes, a prefix, text that would be `stray_text`, a nested
+//!   `<ACTION>`, a character XML forbids, `]]>` in text, a bad reference, a mismatched
+//!   tag, too deep, maybe too many nodes) falls back, so every check is at least as strict
+//!   as roxmltree's and nothing it reads carries a diagnostic. Second, a body that needs no
 //!   repair (one look for `<`) goes to roxmltree as written; last, the repairing pre-scan
 //!   and roxmltree. Property tests build every block all three ways and compare the
-//!   results, and check that the direct reader takes every call shape models write.
-//!   quick-xml 0.38 is used rather than a newer release: its events are bytes, so no event
-//!   is checked for UTF-8 again (the body is a `str`), which 0.39+ does at every event.
+//!   results, and check that the direct reader takes every call shape models write. The
+//!   first version of this reader used quick-xml 0.38's pull parser; for a subset whose
+//!   every piece is one `memchr` away and that refuses everything else, a general XML
+//!   tokenizer cost more than it gave (its events were 16 % of a typical block's
+//!   instructions, and returning each event by value stalled on the copy), so the
+//!   dependency went (`docs/performance.md`, "ACTION block against roxmltree").
 //! * While arguments stream, the text pieces of a value are joined where they touch: a `<`
 //!   that is text inside a value (`Vec<String>`, a child element's tag in an object
 //!   parameter) or a bare `&` no longer cuts the text around it into separate events. The

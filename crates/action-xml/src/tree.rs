@@ -388,7 +388,7 @@ struct Elem {
     text: bool,
 }
 
-/// Reads the calls of a block body straight from a pull parser (quick-xml), without a DOM,
+/// Reads the calls of a block body straight from its text ([`next_piece`]), without a DOM,
 /// when the body is within the plain subset of XML that models write: elements without
 /// attributes or prefixes, text, references that need no DTD, CDATA. The values are those
 /// [`TreeReader`] reads from roxmltree's tree of the same body.
@@ -447,19 +447,62 @@ fn xml_chars_only(s: &str) -> bool {
         .all(|i| b.get(i + 1) != Some(&0xBF) || !matches!(b.get(i + 2), Some(0xBE | 0xBF)))
 }
 
+/// One markup or text piece of a plain body, as [`next_piece`] cuts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Piece {
+    /// `<…>` not starting with `</`, `<!` or `<?`; `empty` when it ends with `/>`. What is
+    /// between the `<` and the `>` is checked by the caller (a name, then blanks).
+    Start { empty: bool },
+    /// `</…>`.
+    End,
+    /// Text up to the next `<` or `&` (or the end).
+    Text,
+    /// An entity or character reference that needs no DTD ([`reference_len`]).
+    Reference,
+    /// `<![CDATA[` … `]]>`.
+    CData,
+}
+
+/// The piece of `b` that begins at `at` and where it ends, or `None` for anything outside
+/// the plain subset (a comment, a processing instruction, a declaration, a `<` with no
+/// `>` after it, an `&` that is not a reference that needs no DTD). Every piece ends at a
+/// `>`, a `;`, before a `<` or `&`, or at the end: at a character boundary. A tag ends at
+/// its first `>`: a quote before it could only be an attribute's, which the caller refuses
+/// whichever `>` ends the tag.
+fn next_piece(b: &[u8], at: usize) -> Option<(Piece, usize)> {
+    const CDATA_OPEN: &[u8] = b"<![CDATA[";
+    let tag_end = |from: usize| memchr::memchr(b'>', &b[from..]).map(|i| from + i + 1);
+    match b[at] {
+        b'<' => match b.get(at + 1)? {
+            b'/' => Some((Piece::End, tag_end(at + 2)?)),
+            b'!' if b[at..].starts_with(CDATA_OPEN) => {
+                let content = at + CDATA_OPEN.len();
+                let close = memchr::memmem::find(&b[content..], b"]]>")?;
+                Some((Piece::CData, content + close + 3))
+            }
+            b'!' | b'?' => None,
+            _ => {
+                let end = tag_end(at + 1)?;
+                let empty = b[end - 2] == b'/' && end - 2 > at;
+                Some((Piece::Start { empty }, end))
+            }
+        },
+        b'&' => Some((Piece::Reference, at + reference_len(b, at)?)),
+        _ => {
+            let end = memchr::memchr2(b'<', b'&', &b[at..]).map_or(b.len(), |i| at + i);
+            Some((Piece::Text, end))
+        }
+    }
+}
+
 /// The element list and CDATA sections of `body`, or `None` when it is outside the subset
 /// that [`read_direct`] reads.
 fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>, Vec<CdataRef>)> {
-    use quick_xml::events::Event as X;
     if body.starts_with('\u{FEFF}') || !xml_chars_only(body) {
-        // quick-xml drops a leading byte order mark; roxmltree sees text. A character
-        // XML forbids (anywhere: in text, CDATA or a tag) is roxmltree's error to report.
+        // A leading byte order mark is text to roxmltree. A character XML forbids (anywhere: in text, CDATA or a tag) is roxmltree's error to report.
         return None;
     }
     let bytes = body.as_bytes();
-    let mut reader = quick_xml::Reader::from_str(body);
-    // Tags are matched here, against the names as written.
-    reader.config_mut().check_end_names = false;
     // About one element per two `<` (a start and a close tag): one allocation, no growth.
     let tags = memchr::memchr_iter(b'<', bytes).count();
     let mut elems: Vec<Elem> = Vec::with_capacity(tags / 2 + 1);
@@ -468,21 +511,19 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
     let mut open: Option<usize> = None;
     let mut depth = 0usize;
     // Nodes roxmltree would make, counted high: the root, `<ACTION>`, every element and
-    // every text piece (roxmltree merges adjacent ones).
-    let mut nodes = 2usize;
+    // every text piece (roxmltree merges adjacent ones), plus one.
+    let mut nodes = 3usize;
     let mut pos = 0usize;
-    loop {
-        let event = reader.read_event().ok()?;
-        let end = usize::try_from(reader.buffer_position()).ok()?;
+    while pos < bytes.len() {
+        let (piece, end) = next_piece(bytes, pos)?;
         let raw = body.get(pos..end)?;
         let at = pos;
         pos = end;
         nodes += 1;
         // A piece of text that is not blank, for its parent.
         let mut text = false;
-        match event {
-            X::Start(_) | X::Empty(_) => {
-                let empty = matches!(event, X::Empty(_));
+        match piece {
+            Piece::Start { empty } => {
                 let name_start = at + 1;
                 let name = name_start..name_end(body, name_start);
                 let n = &bytes[name.clone()];
@@ -523,7 +564,7 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
                     depth += 1;
                 }
             }
-            X::End(_) => {
+            Piece::End => {
                 let index = open?;
                 let next = elems.len();
                 let e = &mut elems[index];
@@ -544,21 +585,18 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
                 e.end = end;
                 e.next = next;
             }
-            X::Text(_) => {
+            Piece::Text => {
                 text = !is_blank(raw);
                 // `]]>` in text is roxmltree's error (it ends CDATA sections only).
                 if text && memchr::memchr(b'>', raw.as_bytes()).is_some() && raw.contains("]]>") {
                     return None;
                 }
             }
-            X::GeneralRef(_) => {
-                if reference_len(body.as_bytes(), at) != Some(raw.len()) {
-                    return None;
-                }
+            Piece::Reference => {
                 // A reference to a blank (`&#32;`) is blank.
                 text = !reference_is_blank(raw);
             }
-            X::CData(_) => {
+            Piece::CData => {
                 let content = at + "<![CDATA[".len()..end.checked_sub("]]>".len())?;
                 text = !is_blank(body.get(content.clone())?);
                 cdata.push(CdataRef {
@@ -566,8 +604,6 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
                     content,
                 });
             }
-            X::Eof => break,
-            _ => return None,
         }
         if text {
             match open {

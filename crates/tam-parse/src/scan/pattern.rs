@@ -116,6 +116,52 @@ impl Pattern {
         }
     }
 
+    /// Marks the bytes that may follow the first byte and then `second` in a match
+    /// (every byte when the pattern cannot tell, or never has `second` there).
+    pub(super) fn mark_third_bytes(&self, second: u8, table: &mut [bool; 256]) {
+        match &self.kind {
+            PatternKind::Exact(b) => match b.get(1..3) {
+                Some(&[s, t]) if s == second => table[usize::from(t)] = true,
+                Some(_) => {}
+                None => table.fill(true),
+            },
+            PatternKind::Tag { .. } if is_blank(second) => table.fill(true),
+            PatternKind::Tag { name, closing } => {
+                let mark = |table: &mut [bool; 256], c: u8| {
+                    table[usize::from(c.to_ascii_lowercase())] = true;
+                    table[usize::from(c.to_ascii_uppercase())] = true;
+                };
+                let end_of_name = |table: &mut [bool; 256]| {
+                    table[usize::from(b' ')] = true;
+                    table[usize::from(b'\t')] = true;
+                    table[usize::from(b'>')] = true;
+                };
+                if *closing {
+                    // `</` then blanks or the name.
+                    if second == b'/' {
+                        table[usize::from(b' ')] = true;
+                        table[usize::from(b'\t')] = true;
+                        match name.first() {
+                            Some(&c) => mark(table, c),
+                            None => table[usize::from(b'>')] = true,
+                        }
+                    }
+                } else if name
+                    .first()
+                    .is_some_and(|c| c.eq_ignore_ascii_case(&second))
+                {
+                    // `<` and the name's first letter: its second letter, or the name ends.
+                    match name.get(1) {
+                        Some(&c) => mark(table, c),
+                        None => end_of_name(table),
+                    }
+                } else if name.is_empty() && second == b'>' {
+                    table.fill(true);
+                }
+            }
+        }
+    }
+
     pub(super) fn exact_bytes(&self) -> Option<&[u8]> {
         match &self.kind {
             PatternKind::Exact(b) if !self.line_start => Some(b),

@@ -48,7 +48,15 @@ pub(super) struct PatternSet {
     /// Per distinct first byte, the bytes that may follow it: most candidates (every `<` in
     /// an XML body) are rejected by one table look-up.
     second: Box<[(u8, [bool; 256])]>,
+    /// Per first byte and one of the few second bytes it allows, the bytes that may come
+    /// third: a close tag `</x>` in an ACTION body passes the second look (`</`), not this
+    /// one (`</ACTION>` needs an `a` or a blank third).
+    third: Box<[(u8, u8, [bool; 256])]>,
 }
+
+/// Third-byte tables are built for a first byte only when it allows at most this many
+/// second bytes.
+const MAX_THIRD_TABLES: usize = 8;
 
 impl PatternSet {
     pub(super) fn new(patterns: Vec<(Pattern, Action)>) -> Self {
@@ -82,10 +90,25 @@ impl PatternSet {
             };
             p.mark_second_bytes(&mut second[i].1);
         }
+        let mut third: Vec<(u8, u8, [bool; 256])> = Vec::new();
+        for (first, seconds) in &second {
+            let allowed: Vec<u8> = (0..=255u8).filter(|&b| seconds[usize::from(b)]).collect();
+            if allowed.len() > MAX_THIRD_TABLES {
+                continue;
+            }
+            for s in allowed {
+                let mut table = [false; 256];
+                for (p, _) in patterns.iter().filter(|(p, _)| p.first_byte() == *first) {
+                    p.mark_third_bytes(s, &mut table);
+                }
+                third.push((*first, s, table));
+            }
+        }
         PatternSet {
             patterns,
             finder,
             second: second.into_boxed_slice(),
+            third: third.into_boxed_slice(),
         }
     }
 
@@ -95,6 +118,15 @@ impl PatternSet {
         if let Some(&next) = hay.get(at + 1)
             && let Some((_, table)) = self.second.iter().find(|(f, _)| *f == hay[at])
             && !table[usize::from(next)]
+        {
+            return None;
+        }
+        if let Some(&after) = hay.get(at + 2)
+            && let Some((.., table)) = self
+                .third
+                .iter()
+                .find(|(f, s, _)| *f == hay[at] && *s == hay[at + 1])
+            && !table[usize::from(after)]
         {
             return None;
         }
@@ -250,5 +282,73 @@ mod tests {
             set.find(b"a\n  # b", 0, false, LF),
             Found::Match { at: 4, .. }
         ));
+    }
+
+    /// The second- and third-byte looks only skip candidates that cannot match: with them
+    /// or without them, `find` gives the same answer on any haystack, at the end of the
+    /// stream or not.
+    #[test]
+    fn byte_looks_never_skip_a_match() {
+        use proptest::prelude::*;
+        let patterns = || {
+            vec![
+                (Pattern::closing_tag("ACTION"), Action::Close),
+                (Pattern::tag("ACTION"), Action::Open(0)),
+                (Pattern::tag("a"), Action::Open(1)),
+                (Pattern::closing_tag(""), Action::Restart),
+                (Pattern::exact("<![CDATA["), Action::EnterRegion(0)),
+                (Pattern::exact("<!--"), Action::EnterRegion(1)),
+                (Pattern::exact("<|[END_TOOL]|>"), Action::LeaveRegion),
+                (Pattern::exact("「始」"), Action::EnterRegion(2)),
+                (Pattern::exact("<>").at_line_start(), Action::EnterRegion(3)),
+            ]
+        };
+        const PIECES: &[&str] = &[
+            "<",
+            "/",
+            " ",
+            "\t",
+            "a",
+            "A",
+            "ction",
+            "CTION",
+            ">",
+            "!",
+            "[CDATA[",
+            "--",
+            "|[",
+            "END_TOOL]|>",
+            "「",
+            "始",
+            "」",
+            "\n",
+            "x",
+            "<ACTION>",
+            "</action >",
+        ];
+        proptest!(ProptestConfig::with_cases(3000), |(
+            parts in prop::collection::vec(prop::sample::select(PIECES), 0..16),
+            subset in 1usize..512,
+            eof: bool,
+        )| {
+            let chosen: Vec<(Pattern, Action)> = patterns()
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| subset & (1 << i) != 0)
+                .map(|(_, p)| p)
+                .collect();
+            let hay = parts.concat();
+            let fast = PatternSet::new(chosen);
+            let mut plain = fast.clone();
+            plain.second = Box::new([]);
+            plain.third = Box::new([]);
+            for from in 0..=hay.len() {
+                prop_assert_eq!(
+                    fast.find(hay.as_bytes(), from, eof, LF),
+                    plain.find(hay.as_bytes(), from, eof, LF),
+                    "{:?} from {}", hay, from
+                );
+            }
+        });
     }
 }
