@@ -732,21 +732,32 @@ impl DirectReader<'_> {
     /// an array), then built in one pass. The same map as inserting them one by one, for
     /// O(n log n) name comparisons and no node splits (a B-tree insert compares with
     /// several keys per level, each a `memcmp` of names that often share a long prefix).
+    ///
+    /// Each member is sorted as (its name's first 16 bytes read as one big-endian number,
+    /// its name, its index): the number orders names as their bytes do and settles most
+    /// comparisons without a `memcmp`, and the index — which grows in document order —
+    /// makes every key distinct, so an unstable sort keeps a repeated name's elements in
+    /// document order.
     fn sorted_object(&self, i: usize) -> Map<String, Value> {
-        let children: Vec<usize> = self.children(i).collect();
-        let mut order: Vec<usize> = (0..children.len()).collect();
-        order.sort_by(|&a, &b| self.name(children[a]).cmp(self.name(children[b])));
+        let mut order: Vec<(u128, &str, usize)> = self
+            .children(i)
+            .map(|c| {
+                let name = self.name(c);
+                (name_prefix(name), name, c)
+            })
+            .collect();
+        order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)).then(a.2.cmp(&b.2)));
         let mut members: Vec<(String, Value)> = Vec::with_capacity(order.len());
         let mut k = 0;
         while k < order.len() {
-            let name = self.name(children[order[k]]);
+            let (prefix, name, _) = order[k];
             let run = order[k..]
                 .iter()
-                .take_while(|&&o| self.name(children[o]) == name)
+                .take_while(|o| o.0 == prefix && o.1 == name)
                 .count();
             let value = match &order[k..k + run] {
-                [one] => self.value(children[*one]),
-                many => Value::Array(many.iter().map(|&o| self.value(children[o])).collect()),
+                [one] => self.value(one.2),
+                many => Value::Array(many.iter().map(|o| self.value(o.2)).collect()),
             };
             members.push((name.to_owned(), value));
             k += run;
@@ -792,6 +803,16 @@ impl DirectReader<'_> {
         decoded.drain(..start);
         decoded
     }
+}
+
+/// The first 16 bytes of `name` as a big-endian number, zeros after a shorter name: two
+/// names whose numbers differ compare as the numbers do (a name that is a prefix of the
+/// other is the smaller either way); equal numbers say nothing, and the names are compared.
+fn name_prefix(name: &str) -> u128 {
+    let mut bytes = [0u8; 16];
+    let n = name.len().min(16);
+    bytes[..n].copy_from_slice(&name.as_bytes()[..n]);
+    u128::from_be_bytes(bytes)
 }
 
 /// Joins text and CDATA pieces by the rule of [`TreeReader::leaf_with_cdata`].
@@ -867,6 +888,15 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
 
+        /// Names whose 16-byte numbers differ compare as the numbers do.
+        #[test]
+        fn name_prefix_orders_as_the_names(a in "[a-c_0-9\\x00]{0,20}", b in "[a-c_0-9\\x00]{0,20}") {
+            let (pa, pb) = (name_prefix(&a), name_prefix(&b));
+            if pa != pb {
+                prop_assert_eq!(pa.cmp(&pb), a.cmp(&b));
+            }
+        }
+
         /// The sorted build gives the map the one-by-one inserts give, repeated names,
         /// lists and nested objects included, whichever order the map keeps (serde_json's
         /// map equality ignores order).
@@ -876,7 +906,9 @@ mod tests {
         ) {
             let mut body = String::from("<call>");
             for (name, shape) in &members {
-                let key = format!("k{}", name % 13);
+                // Names past 16 bytes share their sort number: the names decide.
+                let long = if name % 3 == 0 { "a_long_shared_prefix_" } else { "" };
+                let key = format!("{long}k{}", name % 13);
                 let content = match shape {
                     0 => format!("v{name}"),
                     1 => "<item>a</item><item>b</item>".to_owned(),
