@@ -185,6 +185,12 @@
 //!   the direct reader: a tokenizer of the plain subset walks the body once (`memchr` to
 //!   the next `<`, `&` or `>`), building a flat list of elements (no DOM, no copy of the
 //!   body), then the values are built from it by the same rules as from roxmltree's tree.
+//!   An object of more than 11 members, when `serde_json::Map` sorts its keys (found out
+//!   once at run time: `preserve_order` may be on through any crate), is built from its
+//!   members sorted by name — most comparisons settled by one integer comparison of the
+//!   names' first 16 bytes, the document index breaking ties so a repeated name's values
+//!   keep their order — in one bulk build; a property test proves it the map that
+//!   inserting the members one by one gives.
 //!   It takes only the plain subset: elements without attributes or prefixes, text, CDATA,
 //!   references that need no DTD; anything else (comments, processing instructions,
 //!   declarations, attributes, a prefix, text that would be `stray_text`, a nested
