@@ -13,7 +13,11 @@
 //!
 //! `many_blocks` feeds a reply of 1, 2, 4 and 8 MiB holding one small ACTION block per
 //! ~1.8 KiB of output (582 blocks per MiB) as one delta: the time must grow linearly
-//! (issue 11 §5: it was quadratic).
+//! (a quadratic scanner would show as time per byte growing with the size).
+//!
+//! `many_members` parses one call with 2 000 and 20 000 distinct parameter names, each
+//! given twice (so each becomes an array): the time per name must stay flat; quadratic
+//! bookkeeping of names would multiply it by ten from the first size to the second.
 //!
 //! `cargo bench -p tam-benches --bench action_xml`
 
@@ -113,5 +117,42 @@ fn bench_many_blocks(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, bench_many_blocks);
+/// One call whose `names` distinct parameters are each given twice.
+fn many_members(names: usize) -> String {
+    let mut body = String::with_capacity(names * 24);
+    for i in 0..names {
+        body.push_str(&format!("<k{i}>a</k{i}><k{i}>b</k{i}>"));
+    }
+    format!("<ACTION><t>{body}</t></ACTION>")
+}
+
+fn bench_many_members(c: &mut Criterion) {
+    let mut group = c.benchmark_group("action_xml/many_members");
+    group.sample_size(10);
+    for names in [2_000, 20_000] {
+        let block = many_members(names);
+        let mut config = Config::default();
+        config.max_nodes = u32::try_from(10 * names).unwrap();
+        let parse = |block: &str| {
+            let mut decoder = Decoder::new(config);
+            let mut n = 0;
+            let mut count = |e: Event<'_>| {
+                if let Event::Block(b) = e {
+                    n += b.calls.iter().map(|c| c.args.len()).sum::<usize>();
+                }
+            };
+            decoder.feed(block, &mut count);
+            decoder.finish(&mut count);
+            n
+        };
+        assert_eq!(parse(&block), names);
+        group.throughput(Throughput::Elements(names as u64));
+        group.bench_function(BenchmarkId::new("names", names), |b| {
+            b.iter(|| parse(black_box(&block)))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_many_blocks, bench_many_members);
 criterion_main!(benches);

@@ -153,7 +153,7 @@ fn mixed_decoder_applies_the_same_limits() {
 }
 
 #[test]
-fn many_repeated_and_many_distinct_names_stay_linear() {
+fn many_repeated_and_many_distinct_names_decode() {
     // 20 000 distinct keys, each given twice: every one becomes an array.
     let mut body = String::new();
     for i in 0..20_000 {
@@ -161,10 +161,9 @@ fn many_repeated_and_many_distinct_names_stay_linear() {
     }
     let mut config = Config::default();
     config.max_nodes = 200_000;
-    let started = std::time::Instant::now();
     let out = parse_with(&format!("<ACTION><t>{body}</t></ACTION>"), config);
     assert_eq!(out.calls[0].args.len(), 20_000);
     assert_eq!(out.calls[0].args["k19999"], serde_json::json!(["a", "b"]));
-    // Quadratic bookkeeping would take minutes here.
-    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    // That the time is linear in the number of names is a goal of the benchmark
+    // `action_xml/many_members` (2 000 against 20 000 names), not a timing assertion here.
 }

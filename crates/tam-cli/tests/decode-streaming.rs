@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 use support::{LiveRun, merge_text};
 
-const SHORT_WAIT: Duration = Duration::from_secs(10);
+const SHORT_WAIT: Duration = support::LINE_WAIT;
 
 #[test]
 fn a_tam_call_is_written_before_the_input_ends() {

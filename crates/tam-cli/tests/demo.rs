@@ -5,7 +5,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::{LiveRun, run};
+use support::{LINE_WAIT, LiveRun, run};
 
 /// Where `needle` is in `text`; fails naming it when absent.
 fn position(text: &str, needle: &str) -> usize {
@@ -100,7 +100,7 @@ fn the_paced_demo_streams_while_it_runs() {
     let started = Instant::now();
     let mut demo = LiveRun::start(&["demo", "--color", "never"]);
     let mut first_block_at = None;
-    while let Some(line) = demo.next_line(Duration::from_secs(30)) {
+    while let Some(line) = demo.next_line(LINE_WAIT) {
         if line.contains("TAM block closed") {
             first_block_at = Some(started.elapsed());
             assert!(

@@ -4,26 +4,16 @@
 //! replacement file), a profile's LLM node parameters as request options, and the tools of
 //! MCP servers started with `--mcp`.
 //!
-//! The MCP server is this very test binary, re-run with `TAM_RUN_MCP_SERVER=1` on its
-//! ignored test `mcp_server_main` (the SDK skips the lines libtest prints that are not
-//! JSON), as tool-dispatch's `tests/mcp.rs` does.
+//! The MCP server is this package's example `mcp_players`, which `cargo test` builds
+//! beside the tests.
 
 // One scripted server for the OpenAI-compatible tests of both crates.
 #[path = "../../tool-dispatch/tests/support/openai_server.rs"]
 mod openai_server;
 mod support;
 
-use std::sync::Arc;
-
 use openai_server::{Reply, Server, text_stream};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    Tool,
-};
-use rmcp::service::{RequestContext, RoleServer};
-use rmcp::{ServerHandler, ServiceExt};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use support::{Output, ndjson, run, test_path};
 
 const TIME_BLOCK: &str = "Let me check.\n<|[REQUEST_TOOL]|>\ncommand:「始」system:get_current_time「末」\n<|[END_TOOL]|>";
@@ -553,108 +543,13 @@ async fn a_profiles_node_parameters_are_the_request_options_and_flags_win() {
 // MCP servers
 // ---------------------------------------------------------------------------------------
 
-const MCP_ENV: &str = "TAM_RUN_MCP_SERVER";
-const MCP_ARGS: &str = "mcp_server_main --exact --ignored --quiet --nocapture --test-threads=1";
-
-/// `add`, and a `GetPlayerInfo` that clashes with the demo's tool.
-struct McpTestServer;
-
-fn schema(value: Value) -> Arc<Map<String, Value>> {
-    match value {
-        Value::Object(map) => Arc::new(map),
-        other => panic!("a schema is an object, not {other}"),
-    }
-}
-
-impl ServerHandler for McpTestServer {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("tam run test", "0.1.0"))
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![
-            Tool::new(
-                "add",
-                "Adds two integers.",
-                schema(json!({
-                    "type": "object",
-                    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                    "required": ["a", "b"]
-                })),
-            ),
-            Tool::new(
-                "GetPlayerInfo",
-                "The MCP server's player records.",
-                schema(json!({
-                    "type": "object",
-                    "properties": {"player_id": {"type": "string"}},
-                    "required": ["player_id"]
-                })),
-            ),
-        ]))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let args = request.arguments.unwrap_or_default();
-        let text = match request.name.as_ref() {
-            "add" => {
-                let int = |key: &str| {
-                    args.get(key).and_then(Value::as_i64).ok_or_else(|| {
-                        ErrorData::invalid_params(format!("'{key}' must be an integer"), None)
-                    })
-                };
-                (int("a")? + int("b")?).to_string()
-            }
-            "GetPlayerInfo" => json!({
-                "from": "mcp",
-                "player": args.get("player_id").cloned().unwrap_or(Value::Null)
-            })
-            .to_string(),
-            other => {
-                return Err(ErrorData::invalid_params(format!("no tool {other}"), None));
-            }
-        };
-        Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
-    }
-}
-
-/// Not a test: the MCP server `--mcp` starts (this binary with `MCP_ENV` set).
-#[test]
-#[ignore = "helper: the MCP server the --mcp tests run as a child process"]
-fn mcp_server_main() {
-    if std::env::var_os(MCP_ENV).is_none() {
-        return;
-    }
-    // End a partial line libtest may have printed so the first message has its own line.
-    println!();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let service = McpTestServer
-            .serve(rmcp::transport::stdio())
-            .await
-            .expect("the client initializes");
-        let _ = service.waiting().await;
-    });
-}
-
+/// The MCP server `--mcp` starts: this package's example `mcp_players` (built by `cargo
+/// test` beside the tests).
 fn mcp_command() -> String {
-    let exe = std::env::current_exe().unwrap();
-    let exe = shlex::try_quote(exe.to_str().unwrap())
+    let exe = support::example_exe("mcp_players");
+    shlex::try_quote(exe.to_str().unwrap())
         .unwrap()
-        .into_owned();
-    format!("env {MCP_ENV}=1 {exe} {MCP_ARGS}")
+        .into_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

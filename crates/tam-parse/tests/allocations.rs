@@ -1,43 +1,60 @@
 //! Feeding a 1 MiB stream in 4-byte deltas allocates nothing per delta: a counting global
-//! allocator checks that allocations grow with the number of blocks, not of deltas.
+//! allocator checks that allocations grow with the number of blocks, not of deltas. It
+//! counts per thread, so only the allocations of the thread under test are counted.
 
 // A global allocator cannot be written without `unsafe`; the library itself forbids it.
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
 use tam_parse::{Config, Decoder, Event};
 
 struct Counting;
 
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-/// Bytes requested (allocations and reallocations' new sizes): what the decoder copies
-/// into buffers is bounded by it.
-static BYTES: AtomicUsize = AtomicUsize::new(0);
+// The counters are per thread: each test reads what its own thread allocated, so the test
+// harness's threads, and tests running in parallel, never count as the decoder's
+// allocations. `const` initialisation with `Cell`: no lazy set-up, no destructor, so the
+// allocator itself never allocates to reach them.
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+    /// Bytes requested (allocations and reallocations' new sizes): what the decoder copies
+    /// into buffers is bounded by it.
+    static BYTES: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count(bytes: usize) {
+    // `try_with`: a thread being torn down may still allocate after its locals are gone.
+    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+    let _ = BYTES.try_with(|n| n.set(n.get() + bytes));
+}
+
+/// Allocations made so far by the calling thread.
+fn allocations_so_far() -> usize {
+    ALLOCATIONS.with(Cell::get)
+}
+
+/// Bytes requested so far by the calling thread.
+fn bytes_so_far() -> usize {
+    BYTES.with(Cell::get)
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(layout.size(), Ordering::Relaxed);
+        count(layout.size());
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(new_size, Ordering::Relaxed);
+        count(new_size);
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-/// The counter is global: tests that use it run one at a time (each holds this lock for
-/// its whole body, input building included).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Feeds `input` in 4-byte deltas (char-aligned), counting allocations and blocks.
 fn allocations_while_feeding(input: &str) -> (usize, usize, usize) {
@@ -50,7 +67,7 @@ fn allocations_and_pieces(input: &str) -> ((usize, usize, usize), usize) {
     let mut pieces = 0usize;
     let mut blocks = 0usize;
     let mut deltas = 0usize;
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = allocations_so_far();
     let mut i = 0;
     while i < input.len() {
         let mut j = (i + 4).min(input.len());
@@ -68,20 +85,18 @@ fn allocations_and_pieces(input: &str) -> ((usize, usize, usize), usize) {
         deltas += 1;
         i = j;
     }
-    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    let after = allocations_so_far();
     ((after - before, blocks, deltas), pieces)
 }
 
 #[test]
 fn prose_allocates_nothing_per_delta() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // Prose with marker-like fragments that force hold-back across deltas.
     let unit = "Some prose with <tags>, <|[ partial markers <|[REQUEST and 「始」 values. 文字🙂\n";
     let big = unit.repeat((1 << 20) / unit.len());
     let small = unit.repeat((1 << 14) / unit.len());
-    // Warm-up: the test harness starts its other threads meanwhile.
+    // Warm-up: first-use allocations of the standard library (stdout, thread info).
     allocations_while_feeding(&small);
-    std::thread::sleep(std::time::Duration::from_millis(50));
     let (big_allocations, blocks, deltas) = allocations_while_feeding(&big);
     let (small_allocations, _, small_deltas) = allocations_while_feeding(&small);
     assert_eq!(blocks, 0);
@@ -96,7 +111,6 @@ fn prose_allocates_nothing_per_delta() {
 
 #[test]
 fn blocks_allocate_per_block_not_per_delta() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let unit = "I will call it.\n<|[REQUEST_TOOL]|>\ncommand:「始」File.Write「末」\npath:「始」/tmp/x「末」\ncontent:「始」hello\nworld「末」\n<|[END_TOOL]|>\nDone.\n";
     let input = unit.repeat((1 << 20) / unit.len());
     let ((allocations, blocks, deltas), pieces) = allocations_and_pieces(&input);
@@ -119,8 +133,8 @@ fn one_delta(input: &str) -> (usize, usize, usize, usize) {
     let mut decoder = Decoder::new(Config::default().with_param_events(true));
     let mut blocks = 0usize;
     let mut params = 0usize;
-    let bytes = BYTES.load(Ordering::Relaxed);
-    let allocations = ALLOCATIONS.load(Ordering::Relaxed);
+    let bytes = bytes_so_far();
+    let allocations = allocations_so_far();
     decoder.feed(input, |e| match e {
         Event::Block(b) => {
             blocks += 1;
@@ -130,20 +144,19 @@ fn one_delta(input: &str) -> (usize, usize, usize, usize) {
         _ => {}
     });
     (
-        BYTES.load(Ordering::Relaxed) - bytes,
-        ALLOCATIONS.load(Ordering::Relaxed) - allocations,
+        bytes_so_far() - bytes,
+        allocations_so_far() - allocations,
         blocks,
         params,
     )
 }
 
-/// Regression test for quadratic copying (issue 11): a delta holding 1, 10, 100 and 1000
+/// Regression test for quadratic copying: a delta holding 1, 10, 100 and 1000
 /// blocks costs the same bytes allocated (a bound on bytes copied into block buffers) and
 /// the same allocations per block. Copying the rest of the delta into each block's buffer,
 /// as a naive scanner does, makes the per-block bytes grow with the number of blocks.
 #[test]
 fn many_blocks_in_one_delta_cost_the_same_per_block() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let unit = "Some prose, with <b>tags</b> & code `a < b`.\n<|[REQUEST_TOOL]|>\ncommand:「始」File.Write「末」\npath:「始」/tmp/x「末」\ncontent:「始」fn f<T>() {}\n「末」\n<|[END_TOOL]|>\n";
     one_delta(&unit.repeat(10)); // warm-up
     let mut per_block = Vec::new();

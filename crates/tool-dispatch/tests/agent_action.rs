@@ -45,7 +45,7 @@ async fn run(
     let events = Mutex::new(Vec::new());
     let mut conversation = Vec::new();
     let outcome = tokio::time::timeout(
-        Duration::from_secs(10),
+        Duration::from_secs(120),
         agent.run(
             model,
             &mut conversation,

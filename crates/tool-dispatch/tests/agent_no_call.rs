@@ -78,7 +78,7 @@ async fn run(protocol: ProtocolChoice, rounds: impl Fn(usize) -> Vec<Vec<Step>>)
         let events = Mutex::new(Vec::new());
         let mut conversation = Vec::new();
         let result = tokio::time::timeout(
-            Duration::from_secs(10),
+            Duration::from_secs(120),
             agent.run(
                 &model,
                 &mut conversation,

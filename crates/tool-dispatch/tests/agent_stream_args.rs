@@ -53,7 +53,7 @@ async fn run(
     let model = ScriptedModel::chunked(outputs, chunk);
     let events = Mutex::new(Vec::new());
     tokio::time::timeout(
-        Duration::from_secs(10),
+        Duration::from_secs(120),
         agent.run(
             &model,
             &mut Vec::new(),

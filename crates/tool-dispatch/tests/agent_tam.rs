@@ -54,7 +54,7 @@ async fn run(
 ) -> (AgentOutcome, Vec<AgentEvent>) {
     let events = Mutex::new(Vec::new());
     let outcome = tokio::time::timeout(
-        Duration::from_secs(10),
+        Duration::from_secs(120),
         agent.run(
             model,
             conversation,
@@ -257,7 +257,7 @@ async fn block_started_arrives_while_the_block_is_still_being_written() {
     let agent = agent(registry, AgentConfig::default());
     let mut conversation = Vec::new();
     let outcome = tokio::time::timeout(
-        Duration::from_secs(10),
+        Duration::from_secs(120),
         agent.run(
             &model,
             &mut conversation,

@@ -189,10 +189,8 @@ async fn a_slow_tool_times_out_is_cancelled_and_the_runtime_goes_on() {
                 ctx.cancel.cancelled().await;
                 noticed.store(true, Ordering::SeqCst);
             });
-            Box::pin(async {
-                tokio::time::sleep(Duration::from_secs(30)).await;
-                ToolExecutionResult::query_success(json!("late"), "too late")
-            })
+            // Never finishes: only the time-out can end the call.
+            Box::pin(std::future::pending())
         }
     }
     registry
@@ -205,9 +203,7 @@ async fn a_slow_tool_times_out_is_cancelled_and_the_runtime_goes_on() {
         .unwrap();
     let d = fast(registry);
     let scope = Scope::unrestricted();
-    let started = std::time::Instant::now();
     let outcome = once(&d, &scope, call("slow", json!({}))).await;
-    assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(
         outcome.status,
         CallStatus::TimedOut(Duration::from_millis(50))

@@ -32,7 +32,7 @@ fn model(server: &Server) -> OpenAiModel {
 
 async fn items(model: &OpenAiModel, request: &ModelRequest) -> Vec<Result<ModelItem, String>> {
     let stream = model.stream(request);
-    tokio::time::timeout(Duration::from_secs(20), stream.collect::<Vec<_>>())
+    tokio::time::timeout(Duration::from_secs(120), stream.collect::<Vec<_>>())
         .await
         .expect("the stream ends")
         .into_iter()
@@ -246,8 +246,9 @@ async fn an_idle_server_times_out() {
                 Duration::ZERO,
                 chunk(json!({"content": "a"}), None, "\n").into_bytes(),
             ),
+            // Far longer than any test run: only the idle time-out can end this read.
             (
-                Duration::from_secs(3),
+                Duration::from_secs(3600),
                 chunk(json!({"content": "b"}), None, "\n").into_bytes(),
             ),
         ],
@@ -256,13 +257,7 @@ async fn an_idle_server_times_out() {
     .await;
     let config =
         OpenAiConfig::new(&server.base_url, "m").with_idle_timeout(Duration::from_millis(300));
-    let started = std::time::Instant::now();
     let got = items(&OpenAiModel::new(config).unwrap(), &user("x")).await;
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
     assert_eq!(got[0], Ok(ModelItem::Text("a".into())));
     assert!(
         got[1].as_ref().unwrap_err().starts_with("idle_timeout"),
@@ -352,7 +347,7 @@ async fn run_agent(
     let events = Mutex::new(Vec::new());
     let mut conversation = Vec::new();
     let outcome = tokio::time::timeout(
-        Duration::from_secs(20),
+        Duration::from_secs(120),
         agent.run(
             model,
             &mut conversation,

@@ -498,7 +498,7 @@ async fn a_client_that_disconnects_cancels_the_upstream_request() {
     assert_eq!(upstream.closed.load(Ordering::SeqCst), 0);
     drop(events);
     // The upstream's stream is dropped once the proxy drops its connection (bounded wait).
-    for _ in 0..500 {
+    for _ in 0..12_000 {
         if upstream.closed.load(Ordering::SeqCst) == 1 {
             break;
         }
@@ -659,7 +659,7 @@ async fn a_client_that_gives_up_on_a_whole_reply_cancels_the_upstream_request() 
         result.is_err(),
         "the reply never ends, so the client times out"
     );
-    for _ in 0..500 {
+    for _ in 0..12_000 {
         if upstream.closed.load(Ordering::SeqCst) == 1 {
             break;
         }
@@ -740,7 +740,7 @@ async fn long_string_arguments_stream_before_the_block_ends() {
         let mut args_text = String::new();
         let mut name = None;
         while !args_text.contains("println") {
-            let chunk = tokio::time::timeout(Duration::from_secs(10), events.next())
+            let chunk = tokio::time::timeout(Duration::from_secs(120), events.next())
                 .await
                 .expect("arguments stream while the upstream holds")
                 .unwrap()

@@ -13,8 +13,12 @@ use serde_json::{Map, Value};
 /// The binary under test.
 pub const TAM: &str = env!("CARGO_BIN_EXE_tam");
 
-/// Longest a run may take before the test fails (a hang is a bug).
-const TIME_LIMIT: Duration = Duration::from_secs(60);
+/// Longest a run may take before the test fails: a bound against a hang (a bug), far
+/// above what any run takes on a loaded machine, never a speed goal.
+const TIME_LIMIT: Duration = Duration::from_secs(300);
+
+/// Longest a test waits for an output line it expects: a bound against a hang, as above.
+pub const LINE_WAIT: Duration = Duration::from_secs(120);
 
 /// How a run ended.
 #[derive(Debug)]
@@ -32,6 +36,27 @@ pub fn test_path(relative: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests")
         .join(relative)
+}
+
+/// The path of this package's example `name`. `cargo test` builds every example beside the
+/// test binaries (`target/<profile>/examples/`); a test run alone (`--test NAME`) does not,
+/// so the message says what to build.
+pub fn example_exe(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("test binaries live in target/<profile>/deps");
+    let path = profile
+        .join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "{} is not built: run `cargo test` (which builds the examples) or \
+         `cargo build -p tam-cli --example {name}` first",
+        path.display()
+    );
+    path
 }
 
 /// Starts `tam args…` with piped standard streams.
@@ -370,16 +395,16 @@ impl LiveRun {
         self.lines.recv_timeout(limit).ok()
     }
 
-    /// Reads output lines until one of `type` arrives (10 s at most); returns the lines
-    /// before it and the line itself.
+    /// Reads output lines until one of `type` arrives ([`LINE_WAIT`] at most); returns the
+    /// lines before it and the line itself.
     pub fn read_until_type(&mut self, wanted: &str) -> (Vec<Value>, Value) {
         let mut before = Vec::new();
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + LINE_WAIT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let line = self
-                .next_line(left)
-                .unwrap_or_else(|| panic!("no '{wanted}' line within 10 s; got {before:?}"));
+            let line = self.next_line(left).unwrap_or_else(|| {
+                panic!("no '{wanted}' line within {LINE_WAIT:?}; got {before:?}")
+            });
             let value: Value = serde_json::from_str(&line).unwrap();
             if value["type"] == wanted {
                 return (before, value);

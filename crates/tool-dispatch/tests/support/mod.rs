@@ -20,6 +20,27 @@ pub fn fixture_json(name: &str) -> Value {
 }
 
 /// An object from a `json!` literal.
+/// The path of this package's example `name`. `cargo test` builds every example beside the
+/// test binaries (`target/<profile>/examples/`); a test run alone (`--test NAME`) does not,
+/// so the message says what to build.
+pub fn example_exe(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let profile = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("test binaries live in target/<profile>/deps");
+    let path = profile
+        .join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "{} is not built: run `cargo test` (which builds the examples) or \
+         `cargo build --example {name}` first",
+        path.display()
+    );
+    path
+}
+
 pub fn object(value: Value) -> Map<String, Value> {
     match value {
         Value::Object(map) => map,
