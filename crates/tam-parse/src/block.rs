@@ -171,6 +171,8 @@ struct CallDraft {
     index: u64,
     tool: Option<(ByteString, Span)>,
     params: Vec<Param>,
+    /// Started by a repeated parameter key: `tool` is the previous call's.
+    repeats: bool,
 }
 
 impl CallDraft {
@@ -179,6 +181,7 @@ impl CallDraft {
             index,
             tool: None,
             params: Vec::new(),
+            repeats: false,
         }
     }
 
@@ -348,6 +351,7 @@ fn drafts_as_written(
                 drafts.push(CallDraft::new(index));
             }
             if let Some(d) = drafts.last_mut() {
+                d.repeats = tool.is_some();
                 d.tool = tool;
             }
         }
@@ -393,8 +397,13 @@ fn implicit_call(
         )
     } else {
         let tool = draft.tool.as_ref().map_or("", |(t, _)| t.trim());
+        let of = if tool.is_empty() {
+            "the same command".to_owned()
+        } else {
+            format!("'{tool}'")
+        };
         format!(
-            "parameter '{key}' is given again in a block without chain numbers: it starts call {}, another call of '{tool}'",
+            "parameter '{key}' is given again in a block without chain numbers: it starts call {}, another call of {of}",
             place.call
         )
     };
@@ -434,7 +443,15 @@ fn finish_calls(
             diags.push(Diagnostic::error(
                 Code::EMPTY_COMMAND,
                 span,
-                format!("command {} names no tool; the call is dropped", draft.index),
+                if draft.repeats {
+                    format!(
+                        "call {} repeats call {} whose command names no tool; the call is dropped",
+                        draft.index,
+                        draft.index.saturating_sub(1)
+                    )
+                } else {
+                    format!("command {} names no tool; the call is dropped", draft.index)
+                },
             ));
             continue;
         }
