@@ -33,13 +33,17 @@ pub struct Param {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Call {
-    /// Chain number: `N` for `commandN`, 0 for an unsuffixed `command` (and for VCP).
+    /// Chain number: `N` for `commandN`, 0 for an unsuffixed `command` in a chained block
+    /// (and for VCP). In a block without chain numbers: the call's place in the block, from
+    /// 0, in the order written (calls dropped for a blank command keep their number).
     pub index: u64,
     /// The tool id: the command value, surrounding whitespace trimmed.
     pub tool: ByteString,
     /// Parameters in the order first written.
     pub params: Vec<Param>,
-    /// Where the command entry is in the stream.
+    /// Where the command entry that names its tool is in the stream. A call started by a
+    /// repeated parameter key (SPEC §2.4) has no command entry of its own: its span is that
+    /// of the call it repeats.
     pub span: Span,
 }
 
@@ -88,7 +92,8 @@ impl Call {
 pub struct Block {
     /// Start marker to end marker, inclusive.
     pub span: Span,
-    /// Calls in ascending chain order.
+    /// Calls in execution order: ascending chain order, or in a block without chain
+    /// numbers the order written.
     pub calls: Vec<Call>,
     /// Warnings and errors about this block, in stream order.
     pub diagnostics: Vec<Diagnostic>,
@@ -133,10 +138,9 @@ pub(crate) struct Entry {
 }
 
 /// Where an entry goes, decided when its key is read (before its value streams) with O(1)
-/// work: see [`CallTracker`](crate::decoder) in the decoder. For a block without chain
-/// numbers this is final; in a chained block only `command` and `call` of a command are
-/// used (for [`Event::CommandSeen`](crate::Event::CommandSeen)), and the calls are built
-/// from the keys at the block end.
+/// work by the decoder's call tracker. For a block without chain numbers this is final; in
+/// a chained block only `command` and `call` of a command are used (for `CommandSeen`),
+/// and the calls are built from the keys at the block end.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Place {
     /// The call: in a block without chain numbers, calls counted from 0 in the order

@@ -227,12 +227,21 @@ pub enum Event<'a> {
     },
     /// A command value just closed (for UIs; the [`Event::Block`] is authoritative). This
     /// is the "call begins" event: the tool id is known.
+    ///
+    /// In a block without chain numbers, a key that starts a new call (SPEC §2.4) makes
+    /// one too: a second `command` when its value closes, a repeated parameter key right
+    /// after the key is read, before that value's [`Event::ParamStart`] (`tool` and `span`
+    /// are then those of the call it repeats). The `Param*` events of a value belong to the
+    /// call of the last `CommandSeen` before them (to call 0 before any), except a command
+    /// entry's own, which come just before its `CommandSeen`.
     CommandSeen {
-        /// Chain number (0 for `command` and for VCP).
+        /// The call's number: [`Call::index`](crate::Call::index) (chain number; 0 for VCP;
+        /// in a block without chain numbers, the call's place in the block, from 0).
         call: u64,
         /// The tool id, trimmed.
         tool: ByteString,
-        /// The command entry's span.
+        /// The span of the command entry that names the tool:
+        /// [`Call::span`](crate::Call::span).
         span: Span,
     },
     /// A closed block, emitted by the feed that delivered the end marker's last byte.
