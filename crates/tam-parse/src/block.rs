@@ -33,13 +33,17 @@ pub struct Param {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Call {
-    /// Chain number: `N` for `commandN`, 0 for an unsuffixed `command` (and for VCP).
+    /// Chain number: `N` for `commandN`, 0 for an unsuffixed `command` in a chained block
+    /// (and for VCP). In a block without chain numbers: the call's place in the block, from
+    /// 0, in the order written (calls dropped for a blank command keep their number).
     pub index: u64,
     /// The tool id: the command value, surrounding whitespace trimmed.
     pub tool: ByteString,
     /// Parameters in the order first written.
     pub params: Vec<Param>,
-    /// Where the command entry is in the stream.
+    /// Where the command entry that names its tool is in the stream. A call started by a
+    /// repeated parameter key (SPEC §2.4) has no command entry of its own: its span is that
+    /// of the call it repeats.
     pub span: Span,
 }
 
@@ -88,7 +92,8 @@ impl Call {
 pub struct Block {
     /// Start marker to end marker, inclusive.
     pub span: Span,
-    /// Calls in ascending chain order.
+    /// Calls in execution order: ascending chain order, or in a block without chain
+    /// numbers the order written.
     pub calls: Vec<Call>,
     /// Warnings and errors about this block, in stream order.
     pub diagnostics: Vec<Diagnostic>,
@@ -126,6 +131,35 @@ pub(crate) struct Entry {
     /// The whole entry, key to value close marker.
     pub text: Range<usize>,
     pub span: Span,
+    /// The key's span.
+    pub key_span: Span,
+    /// Its call, decided when its key was read.
+    pub place: Place,
+}
+
+/// Where an entry goes, decided when its key is read (before its value streams) with O(1)
+/// work by the decoder's call tracker. For a block without chain numbers this is final; in
+/// a chained block only `command` and `call` of a command are used (for `CommandSeen`),
+/// and the calls are built from the keys at the block end.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Place {
+    /// The call: in a block without chain numbers, calls counted from 0 in the order
+    /// written; `N` for `commandN`.
+    pub call: u64,
+    /// The entry names its call's tool (`command`, `commandN`; VCP: `tool_name`).
+    pub command: bool,
+    /// The entry starts a new call (block without chain numbers): a command after the
+    /// first, or a parameter key the current call already has.
+    pub starts: bool,
+    /// A parameter's position in its call's list.
+    pub slot: usize,
+    /// A parameter key given before in the same call, before the block's first command:
+    /// it replaces the value in `slot`.
+    pub duplicate: bool,
+    /// For a call started by a parameter key: the tool it repeats (trimmed, a range of the
+    /// block buffer; `None` when blank) and that call's command entry, until its
+    /// `CommandSeen` is emitted.
+    pub repeats: Option<(Range<usize>, Span)>,
 }
 
 /// Which dialect's rules build the calls.
@@ -141,6 +175,8 @@ struct CallDraft {
     index: u64,
     tool: Option<(ByteString, Span)>,
     params: Vec<Param>,
+    /// Started by a repeated parameter key: `tool` is the previous call's.
+    repeats: bool,
 }
 
 impl CallDraft {
@@ -149,6 +185,7 @@ impl CallDraft {
             index,
             tool: None,
             params: Vec::new(),
+            repeats: false,
         }
     }
 
@@ -190,15 +227,22 @@ fn canonical_of(raw: &ByteString, key: &str) -> ByteString {
     }
 }
 
-/// Builds the calls of a block from its entries (SPEC §2.4).
+/// Builds the calls of a block from its entries (SPEC §2.4). `chained`: some key
+/// canonicalises to `command<digits>` (TAM only).
 pub(crate) fn build_calls(
     raw: &ByteString,
     entries: &[Entry],
     rules: CallRules,
+    chained: bool,
     max_calls: usize,
     block_span: Span,
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<Call> {
+    if rules == CallRules::Tam && !chained {
+        let drafts = drafts_as_written(raw, entries, diags);
+        return finish_calls(drafts, rules, max_calls, block_span, diags);
+    }
+    let chained = chained && rules == CallRules::Tam;
     struct Keyed<'e> {
         entry: &'e Entry,
         key: &'e str,
@@ -224,8 +268,6 @@ pub(crate) fn build_calls(
         .collect();
     let value = |e: &Entry| raw.slice_ref(&raw[e.value.clone()]);
 
-    let chained =
-        rules == CallRules::Tam && keyed.iter().any(|k| matches!(k.command, Some(Some(_))));
     let mut drafts: BTreeMap<u64, CallDraft> = BTreeMap::new();
     for k in &keyed {
         if let Some(n) = k.command {
@@ -273,6 +315,114 @@ pub(crate) fn build_calls(
             }
         }
     }
+    finish_calls(
+        drafts.into_values().collect(),
+        rules,
+        max_calls,
+        block_span,
+        diags,
+    )
+}
+
+/// The calls of a block without chain numbers, from the places its entries were given as
+/// they were read: calls in the order written, each entry in the call of its place.
+fn drafts_as_written(
+    raw: &ByteString,
+    entries: &[Entry],
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<CallDraft> {
+    let mut drafts: Vec<CallDraft> = Vec::new();
+    if !entries.iter().any(|e| e.place.command) {
+        // No command at all: `missing_command`, parameters kept out of calls.
+        return drafts;
+    }
+    for e in entries {
+        let key = &raw[e.key.clone()];
+        let value = raw.slice_ref(&raw[e.value.clone()]);
+        let place = &e.place;
+        let at = usize::try_from(place.call).unwrap_or(usize::MAX);
+        if at >= drafts.len() {
+            // A call started by a parameter key repeats the tool of the call before it.
+            let tool = if place.command {
+                None
+            } else {
+                drafts.last().and_then(|d| d.tool.clone())
+            };
+            // Calls are numbered as they start, one after another; the loop only guards
+            // against a gap.
+            while drafts.len() <= at.min(entries.len()) {
+                let index = drafts.len() as u64;
+                drafts.push(CallDraft::new(index));
+            }
+            if let Some(d) = drafts.last_mut() {
+                d.repeats = tool.is_some();
+                d.tool = tool;
+            }
+        }
+        let Some(draft) = drafts.get_mut(at) else {
+            continue;
+        };
+        if place.starts {
+            diags.push(implicit_call(key, e, place, draft, &value));
+        }
+        if place.command {
+            draft.tool = Some((value, e.span));
+            continue;
+        }
+        let param = Param {
+            key: raw.slice_ref(key),
+            canonical: canonical_of(raw, key),
+            value,
+            span: e.span,
+        };
+        match draft.params.get_mut(place.slot) {
+            Some(old) if place.duplicate => {
+                diags.push(duplicate(key, param.span));
+                *old = param;
+            }
+            _ => draft.params.push(param),
+        }
+    }
+    drafts
+}
+
+fn implicit_call(
+    key: &str,
+    entry: &Entry,
+    place: &Place,
+    draft: &CallDraft,
+    value: &str,
+) -> Diagnostic {
+    let message = if place.command {
+        format!(
+            "a second '{key}' in a block without chain numbers starts call {} of '{}'",
+            place.call,
+            value.trim()
+        )
+    } else {
+        let tool = draft.tool.as_ref().map_or("", |(t, _)| t.trim());
+        let of = if tool.is_empty() {
+            "the same command".to_owned()
+        } else {
+            format!("'{tool}'")
+        };
+        format!(
+            "parameter '{key}' is given again in a block without chain numbers: it starts call {}, another call of {of}",
+            place.call
+        )
+    };
+    Diagnostic::warning(Code::IMPLICIT_CALL, entry.key_span, message)
+}
+
+/// The block's calls from its drafts in execution order: `missing_command`,
+/// `empty_command` and `too_many_calls` applied.
+fn finish_calls(
+    drafts: Vec<CallDraft>,
+    rules: CallRules,
+    max_calls: usize,
+    block_span: Span,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<Call> {
     if drafts.is_empty() {
         let key = if rules == CallRules::Vcp {
             "tool_name"
@@ -287,7 +437,7 @@ pub(crate) fn build_calls(
         return Vec::new();
     }
     let mut calls = Vec::with_capacity(drafts.len());
-    for (_, draft) in drafts {
+    for draft in drafts {
         let Some((tool, span)) = draft.tool else {
             // A chain number seen only on parameters never creates a call.
             continue;
@@ -297,7 +447,15 @@ pub(crate) fn build_calls(
             diags.push(Diagnostic::error(
                 Code::EMPTY_COMMAND,
                 span,
-                format!("command {} names no tool; the call is dropped", draft.index),
+                if draft.repeats {
+                    format!(
+                        "call {} repeats call {} whose command names no tool; the call is dropped",
+                        draft.index,
+                        draft.index.saturating_sub(1)
+                    )
+                } else {
+                    format!("command {} names no tool; the call is dropped", draft.index)
+                },
             ));
             continue;
         }

@@ -1,15 +1,19 @@
 //! The streaming TAM decoder.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use bytestring::ByteString;
 use memchr::memmem;
 
-use crate::block::{Block, CallRules, Entry, build_calls};
+use crate::block::{Block, CallRules, Entry, Place, build_calls};
 use crate::diagnostic::{Code, Diagnostic, Span};
-use crate::entry::{SegmentItem, canonical_key, command_number, parse_segment};
+use crate::entry::{
+    CanonicalKey, SegmentItem, parse_segment, same_canonical, written_command_number,
+};
 use crate::scan::{
     BlockEnd, BlockSyntax, BlockView, ClosedBlock, Grammar, Pattern, Region, ScanHandler, Scanner,
 };
@@ -223,12 +227,21 @@ pub enum Event<'a> {
     },
     /// A command value just closed (for UIs; the [`Event::Block`] is authoritative). This
     /// is the "call begins" event: the tool id is known.
+    ///
+    /// In a block without chain numbers, a key that starts a new call (SPEC §2.4) makes
+    /// one too: a second `command` when its value closes, a repeated parameter key right
+    /// after the key is read, before that value's [`Event::ParamStart`] (`tool` and `span`
+    /// are then those of the call it repeats). The `Param*` events of a value belong to the
+    /// call of the last `CommandSeen` before them (to call 0 before any), except a command
+    /// entry's own, which come just before its `CommandSeen`.
     CommandSeen {
-        /// Chain number (0 for `command` and for VCP).
+        /// The call's number: [`Call::index`](crate::Call::index) (chain number; 0 for VCP;
+        /// in a block without chain numbers, the call's place in the block, from 0).
         call: u64,
         /// The tool id, trimmed.
         tool: ByteString,
-        /// The command entry's span.
+        /// The span of the command entry that names the tool:
+        /// [`Call::span`](crate::Call::span).
         span: Span,
     },
     /// A closed block, emitted by the feed that delivered the end marker's last byte.
@@ -361,6 +374,164 @@ impl OpenValue {
     }
 }
 
+/// Decides which call each entry of a block goes to as its key is read (SPEC §2.4), so that
+/// `CommandSeen` can announce a call before its first value streams. O(1) work per entry
+/// (one hash of the key's canonical form), nothing read twice.
+///
+/// In a block without chain numbers, calls follow one another in the order written: a
+/// `command` after the first starts a new call, and so does a parameter key the current
+/// call already has (same canonical form). Parameters before the first command belong to
+/// the first call; one given twice there is a duplicate (the last value wins). Once a key
+/// canonicalising to `command<digits>` is read, the block is chained: calls are then built
+/// from the keys at the block end, and a `command` is call 0 again.
+#[derive(Debug, Default)]
+struct CallTracker {
+    /// A `command<digits>` key was read.
+    chained: bool,
+    /// A command was read.
+    commanded: bool,
+    /// The current call.
+    call: u64,
+    /// Index in the block's entries of the current call's first entry.
+    first: usize,
+    /// Parameters in the current call.
+    params: usize,
+    /// The current call's tool (trimmed, a range of the block buffer; `None` when blank)
+    /// and command entry, once its command value closed.
+    tool: Option<(Range<usize>, Span)>,
+    /// Hash of a parameter key's canonical form → the last entry with that hash. Only
+    /// entries from `first` on are in the current call; older ones are ignored, so the map
+    /// is not cleared per call.
+    keys: HashMap<u64, usize>,
+}
+
+impl CallTracker {
+    fn reset(&mut self) {
+        // Clearing costs the map's capacity: a map grown by a large block is dropped.
+        let mut keys = std::mem::take(&mut self.keys);
+        if keys.capacity() > 256 {
+            keys = HashMap::default();
+        } else {
+            keys.clear();
+        }
+        *self = CallTracker {
+            keys,
+            ..CallTracker::default()
+        };
+    }
+
+    fn start_call(&mut self, first: usize) {
+        self.call += 1;
+        self.first = first;
+    }
+
+    /// The place of the entry whose key is `buf[key]`, the next one after `entries`.
+    fn place(
+        &mut self,
+        buf: &str,
+        key: Range<usize>,
+        entries: &[Entry],
+        dialect: Dialect,
+    ) -> Place {
+        let written = &buf[key];
+        if dialect == Dialect::Vcp {
+            return Place {
+                command: same_canonical(written, "toolname"),
+                ..Place::default()
+            };
+        }
+        let index = entries.len();
+        match written_command_number(written) {
+            Some(Some(n)) => {
+                self.chained = true;
+                Place {
+                    call: n,
+                    command: true,
+                    ..Place::default()
+                }
+            }
+            Some(None) if self.chained => Place {
+                command: true,
+                ..Place::default()
+            },
+            Some(None) => {
+                let starts = self.commanded;
+                if starts {
+                    self.start_call(index);
+                    self.params = 0;
+                }
+                self.commanded = true;
+                self.tool = None;
+                Place {
+                    call: self.call,
+                    command: true,
+                    starts,
+                    ..Place::default()
+                }
+            }
+            None if self.chained => Place::default(),
+            None => self.place_parameter(buf, written, index, entries),
+        }
+    }
+
+    fn place_parameter(
+        &mut self,
+        buf: &str,
+        written: &str,
+        index: usize,
+        entries: &[Entry],
+    ) -> Place {
+        let hash = self.keys.hasher().hash_one(CanonicalKey(written));
+        let same = |e: &&Entry| !e.place.command && same_canonical(&buf[e.key.clone()], written);
+        let repeat = match self.keys.get(&hash) {
+            Some(&last) if last >= self.first => match entries.get(last) {
+                Some(e) if same(&e) => Some(e.place.slot),
+                // Another key with the same hash (rare): look through the current call.
+                _ => entries
+                    .get(self.first..)
+                    .and_then(|call| call.iter().rev().find(same))
+                    .map(|e| e.place.slot),
+            },
+            _ => None,
+        };
+        let place = match repeat {
+            Some(_) if self.commanded => {
+                self.start_call(index);
+                self.params = 1;
+                Place {
+                    call: self.call,
+                    starts: true,
+                    repeats: self.tool.clone(),
+                    ..Place::default()
+                }
+            }
+            Some(slot) => Place {
+                call: self.call,
+                slot,
+                duplicate: true,
+                ..Place::default()
+            },
+            None => {
+                self.params += 1;
+                Place {
+                    call: self.call,
+                    slot: self.params - 1,
+                    ..Place::default()
+                }
+            }
+        };
+        self.keys.insert(hash, index);
+        place
+    }
+
+    /// `entry`, just complete: the current call's tool is known when it is its command.
+    fn entry_closed(&mut self, buf: &str, entry: &Entry) {
+        if entry.place.command && !self.chained && entry.place.call == self.call {
+            self.tool = tool_range(buf, entry).map(|r| (r, entry.span));
+        }
+    }
+}
+
 /// Builds one block from the scanner's region events (the TAM protocol layer).
 #[derive(Debug, Default)]
 struct BlockBuilder {
@@ -369,6 +540,10 @@ struct BlockBuilder {
     seg_line_start: bool,
     /// The key of the value being read, if it had one.
     pending_key: Option<Range<usize>>,
+    /// Its place (`None` for a key over the length limit).
+    pending_place: Option<Place>,
+    /// Which call each entry goes to.
+    calls: CallTracker,
     /// The opener at this offset was accepted by `accept_region` (its segment is read).
     accepted_at: Option<usize>,
     /// An open run of stray text (buffer range), reported when an entry, comment or the
@@ -424,14 +599,8 @@ fn key_too_long(key_len: usize, max: usize, span: Span, raw: &str) -> Diagnostic
     .with_raw(ByteString::from(raw))
 }
 
-/// The call a command entry opens and its tool id (trimmed, a range of `buf`), if `entry`
-/// is a command with a non-blank value.
-fn command_of(buf: &str, entry: &Entry, dialect: Dialect) -> Option<(u64, Range<usize>)> {
-    let canonical = canonical_key(&buf[entry.key.clone()]);
-    let call = match dialect {
-        Dialect::Tam => command_number(&canonical).map(|n| n.unwrap_or(0)),
-        Dialect::Vcp => (canonical == "toolname").then_some(0),
-    }?;
+/// The entry's value trimmed (a range of `buf`), if it is not blank.
+fn tool_range(buf: &str, entry: &Entry) -> Option<Range<usize>> {
     let value = &buf[entry.value.clone()];
     let tool = value.trim();
     if tool.is_empty() {
@@ -439,15 +608,36 @@ fn command_of(buf: &str, entry: &Entry, dialect: Dialect) -> Option<(u64, Range<
     }
     let offset = tool.as_ptr() as usize - value.as_ptr() as usize;
     let start = entry.value.start + offset;
-    Some((call, start..start + tool.len()))
+    Some(start..start + tool.len())
 }
 
-fn command_seen(buf: &str, entry: &Entry, dialect: Dialect, out: &mut impl FnMut(Event<'_>)) {
-    if let Some((call, tool)) = command_of(buf, entry, dialect) {
+/// The `CommandSeen` of a command entry with a non-blank value.
+fn command_seen(buf: &str, entry: &Entry, out: &mut impl FnMut(Event<'_>)) {
+    if !entry.place.command {
+        return;
+    }
+    if let Some(tool) = tool_range(buf, entry) {
         out(Event::CommandSeen {
-            call,
+            call: entry.place.call,
             tool: ByteString::from(&buf[tool]),
             span: entry.span,
+        });
+    }
+}
+
+/// The `CommandSeen` of a call started by a parameter key: the tool it repeats, with the
+/// span of that tool's command entry.
+fn repeat_seen(
+    buf: &str,
+    call: u64,
+    repeats: Option<&(Range<usize>, Span)>,
+    out: &mut impl FnMut(Event<'_>),
+) {
+    if let Some((tool, span)) = repeats {
+        out(Event::CommandSeen {
+            call,
+            tool: ByteString::from(&buf[tool.clone()]),
+            span: *span,
         });
     }
 }
@@ -457,6 +647,8 @@ impl BlockBuilder {
         self.seg_start = body_start;
         self.seg_line_start = true;
         self.pending_key = None;
+        self.pending_place = None;
+        self.calls.reset();
         self.accepted_at = None;
         self.stray = None;
         self.entries.clear();
@@ -484,6 +676,7 @@ impl BlockBuilder {
             diags,
             entries,
             complete,
+            calls,
             ..
         } = self;
         let key = parse_segment(&buf[base..end], line_start, expect_key, |item| match item {
@@ -520,12 +713,17 @@ impl BlockBuilder {
                         preview(&buf[value.clone()])
                     ),
                 ));
-                entries.push(Entry {
+                let place = calls.place(buf, key.clone(), entries, config.dialect);
+                let entry = Entry {
+                    key_span: span(key.clone()),
                     key,
                     value,
                     text,
                     span: entry_span,
-                });
+                    place,
+                };
+                calls.entry_closed(buf, &entry);
+                entries.push(entry);
             }
         });
         key.map(|k| base + k.start..base + k.end)
@@ -540,8 +738,13 @@ impl BlockBuilder {
         match key {
             Some(k) => {
                 flush_stray(&mut self.stray, &mut self.diags, buf, |r| view.span(r));
-                self.open = (self.param_events && k.len() <= config.max_key_len)
-                    .then(|| OpenValue::new(k.clone(), marker.end));
+                let kept = k.len() <= config.max_key_len;
+                self.open =
+                    (self.param_events && kept).then(|| OpenValue::new(k.clone(), marker.end));
+                self.pending_place = kept.then(|| {
+                    self.calls
+                        .place(buf, k.clone(), &self.entries, config.dialect)
+                });
                 self.pending_key = Some(k);
                 true
             }
@@ -549,6 +752,7 @@ impl BlockBuilder {
                 let start = self.stray.as_ref().map_or(marker.start, |s| s.start);
                 self.stray = Some(start..marker.end);
                 self.pending_key = None;
+                self.pending_place = None;
                 self.open = None;
                 self.seg_start = marker.end;
                 self.seg_line_start = false;
@@ -558,17 +762,18 @@ impl BlockBuilder {
     }
 
     /// Emits the `Param*` events of bare-bracket entries read so far, then the open
-    /// value's `ParamStart`.
+    /// value's `ParamStart`; each preceded by the `CommandSeen` of the call it starts, when
+    /// it starts one by repeating a key.
     fn announce(
         &mut self,
         buf: &str,
         span: impl Fn(Range<usize>) -> Span,
-        dialect: Dialect,
         out: &mut impl FnMut(Event<'_>),
     ) {
         for e in &self.entries[self.announced..] {
+            repeat_seen(buf, e.place.call, e.place.repeats.as_ref(), out);
             if !self.param_events {
-                command_seen(buf, e, dialect, out);
+                command_seen(buf, e, out);
                 continue;
             }
             out(Event::ParamStart {
@@ -582,9 +787,14 @@ impl BlockBuilder {
                 });
             }
             out(Event::ParamEnd { span: e.span });
-            command_seen(buf, e, dialect, out);
+            command_seen(buf, e, out);
         }
         self.announced = self.entries.len();
+        if let Some(place) = &mut self.pending_place
+            && let Some(repeats) = place.repeats.take()
+        {
+            repeat_seen(buf, place.call, Some(&repeats), out);
+        }
         if let Some(open) = &mut self.open
             && !open.started
         {
@@ -604,11 +814,15 @@ impl BlockBuilder {
         dialect: Dialect,
         out: &mut impl FnMut(Event<'_>),
     ) {
-        if self.open.is_none() && self.announced == self.entries.len() {
+        let call_starts = self
+            .pending_place
+            .as_ref()
+            .is_some_and(|p| p.repeats.is_some());
+        if self.open.is_none() && self.announced == self.entries.len() && !call_starts {
             return;
         }
         let buf = view.buf();
-        self.announce(buf, |r| view.span(r), dialect, out);
+        self.announce(buf, |r| view.span(r), out);
         if let Some(open) = &mut self.open {
             let limit = open.limit(buf.as_bytes(), settled, dialect.end_marker().as_bytes());
             if limit > open.streamed {
@@ -634,10 +848,11 @@ impl BlockBuilder {
         out: &mut impl FnMut(Event<'_>),
     ) {
         let buf = view.buf();
-        self.announce(buf, |r| view.span(r), config.dialect, out);
+        self.announce(buf, |r| view.span(r), out);
         self.seg_start = marker.end;
         self.seg_line_start = false;
         let open = self.open.take();
+        let place = self.pending_place.take();
         let Some(key) = self.pending_key.take() else {
             if let Some(s) = &mut self.stray {
                 s.end = marker.end;
@@ -672,7 +887,10 @@ impl BlockBuilder {
             value: content.clone(),
             text: key.start..marker.end,
             span,
+            key_span: view.span(key.clone()),
+            place: place.unwrap_or_default(),
         };
+        self.calls.entry_closed(buf, &entry);
         if let Some(open) = open {
             if content.end > open.streamed {
                 let r = open.streamed..content.end;
@@ -683,7 +901,7 @@ impl BlockBuilder {
             }
             out(Event::ParamEnd { span });
         }
-        command_seen(buf, &entry, config.dialect, out);
+        command_seen(buf, &entry, out);
         self.entries.push(entry);
         self.announced = self.entries.len();
     }
@@ -700,12 +918,13 @@ impl BlockBuilder {
         self.read_segment(raw, body_end, false, config, span);
         flush_stray(&mut self.stray, &mut self.diags, raw, span);
         self.open = None;
-        self.announce(raw, span, config.dialect, out);
+        self.announce(raw, span, out);
         let mut diags = std::mem::take(&mut self.diags);
         let calls = build_calls(
             raw,
             &self.entries,
             config.dialect.rules(),
+            self.calls.chained,
             config.max_calls,
             closed.span,
             &mut diags,

@@ -106,8 +106,13 @@ impl Code {
     pub const MISSING_VALUE_CLOSE: Code = Code("missing_value_close");
     /// A chained-call parameter whose call does not exist (error).
     pub const ORPHAN_PARAMETER: Code = Code("orphan_parameter");
-    /// A key given twice for one call; the last value wins (warning).
+    /// A key given twice for one call; the last value wins (warning). In a block
+    /// without chain numbers this happens only before the block's first command.
     pub const DUPLICATE_PARAMETER: Code = Code("duplicate_parameter");
+    /// A block without chain numbers repeats a key, which starts a new call: a second
+    /// `command` (a call of the tool it names) or a parameter key the current call already
+    /// has (another call of the current call's tool) (warning; the span is the key's).
+    pub const IMPLICIT_CALL: Code = Code("implicit_call");
     /// A command whose value is blank; the call is dropped (error).
     pub const EMPTY_COMMAND: Code = Code("empty_command");
     /// A block without any command; the block has no calls (error).
@@ -271,13 +276,14 @@ mod serde_impls {
     }
 
     /// This crate's codes: deserialized without interning.
-    const KNOWN: [Code; 14] = [
+    const KNOWN: [Code; 15] = [
         Code::STRAY_TEXT,
         Code::VALUE_CONTAINS_OPEN_MARKER,
         Code::UNTERMINATED_BLOCK,
         Code::MISSING_VALUE_CLOSE,
         Code::ORPHAN_PARAMETER,
         Code::DUPLICATE_PARAMETER,
+        Code::IMPLICIT_CALL,
         Code::EMPTY_COMMAND,
         Code::MISSING_COMMAND,
         Code::BLOCK_TOO_LARGE,

@@ -128,10 +128,51 @@ pub(crate) fn parse_segment(
 
 /// The canonical form of a key: lowercase with `_` and `-` removed.
 pub fn canonical_key(key: &str) -> String {
+    canonical_chars(key).collect()
+}
+
+/// The characters of [`canonical_key`]`(key)`, computed as they are read (no allocation).
+pub(crate) fn canonical_chars(key: &str) -> impl Iterator<Item = char> + '_ {
     key.chars()
         .filter(|&c| c != '_' && c != '-')
         .flat_map(char::to_lowercase)
-        .collect()
+}
+
+/// True when two keys as written have one canonical form.
+pub(crate) fn same_canonical(a: &str, b: &str) -> bool {
+    canonical_chars(a).eq(canonical_chars(b))
+}
+
+/// A key as written, hashed by its canonical form (no allocation).
+pub(crate) struct CanonicalKey<'a>(pub &'a str);
+
+impl std::hash::Hash for CanonicalKey<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        for c in canonical_chars(self.0) {
+            state.write_u32(u32::from(c));
+        }
+    }
+}
+
+/// [`command_number`] of a key as written (its canonical form, without building it).
+pub(crate) fn written_command_number(key: &str) -> Option<Option<u64>> {
+    let mut chars = canonical_chars(key);
+    for want in "command".chars() {
+        if chars.next()? != want {
+            return None;
+        }
+    }
+    let mut number: Option<u64> = None;
+    for c in chars {
+        let digit = c.to_digit(10).filter(|_| c.is_ascii_digit())?;
+        number = Some(
+            number
+                .unwrap_or(0)
+                .checked_mul(10)?
+                .checked_add(u64::from(digit))?,
+        );
+    }
+    Some(number)
 }
 
 /// True when `key` is already canonical (so the canonical key can borrow it).
@@ -277,6 +318,27 @@ mod tests {
         assert_eq!(command_number("command007"), Some(Some(7)));
         assert_eq!(command_number("commands"), None);
         assert_eq!(command_number("command99999999999999999999999"), None);
+        for written in [
+            "command",
+            "Command_10",
+            "COMMAND-007",
+            "commands",
+            "command99999999999999999999999",
+            "command18446744073709551615",
+            "command18446744073709551616",
+            "cmd",
+            "comm_and",
+            "command٣",
+            "",
+        ] {
+            assert_eq!(
+                written_command_number(written),
+                command_number(&canonical_key(written)),
+                "{written}"
+            );
+        }
+        assert!(same_canonical("file_Path", "FILEPATH"));
+        assert!(!same_canonical("file_path", "file_path2"));
         assert_eq!(digit_suffix("filepath12"), Some((8, 12)));
         assert_eq!(digit_suffix("sha256"), Some((3, 256)));
         assert_eq!(digit_suffix("path"), None);

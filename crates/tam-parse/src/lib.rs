@@ -38,6 +38,43 @@
 //! problem is a [`Diagnostic`] with a stable [`Code`]; nothing the model wrote is dropped
 //! silently: it is text, part of a call, or inside a diagnostic.
 //!
+//! # How a block becomes calls
+//!
+//! * **Chained** — some key canonicalises to `command<digits>`: `commandN` opens call N,
+//!   a key ending in the digits of an existing call belongs to it (suffix stripped), the
+//!   rest to call 0 (an unsuffixed `command`) or error `orphan_parameter`; calls run in
+//!   ascending number. A key given twice in one call: the last value wins, warning
+//!   `duplicate_parameter`.
+//! * **Without chain numbers** — calls follow one another in the order written. Models
+//!   list several calls of one tool by repeating keys, so a repeated key starts a new
+//!   call, with warning `implicit_call` (span: the key):
+//!   ```text
+//!   command:「始」spotify_play「末」   call 0: spotify_play
+//!   artist:「始」Taylor Swift「末」    call 0
+//!   duration:「始」20「末」            call 0
+//!   artist:「始」Maroon 5「末」        artist again: call 1, spotify_play again
+//!   duration:「始」15「末」            call 1
+//!   command:「始」clock「末」          a second command: call 2, clock
+//!   ```
+//!   - a `command` after the first starts a call of the tool it names;
+//!   - a parameter key the current call already has (compared canonically: `filePath`,
+//!     `file_path` and `FILEPATH` are one key) starts another call of the current call's
+//!     tool; the new call's [`Call::span`] is then the command entry of the call it
+//!     repeats;
+//!   - parameters written before the first `command` belong to the first call (the call
+//!     that command names); a key given twice there has no tool to repeat yet, so the
+//!     last value wins, warning `duplicate_parameter`;
+//!   - [`Call::index`] is the call's place in the block, from 0.
+//!
+//!   No key, once read, is read again to decide this: each key is hashed by its canonical
+//!   form when it is read and looked up among the current call's keys (O(1) per entry), so
+//!   [`Event::CommandSeen`] announces a new call before its first value streams.
+//! * **VCP** — one call per block, named by `tool_name`; every other key is a parameter;
+//!   a key given twice: the last wins, `duplicate_parameter`.
+//!
+//! In every form, a blank command drops its call (`empty_command`, also for the calls that
+//! repeat it), and a block without any command has no calls (`missing_command`).
+//!
 //! # Blocks that never close, cut streams, what small models write
 //!
 //! * A block that never closes (end of stream, [`Decoder::finish_cut`], or a second start
@@ -60,8 +97,12 @@
 //! [`Event::ParamEnd`] (span = the entry = [`Param::span`]) report each entry while it is
 //! written; [`Event::CommandSeen`] is the "call begins" event. Pieces borrow the block
 //! buffer (no allocation per delta) and, concatenated, equal the entry's value exactly.
-//! TAM has no call-end event: which call a chained key belongs to is decided at the block
-//! end, and the [`Event::Block`] is authoritative.
+//! In a block without chain numbers a value belongs to the call of the last
+//! `CommandSeen` before its `ParamStart` (call 0 before any): a call started by a repeated
+//! key is announced before that key's `ParamStart`, identically however the stream is
+//! split. TAM has no call-end event: which call a chained key belongs to is decided at the
+//! block end, and the [`Event::Block`] is authoritative — also over the calls announced
+//! while a block was read as one without chain numbers and a `commandN` came later.
 //!
 //! # Decisions
 //!
@@ -115,8 +156,8 @@
 //! on the struct, and a marker candidate undecided at the end of a delta is looked at again
 //! at most once more per delta, for at most the marker's length. Searches are
 //! `memchr`/`memmem`. Inside a block, the text between values is read once more to find
-//! keys, and each value once more to check for a stray `「始」` (and, while it streams,
-//! once to find an end marker in it). Many blocks in one delta stay O(n): a block's pushes
+//! keys (and each key once more to hash its canonical form), and each value once more to
+//! check for a stray `「始」` (and, while it streams, once to find an end marker in it). Many blocks in one delta stay O(n): a block's pushes
 //! grow geometrically from 256 bytes, so bytes copied past its end marker stay within
 //! twice its size (the test `many_blocks_in_one_delta_cost_the_same_per_block` checks the
 //! bytes allocated per block for 1 to 1000 blocks in one delta).

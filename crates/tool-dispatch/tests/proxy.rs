@@ -339,6 +339,23 @@ async fn parallel_tool_calls_false_gives_the_first_call_only() {
     assert_eq!(arguments(&got.calls[1].2), json!({"city": "Rome"}));
 }
 
+/// A block without chain numbers that repeats a key holds several calls (SPEC §2.4): the
+/// first streams, and the parameters after the next call begins are not streamed into it.
+#[tokio::test]
+async fn a_repeated_command_starts_a_call_that_does_not_stream_into_the_first() {
+    let block = "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」a.txt「末」\ncommand:「始」write_file「末」\ncontent:「始」hello「末」\npath:「始」b.txt「末」\n<|[END_TOOL]|>";
+    let upstream = ScriptedUpstream::always(deltas_reply(block, 5, "stop")).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let got = stream(&proxy, request(json!({"tools": [writer_tool()]}))).await;
+    assert_eq!(got.error, None);
+    assert_eq!(got.calls.len(), 2, "{}", got.content);
+    assert_eq!(arguments(&got.calls[0].2), json!({"path": "a.txt"}));
+    assert_eq!(
+        arguments(&got.calls[1].2),
+        json!({"content": "hello", "path": "b.txt"})
+    );
+}
+
 #[tokio::test]
 async fn arguments_that_do_not_validate_come_as_written() {
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」a few「末」\n<|[END_TOOL]|>";

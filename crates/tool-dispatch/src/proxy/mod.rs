@@ -99,7 +99,8 @@
 //! * **When a call is a call.** As soon as the tool id is known and offered and the call
 //!   limit allows: an ACTION call element's start tag is complete (`CallStart`) in the
 //!   reply's first ACTION block, or a TAM block's unchained `command` value closed
-//!   (`CommandSeen`, chain number 0; chained `command1`… calls and a second `command`
+//!   (`CommandSeen`, chain number 0; chained `command1`… calls, and the later calls of a
+//!   block without chain numbers — a second `command`, a repeated key —
 //!   are emitted whole at the block's close). Then the call's first chunk goes out
 //!   (`index`, `id`, `function.name`, empty `arguments`).
 //! * **Which parameters stream.** A parameter of such a call written after that point

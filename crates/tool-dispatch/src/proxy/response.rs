@@ -411,9 +411,19 @@ impl Emitter {
                     self.content(raw);
                 }
             }
-            // Calls that do not stream: a later TAM call of a chain, a call in an ACTION
-            // block after the first (they come with their block, or not at all).
-            MixedEvent::CommandSeen { .. } | MixedEvent::CallStart { .. } => {}
+            // A later TAM call begins (of a chain, or a call started by a repeated key):
+            // what follows is not the streamed call's; it comes with the block.
+            MixedEvent::CommandSeen { .. } => {
+                if let Some(open) = &mut self.open
+                    && open.protocol == MixedProtocol::Tam
+                {
+                    open.current = None;
+                    open.param = None;
+                }
+            }
+            // Calls that do not stream: a call in an ACTION block after the first (they
+            // come with their block, or not at all).
+            MixedEvent::CallStart { .. } => {}
         }
     }
 
