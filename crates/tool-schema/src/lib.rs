@@ -165,6 +165,7 @@ mod error;
 pub mod export;
 mod id;
 mod keys;
+mod literal;
 pub mod load;
 pub mod prompt;
 mod shape;
