@@ -8,8 +8,8 @@ use std::fmt;
 use serde_json::{Map, Number, Value};
 
 use crate::Error;
-use crate::literal::{self, LiteralError};
 use crate::keys::{KeyMatch, canonical_chars, suggest};
+use crate::literal::{self, LiteralError};
 use crate::shape::{ExtraKeys, ObjectShape, Property, Shape, TypeSet};
 
 /// Where a value sits in the arguments, built on the stack and rendered only for messages.
@@ -138,7 +138,10 @@ impl Coercion {
     /// Coerces one member of an object. At the top level coercion is per argument: when
     /// anything inside the value was reported, the argument stays exactly as written.
     fn member(&mut self, shape: &Shape, value: Value, path: &ValuePath<'_>, root: bool) -> Value {
-        if !root {
+        // Text for a shape that takes text comes back unchanged whatever is reported (an
+        // enum miss): no copy of what may be a whole file's content is needed.
+        let unchanged = value.is_string() && shape.types.contains(TypeSet::STRING);
+        if !root || unchanged {
             return self.value(shape, value, path);
         }
         let before = self.errors.len();

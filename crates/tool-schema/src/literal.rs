@@ -43,7 +43,10 @@ impl fmt::Display for LiteralError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LiteralError::TooDeep => {
-                write!(f, "arrays and objects nested deeper than {MAX_DEPTH} levels")
+                write!(
+                    f,
+                    "arrays and objects nested deeper than {MAX_DEPTH} levels"
+                )
             }
             LiteralError::Syntax { offset, message } => write!(f, "{message} at byte {offset}"),
         }

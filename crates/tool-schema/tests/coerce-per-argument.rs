@@ -93,7 +93,7 @@ fn one_bad_argument_stays_as_written_and_the_others_are_typed() {
     // Garbage for a scalar: the same.
     let errors = fails(&[("lower_limit", "lots"), ("ratio", "0.5"), ("ids", "[1, 2]")]);
     assert!(matches!(
-        &errors.errors()[..],
+        errors.errors(),
         [Error::WrongType { path, expected, .. }] if path == "lower_limit" && expected == "an integer"
     ));
     let (arguments, problems) = errors.into_parts();
@@ -150,7 +150,11 @@ fn python_and_javascript_lists() {
 #[test]
 fn comma_lists_for_numbers_and_booleans() {
     for written in ["3,4,5", "3, 4, 5", " 3 ,4,5, "] {
-        assert_eq!(ok(&[("ids", written)])["ids"], json!([3, 4, 5]), "{written:?}");
+        assert_eq!(
+            ok(&[("ids", written)])["ids"],
+            json!([3, 4, 5]),
+            "{written:?}"
+        );
     }
     assert_eq!(
         ok(&[("weights", "0.5, 2, 1e1")])["weights"],
@@ -366,7 +370,10 @@ fn deep_nesting_is_a_diagnostic_not_a_stack_overflow() {
     let within = format!("{}{}", "[".repeat(40), "]".repeat(40));
     let tool = tool(json!({"type": "object", "properties": {"a": {"type": "array"}}}));
     let out = tool
-        .coerce([("a", json!(format!("{}'x'{}", &within[..40], &within[40..])))], KeyMatch::Exact)
+        .coerce(
+            [("a", json!(format!("{}'x'{}", &within[..40], &within[40..])))],
+            KeyMatch::Exact,
+        )
         .unwrap();
     let mut depth = 0;
     let mut value = &out["a"];
@@ -389,10 +396,13 @@ fn the_validator_still_runs_on_fully_typed_arguments() {
     let errors = tool
         .coerce(text(&[("level", "0"), ("ids", "1,2")]), KeyMatch::Exact)
         .unwrap_err();
-    assert!(matches!(&errors.errors()[..], [Error::SchemaViolation { path, .. }] if path == "level"));
+    assert!(matches!(errors.errors(), [Error::SchemaViolation { path, .. }] if path == "level"));
     // Every argument is typed: the walk found nothing.
-    let expected: Map<String, Value> = [("level".to_owned(), json!(0)), ("ids".to_owned(), json!([1, 2]))]
-        .into_iter()
-        .collect();
+    let expected: Map<String, Value> = [
+        ("level".to_owned(), json!(0)),
+        ("ids".to_owned(), json!([1, 2])),
+    ]
+    .into_iter()
+    .collect();
     assert_eq!(errors.into_arguments(), expected);
 }

@@ -45,7 +45,8 @@ fn is_integer(value: &Value) -> bool {
 
 /// Whether `value` is what the parameter `key` of [`every_type`] declares.
 fn typed(key: &str, value: &Value) -> bool {
-    let all = |check: &dyn Fn(&Value) -> bool| value.as_array().is_some_and(|a| a.iter().all(check));
+    let all =
+        |check: &dyn Fn(&Value) -> bool| value.as_array().is_some_and(|a| a.iter().all(check));
     match key {
         "s" => value.is_string(),
         "i" => is_integer(value),
@@ -58,7 +59,10 @@ fn typed(key: &str, value: &Value) -> bool {
             item.as_object()
                 .is_some_and(|members| members.get("x").is_none_or(is_integer))
         }),
-        "aa" => all(&|item| item.as_array().is_some_and(|a| a.iter().all(Value::is_number))),
+        "aa" => all(&|item| {
+            item.as_array()
+                .is_some_and(|a| a.iter().all(Value::is_number))
+        }),
         "e" => [json!(1), json!("one"), json!(true)].contains(value),
         _ => false,
     }
@@ -99,7 +103,13 @@ fn python(value: &Value, trailing: bool) -> String {
         Value::Object(members) => {
             let members: Vec<String> = members
                 .iter()
-                .map(|(key, value)| format!("{}: {}", python(&Value::from(key.as_str()), false), python(value, trailing)))
+                .map(|(key, value)| {
+                    format!(
+                        "{}: {}",
+                        python(&Value::from(key.as_str()), false),
+                        python(value, trailing)
+                    )
+                })
                 .collect();
             format!("{{{}{comma}}}", members.join(", "))
         }
@@ -109,7 +119,9 @@ fn python(value: &Value, trailing: bool) -> String {
 fn scalar() -> impl Strategy<Value = Value> {
     prop_oneof![
         any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
         any::<bool>().prop_map(Value::from),
         any::<String>().prop_map(Value::from),
         Just(Value::Null),
