@@ -1,6 +1,8 @@
 //! Coercion of arbitrary arguments against arbitrary parameter schemas: compiling the
 //! schema and coercing must never panic, whatever either holds, and every error must
-//! print.
+//! print. Coercion is per argument, and that is checked too: an argument whose key is a
+//! declared property comes back either exactly as written (when a problem was reported at
+//! or inside it) or with a type its property's `type` allows (when none was).
 //!
 //! Input layout: `[flags] [rest …]`. Flag bit 0 picks [`KeyMatch::Exact`] (else
 //! canonical). With flag bit 1 set, `rest` is JSON text: a schema followed by the
@@ -8,13 +10,17 @@
 //! are of that form. Without it, `rest` drives a generator of schemas built from the
 //! keywords coercion reads (`type`, `properties`, `required`, `additionalProperties`,
 //! `enum`, `items`, `default`) and a few it leaves to the validator, and of arguments
-//! that are mostly the text a model writes.
+//! that are mostly the text a model writes: numbers, booleans, JSON, Python and
+//! JavaScript literals (`['a', 'b',]`, `{'k': None}`), comma-separated lists, and
+//! brackets nested far past the readers' depth limit.
 #![no_main]
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Number, Value};
-use tool_schema::{CompiledTool, Implementation, KeyMatch, ToolDefinition, ToolId};
+use tool_schema::{
+    CompiledTool, Error, Implementation, KeyMatch, ToolDefinition, ToolId, canonical_key,
+};
 
 const NAMES: &[&str] = &[
     "path",
@@ -62,6 +68,26 @@ const TEXTS: &[&str] = &[
     "abc",
     "a,b",
     "文字",
+    "3,5",
+    "3, 4, 5",
+    "3, 4, 5,",
+    "3,,5",
+    "true, FALSE",
+    "Paris, France",
+    "[3, 5]",
+    "[3, 5,]",
+    "['Sam', 'Alice']",
+    "[True, False, None]",
+    "[[1, 2], [3]]",
+    "[{'name': 'x', 'age': '3'}]",
+    "{'a': 1, 'b': None}",
+    "{'a': [1, 'x',], b: True,}",
+    "{a: undefined}",
+    "[Sam, Alice]",
+    "['it\\'s', \"q\"]",
+    "['\\x41\\u00e9\\ud83d\\ude00']",
+    "[1e400]",
+    "[draft] notes",
 ];
 const PATTERNS: &[&str] = &["^a", "[0-9]+", "(a|b)*c", "\\d{2,}", "^$", "(", "\\p{Han}"];
 
@@ -86,10 +112,87 @@ fn number(u: &mut Unstructured<'_>) -> Result<Value> {
     })
 }
 
+/// Text in the styles models write arrays and objects in, well formed or not.
+fn literal(u: &mut Unstructured<'_>, depth: u32) -> Result<String> {
+    let kinds = if depth == 0 { 5 } else { 8 };
+    Ok(match u.int_in_range(0..=kinds)? {
+        0 => u.int_in_range(-3i64..=20)?.to_string(),
+        1 => number(u)?.to_string(),
+        2 => pick(
+            u,
+            &["True", "False", "None", "true", "null", "undefined", "NaN"],
+        )?
+        .to_owned(),
+        3 => {
+            let quote = if u.arbitrary()? { '\'' } else { '"' };
+            let body: String = u.arbitrary()?;
+            let escape = pick(u, &["", "\\'", "\\n", "\\x4", "\\u00e9", "\\ud83d", "\\"])?;
+            let close = if u.ratio(7, 8)? {
+                quote.to_string()
+            } else {
+                String::new()
+            };
+            format!("{quote}{body}{escape}{close}")
+        }
+        4 => u.arbitrary()?,
+        5 => pick(u, TEXTS)?.to_owned(),
+        6 => {
+            // A list: bracketed or not, with `,` or `, `, maybe a trailing comma.
+            let n = u.int_in_range(0..=4)?;
+            let items = (0..n)
+                .map(|_| literal(u, depth - 1))
+                .collect::<Result<Vec<_>>>()?;
+            let separator = if u.arbitrary()? { "," } else { ", " };
+            let trailing = if u.ratio(1, 4)? { "," } else { "" };
+            let list = items.join(separator);
+            match u.int_in_range(0..=3)? {
+                0 => format!("{list}{trailing}"),
+                1 => format!("[{list}{trailing}"),
+                _ => format!("[{list}{trailing}]"),
+            }
+        }
+        7 => {
+            let n = u.int_in_range(0..=3)?;
+            let mut members = Vec::new();
+            for _ in 0..n {
+                let key = name(u)?;
+                let key = match u.int_in_range(0..=2)? {
+                    0 => format!("'{key}'"),
+                    1 => format!("\"{key}\""),
+                    _ => key,
+                };
+                members.push(format!("{key}: {}", literal(u, depth - 1)?));
+            }
+            let trailing = if u.ratio(1, 4)? { "," } else { "" };
+            let close = if u.ratio(7, 8)? { "}" } else { "" };
+            format!("{{{}{trailing}{close}", members.join(", "))
+        }
+        _ => {
+            // Nesting past the readers' limits (64 levels, serde_json's 128).
+            let levels = usize::from(u.arbitrary::<u16>()? % 2_000);
+            let open = pick(u, &["[", "{'a': ", "['x', ", "[{'a': "])?;
+            let close = match open {
+                "[" => "]",
+                "{'a': " => "}",
+                "['x', " => "]",
+                _ => "}]",
+            };
+            let inner = pick(u, &["", "1", "'x'"])?;
+            let closing = if u.arbitrary()? {
+                close.repeat(levels)
+            } else {
+                String::new()
+            };
+            format!("{}{inner}{closing}", open.repeat(levels))
+        }
+    })
+}
+
 fn value(u: &mut Unstructured<'_>, depth: u32) -> Result<Value> {
     let kinds = if depth == 0 { 5 } else { 7 };
     Ok(match u.int_in_range(0..=kinds)? {
-        0 | 1 => Value::from(pick(u, TEXTS)?),
+        0 => Value::from(pick(u, TEXTS)?),
+        1 => Value::String(literal(u, 3)?),
         2 => Value::String(u.arbitrary()?),
         3 => number(u)?,
         4 => Value::Bool(u.arbitrary()?),
@@ -225,7 +328,7 @@ fn json_arguments(v: Value) -> Vec<(String, Value)> {
 
 fn run(parameters: Value, args: Vec<(String, Value)>, keys: KeyMatch) {
     let id = ToolId::parse("fuzz:tool").expect("a valid id");
-    let definition = ToolDefinition::new(id, "fuzzed", parameters, Implementation::Service);
+    let definition = ToolDefinition::new(id, "fuzzed", parameters.clone(), Implementation::Service);
     let tool = match CompiledTool::new(definition) {
         Ok(tool) => tool,
         Err(e) => {
@@ -233,12 +336,98 @@ fn run(parameters: Value, args: Vec<(String, Value)>, keys: KeyMatch) {
             return;
         }
     };
-    match tool.coerce(args, keys) {
-        Ok(coerced) => {
-            let _ = Value::Object(coerced).to_string();
-        }
+    let (coerced, errors) = match tool.coerce(args.clone(), keys) {
+        Ok(coerced) => (coerced, Vec::new()),
         Err(errors) => {
             let _ = errors.to_string();
+            errors.into_parts()
+        }
+    };
+    let _ = Value::Object(coerced.clone()).to_string();
+    check_per_argument(&parameters, &args, &coerced, &errors);
+}
+
+/// Where a problem the coercion walk reports sits; `None` for the validator's findings,
+/// which come only when every argument was typed.
+fn walk_path(error: &Error) -> Option<&str> {
+    match error {
+        Error::WrongType { path, .. }
+        | Error::UnreadableValue { path, .. }
+        | Error::NotInEnum { path, .. }
+        | Error::UnknownParameter { path, .. }
+        | Error::MissingParameter { path, .. }
+        | Error::DuplicateParameter { path, .. } => Some(path),
+        _ => None,
+    }
+}
+
+/// Whether `value` has one of the JSON Schema `type`s in `types` (a name or a list).
+fn has_type(types: &Value, value: &Value) -> bool {
+    let one = |name: &str| match name {
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "null" => value.is_null(),
+        _ => true,
+    };
+    match types {
+        Value::String(name) => one(name),
+        Value::Array(names) if !names.is_empty() => names.iter().filter_map(Value::as_str).any(one),
+        _ => true,
+    }
+}
+
+/// Per-argument coercion: each argument whose key is exactly a declared property is
+/// either exactly as written (something was reported at or inside it) or of a declared
+/// type (nothing was). Checked only where paths cannot be confused: no repeated key (even
+/// canonically) and no `.` or `[` in any key or property name.
+fn check_per_argument(
+    parameters: &Value,
+    args: &[(String, Value)],
+    coerced: &Map<String, Value>,
+    errors: &[Error],
+) {
+    let Some(properties) = parameters.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    let plain = |key: &str| !key.contains(['.', '[']);
+    if !(args.iter().all(|(key, _)| plain(key.as_str()))
+        && properties.keys().all(|key| plain(key.as_str())))
+    {
+        return;
+    }
+    let mut canonical: Vec<String> = args.iter().map(|(key, _)| canonical_key(key)).collect();
+    canonical.sort();
+    canonical.dedup();
+    if canonical.len() != args.len() {
+        return;
+    }
+    for (key, written) in args {
+        let Some(property) = properties.get(key) else {
+            continue;
+        };
+        let reported = errors.iter().filter_map(walk_path).any(|path| {
+            path.strip_prefix(key.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+        });
+        let value = coerced.get(key);
+        if reported {
+            assert_eq!(
+                value,
+                Some(written),
+                "'{key}' reported but not kept as written"
+            );
+        } else {
+            let value = value.unwrap_or_else(|| panic!("'{key}' typed but missing"));
+            if let Some(types) = property.get("type") {
+                assert!(
+                    has_type(types, value),
+                    "'{key}' typed as {value}, not {types}"
+                );
+            }
         }
     }
 }

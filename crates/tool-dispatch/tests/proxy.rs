@@ -367,6 +367,17 @@ async fn arguments_that_do_not_validate_come_as_written() {
         arguments(&got.calls[0].2),
         json!({"city": "Paris", "days": "a few"})
     );
+
+    // Per argument (SPEC §4): an unknown key comes as written, and `days` is still typed.
+    let block = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\nDays:「始」3「末」\nunit:「始」C「末」\n<|[END_TOOL]|>";
+    let upstream = ScriptedUpstream::always(Reply::content(&[block], "stop")).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let got = stream(&proxy, request(json!({}))).await;
+    assert_eq!(got.calls.len(), 1);
+    assert_eq!(
+        arguments(&got.calls[0].2),
+        json!({"city": "Paris", "days": 3, "unit": "C"})
+    );
 }
 
 #[tokio::test]

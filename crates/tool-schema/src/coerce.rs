@@ -1,5 +1,7 @@
 //! Argument coercion: text and loosely typed JSON values turned into what a tool's schema
-//! declares, with every problem collected.
+//! declares, with every problem collected. Coercion is per argument: a top-level argument
+//! whose value (or anything inside it) cannot take its schema stays as written, and every
+//! other argument is still typed.
 
 use std::fmt;
 
@@ -7,6 +9,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::Error;
 use crate::keys::{KeyMatch, canonical_chars, suggest};
+use crate::literal::{self, LiteralError};
 use crate::shape::{ExtraKeys, ObjectShape, Property, Shape, TypeSet};
 
 /// Where a value sits in the arguments, built on the stack and rendered only for messages.
@@ -58,6 +61,8 @@ impl Coercion {
         let mut given: Vec<Option<(K, Value)>> = Vec::new();
         given.resize_with(shape.properties.len(), || None);
         let mut extra = Map::new();
+        let mut unknown = Vec::new();
+        let root = matches!(path, ValuePath::Root);
         // Properties an unknown key was taken for: their absence is the same mistake, not a
         // second one (`Unknown parameter 'playerId', did you mean 'player_id'?` alone).
         let mut suggested = vec![false; shape.properties.len()];
@@ -85,13 +90,17 @@ impl Coercion {
                             path: ValuePath::Key(path, raw).to_string(),
                             suggestion: suggestion
                                 .map(|name| ValuePath::Key(path, name).to_string()),
-                        })
+                        });
+                        // Kept as written (and reported): a caller that goes on despite
+                        // the problems still sees what the model wrote.
+                        unknown.push((raw.to_owned(), value));
                     }
                     ExtraKeys::Keep => {
                         extra.insert(raw.to_owned(), value);
                     }
                     ExtraKeys::Coerce(extra_shape) => {
-                        let value = self.value(extra_shape, value, &ValuePath::Key(path, raw));
+                        let value =
+                            self.member(extra_shape, value, &ValuePath::Key(path, raw), root);
                         extra.insert(raw.to_owned(), value);
                     }
                 },
@@ -102,7 +111,8 @@ impl Coercion {
             let name = property.name.as_str();
             match slot {
                 Some((_, value)) => {
-                    let value = self.value(&property.shape, value, &ValuePath::Key(path, name));
+                    let value =
+                        self.member(&property.shape, value, &ValuePath::Key(path, name), root);
                     coerced.insert(name.to_owned(), value);
                 }
                 None => match &property.shape.default {
@@ -119,7 +129,29 @@ impl Coercion {
             }
         }
         coerced.extend(extra);
+        for (key, value) in unknown {
+            coerced.entry(key).or_insert(value);
+        }
         coerced
+    }
+
+    /// Coerces one member of an object. At the top level coercion is per argument: when
+    /// anything inside the value was reported, the argument stays exactly as written.
+    fn member(&mut self, shape: &Shape, value: Value, path: &ValuePath<'_>, root: bool) -> Value {
+        // Text for a shape that takes text comes back unchanged whatever is reported (an
+        // enum miss): no copy of what may be a whole file's content is needed.
+        let unchanged = value.is_string() && shape.types.contains(TypeSet::STRING);
+        if !root || unchanged {
+            return self.value(shape, value, path);
+        }
+        let before = self.errors.len();
+        let original = value.clone();
+        let coerced = self.value(shape, value, path);
+        if self.errors.len() > before {
+            original
+        } else {
+            coerced
+        }
     }
 
     pub(crate) fn find(&mut self, properties: &[Property], key: &str) -> Option<usize> {
@@ -139,13 +171,24 @@ impl Coercion {
     pub(crate) fn value(&mut self, shape: &Shape, value: Value, path: &ValuePath<'_>) -> Value {
         let value = match convert(shape, value) {
             Ok(value) => value,
-            Err(found) => {
-                self.errors.push(Error::WrongType {
-                    path: path.to_string(),
-                    expected: shape.types.in_words(),
-                    found: Box::new(found.clone()),
+            Err(Refusal { value, reason }) => {
+                let path = path.to_string();
+                let expected = shape.types.in_words();
+                let found = Box::new(value.clone());
+                self.errors.push(match reason {
+                    Some(reason) => Error::UnreadableValue {
+                        path,
+                        expected,
+                        found,
+                        reason,
+                    },
+                    None => Error::WrongType {
+                        path,
+                        expected,
+                        found,
+                    },
                 });
-                return found;
+                return value;
             }
         };
         let value = match (value, &shape.object, &shape.items) {
@@ -176,9 +219,25 @@ impl Coercion {
     }
 }
 
+/// A value no rule could convert, given back, and why when the reason is worth telling
+/// (text meant as an array or object that cannot be read as one).
+struct Refusal {
+    value: Value,
+    reason: Option<String>,
+}
+
+impl From<Value> for Refusal {
+    fn from(value: Value) -> Refusal {
+        Refusal {
+            value,
+            reason: None,
+        }
+    }
+}
+
 /// Converts `value` to a type `shape` allows; `Err` gives the value back when no rule
 /// applies. Values that already have an allowed type are kept as they are.
-fn convert(shape: &Shape, value: Value) -> Result<Value, Value> {
+fn convert(shape: &Shape, value: Value) -> Result<Value, Refusal> {
     let types = shape.types;
     if types.is_any() {
         return Ok(match (&shape.enumeration, value) {
@@ -196,24 +255,28 @@ fn convert(shape: &Shape, value: Value) -> Result<Value, Value> {
         return Ok(value);
     }
     match value {
-        Value::String(text) => from_text(types, text),
+        Value::String(text) => from_text(shape, text),
         Value::Number(number) if types.contains(TypeSet::INTEGER) => {
             match number.as_f64().and_then(integral) {
                 Some(integer) => Ok(integer),
-                None => Err(Value::Number(number)),
+                None => Err(Value::Number(number).into()),
             }
         }
         scalar @ (Value::Number(_) | Value::Bool(_)) if types.contains(TypeSet::STRING) => {
             Ok(Value::String(scalar.to_string()))
         }
         single if types.contains(TypeSet::ARRAY) => Ok(Value::Array(vec![single])),
-        other => Err(other),
+        other => Err(other.into()),
     }
 }
 
 /// Reads text as the first allowed type it parses as: integer, number, boolean, null,
-/// JSON object or array; failing those, an array type takes the text as its one element.
-fn from_text(types: TypeSet, text: String) -> Result<Value, Value> {
+/// object (`{…}`: JSON, else a Python/JavaScript literal), array (`[…]` likewise; for
+/// number or boolean items, a comma-separated list); failing those, an array type takes
+/// the text as its one element. Text that is plainly meant as an array or object (it
+/// closes its bracket, or nests too deep) but cannot be read is refused with the reason.
+fn from_text(shape: &Shape, text: String) -> Result<Value, Refusal> {
+    let types = shape.types;
     let trimmed = text.trim();
     if types.contains(TypeSet::INTEGER)
         && let Some(integer) = parse_integer(trimmed)
@@ -236,18 +299,71 @@ fn from_text(types: TypeSet, text: String) -> Result<Value, Value> {
     if types.contains(TypeSet::NULL) && trimmed == "null" {
         return Ok(Value::Null);
     }
-    let json_open = (types.contains(TypeSet::OBJECT) && trimmed.starts_with('{'))
-        || (types.contains(TypeSet::ARRAY) && trimmed.starts_with('['));
-    if json_open
-        && let Ok(parsed) = serde_json::from_str::<Value>(trimmed)
-        && has_type(types, &parsed)
-    {
-        return Ok(parsed);
+    let mut reason = None;
+    if types.contains(TypeSet::OBJECT) && trimmed.starts_with('{') {
+        match structured(trimmed, '}') {
+            Ok(object @ Value::Object(_)) => return Ok(object),
+            Ok(_) => {}
+            Err(why) => reason = why,
+        }
     }
     if types.contains(TypeSet::ARRAY) {
-        return Ok(Value::Array(vec![Value::String(text)]));
+        if trimmed.starts_with('[') {
+            match structured(trimmed, ']') {
+                Ok(array @ Value::Array(_)) => return Ok(array),
+                Ok(_) => {}
+                Err(why) => reason = reason.or(why),
+            }
+        } else if splits_on_commas(shape) && trimmed.contains(',') {
+            return Ok(comma_list(trimmed));
+        }
+        if reason.is_none() {
+            return Ok(Value::Array(vec![Value::String(text)]));
+        }
     }
-    Err(Value::String(text))
+    Err(Refusal {
+        value: Value::String(text),
+        reason,
+    })
+}
+
+/// Text that opens with `[` or `{`, read as JSON, else as a Python/JavaScript literal.
+/// `Err(Some(reason))` when it cannot be read but is plainly meant as one (it ends with
+/// `close`, or nests deeper than the reader allows); `Err(None)` when it may be plain text
+/// that merely starts with a bracket (`[draft] notes`).
+fn structured(trimmed: &str, close: char) -> Result<Value, Option<String>> {
+    // serde_json has its own recursion limit (128), so neither reader can blow the stack.
+    if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
+        return Ok(value);
+    }
+    match literal::read(trimmed) {
+        Ok(value) => Ok(value),
+        Err(error @ LiteralError::TooDeep) => Err(Some(error.to_string())),
+        Err(error) if trimmed.ends_with(close) => Err(Some(error.to_string())),
+        Err(_) => Err(None),
+    }
+}
+
+/// Whether an array's text may be a bare comma-separated list: its items are numbers or
+/// booleans (maybe null), never strings, objects or arrays, whose text can hold commas.
+fn splits_on_commas(shape: &Shape) -> bool {
+    shape.items.as_ref().is_some_and(|items| {
+        let types = items.types;
+        types.contains(TypeSet::INTEGER | TypeSet::NUMBER | TypeSet::BOOLEAN)
+            && !types.contains(TypeSet::STRING | TypeSet::OBJECT | TypeSet::ARRAY)
+    })
+}
+
+/// `3,4,5` or `3, 4, 5,` as text items, trimmed (one trailing comma allowed); the items
+/// are coerced after, each reported on its own index.
+fn comma_list(trimmed: &str) -> Value {
+    let trimmed = trimmed.strip_suffix(',').unwrap_or(trimmed);
+    Value::Array(
+        trimmed
+            .split(',')
+            .map(|item| Value::String(item.trim().to_owned()))
+            .collect(),
+    )
 }
 
 fn has_type(types: TypeSet, value: &Value) -> bool {
@@ -271,7 +387,7 @@ fn parse_integer(text: &str) -> Option<Value> {
     if let Ok(integer) = text.parse::<u64>() {
         return Some(integer.into());
     }
-    // `1e3` and `12.0` are integers too, when exact.
+    // `1e3` and `12.0` are integers too, when exact; `12.5` is not.
     text.parse::<f64>().ok().and_then(integral)
 }
 

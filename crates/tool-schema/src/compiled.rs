@@ -68,16 +68,23 @@ impl CompiledTool {
     /// `arguments` are `(key, value)` pairs in the order the model wrote them: a
     /// `serde_json::Map`, or pairs with `Value::String` values from TAM. Each key is matched
     /// to a declared parameter as `keys` says; each value is coerced to its schema (text to
-    /// integer, number, boolean, null, JSON object or array; a single value to a
-    /// one-element array; a number or boolean to text for a string parameter), recursively
-    /// through `properties` and `items`; `enum` is checked and `default`s fill absent
-    /// parameters. The result, keyed by declared names in declaration order, is then
-    /// checked against the full schema with the cached `jsonschema` validator.
+    /// integer, number, boolean, null, object or array, read as JSON or as a Python or
+    /// JavaScript literal; a comma-separated list for an array of numbers or booleans; a
+    /// single value to a one-element array; a number or boolean to text for a string
+    /// parameter), recursively through `properties` and `items`; `enum` is checked and
+    /// `default`s fill absent parameters (the crate docs list every rule). The result, keyed
+    /// by declared names in declaration order, is then checked against the full schema with
+    /// the cached `jsonschema` validator.
+    ///
+    /// Coercion is per argument: an argument that cannot take its type is reported and
+    /// stays as written, while every other argument is still typed. The typed arguments
+    /// travel with the problems in [`ValidationErrors::arguments`].
     ///
     /// # Errors
     /// Every problem found, not only the first: unknown, duplicate and missing
-    /// parameters, values of the wrong type or outside their enum, and (when the walk found
-    /// none of those) violations of the rest of the schema.
+    /// parameters, values of the wrong type, unreadable or outside their enum, and (when
+    /// the walk found none of those) violations of the rest of the schema. The error also
+    /// carries the arguments as far as they could be typed.
     pub fn coerce<K, I>(
         &self,
         arguments: I,
@@ -91,7 +98,7 @@ impl CompiledTool {
         let coerced = coercion.object(&self.parameters, arguments, &ValuePath::Root);
         let mut errors = coercion.errors;
         if !errors.is_empty() {
-            return Err(ValidationErrors::new(self.id().clone(), errors));
+            return Err(ValidationErrors::new(self.id().clone(), errors, coerced));
         }
         let coerced = Value::Object(coerced);
         if !self.validator.is_valid(&coerced) {
@@ -101,11 +108,14 @@ impl CompiledTool {
                     message: error.to_string(),
                 }
             }));
-            return Err(ValidationErrors::new(self.id().clone(), errors));
         }
-        match coerced {
-            Value::Object(coerced) => Ok(coerced),
-            _ => unreachable!("the coerced arguments were built as an object"),
+        let Value::Object(coerced) = coerced else {
+            unreachable!("the coerced arguments were built as an object")
+        };
+        if errors.is_empty() {
+            Ok(coerced)
+        } else {
+            Err(ValidationErrors::new(self.id().clone(), errors, coerced))
         }
     }
 

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::ToolId;
 
@@ -102,6 +102,23 @@ pub enum Error {
         /// The value as given (boxed: a `Value` would double the size of every `Error`).
         found: Box<Value>,
     },
+    /// Text meant as an array or object (it closes its bracket, or nests too deep) that
+    /// cannot be read as JSON nor as a Python or JavaScript literal.
+    #[error(
+        "Parameter '{path}' must be {expected}, got {} ({reason})",
+        ValuePreview(found)
+    )]
+    UnreadableValue {
+        /// The parameter.
+        path: String,
+        /// The allowed types in words (`an array`, `an object or null`).
+        expected: String,
+        /// The value as given.
+        found: Box<Value>,
+        /// Why it could not be read: `unquoted word at byte 1`, or
+        /// `arrays and objects nested deeper than 64 levels`.
+        reason: String,
+    },
     /// A value outside the parameter's `enum`.
     #[error(
         "Parameter '{path}' must be one of {}, got {}",
@@ -127,20 +144,35 @@ pub enum Error {
     },
 }
 
-/// Every parameter problem found in one call, for one tool.
+/// Every parameter problem found in one call, for one tool, with the call's arguments as
+/// far as they could be typed.
 ///
-/// `Display` renders them as one line for an observation:
+/// `Display` renders the problems as one line for an observation:
 /// `Invalid parameters for GetPlayerInfo: Unknown parameter 'playerId', did you mean 'player_id'?`
 /// (several problems are joined with `; `).
+///
+/// A strict caller (a dispatcher about to run the tool) refuses the call on any problem; a
+/// lenient one (a proxy handing the call on to a client that validates again) takes
+/// [`arguments`](Self::arguments).
 #[derive(Debug)]
 pub struct ValidationErrors {
     tool: ToolId,
     errors: Vec<Error>,
+    /// Boxed so that `Result<Map, ValidationErrors>` stays small.
+    arguments: Box<Map<String, Value>>,
 }
 
 impl ValidationErrors {
-    pub(crate) fn new(tool: ToolId, errors: Vec<Error>) -> ValidationErrors {
-        ValidationErrors { tool, errors }
+    pub(crate) fn new(
+        tool: ToolId,
+        errors: Vec<Error>,
+        arguments: Map<String, Value>,
+    ) -> ValidationErrors {
+        ValidationErrors {
+            tool,
+            errors,
+            arguments: Box::new(arguments),
+        }
     }
 
     /// The tool the arguments were meant for.
@@ -158,6 +190,35 @@ impl ValidationErrors {
     /// The problems, by value.
     pub fn into_errors(self) -> Vec<Error> {
         self.errors
+    }
+
+    /// The arguments as far as they could be typed: what
+    /// [`CompiledTool::coerce`](crate::CompiledTool::coerce) would have returned, except
+    /// that
+    /// - a top-level argument with a problem anywhere inside it (wrong type, unreadable,
+    ///   outside its enum, a nested unknown or missing key) stays exactly as written,
+    ///   under its declared name;
+    /// - an unknown top-level key stays, with its value as written, after the declared
+    ///   parameters (the first of a repeated one);
+    /// - of a parameter given twice, the first value is kept (typed) and the second left
+    ///   out (it is reported);
+    /// - a missing required parameter is absent.
+    ///
+    /// When the only problems are the validator's (`minimum`, `pattern`, …), every
+    /// argument is typed.
+    pub fn arguments(&self) -> &Map<String, Value> {
+        &self.arguments
+    }
+
+    /// The arguments as far as they could be typed (see [`arguments`](Self::arguments)),
+    /// by value.
+    pub fn into_arguments(self) -> Map<String, Value> {
+        *self.arguments
+    }
+
+    /// The arguments as far as they could be typed and the problems, by value.
+    pub fn into_parts(self) -> (Map<String, Value>, Vec<Error>) {
+        (*self.arguments, self.errors)
     }
 }
 

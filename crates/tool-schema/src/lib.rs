@@ -54,7 +54,8 @@
 //!   Every error names the file, the field and the reason.
 //! - [`CompiledTool`]: a definition with its schema compiled once, whose
 //!   [`coerce`](CompiledTool::coerce) turns one call's arguments into the object the tool
-//!   expects, or reports every problem at once in [`ValidationErrors`].
+//!   expects, or reports every problem at once in [`ValidationErrors`], together with the
+//!   arguments as far as they could be typed (coercion is per argument).
 //! - [`render_tool_list`]: the prompt text of a tool list, in a [`PromptStyle`].
 //! - [`SystemPrompt`]: a complete system prompt for a [`PromptProtocol`] in a
 //!   [`PromptLanguage`] — role, tool list, a usage-notes hook, the decision instruction,
@@ -80,18 +81,60 @@
 //! `default`); after them the cached `jsonschema` validator checks the whole schema
 //! (`minimum`, `pattern`, …).
 //!
-//! - A value that already has an allowed type is kept; text for a `string` is never trimmed.
-//! - Text becomes an integer (`"12"`, `" 12 "`, `"12.0"`, `"1e3"`), a number, a boolean
-//!   (`true`/`false`, any case), `null` (`"null"`), or a JSON object or array when the
-//!   schema allows that type. A whole float becomes an integer for an `integer`.
-//! - A single value becomes a one-element array when an array is expected (ACTION XML
-//!   gives one `<file>` as an object, two as an array).
+//! - A value that already has an allowed type is kept; text for a `string` is never trimmed
+//!   or split.
+//! - Text for an `integer`: an integer (`"12"`, `" 12 "`, `"+7"`, up to `u64::MAX`), or a
+//!   float that is whole and fits `i64` (`"12.0"` → 12, `"1e3"` → 1000). `"12.5"`,
+//!   `"1,000"`, `"0x10"` and `"1e400"` are refused. A whole float from JSON (`4.0`)
+//!   becomes an integer too.
+//! - Text for a `number`: an integer as above, else a finite float (`"NaN"`, `"inf"`,
+//!   `"1e400"` are refused).
+//! - Text for a `boolean`: `true` or `false` in any case; `null` for a nullable type:
+//!   `"null"`.
+//! - Text for an `object` that starts with `{`: JSON, else a Python or JavaScript literal:
+//!   single or double quotes, `True`/`False`/`None` as well as `true`/`false`/`null`, bare
+//!   identifier keys (`{a: 1}`), a trailing comma. Nothing is ever evaluated.
+//! - Text for an `array`, in this order: starting with `[`, JSON, else a literal as for
+//!   objects (`['Sam', 'Alice']`, `[True, False]`, `[None]`, `[3, 5,]`); when the `items`
+//!   are numbers or booleans (their `type` allows `integer`, `number` or `boolean` and
+//!   none of `string`, `object`, `array`), text with a comma is a comma-separated list
+//!   (`3,4,5`, `3, 4, 5`, one trailing comma allowed; `"1,000"` is `[1, 0]`); anything else
+//!   is a single value, a one-element array (`"Paris, France"` for an array of strings is
+//!   `["Paris, France"]`; `"[draft] notes"` is `["[draft] notes"]`). The items are then
+//!   coerced to the `items` schema, text items by these same rules (`['1,2', '3']` for an
+//!   array of integer arrays is `[[1, 2], [3]]`).
+//! - Text that starts with `[` or `{` and ends with its closing bracket, but is neither
+//!   JSON nor a literal (`[Sam, Alice]`), is refused with the reason
+//!   ([`Error::UnreadableValue`]: `unquoted word at byte 1`) rather than taken as one
+//!   element.
+//! - Depth is bounded: JSON text is read by `serde_json`, which stops at 128 levels; the
+//!   literal reader stops at 64 levels of arrays and objects. Deeper text (`[[[[…`) is an
+//!   [`Error::UnreadableValue`] (`arrays and objects nested deeper than 64 levels`), never
+//!   a stack overflow.
+//! - A single non-text value becomes a one-element array when an array is expected (ACTION
+//!   XML gives one `<file>` as an object, two as an array).
 //! - A number or boolean becomes its text for a `string` parameter.
-//! - An untyped `enum` of numbers or booleans accepts their text.
+//! - An untyped `enum` of numbers or booleans accepts their text; `enum` is checked on the
+//!   coerced value.
 //! - Absent parameters take their `default`, even when required; a required parameter
 //!   without one is reported missing.
 //! - An object schema that lists `properties` is closed unless `additionalProperties` is
 //!   `true` or a schema; one without `properties` accepts any key.
+//!
+//! ## Per argument, never all or nothing
+//!
+//! Each top-level argument is coerced on its own. One whose value cannot take its type, or
+//! with a problem anywhere inside it (an item of the wrong type, a nested unknown or
+//! missing key, a value outside its enum), is reported and stays exactly as written; every
+//! other argument is still typed. [`CompiledTool::coerce`] returns `Ok` only when nothing
+//! was reported, so a strict caller (a dispatcher about to run the tool) refuses on `Err`;
+//! the `Err`'s [`ValidationErrors::arguments`] is the object as far as it could be typed,
+//! for a lenient caller (a proxy passing the call to a client that validates again). In
+//! it, unknown keys stay with their values as written, after the declared parameters; of
+//! a parameter given twice the first value is kept; a missing required one is absent.
+//! Missing, unknown (with did-you-mean) and repeated parameters are reported as before.
+//! The validator runs only when the walk found nothing, so its findings never repeat a
+//! type error.
 //!
 //! Parameter errors are worded for the model, as the ACTION seed words them (capitalised,
 //! `Unknown parameter 'x', did you mean 'y'?`), because a dispatcher feeds them back as an
@@ -147,7 +190,9 @@
 //!
 //! No input panics: bad files, ids, schemas and arguments are all reported as errors.
 //! Values are never evaluated; JSON text inside a value is parsed by `serde_json` with its
-//! recursion limit. `jsonschema` is built without default features, so a `$ref` to a
+//! recursion limit (128), Python and JavaScript literals by the crate's own reader, which
+//! is iterative within a level, recursive one call per level and refuses more than 64
+//! levels. `jsonschema` is built without default features, so a `$ref` to a
 //! remote or file URL is never fetched (such a schema fails to compile).
 //!
 //! # Crate features
@@ -165,6 +210,7 @@ mod error;
 pub mod export;
 mod id;
 mod keys;
+mod literal;
 pub mod load;
 pub mod prompt;
 mod shape;

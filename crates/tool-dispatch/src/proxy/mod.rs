@@ -74,9 +74,10 @@
 //!   decoded without an error → one call per block call, in order: a chunk with `index`,
 //!   `id` (`call_…`, unique in the process), `type: "function"`, `function.name` and empty
 //!   arguments, then the arguments' JSON text. The arguments are coerced by the tool's
-//!   schema (`"3"` → `3` for an integer, TAM keys matched canonically); arguments that do
-//!   not validate are sent as the model wrote them (the client validates, as it must with
-//!   OpenAI too). In a streaming request, calls and string arguments stream while the
+//!   schema (`"3"` → `3` for an integer, TAM keys matched canonically), per argument: an
+//!   argument that does not validate is sent as the model wrote it, and so is an unknown
+//!   key, while the others are still typed (the client validates, as it must with OpenAI
+//!   too). In a streaming request, calls and string arguments stream while the
 //!   block is written (below); without `stream`, the reply is made from whole blocks.
 //! * A block naming a tool the request did not offer, a block with a decode error, an
 //!   ACTION block after the first, and a block left open by a cut stream come back as

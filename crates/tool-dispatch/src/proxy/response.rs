@@ -654,13 +654,14 @@ impl Emitter {
         }
     }
 
-    /// A call's final arguments: coerced by its tool's schema; when they do not validate,
-    /// as the model wrote them (the client validates and answers).
+    /// A call's final arguments: coerced by its tool's schema, per argument (SPEC §4):
+    /// when some do not validate, those stay as the model wrote them and the others are
+    /// still typed (the client validates and answers).
     fn final_args(&self, call: &ToolCall) -> Map<String, Value> {
         match self.offered.get(&call.tool) {
             Some(tool) => match tool.coerce(call.args.clone(), call.key_match) {
                 Ok(coerced) => coerced,
-                Err(_) => call.args.clone(),
+                Err(errors) => errors.into_arguments(),
             },
             None => call.args.clone(),
         }

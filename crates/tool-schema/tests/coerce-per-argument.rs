@@ -1,0 +1,408 @@
+//! SPEC §4: coercion is per argument, and arrays and objects are read from what models
+//! write (JSON, Python or JavaScript literals, comma-separated numbers or booleans).
+
+use serde_json::{Map, Value, json};
+use tool_schema::{
+    CompiledTool, Error, Implementation, KeyMatch, ToolDefinition, ToolId, ValidationErrors,
+};
+
+fn tool(parameters: Value) -> CompiledTool {
+    CompiledTool::new(ToolDefinition::new(
+        ToolId::parse("search").unwrap(),
+        "test tool",
+        parameters,
+        Implementation::Service,
+    ))
+    .unwrap()
+}
+
+fn search() -> CompiledTool {
+    tool(json!({
+        "type": "object",
+        "properties": {
+            "ids": {"type": "array", "items": {"type": "integer"}},
+            "lower_limit": {"type": "integer"},
+            "ratio": {"type": "number"},
+            "names": {"type": "array", "items": {"type": "string"}},
+            "places": {"type": "array", "items": {"type": "string"}},
+            "flags": {"type": "array", "items": {"type": "boolean"}},
+            "weights": {"type": "array", "items": {"type": "number"}},
+            "options": {"type": "object"},
+            "grid": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}},
+            "people": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+                    "required": ["name"]
+                }
+            },
+            "mode": {"type": "string", "enum": ["fast", "slow"]},
+            "level": {"type": "integer", "enum": [1, 2, 3]},
+            "verbose": {"type": "boolean"}
+        }
+    }))
+}
+
+/// TAM gives every value as text.
+fn text(pairs: &[(&'static str, &str)]) -> Vec<(&'static str, Value)> {
+    pairs
+        .iter()
+        .map(|(key, value)| (*key, Value::from(*value)))
+        .collect()
+}
+
+fn ok(pairs: &[(&'static str, &str)]) -> Value {
+    match search().coerce(text(pairs), KeyMatch::Canonical) {
+        Ok(map) => Value::Object(map),
+        Err(errors) => panic!("{errors}"),
+    }
+}
+
+fn fails(pairs: &[(&'static str, &str)]) -> ValidationErrors {
+    match search().coerce(text(pairs), KeyMatch::Canonical) {
+        Ok(map) => panic!("accepted: {}", Value::Object(map)),
+        Err(errors) => errors,
+    }
+}
+
+fn messages(errors: &ValidationErrors) -> Vec<String> {
+    errors.errors().iter().map(ToString::to_string).collect()
+}
+
+#[test]
+fn a_comma_list_of_integers_next_to_an_integer_types_both() {
+    assert_eq!(
+        ok(&[("ids", "3,5"), ("lower_limit", "1")]),
+        json!({"ids": [3, 5], "lower_limit": 1})
+    );
+}
+
+#[test]
+fn one_bad_argument_stays_as_written_and_the_others_are_typed() {
+    let errors = fails(&[("ids", "3,x"), ("lower_limit", "1"), ("verbose", "TRUE")]);
+    assert_eq!(
+        messages(&errors),
+        ["Parameter 'ids[1]' must be an integer, got 'x'"]
+    );
+    assert_eq!(
+        Value::Object(errors.arguments().clone()),
+        json!({"ids": "3,x", "lower_limit": 1, "verbose": true})
+    );
+
+    // Garbage for a scalar: the same.
+    let errors = fails(&[("lower_limit", "lots"), ("ratio", "0.5"), ("ids", "[1, 2]")]);
+    assert!(matches!(
+        errors.errors(),
+        [Error::WrongType { path, expected, .. }] if path == "lower_limit" && expected == "an integer"
+    ));
+    let (arguments, problems) = errors.into_parts();
+    assert_eq!(problems.len(), 1);
+    assert_eq!(
+        Value::Object(arguments),
+        json!({"ids": [1, 2], "lower_limit": "lots", "ratio": 0.5})
+    );
+}
+
+#[test]
+fn an_argument_with_a_bad_item_stays_whole() {
+    // Text: the text as written, not a half-typed array.
+    let errors = fails(&[("ids", "[1, 'x']"), ("lower_limit", "2")]);
+    assert_eq!(
+        messages(&errors),
+        ["Parameter 'ids[1]' must be an integer, got 'x'"]
+    );
+    assert_eq!(errors.arguments()["ids"], json!("[1, 'x']"));
+    assert_eq!(errors.arguments()["lower_limit"], json!(2));
+    // A value that came as JSON (ACTION XML): the value as given.
+    let errors = search()
+        .coerce(
+            [("ids", json!(["1", "x"])), ("lower_limit", json!("2"))],
+            KeyMatch::Exact,
+        )
+        .unwrap_err();
+    assert_eq!(errors.arguments()["ids"], json!(["1", "x"]));
+    assert_eq!(errors.arguments()["lower_limit"], json!(2));
+}
+
+#[test]
+fn python_and_javascript_lists() {
+    assert_eq!(
+        ok(&[("names", "['Sam', 'Alice']")])["names"],
+        json!(["Sam", "Alice"])
+    );
+    assert_eq!(
+        ok(&[("names", r#"["Sam", 'O\'Brien',]"#)])["names"],
+        json!(["Sam", "O'Brien"])
+    );
+    assert_eq!(ok(&[("ids", "[3, 5]")])["ids"], json!([3, 5]));
+    assert_eq!(ok(&[("ids", " [3, 5,] ")])["ids"], json!([3, 5]));
+    assert_eq!(ok(&[("ids", "['3', 5.0]")])["ids"], json!([3, 5]));
+    assert_eq!(
+        ok(&[("flags", "[True, False, true]")])["flags"],
+        json!([true, false, true])
+    );
+    // Items are coerced to their type: numbers to text for strings.
+    assert_eq!(ok(&[("names", "[3, 5]")])["names"], json!(["3", "5"]));
+    assert_eq!(ok(&[("ids", "[]")])["ids"], json!([]));
+}
+
+#[test]
+fn comma_lists_for_numbers_and_booleans() {
+    for written in ["3,4,5", "3, 4, 5", " 3 ,4,5, "] {
+        assert_eq!(
+            ok(&[("ids", written)])["ids"],
+            json!([3, 4, 5]),
+            "{written:?}"
+        );
+    }
+    assert_eq!(
+        ok(&[("weights", "0.5, 2, 1e1")])["weights"],
+        json!([0.5, 2, 10.0])
+    );
+    assert_eq!(
+        ok(&[("flags", "true, FALSE")])["flags"],
+        json!([true, false])
+    );
+    // One value without a comma is still a one-element array.
+    assert_eq!(ok(&[("ids", "7")])["ids"], json!([7]));
+    // An empty item is reported on its index.
+    assert_eq!(
+        messages(&fails(&[("ids", "3,,5")])),
+        ["Parameter 'ids[1]' must be an integer, got ''"]
+    );
+}
+
+#[test]
+fn text_with_commas_is_one_string_for_a_string_array() {
+    assert_eq!(
+        ok(&[("places", "Paris, France")])["places"],
+        json!(["Paris, France"])
+    );
+    assert_eq!(
+        ok(&[("places", "['Paris, France', 'Rome']")])["places"],
+        json!(["Paris, France", "Rome"])
+    );
+    // Text that only starts with a bracket is a plain item.
+    assert_eq!(
+        ok(&[("places", "[draft] Paris")])["places"],
+        json!(["[draft] Paris"])
+    );
+}
+
+#[test]
+fn python_objects() {
+    assert_eq!(
+        ok(&[("options", "{'a': 1, 'b': None}")])["options"],
+        json!({"a": 1, "b": null})
+    );
+    assert_eq!(
+        ok(&[("options", "{'on': True, off: False, 'list': [1, 'x',],}")])["options"],
+        json!({"on": true, "off": false, "list": [1, "x"]})
+    );
+    assert_eq!(
+        ok(&[("options", r#"{"json": [1, 2]}"#)])["options"],
+        json!({"json": [1, 2]})
+    );
+    // Not an object: reported, with the reason when it was meant as one.
+    let errors = fails(&[("options", "{'a': undefined}"), ("lower_limit", "3")]);
+    assert_eq!(
+        messages(&errors),
+        ["Parameter 'options' must be an object, got '{'a': undefined}' (unquoted word at byte 6)"]
+    );
+    assert_eq!(
+        Value::Object(errors.arguments().clone()),
+        json!({"lower_limit": 3, "options": "{'a': undefined}"})
+    );
+    assert_eq!(
+        messages(&fails(&[("options", "a=1")])),
+        ["Parameter 'options' must be an object, got 'a=1'"]
+    );
+}
+
+#[test]
+fn nested_arrays() {
+    assert_eq!(
+        ok(&[("grid", "[[1, 2], [3]]")])["grid"],
+        json!([[1, 2], [3]])
+    );
+    assert_eq!(
+        ok(&[("grid", "[['1', 2], []]")])["grid"],
+        json!([[1, 2], []])
+    );
+    // Items that are text are read in turn: a list of comma lists.
+    assert_eq!(
+        ok(&[("grid", "['1,2', '3']")])["grid"],
+        json!([[1, 2], [3]])
+    );
+    // One inner list alone.
+    assert_eq!(ok(&[("grid", "1, 2")])["grid"], json!([[1, 2]]));
+}
+
+#[test]
+fn arrays_of_objects() {
+    assert_eq!(
+        ok(&[(
+            "people",
+            "[{'name': 'Sam', 'age': '30'}, {\"name\": \"Alice\"}]"
+        )])["people"],
+        json!([{"name": "Sam", "age": 30}, {"name": "Alice"}])
+    );
+    // A single object is a one-element array.
+    assert_eq!(
+        ok(&[("people", "{'name': 'Sam', 'age': 30}")])["people"],
+        json!([{"name": "Sam", "age": 30}])
+    );
+    let errors = fails(&[("people", "[{'age': 3}]"), ("ratio", "2.5")]);
+    assert_eq!(
+        messages(&errors),
+        ["Missing required parameter 'people[0].name'"]
+    );
+    assert_eq!(errors.arguments()["people"], json!("[{'age': 3}]"));
+    assert_eq!(errors.arguments()["ratio"], json!(2.5));
+}
+
+#[test]
+fn enum_violations_are_per_argument() {
+    let errors = fails(&[("mode", "medium"), ("level", "2"), ("lower_limit", "5")]);
+    assert_eq!(
+        messages(&errors),
+        ["Parameter 'mode' must be one of 'fast', 'slow', got 'medium'"]
+    );
+    assert_eq!(
+        Value::Object(errors.arguments().clone()),
+        json!({"lower_limit": 5, "mode": "medium", "level": 2})
+    );
+    let errors = fails(&[("mode", "fast"), ("level", "7")]);
+    assert_eq!(
+        messages(&errors),
+        ["Parameter 'level' must be one of 1, 2, 3, got 7"]
+    );
+    // The value as written, not its typed form.
+    assert_eq!(errors.arguments()["level"], json!("7"));
+    assert_eq!(errors.arguments()["mode"], json!("fast"));
+}
+
+#[test]
+fn unknown_parameters_are_reported_with_a_suggestion_and_kept() {
+    let errors = fails(&[("lower_limt", "3"), ("ids", "1, 2")]);
+    assert_eq!(
+        messages(&errors),
+        ["Unknown parameter 'lower_limt', did you mean 'lower_limit'?"]
+    );
+    assert_eq!(
+        Value::Object(errors.arguments().clone()).to_string(),
+        r#"{"ids":[1,2],"lower_limt":"3"}"#
+    );
+}
+
+#[test]
+fn a_parameter_given_twice_keeps_the_first_value() {
+    let errors = fails(&[("lowerLimit", "1"), ("lower_limit", "2")]);
+    assert_eq!(
+        messages(&errors),
+        ["Parameter 'lower_limit' is given twice, as 'lowerLimit' and as 'lower_limit'"]
+    );
+    assert_eq!(
+        Value::Object(errors.arguments().clone()),
+        json!({"lower_limit": 1})
+    );
+}
+
+#[test]
+fn integer_edges() {
+    for (written, expected) in [("12.0", json!(12)), ("1e3", json!(1000)), ("-0", json!(0))] {
+        assert_eq!(ok(&[("lower_limit", written)])["lower_limit"], expected);
+    }
+    for written in ["12.5", "1,000", "0x10", "1e400", "twelve", ""] {
+        let errors = fails(&[("lower_limit", written)]);
+        assert_eq!(
+            messages(&errors),
+            [format!(
+                "Parameter 'lower_limit' must be an integer, got '{written}'"
+            )],
+        );
+        assert_eq!(errors.arguments()["lower_limit"], json!(written));
+    }
+}
+
+#[test]
+fn unreadable_lists_are_reported_with_the_reason() {
+    let errors = fails(&[("names", "[Sam, Alice]"), ("lower_limit", "1")]);
+    assert_eq!(
+        messages(&errors),
+        ["Parameter 'names' must be an array, got '[Sam, Alice]' (unquoted word at byte 1)"]
+    );
+    assert!(matches!(
+        &errors.errors()[0],
+        Error::UnreadableValue { path, expected, .. } if path == "names" && expected == "an array"
+    ));
+    assert_eq!(errors.arguments()["names"], json!("[Sam, Alice]"));
+    assert_eq!(errors.arguments()["lower_limit"], json!(1));
+}
+
+#[test]
+fn deep_nesting_is_a_diagnostic_not_a_stack_overflow() {
+    const DEEP: usize = 10_000;
+    let closed = format!("{}{}", "[".repeat(DEEP), "]".repeat(DEEP));
+    let open = "[".repeat(DEEP);
+    let objects = "{'a': ".repeat(DEEP);
+    let python = format!("{}{}", "['x', ".repeat(DEEP), "]".repeat(DEEP));
+    for (key, written, at) in [
+        ("ids", &closed, "ids"),
+        ("ids", &open, "ids"),
+        ("names", &open, "names"),
+        ("grid", &python, "grid"),
+        ("options", &objects, "options"),
+        // One object text for an array of objects: its one item is unreadable.
+        ("people", &objects, "people[0]"),
+    ] {
+        let errors = fails(&[(key, written.as_str()), ("lower_limit", "4")]);
+        let [Error::UnreadableValue { path, reason, .. }] = errors.errors() else {
+            panic!("{key}: {:?}", messages(&errors));
+        };
+        assert_eq!(path, at);
+        assert_eq!(reason, "arrays and objects nested deeper than 64 levels");
+        assert_eq!(errors.arguments()[key], json!(written), "{key}");
+        assert_eq!(errors.arguments()["lower_limit"], json!(4));
+    }
+    // Within the limit, deep literals are read.
+    let within = format!("{}{}", "[".repeat(40), "]".repeat(40));
+    let tool = tool(json!({"type": "object", "properties": {"a": {"type": "array"}}}));
+    let out = tool
+        .coerce(
+            [("a", json!(format!("{}'x'{}", &within[..40], &within[40..])))],
+            KeyMatch::Exact,
+        )
+        .unwrap();
+    let mut depth = 0;
+    let mut value = &out["a"];
+    while let Value::Array(items) = value {
+        depth += 1;
+        value = &items[0];
+    }
+    assert_eq!((depth, value), (40, &json!("x")));
+}
+
+#[test]
+fn the_validator_still_runs_on_fully_typed_arguments() {
+    let tool = tool(json!({
+        "type": "object",
+        "properties": {
+            "level": {"type": "integer", "minimum": 1},
+            "ids": {"type": "array", "items": {"type": "integer"}}
+        }
+    }));
+    let errors = tool
+        .coerce(text(&[("level", "0"), ("ids", "1,2")]), KeyMatch::Exact)
+        .unwrap_err();
+    assert!(matches!(errors.errors(), [Error::SchemaViolation { path, .. }] if path == "level"));
+    // Every argument is typed: the walk found nothing.
+    let expected: Map<String, Value> = [
+        ("level".to_owned(), json!(0)),
+        ("ids".to_owned(), json!([1, 2])),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(errors.into_arguments(), expected);
+}
