@@ -43,10 +43,12 @@ mod naive;
 mod offsets;
 mod pattern;
 mod pattern_set;
+mod prose;
 mod scanner;
 
-pub use grammar::{BlockSyntax, Grammar, GrammarError, Region};
+pub use grammar::{BlockSyntax, Grammar, GrammarError, Region, THINK_TAGS};
 pub use handler::{BlockEnd, BlockView, ClosedBlock, ScanHandler};
 pub use offsets::OffsetMap;
 pub use pattern::{MAX_PATTERN_LEN, Pattern};
+pub use prose::Quote;
 pub use scanner::Scanner;
