@@ -439,8 +439,12 @@ impl Harness for Action {
                     text: more,
                     span: s,
                 },
-            )
-            | (
+            ) => {
+                text.to_mut().push_str(more);
+                span.end = s.end;
+                true
+            }
+            (
                 Reasoning { text, span },
                 Reasoning {
                     text: more,
