@@ -121,7 +121,9 @@ impl AgentConfig {
         let mut config = MixedConfig::for_protocol(self.protocol);
         config.tam = self.tam;
         config.action = self.action;
-        config.with_param_events(self.stream_arguments)
+        config
+            .with_param_events(self.stream_arguments)
+            .with_reasoning_tags(self.split_think_tags)
     }
 }
 
@@ -665,6 +667,11 @@ impl Agent {
                 emit(AgentEvent::TextDelta(text.into_owned()));
                 return;
             }
+            MixedEvent::Reasoning { text, .. } => {
+                emit(AgentEvent::Reasoning(text.into_owned()));
+                return;
+            }
+            MixedEvent::ReasoningStart { .. } | MixedEvent::ReasoningEnd { .. } => return,
             MixedEvent::BlockStart { protocol, span } => {
                 emit(AgentEvent::BlockStarted {
                     kind: protocol,
@@ -854,6 +861,9 @@ fn argument_event(event: MixedEvent<'_>) -> Option<AgentEvent> {
             span,
         },
         MixedEvent::Text { .. }
+        | MixedEvent::Reasoning { .. }
+        | MixedEvent::ReasoningStart { .. }
+        | MixedEvent::ReasoningEnd { .. }
         | MixedEvent::BlockStart { .. }
         | MixedEvent::TamBlock(_)
         | MixedEvent::ActionBlock(_)

@@ -327,6 +327,17 @@ impl Emitter {
         }
     }
 
+    /// Reasoning the decoder split out of the text (a `<think>` section).
+    fn reasoning(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        match self.pieces.last_mut() {
+            Some(Piece::Reasoning(previous)) => previous.push_str(text),
+            _ => self.pieces.push(Piece::Reasoning(text.to_owned())),
+        }
+    }
+
     /// A piece of call `index`'s arguments (joined to the previous piece of the same call).
     fn arguments(&mut self, index: usize, text: &str) {
         if text.is_empty() {
@@ -349,6 +360,9 @@ impl Emitter {
     fn event(&mut self, event: MixedEvent<'_>) {
         match event {
             MixedEvent::Text { text, .. } => self.content(&text),
+            // A `<think>` section of the text: reasoning, never calls.
+            MixedEvent::Reasoning { text, .. } => self.reasoning(&text),
+            MixedEvent::ReasoningStart { .. } | MixedEvent::ReasoningEnd { .. } => {}
             MixedEvent::BlockStart { protocol, .. } => {
                 self.open = self.stream_args.then_some(OpenBlock {
                     protocol,
