@@ -7,7 +7,6 @@
 
 use std::ops::Range;
 
-
 /// Classifies one line as it streams in, stopping early once it cannot be a fence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum LineState {

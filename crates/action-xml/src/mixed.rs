@@ -317,7 +317,9 @@ pub fn mixed_grammar(dialect: Dialect) -> Arc<Grammar> {
 }
 
 /// Turns TAM events into mixed ones.
-fn forward_tam<'a, F: FnMut(MixedEvent<'_>)>(out: &'a mut F) -> impl FnMut(tam_parse::Event<'_>) + 'a {
+fn forward_tam<'a, F: FnMut(MixedEvent<'_>)>(
+    out: &'a mut F,
+) -> impl FnMut(tam_parse::Event<'_>) + 'a {
     move |event| out(MixedEvent::from(event))
 }
 
@@ -454,8 +456,7 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
     fn block_opened(&mut self, kind: usize, marker: Span) {
         *self.open_kind = Some(kind);
         if kind == KIND_TAM {
-            self.tam
-                .block_opened(marker, &mut forward_tam(self.out));
+            self.tam.block_opened(marker, &mut forward_tam(self.out));
         } else {
             let start = self.cursor.at(self.delta, marker.start);
             self.action.block_opened(marker, start);
@@ -497,13 +498,8 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
         marker: Range<usize>,
     ) {
         if view.kind() == KIND_TAM {
-            self.tam.region_closed(
-                view,
-                region,
-                content,
-                marker,
-                &mut forward_tam(self.out),
-            );
+            self.tam
+                .region_closed(view, region, content, marker, &mut forward_tam(self.out));
         } else {
             self.action.region_closed(content, marker);
         }
@@ -512,8 +508,7 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
     fn block_closed(&mut self, closed: ClosedBlock) {
         *self.open_kind = None;
         if closed.kind == KIND_TAM {
-            self.tam
-                .block_closed(closed, &mut forward_tam(self.out));
+            self.tam.block_closed(closed, &mut forward_tam(self.out));
         } else {
             let out = &mut *self.out;
             self.action

@@ -166,7 +166,11 @@ fn reasoning_with_a_block_inside_runs_nothing() {
     assert_eq!(text(&events), "\nNo.");
     let events = mixed(&input, MixedConfig::default());
     assert!(mixed_tools(&events).is_empty(), "{events:?}");
-    assert!(events.iter().any(|e| matches!(e, MixedEvent::Reasoning { .. })));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, MixedEvent::Reasoning { .. }))
+    );
     // Off, the front door decodes it (opt-out).
     let events = mixed(&input, MixedConfig::default().with_reasoning_tags(false));
     assert_eq!(mixed_tools(&events), ["DeleteAllFiles"]);
@@ -185,7 +189,11 @@ fn an_unclosed_reasoning_is_reasoning_to_the_end() {
         })
         .collect();
     assert_eq!(reasoning, format!("\n{BLOCK}\n{TAM}"));
-    assert!(!events.iter().any(|e| matches!(e, MixedEvent::ReasoningEnd { .. })));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, MixedEvent::ReasoningEnd { .. }))
+    );
 }
 
 #[test]

@@ -8,7 +8,8 @@ mod common;
 use common::{blocks, codes, decode_str, reasoning, text};
 use tam_parse::{Code, Config, Event};
 
-const BLOCK: &str = "<|[REQUEST_TOOL]|>command:「始」DeleteAllFiles「末」path:「始」/「末」<|[END_TOOL]|>";
+const BLOCK: &str =
+    "<|[REQUEST_TOOL]|>command:「始」DeleteAllFiles「末」path:「始」/「末」<|[END_TOOL]|>";
 
 fn tools(events: &[Event<'static>]) -> Vec<String> {
     blocks(events)
@@ -18,7 +19,10 @@ fn tools(events: &[Event<'static>]) -> Vec<String> {
 }
 
 fn count(events: &[Event<'static>], code: Code) -> usize {
-    codes(events).iter().filter(|c| **c == code.as_str()).count()
+    codes(events)
+        .iter()
+        .filter(|c| **c == code.as_str())
+        .count()
 }
 
 fn think() -> Config {
@@ -131,14 +135,15 @@ fn reasoning_is_never_decoded() {
     let input = format!("<think>\nI could run {BLOCK} but no.\n</think>\nDone.");
     let events = decode_str(&input, think());
     assert!(tools(&events).is_empty(), "{events:?}");
-    assert_eq!(reasoning(&events), format!("\nI could run {BLOCK} but no.\n"));
+    assert_eq!(
+        reasoning(&events),
+        format!("\nI could run {BLOCK} but no.\n")
+    );
     assert_eq!(text(&events), "\nDone.");
     assert!(matches!(events[0], Event::ReasoningStart { span } if span.len() == 7));
-    assert!(
-        events
-            .iter()
-            .any(|e| matches!(e, Event::ReasoningEnd { span } if &input[span.start..span.end] == "</think>"))
-    );
+    assert!(events.iter().any(
+        |e| matches!(e, Event::ReasoningEnd { span } if &input[span.start..span.end] == "</think>")
+    ));
     assert_eq!(codes(&events), Vec::<&str>::new());
 }
 
@@ -152,7 +157,11 @@ fn an_unclosed_reasoning_runs_to_the_end() {
         format!("plan: {BLOCK}\n</think> still thinking </thinki")
     );
     assert_eq!(text(&events), "\n  ");
-    assert!(!events.iter().any(|e| matches!(e, Event::ReasoningEnd { .. })));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, Event::ReasoningEnd { .. }))
+    );
 }
 
 #[test]
@@ -168,7 +177,15 @@ fn a_think_tag_split_across_deltas() {
     let input = format!("<think>x {BLOCK}</think>");
     let mut decoder = tam_parse::Decoder::new(think());
     let mut events = Vec::new();
-    for delta in ["<th", "in", "k>x ", &BLOCK[..5], &BLOCK[5..], "</thi", "nk>"] {
+    for delta in [
+        "<th",
+        "in",
+        "k>x ",
+        &BLOCK[..5],
+        &BLOCK[5..],
+        "</thi",
+        "nk>",
+    ] {
         decoder.feed(delta, |e| events.push(e.into_owned()));
     }
     decoder.finish(|e| events.push(e.into_owned()));

@@ -73,8 +73,10 @@ pub struct AgentConfig {
     /// The role of the message carrying a round's observations. Default: [`Role::User`]
     /// (see [`Role::Tool`] for why not `tool`).
     pub observation_role: Role,
-    /// Whether `<think>…</think>` at the start of a reply's text is reasoning (split out,
-    /// shown as [`AgentEvent::Reasoning`], never decoded). Default: `true`.
+    /// Whether `<think>…</think>` sections of a reply's text are reasoning (split out,
+    /// shown as [`AgentEvent::Reasoning`], never decoded): the one at the start of the
+    /// reply by [`ThinkSplitter`], one beginning a later prose line by the decoder
+    /// (`MixedConfig::reasoning_tags`). Default: `true`.
     pub split_think_tags: bool,
     /// Whether the argument events ([`AgentEvent::CallStreamStart`],
     /// [`AgentEvent::ParamStart`], [`AgentEvent::ParamText`], [`AgentEvent::ParamEnd`],

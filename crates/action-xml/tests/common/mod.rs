@@ -127,9 +127,7 @@ pub fn dump(events: &[Event<'static>]) -> String {
             Event::Reasoning { text, span: s } => {
                 writeln!(out, "reasoning {} {text:?}", span(*s)).unwrap()
             }
-            Event::ReasoningEnd { span: s } => {
-                writeln!(out, "reasoning_end {}", span(*s)).unwrap()
-            }
+            Event::ReasoningEnd { span: s } => writeln!(out, "reasoning_end {}", span(*s)).unwrap(),
         }
     }
     out

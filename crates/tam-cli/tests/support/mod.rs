@@ -254,7 +254,11 @@ pub fn check_line(line: &Value, allowed: Allowed) {
             assert!(object["text"].is_string(), "text is a string: {line}");
         }
         Some("reasoning_start" | "reasoning_end") if allowed.progress => {
-            assert_eq!(keys(object), ["span", "type"], "reasoning tag fields: {line}");
+            assert_eq!(
+                keys(object),
+                ["span", "type"],
+                "reasoning tag fields: {line}"
+            );
             check_span(&object["span"], line);
         }
         Some("tool_calls") => {

@@ -319,7 +319,11 @@ mod tests {
         assert_eq!(at_end("a `x` ").quote, None);
         assert_eq!(at_end("a ``x ` y ").quote, Some(Quote::InlineCode));
         assert_eq!(at_end("a ``x ` y `` ").quote, None);
-        assert_eq!(at_end("a `x\n").quote, None, "a line break ends inline code");
+        assert_eq!(
+            at_end("a `x\n").quote,
+            None,
+            "a line break ends inline code"
+        );
         assert_eq!(at_end("``").quote, Some(Quote::InlineCode));
     }
 

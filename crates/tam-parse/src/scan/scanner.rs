@@ -535,7 +535,12 @@ impl Scanner {
                         }
                         decision => {
                             let marker = std::mem::take(&mut self.buf);
-                            self.marker_not_opened(decision, &marker, Span::new(start, self.pos), h);
+                            self.marker_not_opened(
+                                decision,
+                                &marker,
+                                Span::new(start, self.pos),
+                                h,
+                            );
                             // Keep the allocation.
                             self.buf = marker;
                             self.buf.clear();
