@@ -219,3 +219,20 @@ fn without_reasoning_tags_think_is_prose() {
     assert_eq!(tools(&events), ["DeleteAllFiles"]);
     assert_eq!(text(&events), "<think></think>");
 }
+
+#[test]
+fn invalid_bytes_in_reasoning_and_in_quoted_prose_keep_every_byte() {
+    let input = b"<think>a\xffb </thi\xfenk> c</think>\n`x\xff <|[REQUEST_TOOL]|>` y";
+    let events = common::decode_all_ways(input, think());
+    assert!(tools(&events).is_empty(), "{events:?}");
+    assert_eq!(reasoning(&events), "ab </think> c");
+    assert_eq!(
+        codes(&events),
+        [
+            "invalid_utf8",
+            "invalid_utf8",
+            "invalid_utf8",
+            "marker_in_prose"
+        ]
+    );
+}

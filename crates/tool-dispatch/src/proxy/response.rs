@@ -886,7 +886,10 @@ mod tests {
         let mut t = translator(protocol);
         let mut pieces: Vec<Piece> = Vec::new();
         let mut push = |piece: Piece| match (pieces.last_mut(), piece) {
-            (Some(Piece::Content(previous)), Piece::Content(text)) => previous.push_str(&text),
+            (Some(Piece::Content(previous)), Piece::Content(text))
+            | (Some(Piece::Reasoning(previous)), Piece::Reasoning(text)) => {
+                previous.push_str(&text);
+            }
             (_, piece) => pieces.push(piece),
         };
         for delta in deltas {
@@ -981,6 +984,26 @@ mod tests {
                 Piece::Content("\nB.\n".into()),
                 start1,
                 args1
+            ]
+        );
+        assert_eq!(reason, "tool_calls");
+    }
+
+    /// A `<think>` section of the text is reasoning (`delta.reasoning_content`), and the
+    /// block inside it is no call; a block after it is.
+    #[test]
+    fn a_think_section_is_reasoning_not_calls() {
+        let block = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n<|[END_TOOL]|>";
+        let text = format!("<think>\nplan {block}\n</think>\nOk.\n{block}");
+        let (pieces, reason) = every_split(ProtocolChoice::Tam, &text);
+        let [start, args] = call(0, "get_weather", r#"{"city":"Paris"}"#);
+        assert_eq!(
+            pieces,
+            [
+                Piece::Reasoning(format!("\nplan {block}\n")),
+                Piece::Content("\nOk.\n".into()),
+                start,
+                args,
             ]
         );
         assert_eq!(reason, "tool_calls");
