@@ -297,7 +297,8 @@ impl Decoder {
         self.scanner.position()
     }
 
-    /// Bytes held: prose held back (a possible `<ACTION` prefix, at most 23 bytes) or the
+    /// Bytes held: prose held back (a possible `<ACTION` prefix, at most 23 bytes; with
+    /// reasoning tags, a possible `<thinking>` or close tag, at most 34) or the
     /// open block.
     pub fn buffered(&self) -> usize {
         self.scanner.buffered()

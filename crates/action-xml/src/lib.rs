@@ -146,7 +146,9 @@
 //! # What is borrowed, what is held back
 //!
 //! [`Event::Text`] borrows from the delta just fed, or from the decoder for prose it held
-//! back: only a possible `<ACTION` prefix (at most 23 bytes) plus, for byte deltas, an
+//! back: only a possible `<ACTION` prefix (at most 23 bytes; with reasoning tags, a
+//! possible `<thinking>` tag or, inside reasoning, its close tag: at most 34) plus, for
+//! byte deltas, an
 //! incomplete UTF-8 character. A block is copied once into the scanner's buffer and parsed
 //! when it closes; [`ActionBlock`]s own their data.
 //!

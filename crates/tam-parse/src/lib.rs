@@ -126,7 +126,9 @@
 //!
 //! * [`Event::Text`] borrows from the delta just fed — or from the decoder for prose that
 //!   was held back. After each delta the decoder holds back only bytes that may still begin
-//!   a start marker (fewer than its length: 17 bytes for TAM, 19 for VCP) plus, for byte
+//!   a start marker (fewer than its length: 17 bytes for TAM, 19 for VCP; with
+//!   [`Config::reasoning_tags`], also a possible `<thinking>` tag, and inside reasoning a
+//!   possible close tag: at most 34 bytes, as tags allow blanks) plus, for byte
 //!   deltas, an incomplete UTF-8 character (at most 3 bytes).
 //! * A block's bytes are copied once, into one buffer; on close it becomes a
 //!   [`bytes::Bytes`]-backed [`bytestring::ByteString`] and every tool id, key and value is
