@@ -41,6 +41,15 @@ for f in "$root"/crates/tam-parse/tests/fuzz/* "$root"/crates/action-xml/tests/f
         *) cp "$f" seeds/action_decode/; cp "$f" seeds/mixed_decode/ ;;
     esac
 done
+# Hand-written inputs for the prose context (inline code, `>` lines, code fences) and
+# reasoning sections: extra-seeds/FLAGS_NAME.txt, FLAGS the flags byte in hex (0x20 turns
+# reasoning on in tam_decode and action_decode; mixed_decode reads it by default).
+for f in extra-seeds/*.txt; do
+    flags="$(basename "$f" | cut -d_ -f1)"
+    for t in tam_decode action_decode mixed_decode; do
+        seed "$t" "$f" "$flags"
+    done
+done
 for t in tam_decode action_decode mixed_decode; do
     echo "$t: $(ls "seeds/$t" | wc -l) seeds"
 done

@@ -1,6 +1,7 @@
 //! The ACTION decoder on arbitrary bytes cut at arbitrary points: no panic, the same
 //! events however the stream is cut, spans that tile the stream (see `tam_fuzz` for the
-//! layout); and the same through the front door (`OutputDecoder` for ACTION only).
+//! layout); and the same through the front door (`OutputDecoder` for ACTION only). Flag
+//! bit 5 turns reasoning sections (`<think>`) on.
 #![no_main]
 
 use action_xml::ProtocolChoice;
@@ -9,7 +10,9 @@ use tam_fuzz::{Input, action, check, mixed};
 
 fuzz_target!(|raw: &[u8]| {
     let input = Input::parse(raw);
-    check(action(input.flags), &input);
+    let mut alone = action(input.flags);
+    alone.0 = alone.0.with_reasoning_tags(input.flags & 0x20 != 0);
+    check(alone, &input);
     let mut front = mixed(input.flags);
     front.0.protocol = ProtocolChoice::Action;
     check(front, &input);

@@ -1,6 +1,7 @@
 //! Arbitrary deltas through the front door (`OutputDecoder`): no panic, the same events
 //! however the stream is cut, spans that tile the stream (see `tam_fuzz` for the layout).
-//! Flag bits 2–3 choose the protocol (TAM, ACTION, both), bit 5 turns argument events off.
+//! Flag bits 2–3 choose the protocol (TAM, ACTION, both), bit 5 turns argument events off,
+//! bit 4 reasoning sections (on by default in the front door).
 #![no_main]
 
 use action_xml::ProtocolChoice;
@@ -12,5 +13,6 @@ fuzz_target!(|raw: &[u8]| {
     let mut harness = mixed(input.flags);
     harness.0.protocol = ProtocolChoice::ALL[usize::from(input.flags >> 2) % 3];
     harness.0.param_events = input.flags & 0x20 == 0;
+    harness.0.reasoning_tags = input.flags & 0x10 == 0;
     check(harness, &input);
 });

@@ -104,7 +104,7 @@ mod tests {
         let codes = codes(&lines);
         assert!(codes.contains(&"unescaped_lt"), "{lines:?}");
         assert!(codes.contains(&"bare_ampersand"), "{lines:?}");
-        assert!(codes.contains(&"code_fence"), "{lines:?}");
+        assert!(codes.contains(&"fenced_block"), "{lines:?}");
     }
 
     #[test]

@@ -19,8 +19,6 @@ use crate::tree::{TreeReader, read_direct};
 pub(crate) struct OpenBlock {
     /// Line and column where the block starts.
     pub start: Cursor,
-    /// A code fence line right before the block.
-    pub outer_fence: Option<Span>,
     /// CDATA sections and comments, in raw offsets.
     pub regions: Vec<RegionRef>,
     /// The region open now: its kind and where its opener starts.
@@ -147,11 +145,11 @@ fn build_block_with(
         closed,
         start: open.start,
     };
-    if let Some(fence) = open.outer_fence {
+    if let Some(fence) = closed.fence {
         diags.push(Diagnostic::warning(
-            codes::CODE_FENCE,
+            codes::FENCED_BLOCK,
             fence,
-            "markdown code fence around the ACTION block ignored",
+            "ACTION block inside a fenced code block: read as a call",
         ));
     }
     if index > 0 {

@@ -24,8 +24,13 @@ pub const UNDECLARED_PREFIX: Code = Code::new("undeclared_prefix");
 /// The stream ended before `</ACTION>`, or elements were still open at the end of the
 /// block; what arrived was parsed and the open elements closed (warning).
 pub const MISSING_CLOSE_TAG: Code = Code::new("missing_close_tag");
-/// A markdown code fence around the block or inside it was ignored (warning).
+/// A markdown code fence line inside the block (its body's first or last line) was
+/// ignored (warning).
 pub const CODE_FENCE: Code = Code::new("code_fence");
+/// The block was written inside a fenced code block (```` ```xml ```` … ```` ``` ````): it
+/// was read as a call all the same (warning; the span is the fence's opening line). The
+/// same code as tam-parse's.
+pub const FENCED_BLOCK: Code = Code::FENCED_BLOCK;
 /// `<action>`, `< ACTION >` and the like, or a close tag that matches its element only
 /// ignoring case (warning).
 pub const NONCANONICAL_TAG: Code = Code::new("noncanonical_tag");

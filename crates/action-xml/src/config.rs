@@ -65,6 +65,15 @@ pub struct Config {
     /// Most XML nodes (elements, text runs) in one block, passed to roxmltree as its
     /// `nodes_limit`. More gets error `too_many_nodes` and no calls. Default: 65 536.
     pub max_nodes: u32,
+    /// Read `<think>` … `</think>` and `<thinking>` … `</thinking>` sections of the prose
+    /// as reasoning ([`Event::ReasoningStart`](crate::Event::ReasoningStart),
+    /// [`Event::Reasoning`](crate::Event::Reasoning),
+    /// [`Event::ReasoningEnd`](crate::Event::ReasoningEnd)), never as calls: the open tag
+    /// counts where it is the first non-blank text of a prose line outside a code fence, and
+    /// the section runs to its matching close tag or to the end of the stream. Default:
+    /// `false` for this crate's [`Decoder`](crate::Decoder) (opt-in); the front door
+    /// ([`MixedConfig::reasoning_tags`](crate::MixedConfig::reasoning_tags)) turns it on.
+    pub reasoning_tags: bool,
 }
 
 impl Default for Config {
@@ -73,6 +82,15 @@ impl Default for Config {
             max_block_bytes: 1 << 20,
             max_depth: 64,
             max_nodes: 1 << 16,
+            reasoning_tags: false,
         }
+    }
+}
+
+impl Config {
+    /// These settings with reasoning sections ([`Config::reasoning_tags`]) on or off.
+    pub fn with_reasoning_tags(mut self, on: bool) -> Self {
+        self.reasoning_tags = on;
+        self
     }
 }

@@ -4,14 +4,13 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use tam_parse::scan::{BlockView, ClosedBlock, ScanHandler, Scanner};
+use tam_parse::scan::{BlockView, ClosedBlock, Quote, ScanHandler, Scanner};
 use tam_parse::{Diagnostic, Span};
 
 use crate::block::{Built, OpenBlock, build_block};
 use crate::codes;
 use crate::config::{Config, REGION_CDATA, REGION_COMMENT, grammar};
 use crate::event::Event;
-use crate::fence::FenceTracker;
 use crate::position::StreamCursor;
 use crate::prescan::{RegionKind, RegionRef};
 use crate::stream::Streamer;
@@ -24,7 +23,6 @@ pub(crate) struct ActionLayer {
     /// Argument events are wanted: the streamer runs. Off, it never looks at a block.
     streaming: bool,
     blocks_seen: usize,
-    fence: FenceTracker,
     open: OpenBlock,
     streamer: Streamer,
 }
@@ -36,7 +34,6 @@ impl ActionLayer {
             config,
             streaming,
             blocks_seen: 0,
-            fence: FenceTracker::default(),
             open: OpenBlock::default(),
             streamer: Streamer::default(),
         }
@@ -52,19 +49,9 @@ impl ActionLayer {
         *self = ActionLayer::new(self.config, self.streaming);
     }
 
-    pub(crate) fn text(&mut self, text: &str, span: Span) {
-        self.fence.text(text, span);
-    }
-
-    /// Something other than prose (another protocol's block, invalid bytes) ends at `end`.
-    pub(crate) fn interrupt(&mut self, end: usize) {
-        self.fence.interrupt(end);
-    }
-
     pub(crate) fn block_opened(&mut self, marker: Span, start: crate::position::Cursor) {
         self.open = OpenBlock {
             start,
-            outer_fence: self.fence.fence_before_block(marker.start),
             ..OpenBlock::default()
         };
         self.streamer = Streamer::new(marker.len());
@@ -149,13 +136,11 @@ impl ActionLayer {
         match build_block(closed, open, index, &self.config) {
             Built::Block(block) => {
                 self.blocks_seen += 1;
-                self.fence.interrupt(closed.span.end);
                 out(Event::Block(block));
             }
             Built::Prose(warning) => {
                 out(Event::Diagnostic(warning));
                 let text: &str = &closed.raw;
-                self.fence.text(text, closed.span);
                 out(Event::Text {
                     text: Cow::Borrowed(text),
                     span: closed.span,
@@ -163,6 +148,20 @@ impl ActionLayer {
             }
         }
     }
+}
+
+/// Warning `marker_in_prose` for an `<ACTION>` tag the model quoted (SPEC §2.2): an empty
+/// span at the tag, like the prose-mention warning, before the tag's text.
+pub(crate) fn quoted_tag(marker: Span, quote: Quote) -> Diagnostic {
+    let where_ = match quote {
+        Quote::QuoteLine => "on a line quoted with '>'",
+        _ => "inside inline code",
+    };
+    Diagnostic::warning(
+        codes::MARKER_IN_PROSE,
+        Span::new(marker.start, marker.start),
+        format!("<ACTION> {where_} is quoted, not a tool block: its text is prose"),
+    )
 }
 
 /// The diagnostic for bytes that are not UTF-8.
@@ -185,11 +184,29 @@ struct Sink<'s, F> {
 
 impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
     fn text(&mut self, text: &str, span: Span) {
-        self.layer.text(text, span);
         (self.out)(Event::Text {
             text: Cow::Borrowed(text),
             span,
         });
+    }
+
+    fn quoted_marker(&mut self, _kind: usize, marker: Span, quote: Quote) {
+        (self.out)(Event::Diagnostic(quoted_tag(marker, quote)));
+    }
+
+    fn reasoning_start(&mut self, _tag: &str, span: Span) {
+        (self.out)(Event::ReasoningStart { span });
+    }
+
+    fn reasoning(&mut self, text: &str, span: Span) {
+        (self.out)(Event::Reasoning {
+            text: Cow::Borrowed(text),
+            span,
+        });
+    }
+
+    fn reasoning_end(&mut self, _tag: &str, span: Span) {
+        (self.out)(Event::ReasoningEnd { span });
     }
 
     fn block_opened(&mut self, _kind: usize, marker: Span) {
@@ -225,7 +242,6 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
         if in_block {
             self.layer.invalid_utf8_in_block(diagnostic);
         } else {
-            self.layer.interrupt(span.end);
             (self.out)(Event::Diagnostic(diagnostic));
         }
     }
@@ -250,7 +266,8 @@ impl Decoder {
     /// [`Event::CallEnd`]).
     pub fn new(config: Config) -> Self {
         Decoder {
-            scanner: Scanner::new(grammar(), config.max_block_bytes),
+            scanner: Scanner::new(grammar(), config.max_block_bytes)
+                .with_reasoning(config.reasoning_tags),
             layer: ActionLayer::new(config, true),
             cursor: StreamCursor::default(),
         }
@@ -280,7 +297,8 @@ impl Decoder {
         self.scanner.position()
     }
 
-    /// Bytes held: prose held back (a possible `<ACTION` prefix, at most 23 bytes) or the
+    /// Bytes held: prose held back (a possible `<ACTION` prefix, at most 23 bytes; with
+    /// reasoning tags, a possible `<thinking>` or close tag, at most 34) or the
     /// open block.
     pub fn buffered(&self) -> usize {
         self.scanner.buffered()

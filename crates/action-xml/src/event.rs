@@ -13,7 +13,8 @@ use crate::call::ActionBlock;
 ///
 /// With feature `serde`: an object tagged by `"type"` — the variant's name in snake_case
 /// (`text`, `block_start`, `block`, `diagnostic`, `call_start`, `param_start`,
-/// `param_text`, `param_end`, `call_end`) — with the variant's fields, or for `Block` and
+/// `param_text`, `param_end`, `call_end`, `reasoning_start`, `reasoning`, `reasoning_end`)
+/// — with the variant's fields, or for `Block` and
 /// `Diagnostic` the fields of the [`ActionBlock`] or [`Diagnostic`], as tam-parse's
 /// events. Deserializing gives owned text and keys, so `Event<'static>` is
 /// `DeserializeOwned`.
@@ -41,8 +42,27 @@ pub enum Event<'a> {
     /// when the close tag never came).
     Block(ActionBlock),
     /// A problem outside any block (invalid UTF-8), or warning `marker_in_prose` before
-    /// the text of an `<ACTION>` mention.
+    /// the text of an `<ACTION>` mention or of a quoted `<ACTION>` tag.
     Diagnostic(Diagnostic),
+    /// A reasoning section opens ([`Config::reasoning_tags`](crate::Config::reasoning_tags)):
+    /// `span` covers its open tag (`<think>`, `<thinking>`).
+    ReasoningStart {
+        /// The open tag's span.
+        span: Span,
+    },
+    /// Reasoning: the content of a `<think>` section, tags excluded, as early as possible.
+    /// Adjacent pieces may be split anywhere. Never decoded into calls.
+    Reasoning {
+        /// The text.
+        text: Cow<'a, str>,
+        /// Its place in the stream.
+        span: Span,
+    },
+    /// The reasoning section's close tag (a section the stream ends in gets none).
+    ReasoningEnd {
+        /// The close tag's span.
+        span: Span,
+    },
     /// A call element's start tag is complete (argument streaming, see below): `index`
     /// counts the calls of the block from 0, `tool` is the element's name as written,
     /// `span` the start tag.
@@ -107,6 +127,12 @@ impl Event<'_> {
             },
             Event::ParamEnd { span } => Event::ParamEnd { span },
             Event::CallEnd { index, span } => Event::CallEnd { index, span },
+            Event::ReasoningStart { span } => Event::ReasoningStart { span },
+            Event::Reasoning { text, span } => Event::Reasoning {
+                text: Cow::Owned(text.into_owned()),
+                span,
+            },
+            Event::ReasoningEnd { span } => Event::ReasoningEnd { span },
         }
     }
 
@@ -119,7 +145,10 @@ impl Event<'_> {
             | Event::ParamStart { span, .. }
             | Event::ParamText { span, .. }
             | Event::ParamEnd { span }
-            | Event::CallEnd { span, .. } => *span,
+            | Event::CallEnd { span, .. }
+            | Event::ReasoningStart { span }
+            | Event::Reasoning { span, .. }
+            | Event::ReasoningEnd { span } => *span,
             Event::Block(b) => b.span,
             Event::Diagnostic(d) => d.span,
         }

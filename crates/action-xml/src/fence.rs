@@ -1,12 +1,11 @@
-//! Markdown code fences (```` ```xml ```` … ```` ``` ````) that models put around or inside
-//! ACTION blocks.
+//! Markdown code fences (```` ```xml ```` … ```` ``` ````) that models put inside ACTION
+//! blocks. (A fence around a block is the scanner's: tam-parse tracks fences in the prose
+//! and reports the block as fenced, warning `fenced_block`.)
 //!
 //! A fence line is optional blanks, three or more backticks or tildes, an optional info
 //! word (`xml`, `html`, …) and optional blanks.
 
 use std::ops::Range;
-
-use tam_parse::Span;
 
 /// Classifies one line as it streams in, stopping early once it cannot be a fence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -70,70 +69,6 @@ pub(crate) fn is_fence_line(line: &str) -> bool {
     LineState::Blank.feed(line.as_bytes()).is_fence()
 }
 
-/// Watches the prose for a fence line right before a block opens.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct FenceTracker {
-    /// The line being written.
-    current: LineState,
-    /// Stream offset where the current line starts.
-    current_start: usize,
-    /// The last completed non-blank line, when it is a fence line.
-    last_fence: Option<Span>,
-}
-
-impl FenceTracker {
-    /// Prose `text` at `span`.
-    pub(crate) fn text(&mut self, text: &str, span: Span) {
-        let bytes = text.as_bytes();
-        let Some(last_nl) = memchr::memrchr(b'\n', bytes) else {
-            self.current = self.current.feed(bytes);
-            return;
-        };
-        // Find the last non-blank line completed in this chunk, walking back line by line.
-        let mut end = last_nl;
-        loop {
-            let start = memchr::memrchr(b'\n', &bytes[..end]).map_or(0, |i| i + 1);
-            let (state, line_start) = if start == 0 {
-                (self.current.feed(&bytes[..end]), self.current_start)
-            } else {
-                (
-                    LineState::Blank.feed(&bytes[start..end]),
-                    span.start + start,
-                )
-            };
-            if state != LineState::Blank {
-                self.last_fence = state
-                    .is_fence()
-                    .then(|| Span::new(line_start, span.start + end));
-                break;
-            }
-            if start == 0 {
-                break;
-            }
-            end = start - 1;
-        }
-        self.current = LineState::Blank.feed(&bytes[last_nl + 1..]);
-        self.current_start = span.start + last_nl + 1;
-    }
-
-    /// Something that is not prose (a block, invalid bytes) ends at `end`.
-    pub(crate) fn interrupt(&mut self, end: usize) {
-        self.current = LineState::Other;
-        self.current_start = end;
-        self.last_fence = None;
-    }
-
-    /// The fence line right before a block that opens now, if any: the last non-blank
-    /// line, or the text so far on the block's own line.
-    pub(crate) fn fence_before_block(&self, block_start: usize) -> Option<Span> {
-        match self.current {
-            LineState::Blank => self.last_fence,
-            state if state.is_fence() => Some(Span::new(self.current_start, block_start)),
-            _ => None,
-        }
-    }
-}
-
 /// Fence lines at the very start and end of a block body (the only places a model puts
 /// them): their ranges in `body`, without line breaks.
 pub(crate) fn fences_in_body(body: &str) -> (Option<Range<usize>>, Option<Range<usize>>) {
@@ -185,24 +120,6 @@ mod tests {
         for no in ["``", "", "   ", "```x y", "text ```", "``x"] {
             assert!(!is_fence_line(no), "{no:?}");
         }
-    }
-
-    #[test]
-    fn tracker_sees_fence_before_block_in_any_split() {
-        let text = "Reading.\n```xml\n  \n";
-        for cut in 0..=text.len() {
-            let mut t = FenceTracker::default();
-            t.text(&text[..cut], Span::new(0, cut));
-            t.text(&text[cut..], Span::new(cut, text.len()));
-            assert_eq!(
-                t.fence_before_block(text.len()),
-                Some(Span::new(9, 15)),
-                "cut {cut}"
-            );
-        }
-        let mut t = FenceTracker::default();
-        t.text("```xml\nok\n", Span::new(0, 10));
-        assert_eq!(t.fence_before_block(10), None);
     }
 
     #[test]

@@ -64,10 +64,34 @@
 //! closes properly (`unescaped_lt`); `]]>` in text (`unescaped_gt`); undeclared namespace
 //! prefixes (`undeclared_prefix`); a missing `</ACTION>` at the end of the stream when
 //! every call element in the block closed, or elements left open at the end of a closed
-//! block (`missing_close_tag`: what arrived is parsed); markdown code fences around or inside the block (`code_fence`); `<action>`,
+//! block (`missing_close_tag`: what arrived is parsed); markdown code fence lines inside the block (`code_fence`); `<action>`,
 //! `< ACTION >` and close tags that match only ignoring case (`noncanonical_tag`).
 //! Comments and processing instructions are dropped. A `<` problem between calls or
 //! directly inside a call is structure gone wrong, not code, and is not repaired.
+//!
+//! # Quoted tags, fenced blocks, reasoning (SPEC §2.2, §3)
+//!
+//! tam-parse's scanner tracks the markdown of the prose (see its crate docs, "Quoted
+//! markers, fenced blocks, reasoning"), for ACTION tags as for TAM markers:
+//!
+//! * An `<ACTION>` tag inside inline code (an unclosed run of backticks earlier on its
+//!   line) or on a line whose first non-blank character is `>` is **quoted**: warning
+//!   `marker_in_prose` (an empty span at the tag, as for a prose mention), then the tag as
+//!   [`Event::Text`]; what follows streams as text, `</ACTION>` included, until another,
+//!   unquoted tag. "Never write `` `<ACTION><DeleteAllFiles><path>/</path></DeleteAllFiles></ACTION>` ``
+//!   unless asked" is text and nothing runs.
+//! * A block inside a fenced code block (a line of 3+ backticks or tildes, indented at most
+//!   3 columns, up to a closing line of at least as many) **is** a call, with warning
+//!   `fenced_block` (span: the fence's opening line). This replaces the former
+//!   `code_fence` warning for a fence line right before the block: the scanner knows
+//!   whether a fence is open, so a fence that closed before the block no longer counts.
+//!   `code_fence` remains for fence lines inside the block's body, which the parser drops.
+//! * With [`Config::reasoning_tags`] (off for [`Decoder`], on by default for the front door
+//!   [`OutputDecoder`] through [`MixedConfig::reasoning_tags`]), a `<think>` or
+//!   `<thinking>` tag that is the first non-blank text of a prose line outside a fence opens
+//!   a reasoning section up to its matching close tag or the end of the stream:
+//!   [`Event::ReasoningStart`], [`Event::Reasoning`] pieces (borrowed, as early as
+//!   possible), [`Event::ReasoningEnd`]. Nothing in it is decoded.
 //!
 //! # A block the stream ended in (SPEC §3, §5)
 //!
@@ -122,7 +146,9 @@
 //! # What is borrowed, what is held back
 //!
 //! [`Event::Text`] borrows from the delta just fed, or from the decoder for prose it held
-//! back: only a possible `<ACTION` prefix (at most 23 bytes) plus, for byte deltas, an
+//! back: only a possible `<ACTION` prefix (at most 23 bytes; with reasoning tags, a
+//! possible `<thinking>` tag or, inside reasoning, its close tag: at most 34) plus, for
+//! byte deltas, an
 //! incomplete UTF-8 character. A block is copied once into the scanner's buffer and parsed
 //! when it closes; [`ActionBlock`]s own their data.
 //!

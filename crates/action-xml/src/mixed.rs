@@ -5,12 +5,12 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
-use tam_parse::scan::{BlockView, ClosedBlock, Grammar, ScanHandler, Scanner};
+use tam_parse::scan::{BlockView, ClosedBlock, Grammar, Quote, ScanHandler, Scanner};
 use tam_parse::{BlockParser, ByteString, Diagnostic, Dialect, Span};
 
 use crate::call::ActionBlock;
 use crate::config::{Config, block_syntax};
-use crate::decoder::{ActionLayer, invalid_utf8};
+use crate::decoder::{ActionLayer, invalid_utf8, quoted_tag};
 use crate::event::Event;
 use crate::position::StreamCursor;
 use crate::protocol::{Protocol, ProtocolChoice};
@@ -37,6 +37,16 @@ pub struct MixedConfig {
     /// Which protocol(s) an [`OutputDecoder`](crate::OutputDecoder) looks for. Default:
     /// [`ProtocolChoice::Auto`]. [`MixedDecoder`] ignores it: it always reads both.
     pub protocol: ProtocolChoice,
+    /// Read `<think>` … `</think>` and `<thinking>` … `</thinking>` sections as reasoning
+    /// ([`MixedEvent::ReasoningStart`], [`MixedEvent::Reasoning`],
+    /// [`MixedEvent::ReasoningEnd`]) for every protocol choice, never as calls (SPEC §2.2):
+    /// the open tag counts where it is the first non-blank text of a prose line outside a
+    /// code fence (models write it at the very start of the reply, sometimes after blank
+    /// lines), and the section runs to its matching close tag or to the end of the stream.
+    /// Overrides `tam.reasoning_tags` and `action.reasoning_tags`. Default: `true`: the
+    /// front door is what `tam decode`, `tam serve` and the agent read a model's reply
+    /// with, and all of them must keep reasoning apart from calls.
+    pub reasoning_tags: bool,
 }
 
 impl Default for MixedConfig {
@@ -46,6 +56,7 @@ impl Default for MixedConfig {
             action: Config::default(),
             param_events: true,
             protocol: ProtocolChoice::default(),
+            reasoning_tags: true,
         }
     }
 }
@@ -64,13 +75,21 @@ impl MixedConfig {
         self.param_events = on;
         self
     }
+
+    /// These settings with reasoning sections ([`MixedConfig::reasoning_tags`]) on or off.
+    pub fn with_reasoning_tags(mut self, on: bool) -> Self {
+        self.reasoning_tags = on;
+        self
+    }
 }
 
 /// What a [`MixedDecoder`] (and the [`OutputDecoder`](crate::OutputDecoder)) reports, in
 /// stream order.
 ///
 /// With feature `serde`, an event serializes as its `tam decode` line (SPEC §6; see
-/// "Serde" in the crate docs): `Text` as `{"type":"text","text"}`, `TamBlock` and
+/// "Serde" in the crate docs): `Text` as `{"type":"text","text"}`, `Reasoning` as
+/// `{"type":"reasoning","text"}`, `ReasoningStart`/`ReasoningEnd` as
+/// `{"type":"reasoning_start"|"reasoning_end","span"}`, `TamBlock` and
 /// `ActionBlock` as `{"type":"tool_calls","protocol","span","calls":[{"tool","args"}],
 /// "diagnostics"}`, `Diagnostic` as `{"type":"diagnostic",…}` with the [`Diagnostic`]'s
 /// fields, and the progress events as `block_start`, `command_seen` (with `"protocol":
@@ -114,6 +133,26 @@ pub enum MixedEvent<'a> {
     /// A problem outside any block: an unterminated TAM block, invalid UTF-8, an
     /// `<ACTION>` mention in prose (`marker_in_prose`).
     Diagnostic(Diagnostic),
+    /// A reasoning section opens ([`MixedConfig::reasoning_tags`]): `span` covers its open
+    /// tag (`<think>`, `<thinking>`).
+    ReasoningStart {
+        /// The open tag's span.
+        span: Span,
+    },
+    /// Reasoning: the content of a `<think>` section, tags excluded, as early as possible.
+    /// Adjacent pieces may be split anywhere. Never decoded into calls: show it apart from
+    /// the reply (an OpenAI-style `reasoning_content`).
+    Reasoning {
+        /// The text.
+        text: Cow<'a, str>,
+        /// Its place in the stream.
+        span: Span,
+    },
+    /// The reasoning section's close tag (a section the stream ends in gets none).
+    ReasoningEnd {
+        /// The close tag's span.
+        span: Span,
+    },
     /// An ACTION call element's start tag is complete ([`Event::CallStart`]). TAM reports
     /// [`MixedEvent::CommandSeen`] instead.
     CallStart {
@@ -180,6 +219,12 @@ impl MixedEvent<'_> {
             MixedEvent::TamBlock(b) => MixedEvent::TamBlock(b),
             MixedEvent::ActionBlock(b) => MixedEvent::ActionBlock(b),
             MixedEvent::Diagnostic(d) => MixedEvent::Diagnostic(d),
+            MixedEvent::ReasoningStart { span } => MixedEvent::ReasoningStart { span },
+            MixedEvent::Reasoning { text, span } => MixedEvent::Reasoning {
+                text: Cow::Owned(text.into_owned()),
+                span,
+            },
+            MixedEvent::ReasoningEnd { span } => MixedEvent::ReasoningEnd { span },
             MixedEvent::CallStart {
                 protocol,
                 index,
@@ -245,7 +290,10 @@ impl MixedEvent<'_> {
             | MixedEvent::ParamStart { span, .. }
             | MixedEvent::ParamText { span, .. }
             | MixedEvent::ParamEnd { span, .. }
-            | MixedEvent::CallEnd { span, .. } => *span,
+            | MixedEvent::CallEnd { span, .. }
+            | MixedEvent::ReasoningStart { span }
+            | MixedEvent::Reasoning { span, .. }
+            | MixedEvent::ReasoningEnd { span } => *span,
             MixedEvent::TamBlock(b) => b.span,
             MixedEvent::ActionBlock(b) => b.span,
             MixedEvent::Diagnostic(d) => d.span,
@@ -268,24 +316,11 @@ pub fn mixed_grammar(dialect: Dialect) -> Arc<Grammar> {
     }))
 }
 
-/// Turns TAM events into mixed ones, keeping the ACTION layer's view of the prose.
+/// Turns TAM events into mixed ones.
 fn forward_tam<'a, F: FnMut(MixedEvent<'_>)>(
-    action: &'a mut ActionLayer,
     out: &'a mut F,
 ) -> impl FnMut(tam_parse::Event<'_>) + 'a {
-    move |event| {
-        match &event {
-            tam_parse::Event::Text { text, span } => action.text(text, *span),
-            tam_parse::Event::Block(block) => action.interrupt(block.span.end),
-            tam_parse::Event::Diagnostic(d) => action.interrupt(d.span.end),
-            tam_parse::Event::BlockStart { .. }
-            | tam_parse::Event::ParamStart { .. }
-            | tam_parse::Event::ParamText { .. }
-            | tam_parse::Event::ParamEnd { .. }
-            | tam_parse::Event::CommandSeen { .. } => {}
-        }
-        out(MixedEvent::from(event));
-    }
+    move |event| out(MixedEvent::from(event))
 }
 
 /// A TAM decoder's event as the mixed decoder reports it. `tam_parse::Event` is
@@ -317,6 +352,9 @@ impl<'a> From<tam_parse::Event<'a>> for MixedEvent<'a> {
                 protocol: Protocol::Tam,
                 span,
             },
+            tam_parse::Event::ReasoningStart { span } => MixedEvent::ReasoningStart { span },
+            tam_parse::Event::Reasoning { text, span } => MixedEvent::Reasoning { text, span },
+            tam_parse::Event::ReasoningEnd { span } => MixedEvent::ReasoningEnd { span },
         }
     }
 }
@@ -357,6 +395,9 @@ impl<'a> From<Event<'a>> for MixedEvent<'a> {
                 index,
                 span,
             },
+            Event::ReasoningStart { span } => MixedEvent::ReasoningStart { span },
+            Event::Reasoning { text, span } => MixedEvent::Reasoning { text, span },
+            Event::ReasoningEnd { span } => MixedEvent::ReasoningEnd { span },
         }
     }
 }
@@ -382,18 +423,40 @@ struct MixedSink<'s, F> {
 
 impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
     fn text(&mut self, text: &str, span: Span) {
-        self.action.text(text, span);
         (self.out)(MixedEvent::Text {
             text: Cow::Borrowed(text),
             span,
         });
     }
 
+    fn quoted_marker(&mut self, kind: usize, marker: Span, quote: Quote) {
+        if kind == KIND_TAM {
+            self.tam
+                .quoted_marker(marker, quote, &mut forward_tam(self.out));
+        } else {
+            (self.out)(MixedEvent::Diagnostic(quoted_tag(marker, quote)));
+        }
+    }
+
+    fn reasoning_start(&mut self, _tag: &str, span: Span) {
+        (self.out)(MixedEvent::ReasoningStart { span });
+    }
+
+    fn reasoning(&mut self, text: &str, span: Span) {
+        (self.out)(MixedEvent::Reasoning {
+            text: Cow::Borrowed(text),
+            span,
+        });
+    }
+
+    fn reasoning_end(&mut self, _tag: &str, span: Span) {
+        (self.out)(MixedEvent::ReasoningEnd { span });
+    }
+
     fn block_opened(&mut self, kind: usize, marker: Span) {
         *self.open_kind = Some(kind);
         if kind == KIND_TAM {
-            self.tam
-                .block_opened(marker, &mut forward_tam(self.action, self.out));
+            self.tam.block_opened(marker, &mut forward_tam(self.out));
         } else {
             let start = self.cursor.at(self.delta, marker.start);
             self.action.block_opened(marker, start);
@@ -419,7 +482,7 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
     fn block_progress(&mut self, view: &BlockView<'_>, settled: usize) {
         if view.kind() == KIND_TAM {
             self.tam
-                .block_progress(view, settled, &mut forward_tam(self.action, self.out));
+                .block_progress(view, settled, &mut forward_tam(self.out));
         } else {
             let out = &mut *self.out;
             self.action
@@ -435,13 +498,8 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
         marker: Range<usize>,
     ) {
         if view.kind() == KIND_TAM {
-            self.tam.region_closed(
-                view,
-                region,
-                content,
-                marker,
-                &mut forward_tam(self.action, self.out),
-            );
+            self.tam
+                .region_closed(view, region, content, marker, &mut forward_tam(self.out));
         } else {
             self.action.region_closed(content, marker);
         }
@@ -450,8 +508,7 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
     fn block_closed(&mut self, closed: ClosedBlock) {
         *self.open_kind = None;
         if closed.kind == KIND_TAM {
-            self.tam
-                .block_closed(closed, &mut forward_tam(self.action, self.out));
+            self.tam.block_closed(closed, &mut forward_tam(self.out));
         } else {
             let out = &mut *self.out;
             self.action
@@ -463,11 +520,10 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
         match (in_block, *self.open_kind) {
             (true, Some(KIND_TAM)) => {
                 self.tam
-                    .invalid_utf8(bytes, span, true, &mut forward_tam(self.action, self.out));
+                    .invalid_utf8(bytes, span, true, &mut forward_tam(self.out));
             }
             (true, _) => self.action.invalid_utf8_in_block(invalid_utf8(bytes, span)),
             (false, _) => {
-                self.action.interrupt(span.end);
                 (self.out)(MixedEvent::Diagnostic(invalid_utf8(bytes, span)));
             }
         }
@@ -516,7 +572,8 @@ impl MixedDecoder {
         tam.max_block_bytes = limit;
         tam.param_events = config.param_events;
         MixedDecoder {
-            scanner: Scanner::new(mixed_grammar(tam.dialect), limit),
+            scanner: Scanner::new(mixed_grammar(tam.dialect), limit)
+                .with_reasoning(config.reasoning_tags),
             tam: BlockParser::new(tam),
             action: ActionLayer::new(config.action, config.param_events),
             open_kind: None,
@@ -629,6 +686,15 @@ mod wire {
         Text {
             text: &'a str,
         },
+        Reasoning {
+            text: &'a str,
+        },
+        ReasoningStart {
+            span: Span,
+        },
+        ReasoningEnd {
+            span: Span,
+        },
         ToolCalls {
             protocol: Protocol,
             span: Span,
@@ -713,6 +779,9 @@ mod wire {
         fn from(event: &'a MixedEvent<'_>) -> Line<'a> {
             match event {
                 MixedEvent::Text { text, .. } => Line::Text { text },
+                MixedEvent::Reasoning { text, .. } => Line::Reasoning { text },
+                MixedEvent::ReasoningStart { span } => Line::ReasoningStart { span: *span },
+                MixedEvent::ReasoningEnd { span } => Line::ReasoningEnd { span: *span },
                 MixedEvent::TamBlock(block) => Line::ToolCalls {
                     protocol: Protocol::Tam,
                     span: block.span,

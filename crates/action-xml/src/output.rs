@@ -19,7 +19,8 @@ enum Inner {
 ///   crate's [`Decoder`] with [`MixedConfig::action`], [`ProtocolChoice::Auto`] the
 ///   [`MixedDecoder`] (one scanner, `action.max_block_bytes` for both). Each gives exactly
 ///   its decoder's events, converted with the `From` impls of [`MixedEvent`].
-/// * [`MixedConfig::param_events`] switches argument streaming for every choice.
+/// * [`MixedConfig::param_events`] switches argument streaming for every choice, and
+///   [`MixedConfig::reasoning_tags`] (default on) reasoning sections.
 ///
 /// ```
 /// use action_xml::{MixedConfig, MixedEvent, OutputDecoder, ProtocolChoice};
@@ -70,11 +71,15 @@ impl OutputDecoder {
         let param_events = config.param_events;
         let inner = match config.protocol {
             ProtocolChoice::Tam => Inner::Tam(tam_parse::Decoder::new(
-                config.tam.with_param_events(param_events),
+                config
+                    .tam
+                    .with_param_events(param_events)
+                    .with_reasoning_tags(config.reasoning_tags),
             )),
-            ProtocolChoice::Action => {
-                Inner::Action(Decoder::new(config.action).with_param_events(param_events))
-            }
+            ProtocolChoice::Action => Inner::Action(
+                Decoder::new(config.action.with_reasoning_tags(config.reasoning_tags))
+                    .with_param_events(param_events),
+            ),
             ProtocolChoice::Auto => Inner::Auto(MixedDecoder::new(config)),
         };
         OutputDecoder {

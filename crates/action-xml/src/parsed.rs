@@ -76,14 +76,23 @@ pub fn parse_with(text: &str, config: Config) -> Parsed {
         | Event::ParamStart { .. }
         | Event::ParamText { .. }
         | Event::ParamEnd { .. }
-        | Event::CallEnd { .. } => {}
+        | Event::CallEnd { .. }
+        | Event::ReasoningStart { .. }
+        | Event::Reasoning { .. }
+        | Event::ReasoningEnd { .. } => {}
     };
     decoder.feed(text, &mut gather);
     decoder.finish(&mut gather);
+    // The fence line right before the first block (only blanks between them).
     let fenced_at = parsed.blocks.first().and_then(|b| {
         b.diagnostics
             .iter()
-            .find(|d| d.code == codes::CODE_FENCE && d.span.end <= b.span.start)
+            .find(|d| d.code == codes::FENCED_BLOCK)
+            .filter(|d| {
+                before
+                    .get(d.span.end..)
+                    .is_some_and(|between| between.trim().is_empty())
+            })
             .map(|d| d.span.start)
     });
     if let Some(at) = fenced_at {

@@ -89,7 +89,7 @@ fn fences_around_the_block_leave_response_and_trailing_text() {
     assert_eq!(out.response_text, "Sure, here it is.");
     assert_eq!(out.trailing_text, "Done.");
     assert_eq!(out.calls[0].tool, "ping");
-    assert_eq!(out.diagnostics[0].code, codes::CODE_FENCE);
+    assert_eq!(out.diagnostics[0].code, codes::FENCED_BLOCK);
     // Unfenced trailing text that starts with backticks is kept.
     let out = parse("<ACTION><ping/></ACTION>\n```\ncode\n```");
     assert_eq!(out.trailing_text, "```\ncode\n```");

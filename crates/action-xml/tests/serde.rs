@@ -338,3 +338,34 @@ fn the_readme_line_is_what_the_block_serializes_to() {
         ]
     );
 }
+
+#[test]
+fn reasoning_serializes_as_its_tam_decode_lines() {
+    let input = "<think>plan <ACTION><X/></ACTION></think>\nok";
+    let events = decode_all_ways(Mixed(MixedConfig::default()), input.as_bytes());
+    let lines: Vec<Value> = events
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            json!({"type": "reasoning_start", "span": [0, 7]}),
+            json!({"type": "reasoning", "text": "plan <ACTION><X/></ACTION>"}),
+            json!({"type": "reasoning_end", "span": span_of(input, "</think>")}),
+            json!({"type": "text", "text": "\nok"}),
+        ]
+    );
+    // The ACTION decoder's own event: its fields, span included, and back.
+    let event = action_xml::Event::Reasoning {
+        text: "plan".into(),
+        span: tam_parse::Span::new(7, 11),
+    };
+    let json = serde_json::to_value(&event).unwrap();
+    assert_eq!(
+        json,
+        json!({"type": "reasoning", "text": "plan", "span": [7, 11]})
+    );
+    let back: action_xml::Event<'static> = serde_json::from_value(json).unwrap();
+    assert_eq!(back, event);
+}

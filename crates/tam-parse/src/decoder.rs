@@ -15,7 +15,8 @@ use crate::entry::{
     CanonicalKey, SegmentItem, parse_segment, same_canonical, written_command_number,
 };
 use crate::scan::{
-    BlockEnd, BlockSyntax, BlockView, ClosedBlock, Grammar, Pattern, Region, ScanHandler, Scanner,
+    BlockEnd, BlockSyntax, BlockView, ClosedBlock, Grammar, Pattern, Quote, Region, ScanHandler,
+    Scanner,
 };
 
 /// Value open marker.
@@ -137,6 +138,13 @@ pub struct Config {
     /// consumers that do not know these events yet — the mixed decoder's event type,
     /// tool-dispatch — see none).
     pub param_events: bool,
+    /// Read `<think>` … `</think>` and `<thinking>` … `</thinking>` sections of the prose
+    /// as reasoning ([`Event::ReasoningStart`], [`Event::Reasoning`],
+    /// [`Event::ReasoningEnd`]): never decoded into calls (SPEC §2.2). The open tag counts
+    /// where it is the first non-blank text of a prose line outside a code fence; the
+    /// section runs to its matching close tag, or to the end of the stream. Default:
+    /// `false` (opt-in: off, the tags are prose). action-xml's front door turns it on.
+    pub reasoning_tags: bool,
 }
 
 impl Default for Config {
@@ -147,6 +155,7 @@ impl Default for Config {
             max_calls: 64,
             max_key_len: 128,
             param_events: false,
+            reasoning_tags: false,
         }
     }
 }
@@ -165,6 +174,12 @@ impl Config {
         self.param_events = on;
         self
     }
+
+    /// These settings with reasoning sections ([`Config::reasoning_tags`]) on or off.
+    pub fn with_reasoning_tags(mut self, on: bool) -> Self {
+        self.reasoning_tags = on;
+        self
+    }
 }
 
 /// What the decoder reports, in stream order.
@@ -180,7 +195,7 @@ impl Config {
 ///
 /// With feature `serde`: an object tagged by `"type"` — the variant's name in snake_case
 /// (`text`, `block_start`, `param_start`, `param_text`, `param_end`, `command_seen`,
-/// `block`, `diagnostic`) — with the variant's fields, or for `Block` and `Diagnostic` the
+/// `block`, `diagnostic`, `reasoning_start`, `reasoning`, `reasoning_end`) — with the variant's fields, or for `Block` and `Diagnostic` the
 /// fields of the [`Block`] or [`Diagnostic`]: `{"type":"text","text":"Hi","span":[0,2]}`.
 /// Deserializing gives owned text and keys (`Cow::Owned`), so `Event<'static>` is
 /// `DeserializeOwned` (`serde_json::from_reader`, `from_value`).
@@ -246,6 +261,25 @@ pub enum Event<'a> {
     },
     /// A closed block, emitted by the feed that delivered the end marker's last byte.
     Block(Block),
+    /// A reasoning section opens ([`Config::reasoning_tags`]): `span` covers its open tag
+    /// (`<think>`, `<thinking>`).
+    ReasoningStart {
+        /// The open tag's span.
+        span: Span,
+    },
+    /// Reasoning: the content of a `<think>` section, tags excluded, as early as possible.
+    /// Adjacent pieces may be split anywhere. Never decoded into calls.
+    Reasoning {
+        /// The text.
+        text: Cow<'a, str>,
+        /// Its place in the stream.
+        span: Span,
+    },
+    /// The reasoning section's close tag (a section the stream ends in gets none).
+    ReasoningEnd {
+        /// The close tag's span.
+        span: Span,
+    },
     /// A problem outside any block: an unterminated block (with its raw text), a start
     /// marker read as prose (`marker_in_prose`, a warning next to the text it is about), or
     /// invalid UTF-8.
@@ -273,6 +307,12 @@ impl Event<'_> {
             Event::CommandSeen { call, tool, span } => Event::CommandSeen { call, tool, span },
             Event::Block(b) => Event::Block(b),
             Event::Diagnostic(d) => Event::Diagnostic(d),
+            Event::ReasoningStart { span } => Event::ReasoningStart { span },
+            Event::Reasoning { text, span } => Event::Reasoning {
+                text: Cow::Owned(text.into_owned()),
+                span,
+            },
+            Event::ReasoningEnd { span } => Event::ReasoningEnd { span },
         }
     }
 
@@ -284,7 +324,10 @@ impl Event<'_> {
             | Event::ParamStart { span, .. }
             | Event::ParamText { span, .. }
             | Event::ParamEnd { span }
-            | Event::CommandSeen { span, .. } => *span,
+            | Event::CommandSeen { span, .. }
+            | Event::ReasoningStart { span }
+            | Event::Reasoning { span, .. }
+            | Event::ReasoningEnd { span } => *span,
             Event::Block(b) => b.span,
             Event::Diagnostic(d) => d.span,
         }
@@ -980,6 +1023,16 @@ impl BlockParser {
         })
     }
 
+    /// [`ScanHandler::quoted_marker`]: warning `marker_in_prose` (the marker's text follows
+    /// as [`Event::Text`]).
+    pub fn quoted_marker(&mut self, marker: Span, quote: Quote, out: &mut impl FnMut(Event<'_>)) {
+        out(Event::Diagnostic(quoted_marker(
+            self.config.dialect.start_marker(),
+            marker,
+            quote,
+        )));
+    }
+
     /// [`ScanHandler::block_opened`]: emits [`Event::BlockStart`].
     pub fn block_opened(&mut self, marker: Span, out: &mut impl FnMut(Event<'_>)) {
         self.builder().reset(marker.len());
@@ -1062,19 +1115,22 @@ impl BlockParser {
         match closed.end {
             BlockEnd::Marker if closed.dropped > 0 => {
                 self.builder().reset(0);
-                out(Event::Block(Block {
-                    span: closed.span,
-                    calls: Vec::new(),
-                    diagnostics: vec![too_large(&closed, &self.config)],
-                    raw: ByteString::new(),
-                }));
+                out(Event::Block(fenced(
+                    &closed,
+                    Block {
+                        span: closed.span,
+                        calls: Vec::new(),
+                        diagnostics: vec![too_large(&closed, &self.config)],
+                        raw: ByteString::new(),
+                    },
+                )));
             }
             BlockEnd::Marker => {
                 let config = self.config;
                 let block = self
                     .builder()
                     .finish_block(&closed, closed.body.end, &config, out);
-                out(Event::Block(block));
+                out(Event::Block(fenced(&closed, block)));
             }
             BlockEnd::Eof => {
                 if !self.recover_at_eof(&closed, out) {
@@ -1111,6 +1167,34 @@ impl BlockParser {
             out(Event::Diagnostic(diag));
         }
     }
+}
+
+/// Warning `marker_in_prose` for a start marker the model quoted (SPEC §2.2).
+pub(crate) fn quoted_marker(marker_text: &str, span: Span, quote: Quote) -> Diagnostic {
+    let where_ = match quote {
+        Quote::QuoteLine => "on a line quoted with '>'",
+        _ => "inside inline code",
+    };
+    Diagnostic::warning(
+        Code::MARKER_IN_PROSE,
+        span,
+        format!("{marker_text} {where_} is quoted, not a tool block: its text is prose"),
+    )
+}
+
+/// `block` with warning `fenced_block` first when it was written inside a code fence.
+fn fenced(closed: &ClosedBlock, mut block: Block) -> Block {
+    if let Some(fence) = closed.fence {
+        block.diagnostics.insert(
+            0,
+            Diagnostic::warning(
+                Code::FENCED_BLOCK,
+                fence,
+                "tool block inside a fenced code block: read as a call",
+            ),
+        );
+    }
+    block
 }
 
 fn too_large(closed: &ClosedBlock, config: &Config) -> Diagnostic {
@@ -1223,7 +1307,7 @@ impl BlockParser {
             ..closed.clone()
         };
         let block = b.finish_block(&head, value_end, &config, out);
-        out(Event::Block(block));
+        out(Event::Block(fenced(closed, block)));
         if block_end < raw.len() {
             out(Event::Text {
                 text: Cow::Borrowed(&raw[block_end..]),
@@ -1293,6 +1377,25 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
         self.parser.block_opened(marker, self.out);
     }
 
+    fn quoted_marker(&mut self, _kind: usize, marker: Span, quote: Quote) {
+        self.parser.quoted_marker(marker, quote, self.out);
+    }
+
+    fn reasoning_start(&mut self, _tag: &str, span: Span) {
+        (self.out)(Event::ReasoningStart { span });
+    }
+
+    fn reasoning(&mut self, text: &str, span: Span) {
+        (self.out)(Event::Reasoning {
+            text: Cow::Borrowed(text),
+            span,
+        });
+    }
+
+    fn reasoning_end(&mut self, _tag: &str, span: Span) {
+        (self.out)(Event::ReasoningEnd { span });
+    }
+
     fn accept_region(&mut self, view: &BlockView<'_>, region: usize, marker: Range<usize>) -> bool {
         self.parser.accept_region(view, region, marker)
     }
@@ -1342,7 +1445,8 @@ impl Decoder {
     /// A decoder with `config`.
     pub fn new(config: Config) -> Self {
         Decoder {
-            scanner: Scanner::new(config.dialect.grammar(), config.max_block_bytes),
+            scanner: Scanner::new(config.dialect.grammar(), config.max_block_bytes)
+                .with_reasoning(config.reasoning_tags),
             parser: BlockParser::new(config),
         }
     }

@@ -123,10 +123,14 @@ impl Code {
     pub const TOO_MANY_CALLS: Code = Code("too_many_calls");
     /// A key longer than the configured limit; the entry was dropped (error).
     pub const KEY_TOO_LONG: Code = Code("key_too_long");
-    /// A start marker that began no tool block: the block never closed and held no
-    /// complete entry, so its bytes, marker included, were emitted as text (warning; the
-    /// span is the marker's).
+    /// A start marker that began no tool block (warning; the span is the marker's): the
+    /// model quoted it (inside inline code, on a line quoted with `>`), or the block never
+    /// closed and held no complete entry. Its bytes, marker included, were emitted as text.
     pub const MARKER_IN_PROSE: Code = Code("marker_in_prose");
+    /// The block was written inside a fenced code block (```` ``` ````); it was read as a
+    /// call all the same (warning, in the block's diagnostics; the span is the fence's
+    /// opening line).
+    pub const FENCED_BLOCK: Code = Code("fenced_block");
     /// A value written between bare corner brackets, `KEY:「VALUE」`, without `始`/`末`;
     /// it was read as the value (warning).
     pub const BARE_BRACKETS: Code = Code("bare_brackets");
@@ -290,6 +294,7 @@ mod serde_impls {
         Code::TOO_MANY_CALLS,
         Code::KEY_TOO_LONG,
         Code::MARKER_IN_PROSE,
+        Code::FENCED_BLOCK,
         Code::BARE_BRACKETS,
         Code::INVALID_UTF8,
     ];

@@ -91,6 +91,45 @@
 //!   which runs to the last `」` before the end of the line, warning `bare_brackets`.
 //!   Never across a line break, never outside a block.
 //!
+//! # Quoted markers, fenced blocks, reasoning
+//!
+//! Models quote markers and show examples; only a marker the model *uses* opens a block
+//! (SPEC §2.2). The scanner tracks where in the markdown of the prose it is, in a few
+//! counters (O(1) state, the same whatever the deltas — a backtick, a `>`, a fence or a
+//! `<think>` tag may be split anywhere):
+//!
+//! * **Inline code.** A run of `n` backticks opens a code span that the next run of
+//!   exactly `n` backticks on the same line closes; a line break ends it. A start marker
+//!   inside an open span is prose: warning `marker_in_prose` (span: the marker), then the
+//!   marker as [`Event::Text`], and everything after it streams as text, so the quoted
+//!   block is text from its marker to its end marker (an end marker outside a block is
+//!   prose). "Never write `` `<|[REQUEST_TOOL]|>…<|[END_TOOL]|>` `` unless asked" runs
+//!   nothing.
+//! * **`>` lines.** A line whose first non-blank character is `>` (an email, a message the
+//!   user pasted) is quoted: a start marker on it is prose, as above.
+//! * **Code fences.** A line whose first non-blank text, indented by at most 3 columns (a
+//!   tab counts 4), is a run of 3 or more backticks or tildes opens a fenced code block; a
+//!   line of at least as many of the same character, then blanks only, closes it. A block
+//!   inside a fence **is** a call (models wrap real calls in fences far more often than they
+//!   show examples), with warning `fenced_block` first in its diagnostics (span: the fence's
+//!   opening line, to the block when the block is on that line). Inside a fence there is no
+//!   inline code and no `>` quotation.
+//! * **Reasoning** ([`Config::reasoning_tags`], opt-in here; action-xml's front door turns
+//!   it on). A `<think>` or `<thinking>` tag (ASCII case-insensitive, blanks allowed inside)
+//!   that is the first non-blank text of a prose line outside a code fence opens a reasoning
+//!   section, up to its matching close tag (`</think>`, `</thinking>`) or the end of the
+//!   stream: [`Event::ReasoningStart`] (the tag), [`Event::Reasoning`] pieces (its content,
+//!   borrowed, as early as possible: only a possible close tag is held back) and
+//!   [`Event::ReasoningEnd`] (the close tag; none when the stream ends inside). Markers in
+//!   reasoning open nothing. The tag must begin a line because that is where models write
+//!   it — at the very start of the reply, sometimes after blank lines — while a `<think>`
+//!   in the middle of a sentence is prose about the tag; so is `<thinking` without its `>`.
+//!
+//! A block or a reasoning section ends the line's inline code and quotation (what follows
+//! it on the line is mid-line text); an open fence stays open across blocks. The prose
+//! context is read only outside blocks: a restart marker inside an unclosed TAM block
+//! opens the next block whatever the prose around it.
+//!
 //! # Argument streaming
 //!
 //! With [`Config::param_events`] on, [`Event::ParamStart`] (key as written), [`Event::ParamText`] pieces and
@@ -128,7 +167,9 @@
 //!
 //! * [`Event::Text`] borrows from the delta just fed — or from the decoder for prose that
 //!   was held back. After each delta the decoder holds back only bytes that may still begin
-//!   a start marker (fewer than its length: 17 bytes for TAM, 19 for VCP) plus, for byte
+//!   a start marker (fewer than its length: 17 bytes for TAM, 19 for VCP; with
+//!   [`Config::reasoning_tags`], also a possible `<thinking>` tag, and inside reasoning a
+//!   possible close tag: at most 34 bytes, as tags allow blanks) plus, for byte
 //!   deltas, an incomplete UTF-8 character (at most 3 bytes).
 //! * A block's bytes are copied once, into one buffer; on close it becomes a
 //!   [`bytes::Bytes`]-backed [`bytestring::ByteString`] and every tool id, key and value is
@@ -145,7 +186,8 @@
 //! | `max_calls` | 64 | error `too_many_calls`; later calls dropped |
 //! | `max_key_len` | 128 bytes | error `key_too_long`; the entry is dropped (kept in the diagnostic) |
 //!
-//! [`Config::param_events`] (default `false`) turns argument streaming on.
+//! [`Config::param_events`] (default `false`) turns argument streaming on,
+//! [`Config::reasoning_tags`] (default `false`) reasoning sections.
 //!
 //! An idle decoder is at most 256 bytes (a test checks `size_of::<Decoder>()`) plus its
 //! buffer, which is empty until prose is held back or a block opens.

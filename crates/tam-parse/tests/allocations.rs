@@ -63,7 +63,12 @@ fn allocations_while_feeding(input: &str) -> (usize, usize, usize) {
 
 /// Like [`allocations_while_feeding`], also counting the `ParamText` pieces streamed.
 fn allocations_and_pieces(input: &str) -> ((usize, usize, usize), usize) {
-    let mut decoder = Decoder::new(Config::default().with_param_events(true));
+    allocations_with(input, Config::default().with_param_events(true))
+}
+
+/// [`allocations_and_pieces`] with `config`.
+fn allocations_with(input: &str, config: Config) -> ((usize, usize, usize), usize) {
+    let mut decoder = Decoder::new(config);
     let mut pieces = 0usize;
     let mut blocks = 0usize;
     let mut deltas = 0usize;
@@ -102,6 +107,28 @@ fn prose_allocates_nothing_per_delta() {
     assert_eq!(blocks, 0);
     assert!(deltas > 200_000 && deltas > 50 * small_deltas);
     // The held-back buffer is allocated once (a few growth steps); after that, nothing.
+    assert_eq!(
+        big_allocations, small_allocations,
+        "allocations grew with the deltas"
+    );
+    assert!(big_allocations <= 2, "{big_allocations} allocations");
+}
+
+/// The prose context (inline code, `>` lines, code fences) and reasoning sections are
+/// counters and borrowed pieces: nothing is allocated per delta for them either.
+#[test]
+fn prose_context_and_reasoning_allocate_nothing_per_delta() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let unit = "Use `ls` and ``a ` b`` here.\n> quoted <b>\n```text\ncode <|[\n```\n<think>\nplan <|[REQUEST with </thin and </think >\n</think>\n~~~\n~~~\n";
+    let config = Config::default().with_reasoning_tags(true);
+    let big = unit.repeat((1 << 20) / unit.len());
+    let small = unit.repeat((1 << 14) / unit.len());
+    allocations_with(&small, config);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let ((big_allocations, blocks, deltas), _) = allocations_with(&big, config);
+    let ((small_allocations, _, small_deltas), _) = allocations_with(&small, config);
+    assert_eq!(blocks, 0);
+    assert!(deltas > 200_000 && deltas > 50 * small_deltas);
     assert_eq!(
         big_allocations, small_allocations,
         "allocations grew with the deltas"

@@ -191,6 +191,25 @@ fn every_event_kind_has_its_tag() {
             json!({"type": "param_end", "span": [20, 40]}),
         ),
         (
+            Event::ReasoningStart {
+                span: Span::new(0, 7),
+            },
+            json!({"type": "reasoning_start", "span": [0, 7]}),
+        ),
+        (
+            Event::Reasoning {
+                text: Cow::Borrowed("plan"),
+                span: Span::new(7, 11),
+            },
+            json!({"type": "reasoning", "text": "plan", "span": [7, 11]}),
+        ),
+        (
+            Event::ReasoningEnd {
+                span: Span::new(11, 19),
+            },
+            json!({"type": "reasoning_end", "span": [11, 19]}),
+        ),
+        (
             Event::CommandSeen {
                 call: 3,
                 tool: ByteString::from("Shell.Run"),

@@ -48,6 +48,12 @@ pub trait Harness: Copy {
         let _ = (last, next);
         false
     }
+    /// The text and span of a reasoning event (reasoning is the input under its span, as
+    /// text is). Default: none.
+    fn reasoning(e: &Self::Event) -> Option<(&str, Span)> {
+        let _ = e;
+        None
+    }
 }
 
 /// Appends an owned event; a text event right after an adjacent text event is merged into
@@ -95,7 +101,8 @@ pub fn assert_tiles<H: Harness>(events: &[H::Event], n: usize) {
     assert_eq!(at, n, "spans do not reach the end of the stream");
 }
 
-/// Asserts, when `stream` is UTF-8, that each text event is the input under its span.
+/// Asserts, when `stream` is UTF-8, that each text (and reasoning) event is the input under
+/// its span.
 pub fn assert_text_is_input<H: Harness>(events: &[H::Event], stream: &[u8]) {
     let Ok(input) = std::str::from_utf8(stream) else {
         return;
@@ -106,6 +113,13 @@ pub fn assert_text_is_input<H: Harness>(events: &[H::Event], stream: &[u8]) {
                 input.get(span.start..span.end),
                 Some(text),
                 "text event is not the input under its span"
+            );
+        }
+        if let Some((text, span)) = H::reasoning(e) {
+            assert_eq!(
+                input.get(span.start..span.end),
+                Some(text),
+                "reasoning event is not the input under its span"
             );
         }
     }
@@ -304,7 +318,10 @@ pub struct TamCut(pub tam_parse::Config);
 /// tile.
 fn tam_tiling_span(e: &tam_parse::Event<'static>) -> Option<Span> {
     match e {
-        tam_parse::Event::Text { span, .. } => Some(*span),
+        tam_parse::Event::Text { span, .. }
+        | tam_parse::Event::ReasoningStart { span }
+        | tam_parse::Event::Reasoning { span, .. }
+        | tam_parse::Event::ReasoningEnd { span } => Some(*span),
         tam_parse::Event::Block(b) => Some(b.span),
         tam_parse::Event::Diagnostic(d) if d.code != tam_parse::Code::MARKER_IN_PROSE => {
             Some(d.span)
@@ -313,7 +330,7 @@ fn tam_tiling_span(e: &tam_parse::Event<'static>) -> Option<Span> {
     }
 }
 
-/// Adjacent `ParamText` pieces merge.
+/// Adjacent `ParamText` pieces merge, and so do adjacent `Reasoning` pieces.
 fn tam_extend_piece(
     last: &mut tam_parse::Event<'static>,
     next: &tam_parse::Event<'static>,
@@ -325,6 +342,13 @@ fn tam_extend_piece(
                 span: prev_span,
             },
             tam_parse::Event::ParamText { text, span },
+        )
+        | (
+            tam_parse::Event::Reasoning {
+                text: prev,
+                span: prev_span,
+            },
+            tam_parse::Event::Reasoning { text, span },
         ) if prev_span.end == span.start => {
             prev.to_mut().push_str(text);
             prev_span.end = span.end;
@@ -348,6 +372,17 @@ impl Harness for Tam {
     fn extend_piece(last: &mut Self::Event, next: &Self::Event) -> bool {
         tam_extend_piece(last, next)
     }
+
+    fn reasoning(e: &Self::Event) -> Option<(&str, Span)> {
+        tam_reasoning(e)
+    }
+}
+
+fn tam_reasoning<'e>(e: &'e tam_parse::Event<'static>) -> Option<(&'e str, Span)> {
+    match e {
+        tam_parse::Event::Reasoning { text, span } => Some((text, *span)),
+        _ => None,
+    }
 }
 
 impl Harness for TamCut {
@@ -363,6 +398,10 @@ impl Harness for TamCut {
 
     fn extend_piece(last: &mut Self::Event, next: &Self::Event) -> bool {
         tam_extend_piece(last, next)
+    }
+
+    fn reasoning(e: &Self::Event) -> Option<(&str, Span)> {
+        tam_reasoning(e)
     }
 }
 
@@ -381,7 +420,10 @@ impl Harness for Action {
 
     fn tiling_span(e: &Self::Event) -> Option<Span> {
         match e {
-            action_xml::Event::Text { span, .. } => Some(*span),
+            action_xml::Event::Text { span, .. }
+            | action_xml::Event::ReasoningStart { span }
+            | action_xml::Event::Reasoning { span, .. }
+            | action_xml::Event::ReasoningEnd { span } => Some(*span),
             action_xml::Event::Block(b) => Some(b.span),
             action_xml::Event::Diagnostic(d) => Some(d.span),
             _ => None,
@@ -389,7 +431,7 @@ impl Harness for Action {
     }
 
     fn extend_piece(last: &mut Self::Event, e: &Self::Event) -> bool {
-        use action_xml::Event::ParamText;
+        use action_xml::Event::{ParamText, Reasoning};
         match (last, e) {
             (
                 ParamText { text, span },
@@ -402,7 +444,25 @@ impl Harness for Action {
                 span.end = s.end;
                 true
             }
+            (
+                Reasoning { text, span },
+                Reasoning {
+                    text: more,
+                    span: s,
+                },
+            ) if span.end == s.start => {
+                text.to_mut().push_str(more);
+                span.end = s.end;
+                true
+            }
             _ => false,
+        }
+    }
+
+    fn reasoning(e: &Self::Event) -> Option<(&str, Span)> {
+        match e {
+            action_xml::Event::Reasoning { text, span } => Some((text, *span)),
+            _ => None,
         }
     }
 }
@@ -423,7 +483,10 @@ impl Harness for Mixed {
 
     fn tiling_span(e: &Self::Event) -> Option<Span> {
         match e {
-            MixedEvent::Text { span, .. } => Some(*span),
+            MixedEvent::Text { span, .. }
+            | MixedEvent::ReasoningStart { span }
+            | MixedEvent::Reasoning { span, .. }
+            | MixedEvent::ReasoningEnd { span } => Some(*span),
             MixedEvent::TamBlock(b) => Some(b.span),
             MixedEvent::ActionBlock(b) => Some(b.span),
             MixedEvent::Diagnostic(d) if d.code != tam_parse::Code::MARKER_IN_PROSE => Some(d.span),
@@ -450,7 +513,25 @@ impl Harness for Mixed {
                 span.end = s.end;
                 true
             }
+            (
+                MixedEvent::Reasoning { text, span },
+                MixedEvent::Reasoning {
+                    text: more,
+                    span: s,
+                },
+            ) if span.end == s.start => {
+                text.to_mut().push_str(more);
+                span.end = s.end;
+                true
+            }
             _ => false,
+        }
+    }
+
+    fn reasoning(e: &Self::Event) -> Option<(&str, Span)> {
+        match e {
+            MixedEvent::Reasoning { text, span } => Some((text, *span)),
+            _ => None,
         }
     }
 }

@@ -73,8 +73,10 @@ pub struct AgentConfig {
     /// The role of the message carrying a round's observations. Default: [`Role::User`]
     /// (see [`Role::Tool`] for why not `tool`).
     pub observation_role: Role,
-    /// Whether `<think>…</think>` at the start of a reply's text is reasoning (split out,
-    /// shown as [`AgentEvent::Reasoning`], never decoded). Default: `true`.
+    /// Whether `<think>…</think>` sections of a reply's text are reasoning (split out,
+    /// shown as [`AgentEvent::Reasoning`], never decoded): the one at the start of the
+    /// reply by [`ThinkSplitter`], one beginning a later prose line by the decoder
+    /// (`MixedConfig::reasoning_tags`). Default: `true`.
     pub split_think_tags: bool,
     /// Whether the argument events ([`AgentEvent::CallStreamStart`],
     /// [`AgentEvent::ParamStart`], [`AgentEvent::ParamText`], [`AgentEvent::ParamEnd`],
@@ -121,7 +123,9 @@ impl AgentConfig {
         let mut config = MixedConfig::for_protocol(self.protocol);
         config.tam = self.tam;
         config.action = self.action;
-        config.with_param_events(self.stream_arguments)
+        config
+            .with_param_events(self.stream_arguments)
+            .with_reasoning_tags(self.split_think_tags)
     }
 }
 
@@ -665,6 +669,11 @@ impl Agent {
                 emit(AgentEvent::TextDelta(text.into_owned()));
                 return;
             }
+            MixedEvent::Reasoning { text, .. } => {
+                emit(AgentEvent::Reasoning(text.into_owned()));
+                return;
+            }
+            MixedEvent::ReasoningStart { .. } | MixedEvent::ReasoningEnd { .. } => return,
             MixedEvent::BlockStart { protocol, span } => {
                 emit(AgentEvent::BlockStarted {
                     kind: protocol,
@@ -854,6 +863,9 @@ fn argument_event(event: MixedEvent<'_>) -> Option<AgentEvent> {
             span,
         },
         MixedEvent::Text { .. }
+        | MixedEvent::Reasoning { .. }
+        | MixedEvent::ReasoningStart { .. }
+        | MixedEvent::ReasoningEnd { .. }
         | MixedEvent::BlockStart { .. }
         | MixedEvent::TamBlock(_)
         | MixedEvent::ActionBlock(_)

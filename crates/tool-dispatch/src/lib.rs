@@ -106,8 +106,11 @@
 //! * Observations go back as a `user` message by default
 //!   ([`AgentConfig::observation_role`]): the text protocols' calls have no native call id,
 //!   which `tool` messages need on most servers.
-//! * `<think>` counts only at the start of a reply ([`ThinkSplitter`]); reasoning is not
-//!   kept in the assistant message added to the conversation.
+//! * `<think>` at the start of a reply is split out by [`ThinkSplitter`]; a `<think>`
+//!   section that begins a later prose line is reasoning too (the decoder's
+//!   `MixedConfig::reasoning_tags`, tied to [`AgentConfig::split_think_tags`]): never
+//!   decoded into calls. Reasoning is not kept in the assistant message added to the
+//!   conversation.
 //! * Native tool calls are never run; one observation per round names them and tells the
 //!   model to write the protocol's block.
 //! * The agent decodes through action-xml's front door ([`action_xml::OutputDecoder`]);

@@ -121,6 +121,13 @@ pub fn dump(events: &[Event<'static>]) -> String {
             Event::CallEnd { index, span: s } => {
                 writeln!(out, "call_end {} {index}", span(*s)).unwrap()
             }
+            Event::ReasoningStart { span: s } => {
+                writeln!(out, "reasoning_start {}", span(*s)).unwrap()
+            }
+            Event::Reasoning { text, span: s } => {
+                writeln!(out, "reasoning {} {text:?}", span(*s)).unwrap()
+            }
+            Event::ReasoningEnd { span: s } => writeln!(out, "reasoning_end {}", span(*s)).unwrap(),
         }
     }
     out
@@ -133,6 +140,15 @@ pub fn dump_mixed(events: &[MixedEvent<'static>]) -> String {
         match e {
             MixedEvent::Text { text, span: s } => {
                 writeln!(out, "text {} {:?}", span(*s), text).unwrap()
+            }
+            MixedEvent::ReasoningStart { span: s } => {
+                writeln!(out, "reasoning_start {}", span(*s)).unwrap()
+            }
+            MixedEvent::Reasoning { text, span: s } => {
+                writeln!(out, "reasoning {} {text:?}", span(*s)).unwrap()
+            }
+            MixedEvent::ReasoningEnd { span: s } => {
+                writeln!(out, "reasoning_end {}", span(*s)).unwrap()
             }
             MixedEvent::BlockStart { protocol, span: s } => {
                 writeln!(out, "block_start {} {}", protocol.as_str(), span(*s)).unwrap()

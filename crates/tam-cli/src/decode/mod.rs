@@ -33,11 +33,20 @@ arriving (FILE or standard input).
 Output lines (SPEC §6):
   {\"type\":\"text\",\"text\":S}
       prose outside blocks; adjacent text lines may be split anywhere
+  {\"type\":\"reasoning\",\"text\":S}
+      the content of a <think>…</think> (or <thinking>…</thinking>) section, tags left
+      out: reasoning, never decoded into calls; the open tag counts as the first non-blank
+      text of a prose line outside a code fence, and a section the input ends in is
+      reasoning to its end; adjacent reasoning lines may be split anywhere
   {\"type\":\"tool_calls\",\"protocol\":\"tam\"|\"action\",\"span\":[a,b],\"calls\":[{\"tool\":S,\"args\":{K:V}}],\"diagnostics\":[D…]}
       one closed block; TAM values are strings under the key as written (chain suffix
       stripped), ACTION values are JSON strings, arrays or objects
   {\"type\":\"diagnostic\",\"severity\":\"error\"|\"warning\",\"code\":S,\"message\":S,\"span\":[a,b]}
       a problem outside any block; D inside tool_calls has the same fields
+A start marker the model quotes opens no block: inside inline code (an unclosed run of
+backticks earlier on its line) or on a line whose first non-blank character is `>`, it
+is text, with a marker_in_prose warning. A block inside a fenced code block (```) is a
+call, with warning fenced_block among its diagnostics.
 Spans are byte offsets [start, end) in the decoded content (for --input deltas and sse:
 the concatenated deltas, not the input file).
 
@@ -57,6 +66,8 @@ The param_text pieces of one parameter joined are its value (TAM: exactly; ACTIO
 content as written, references decoded, untrimmed). They are for UIs: a call runs only
 from its tool_calls line, and a block the stream ends inside never gets one. Also:
   {\"type\":\"block_start\",\"protocol\":P,\"span\":[a,b]}     when a start marker or <ACTION> is seen
+  {\"type\":\"reasoning_start\",\"span\":[a,b]}, {\"type\":\"reasoning_end\",\"span\":[a,b]}
+                                                          the <think> and </think> tags
   {\"type\":\"command_seen\",\"protocol\":\"tam\",\"call\":N,\"tool\":S,\"span\":[a,b]}
                                                           when a TAM command value closes
 --with-raw adds \"raw\" (the model's text) to diagnostics that carry it, such as

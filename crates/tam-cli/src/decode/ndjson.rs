@@ -11,8 +11,10 @@
 //! own impls, the call shape `{"tool","args"}` built there from the blocks' calls). This
 //! module only chooses which events get a line and whether diagnostics keep `raw`:
 //!
-//! * an empty text event writes nothing;
-//! * without `--progress`, `block_start`, `command_seen` and the argument lines
+//! * an empty text event writes nothing; reasoning (a `<think>` section of the reply) is
+//!   `{"type":"reasoning","text":S}`, written like text;
+//! * without `--progress`, `block_start`, `reasoning_start`, `reasoning_end` (each with
+//!   its `span`: the tags), `command_seen` and the argument lines
 //!   (`call_start`, `param_start`, `param_text`, `param_end`, `call_end`) are not written;
 //!   with it they are, each with its `protocol` (`command_seen`: `call`, `tool`, `span`;
 //!   `call_start`: `index`, `tool`, `span`; `param_start`: `key`, `span`; `param_text`:
@@ -53,11 +55,13 @@ impl<W: Write> NdjsonWriter<W> {
     /// Writes the line of `event`, if it has one, and flushes.
     pub(crate) fn write_event(&mut self, event: &MixedEvent<'_>) -> io::Result<()> {
         let written = match event {
-            MixedEvent::Text { text, .. } => !text.is_empty(),
+            MixedEvent::Text { text, .. } | MixedEvent::Reasoning { text, .. } => !text.is_empty(),
             MixedEvent::TamBlock(_) | MixedEvent::ActionBlock(_) | MixedEvent::Diagnostic(_) => {
                 true
             }
             MixedEvent::BlockStart { .. }
+            | MixedEvent::ReasoningStart { .. }
+            | MixedEvent::ReasoningEnd { .. }
             | MixedEvent::CommandSeen { .. }
             | MixedEvent::CallStart { .. }
             | MixedEvent::ParamStart { .. }
@@ -109,6 +113,9 @@ impl<W: Write> NdjsonWriter<W> {
                 Some(MixedEvent::ActionBlock(copy))
             }
             MixedEvent::Text { .. }
+            | MixedEvent::Reasoning { .. }
+            | MixedEvent::ReasoningStart { .. }
+            | MixedEvent::ReasoningEnd { .. }
             | MixedEvent::TamBlock(_)
             | MixedEvent::ActionBlock(_)
             | MixedEvent::Diagnostic(_)

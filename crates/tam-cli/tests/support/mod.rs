@@ -162,6 +162,11 @@ pub fn merge_text(lines: Vec<Value>) -> Vec<Value> {
                 last["text"] = Value::String(joined);
                 continue;
             }
+            if let (Some(before), Some(text)) = (reasoning_of(last), reasoning_of(&line)) {
+                let joined = format!("{before}{text}");
+                last["text"] = Value::String(joined);
+                continue;
+            }
             if let (Some(before), Some(text)) = (piece_of(last), piece_of(&line))
                 && last["protocol"] == line["protocol"]
             {
@@ -178,6 +183,12 @@ pub fn merge_text(lines: Vec<Value>) -> Vec<Value> {
 
 fn text_of(line: &Value) -> Option<&str> {
     (line["type"] == "text")
+        .then(|| line["text"].as_str())
+        .flatten()
+}
+
+fn reasoning_of(line: &Value) -> Option<&str> {
+    (line["type"] == "reasoning")
         .then(|| line["text"].as_str())
         .flatten()
 }
@@ -263,9 +274,17 @@ fn check_diagnostic(diagnostic: &Value, type_field: bool, allowed: Allowed) {
 pub fn check_line(line: &Value, allowed: Allowed) {
     let object = line.as_object().expect("a line is an object");
     match object["type"].as_str() {
-        Some("text") => {
+        Some("text" | "reasoning") => {
             assert_eq!(keys(object), ["text", "type"], "text fields: {line}");
             assert!(object["text"].is_string(), "text is a string: {line}");
+        }
+        Some("reasoning_start" | "reasoning_end") if allowed.progress => {
+            assert_eq!(
+                keys(object),
+                ["span", "type"],
+                "reasoning tag fields: {line}"
+            );
+            check_span(&object["span"], line);
         }
         Some("tool_calls") => {
             assert_eq!(

@@ -7,6 +7,11 @@ use memchr::memmem;
 use super::pattern::{MAX_PATTERN_LEN, Pattern, PatternKind};
 use super::pattern_set::{Action, PatternSet};
 
+/// The names of the reasoning tags, `<think>` … `</think>` and `<thinking>` …
+/// `</thinking>` (matched like [`Pattern::tag`]: ASCII case-insensitive, blanks allowed
+/// inside the tag).
+pub const THINK_TAGS: [&str; 2] = ["think", "thinking"];
+
 /// A region inside a block: from `open` to `close`.
 #[derive(Debug, Clone)]
 pub struct Region {
@@ -80,6 +85,10 @@ pub(super) struct SyntaxSets {
 pub struct Grammar {
     pub(super) syntaxes: Vec<BlockSyntax>,
     pub(super) outside: PatternSet,
+    /// `outside` and the reasoning open tags.
+    pub(super) outside_think: PatternSet,
+    /// The reasoning close tags.
+    pub(super) think_close: PatternSet,
     /// The first bytes of the start patterns: a short delta without any is prose at once.
     pub(super) starts: [bool; 256],
     pub(super) sets: Vec<SyntaxSets>,
@@ -114,11 +123,25 @@ impl Grammar {
                 }
             }
         }
-        let outside = PatternSet::new(
-            syntaxes
+        let starts: Vec<(Pattern, Action)> = syntaxes
+            .iter()
+            .enumerate()
+            .map(|(k, s)| (s.start.clone(), Action::Open(k)))
+            .collect();
+        let outside = PatternSet::new(starts.clone());
+        let mut with_think = starts;
+        with_think.extend(
+            THINK_TAGS
                 .iter()
                 .enumerate()
-                .map(|(k, s)| (s.start.clone(), Action::Open(k)))
+                .map(|(i, t)| (Pattern::tag(t), Action::Think(i))),
+        );
+        let outside_think = PatternSet::new(with_think);
+        let think_close = PatternSet::new(
+            THINK_TAGS
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (Pattern::closing_tag(t), Action::ThinkEnd(i)))
                 .collect(),
         );
         let sets = syntaxes
@@ -158,6 +181,8 @@ impl Grammar {
         Ok(Arc::new(Grammar {
             syntaxes,
             outside,
+            outside_think,
+            think_close,
             starts,
             sets,
         }))

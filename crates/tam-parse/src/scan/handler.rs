@@ -6,6 +6,7 @@ use std::ops::Range;
 use bytestring::ByteString;
 
 use super::offsets::OffsetMap;
+use super::prose::Quote;
 use crate::diagnostic::Span;
 
 /// How a block ended.
@@ -47,6 +48,9 @@ pub struct ClosedBlock {
     pub dropped: usize,
     /// Maps offsets in `raw` to stream offsets (needed only after invalid UTF-8).
     pub offsets: OffsetMap,
+    /// The block opened inside a fenced code block (SPEC §2.2): the fence's opening line
+    /// (to the block's start when the block is on that line).
+    pub fence: Option<Span>,
 }
 
 /// Receives what the scanner finds. Every method has a do-nothing default except
@@ -54,6 +58,31 @@ pub struct ClosedBlock {
 pub trait ScanHandler {
     /// Prose outside blocks, in order; `span` is its place in the stream.
     fn text(&mut self, text: &str, span: Span);
+
+    /// A start marker of `kind` that the model quoted (inside inline code, on a `>` line:
+    /// SPEC §2.2) opened no block: its bytes come next through [`ScanHandler::text`], and
+    /// what follows it is prose. `marker` spans it. Default: nothing.
+    fn quoted_marker(&mut self, kind: usize, marker: Span, quote: Quote) {
+        let _ = (kind, marker, quote);
+    }
+
+    /// A reasoning section opened (only with [`Scanner::with_reasoning`](super::Scanner::with_reasoning)): `tag` is its
+    /// open tag (`<think>`, `<thinking>`) at `span`. Default: the tag as text.
+    fn reasoning_start(&mut self, tag: &str, span: Span) {
+        self.text(tag, span);
+    }
+
+    /// Reasoning, in order, as early as possible (a possible close tag is held back).
+    /// Default: as text.
+    fn reasoning(&mut self, text: &str, span: Span) {
+        self.text(text, span);
+    }
+
+    /// The reasoning section's close tag. A section the stream ends in gets none.
+    /// Default: the tag as text.
+    fn reasoning_end(&mut self, tag: &str, span: Span) {
+        self.text(tag, span);
+    }
 
     /// A block of `kind` opened; `marker` spans its start marker.
     fn block_opened(&mut self, kind: usize, marker: Span) {

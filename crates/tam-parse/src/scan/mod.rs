@@ -15,7 +15,13 @@
 //! * each block's opening, each region's opening and closing (with offsets into the block
 //!   buffer), and the block's closing with its raw text as one [`ByteString`](crate::ByteString) that the
 //!   protocol layer slices without copying;
-//! * bytes that are not UTF-8 ([`Scanner::feed_bytes`]).
+//! * bytes that are not UTF-8 ([`Scanner::feed_bytes`]);
+//! * start markers the model quoted ([`ScanHandler::quoted_marker`]): the scanner tracks the
+//!   markdown of the prose (`prose.rs`: inline code, `>` lines, code fences; O(1) state)
+//!   and a marker inside inline code or on a `>` line opens no block; a block opened inside
+//!   a code fence carries the fence in [`ClosedBlock::fence`];
+//! * with [`Scanner::with_reasoning`], `<think>` sections: [`ScanHandler::reasoning_start`],
+//!   [`ScanHandler::reasoning`] (borrowed, as early as possible), [`ScanHandler::reasoning_end`].
 //!
 //! Complexity: every byte is looked at a bounded number of times — the searches resume
 //! where they stopped (the resume point is kept on the struct), and a candidate marker
@@ -30,7 +36,7 @@
 //!
 //! One file per concern: [`Pattern`]s (`pattern.rs`), the pattern sets of each scanner
 //! state (`pattern_set.rs`), [`Grammar`] and its syntaxes (`grammar.rs`), the line floor
-//! (`line.rs`), the [`OffsetMap`] (`offsets.rs`), the [`ScanHandler`] interface
+//! (`line.rs`), the prose context (`prose.rs`), the [`OffsetMap`] (`offsets.rs`), the [`ScanHandler`] interface
 //! (`handler.rs`) and the [`Scanner`] state machine (`scanner.rs`). `naive.rs` (tests only)
 //! is a deliberately simple re-implementation on the whole input, the oracle of the
 //! scanner's property tests.
@@ -43,10 +49,12 @@ mod naive;
 mod offsets;
 mod pattern;
 mod pattern_set;
+mod prose;
 mod scanner;
 
-pub use grammar::{BlockSyntax, Grammar, GrammarError, Region};
+pub use grammar::{BlockSyntax, Grammar, GrammarError, Region, THINK_TAGS};
 pub use handler::{BlockEnd, BlockView, ClosedBlock, ScanHandler};
 pub use offsets::OffsetMap;
 pub use pattern::{MAX_PATTERN_LEN, Pattern};
+pub use prose::Quote;
 pub use scanner::Scanner;

@@ -11,7 +11,7 @@
 use super::grammar::Grammar;
 use super::handler::BlockEnd;
 use super::pattern::{MatchAt, Pattern};
-use super::{BlockView, ClosedBlock, OffsetMap, ScanHandler, Scanner};
+use super::{BlockView, ClosedBlock, OffsetMap, Quote, ScanHandler, Scanner};
 use crate::diagnostic::Span;
 
 /// What a scanner reports, with stream offsets (no invalid UTF-8 in these tests, so a
@@ -19,6 +19,7 @@ use crate::diagnostic::Span;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Seen {
     Text(String, Span),
+    Quoted(usize, Span, Quote),
     BlockOpened(usize, Span),
     RegionOpened(usize, Span),
     RegionClosed(usize, Span, Span),
@@ -71,6 +72,51 @@ fn line_start(input: &[u8], at: usize, floor: usize) -> bool {
         .is_none_or(|&b| b == b'\n')
 }
 
+/// Whether a start marker at `at` is quoted (SPEC §2.2), for inputs without code fences:
+/// its line (from the last line break, or from `resume` — where prose resumed after a
+/// block — when that is later) is a `>` line, or holds an unclosed backtick run before it.
+fn quoted(input: &[u8], at: usize, resume: usize) -> Option<Quote> {
+    let newline = input[..at].iter().rposition(|&b| b == b'\n').map(|i| i + 1);
+    let from = match newline {
+        Some(n) if n >= resume => {
+            let first = input[n..at]
+                .iter()
+                .find(|&&b| !matches!(b, b' ' | b'\t' | b'\r'));
+            if first == Some(&b'>') {
+                return Some(Quote::QuoteLine);
+            }
+            n
+        }
+        _ if resume == 0 && newline.is_none() => {
+            let first = input[..at]
+                .iter()
+                .find(|&&b| !matches!(b, b' ' | b'\t' | b'\r'));
+            if first == Some(&b'>') {
+                return Some(Quote::QuoteLine);
+            }
+            0
+        }
+        _ => resume,
+    };
+    // Backtick runs on the line: a run opens a span the next run of its length closes.
+    let mut open = 0;
+    let mut i = from;
+    while i < at {
+        if input[i] == b'`' {
+            let n = input[i..at].iter().take_while(|&&b| b == b'`').count();
+            if open == 0 {
+                open = n;
+            } else if open == n {
+                open = 0;
+            }
+            i += n;
+        } else {
+            i += 1;
+        }
+    }
+    (open > 0).then_some(Quote::InlineCode)
+}
+
 /// What may happen at one position inside a block.
 #[derive(Debug, Clone, Copy)]
 enum Step {
@@ -109,6 +155,8 @@ pub(super) fn scan(grammar: &Grammar, input: &str) -> Vec<Seen> {
     let mut out = Vec::new();
     let mut i = 0;
     let mut text_from = 0;
+    // Where prose last resumed after a block (0: the stream's start).
+    let mut resume = 0;
     let mut block: Option<Open> = None;
     let close = |out: &mut Vec<Seen>,
                  (kind, start, body, region): Open,
@@ -133,6 +181,16 @@ pub(super) fn scan(grammar: &Grammar, input: &str) -> Vec<Seen> {
                 .map(|(k, s)| (&s.start, Step::Enter(k)))
                 .collect();
             match longest(&starts, bytes, i, 0) {
+                Some((n, Step::Enter(k))) if quoted(bytes, i, resume).is_some() => {
+                    push(
+                        &mut out,
+                        Seen::Text(input[text_from..i].to_owned(), Span::new(text_from, i)),
+                    );
+                    let quote = quoted(bytes, i, resume).unwrap_or(Quote::InlineCode);
+                    out.push(Seen::Quoted(k, Span::new(i, i + n), quote));
+                    text_from = i;
+                    i += n;
+                }
                 Some((n, Step::Enter(k))) => {
                     push(
                         &mut out,
@@ -181,6 +239,7 @@ pub(super) fn scan(grammar: &Grammar, input: &str) -> Vec<Seen> {
                 block = None;
                 i += n;
                 text_from = i;
+                resume = i;
             }
             Some((n, Step::Restart)) => {
                 close(&mut out, (kind, start, body, None), BlockEnd::Restart, i, i);
@@ -232,6 +291,10 @@ pub(super) struct Recorder {
 impl ScanHandler for Recorder {
     fn text(&mut self, text: &str, span: Span) {
         push(&mut self.seen, Seen::Text(text.to_owned(), span));
+    }
+
+    fn quoted_marker(&mut self, kind: usize, marker: Span, quote: Quote) {
+        self.seen.push(Seen::Quoted(kind, marker, quote));
     }
 
     fn block_opened(&mut self, kind: usize, marker: Span) {
@@ -379,10 +442,18 @@ mod tests {
         "-->",
         "<",
         ">",
+        "`",
+        "``",
+        "> ",
+        "\n>",
     ];
 
+    /// Inputs without code fences (the oracle does not know them; the decoders' tests
+    /// cover them).
     fn input() -> impl Strategy<Value = String> {
-        prop::collection::vec(prop::sample::select(PIECES), 0..40).prop_map(|v| v.concat())
+        prop::collection::vec(prop::sample::select(PIECES), 0..40)
+            .prop_map(|v| v.concat())
+            .prop_filter("no code fence", |s| !s.contains("```"))
     }
 
     /// Random cut points, pieces of 1 to 9 bytes.
@@ -430,6 +501,24 @@ mod tests {
             assert_eq!(seen, run(&g, input, &[9, 10, 11]), "{input:?}");
             let comment = seen.iter().any(|s| matches!(s, Seen::RegionOpened(2, _)));
             assert_eq!(comment, !input.contains("x //"), "{input:?}: {seen:?}");
+        }
+    }
+
+    #[test]
+    fn quoted_markers_open_no_block() {
+        let g = grammar();
+        for (input, quoted) in [
+            ("a `<ACTION>x</ACTION>` b", true),
+            ("> <|[REQUEST_TOOL]|>k:「始」v「末」<|[END_TOOL]|>", true),
+            ("a `x` <ACTION>x</ACTION>", false),
+            ("a `x\n<ACTION>x</ACTION>", false),
+            ("<ACTION></ACTION> > <ACTION></ACTION>", false),
+            ("a ``x ` <ACTION>", true),
+        ] {
+            let seen = scan(&g, input);
+            assert_eq!(seen, run(&g, input, &[1, 2, 3, 5, 8, 13]), "{input:?}");
+            let q = seen.iter().any(|s| matches!(s, Seen::Quoted(..)));
+            assert_eq!(q, quoted, "{input:?}: {seen:?}");
         }
     }
 

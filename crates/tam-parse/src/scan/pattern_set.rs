@@ -14,6 +14,10 @@ pub(super) enum Action {
     Restart,
     EnterRegion(usize),
     LeaveRegion,
+    /// A reasoning open tag (index into [`THINK_TAGS`](super::grammar::THINK_TAGS)).
+    Think(usize),
+    /// A reasoning close tag (same index).
+    ThinkEnd(usize),
 }
 
 /// How candidates are found.

@@ -10,6 +10,7 @@ use super::line::{LineFloor, is_line_start};
 use super::offsets::OffsetMap;
 use super::pattern::{MAX_PATTERN_LEN, MatchAt};
 use super::pattern_set::{Action, Found};
+use super::prose::{ProseContext, Quote};
 use crate::diagnostic::Span;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +24,19 @@ enum State {
         region: usize,
         content_start: usize,
     },
+    /// Inside a reasoning section opened by `THINK_TAGS[tag]`.
+    Reasoning {
+        tag: usize,
+    },
+}
+
+/// What a matched start marker or reasoning tag does, given its prose context.
+#[derive(Debug, Clone, Copy)]
+enum Decision {
+    Open { kind: usize },
+    Quoted { kind: usize, quote: Quote },
+    Think { tag: usize },
+    Prose,
 }
 
 /// The streaming block scanner. See the [module documentation](super).
@@ -49,6 +63,10 @@ pub struct Scanner {
     next_push: usize,
     utf8_pending: [u8; 4],
     utf8_pending_len: u8,
+    /// Where in the markdown of the prose the scanner is.
+    prose: ProseContext,
+    /// `<think>` sections are reasoning.
+    reasoning: bool,
 }
 
 impl Scanner {
@@ -74,7 +92,24 @@ impl Scanner {
             next_push: FIRST_PUSH,
             utf8_pending: [0; 4],
             utf8_pending_len: 0,
+            prose: ProseContext::default(),
+            reasoning: false,
         }
+    }
+
+    /// This scanner with reasoning sections on or off (default: off). On, a `<think>` or
+    /// `<thinking>` tag (ASCII case-insensitive, blanks allowed inside) that is the first
+    /// non-blank text of a prose line outside a code fence opens a reasoning section, up to
+    /// its matching close tag or the end of the stream: its content is reported through
+    /// [`ScanHandler::reasoning`], and markers in it open nothing.
+    pub fn with_reasoning(mut self, on: bool) -> Self {
+        self.reasoning = on;
+        self
+    }
+
+    /// Whether reasoning sections are read (see [`Scanner::with_reasoning`]).
+    pub fn reasoning(&self) -> bool {
+        self.reasoning
     }
 
     /// Stream offset of the next byte to be fed.
@@ -84,7 +119,12 @@ impl Scanner {
 
     /// True while a block is open.
     pub fn in_block(&self) -> bool {
-        self.state != State::Outside
+        matches!(self.state, State::Body { .. } | State::Region { .. })
+    }
+
+    /// True inside a reasoning section.
+    pub fn in_reasoning(&self) -> bool {
+        matches!(self.state, State::Reasoning { .. })
     }
 
     /// The grammar.
@@ -183,6 +223,10 @@ impl Scanner {
                     self.flush_held(h);
                     break;
                 }
+                State::Reasoning { .. } => {
+                    self.flush_reasoning(h);
+                    break;
+                }
                 State::Body { kind } | State::Region { kind, .. } => kind,
             };
             // Decide what is left with the end-of-stream rule (a partial marker is no marker).
@@ -207,7 +251,8 @@ impl Scanner {
                 }
             }
         }
-        *self = Scanner::new(Arc::clone(&self.grammar), self.max_block_bytes);
+        *self = Scanner::new(Arc::clone(&self.grammar), self.max_block_bytes)
+            .with_reasoning(self.reasoning);
     }
 
     fn flush_pending_utf8(&mut self, h: &mut impl ScanHandler) {
@@ -224,6 +269,13 @@ impl Scanner {
         if self.state == State::Outside {
             // No marker contains invalid UTF-8: what was held back is prose.
             self.flush_held(h);
+            self.prose.feed(bytes, span.start);
+            h.invalid_utf8(bytes, span, false);
+            self.pos = span.end;
+            return;
+        }
+        if let State::Reasoning { .. } = self.state {
+            self.flush_reasoning(h);
             h.invalid_utf8(bytes, span, false);
             self.pos = span.end;
             return;
@@ -257,7 +309,7 @@ impl Scanner {
     /// a block closes (its end or restart marker at `settled`), so that a block closed in
     /// the push that opened it reports what a byte-by-byte feed would have.
     fn report_progress_to(&mut self, settled: usize, h: &mut impl ScanHandler) {
-        if self.overflow || self.state == State::Outside {
+        if self.overflow || !self.in_block() {
             return;
         }
         let mut settled = settled.min(self.max_block_bytes).min(self.buf.len());
@@ -271,7 +323,7 @@ impl Scanner {
     fn kind(&self) -> usize {
         match self.state {
             State::Body { kind } | State::Region { kind, .. } => kind,
-            State::Outside => 0,
+            State::Outside | State::Reasoning { .. } => 0,
         }
     }
 
@@ -279,7 +331,16 @@ impl Scanner {
     fn flush_held(&mut self, h: &mut impl ScanHandler) {
         if self.state == State::Outside && !self.buf.is_empty() {
             let start = self.pos - self.buf.len();
-            h.text(&self.buf, Span::new(start, self.pos));
+            prose_text(&mut self.prose, h, &self.buf, Span::new(start, self.pos));
+            self.buf.clear();
+        }
+    }
+
+    /// Emits held-back bytes (a possible close tag) as reasoning.
+    fn flush_reasoning(&mut self, h: &mut impl ScanHandler) {
+        if !self.buf.is_empty() {
+            let start = self.pos - self.buf.len();
+            h.reasoning(&self.buf, Span::new(start, self.pos));
             self.buf.clear();
         }
     }
@@ -287,28 +348,158 @@ impl Scanner {
     fn feed_str(&mut self, delta: &str, h: &mut impl ScanHandler) {
         let mut d = delta;
         while !d.is_empty() {
-            d = if self.state == State::Outside {
-                self.feed_outside(d, h)
-            } else {
-                self.feed_inside(d, h)
+            d = match self.state {
+                State::Outside => self.feed_outside(d, h),
+                State::Reasoning { tag } => self.feed_reasoning(tag, d, h),
+                State::Body { .. } | State::Region { .. } => self.feed_inside(d, h),
             };
         }
     }
 
-    /// Consumes prose from `d` until a block opens; returns the unconsumed rest.
+    /// What a start marker or reasoning tag matched at stream offset `start`, whose first
+    /// byte is `first`, does in its prose context.
+    fn decide(&self, action: Action, first: u8, start: usize) -> Decision {
+        let ctx = self.prose.before(first, start);
+        match action {
+            Action::Open(kind) => match ctx.quote {
+                Some(quote) => Decision::Quoted { kind, quote },
+                None => Decision::Open { kind },
+            },
+            Action::Think(tag) if ctx.line_start => Decision::Think { tag },
+            _ => Decision::Prose,
+        }
+    }
+
+    /// A marker or tag that opens no block, `marker` at `span`: prose (after a
+    /// `quoted_marker` report for a start marker) or the open tag of reasoning.
+    fn marker_not_opened(
+        &mut self,
+        decision: Decision,
+        marker: &str,
+        span: Span,
+        h: &mut impl ScanHandler,
+    ) {
+        match decision {
+            Decision::Think { tag } => {
+                h.reasoning_start(marker, span);
+                self.state = State::Reasoning { tag };
+            }
+            Decision::Quoted { kind, quote } => {
+                h.quoted_marker(kind, span, quote);
+                prose_text(&mut self.prose, h, marker, span);
+            }
+            Decision::Prose | Decision::Open { .. } => {
+                prose_text(&mut self.prose, h, marker, span);
+            }
+        }
+    }
+
+    /// Consumes reasoning from `d` until its close tag; returns the unconsumed rest.
+    fn feed_reasoning<'d>(&mut self, tag: usize, d: &'d str, h: &mut impl ScanHandler) -> &'d str {
+        let p0 = self.pos;
+        let grammar = Arc::clone(&self.grammar);
+        let set = &grammar.think_close;
+        let lf = LineFloor {
+            floor: 0,
+            floor_is_line_start: true,
+        };
+        if !self.buf.is_empty() {
+            let held = self.buf.len();
+            let mut window = [0u8; 2 * MAX_PATTERN_LEN];
+            window[..held].copy_from_slice(self.buf.as_bytes());
+            let take = d.len().min(MAX_PATTERN_LEN);
+            window[held..held + take].copy_from_slice(&d.as_bytes()[..take]);
+            let held_start = p0 - held;
+            match set.find(&window[..held + take], 0, false, lf) {
+                Found::Match { at, len, action } if at < held => {
+                    let used = at + len - held;
+                    if at > 0 {
+                        h.reasoning(&self.buf[..at], Span::new(held_start, held_start + at));
+                    }
+                    self.buf.drain(..at);
+                    self.buf.push_str(&d[..used]);
+                    self.pos = p0 + used;
+                    let span = Span::new(held_start + at, self.pos);
+                    self.end_tag(tag, action, span, h);
+                    return &d[used..];
+                }
+                Found::Partial { at } if at < held => {
+                    if at > 0 {
+                        h.reasoning(&self.buf[..at], Span::new(held_start, held_start + at));
+                        self.buf.drain(..at);
+                    }
+                    self.buf.push_str(d);
+                    self.pos = p0 + d.len();
+                    return "";
+                }
+                _ => {
+                    h.reasoning(&self.buf, Span::new(held_start, p0));
+                    self.buf.clear();
+                }
+            }
+        }
+        match set.find(d.as_bytes(), 0, false, lf) {
+            Found::Match { at, len, action } => {
+                if at > 0 {
+                    h.reasoning(&d[..at], Span::new(p0, p0 + at));
+                }
+                self.buf.push_str(&d[at..at + len]);
+                self.pos = p0 + at + len;
+                self.end_tag(tag, action, Span::new(p0 + at, self.pos), h);
+                &d[at + len..]
+            }
+            Found::Partial { at } => {
+                if at > 0 {
+                    h.reasoning(&d[..at], Span::new(p0, p0 + at));
+                }
+                self.buf.push_str(&d[at..]);
+                self.pos = p0 + d.len();
+                ""
+            }
+            Found::None => {
+                h.reasoning(d, Span::new(p0, p0 + d.len()));
+                self.pos = p0 + d.len();
+                ""
+            }
+        }
+    }
+
+    /// `buf` holds a reasoning close tag at `span`: the end of the section opened by
+    /// `THINK_TAGS[tag]` when it is that tag's, reasoning content otherwise.
+    fn end_tag(&mut self, tag: usize, action: Action, span: Span, h: &mut impl ScanHandler) {
+        if action == Action::ThinkEnd(tag) {
+            h.reasoning_end(&self.buf, span);
+            self.state = State::Outside;
+            self.prose.interrupt();
+        } else {
+            h.reasoning(&self.buf, span);
+        }
+        self.buf.clear();
+    }
+
+    /// Consumes prose from `d` until a block or a reasoning section opens; returns the
+    /// unconsumed rest.
     fn feed_outside<'d>(&mut self, d: &'d str, h: &mut impl ScanHandler) -> &'d str {
         let p0 = self.pos;
         // Token-sized prose deltas: one pass over a few bytes decides them.
+        let starts = &self.grammar.starts;
+        let think = self.reasoning;
         if self.buf.is_empty()
             && d.len() <= 64
-            && !d.bytes().any(|b| self.grammar.starts[usize::from(b)])
+            && !d
+                .bytes()
+                .any(|b| starts[usize::from(b)] || (think && b == b'<'))
         {
-            h.text(d, Span::new(p0, p0 + d.len()));
+            prose_text(&mut self.prose, h, d, Span::new(p0, p0 + d.len()));
             self.pos = p0 + d.len();
             return "";
         }
         let grammar = Arc::clone(&self.grammar);
-        let set = &grammar.outside;
+        let set = if self.reasoning {
+            &grammar.outside_think
+        } else {
+            &grammar.outside
+        };
         let lf = LineFloor {
             floor: 0,
             floor_is_line_start: true,
@@ -325,23 +516,43 @@ impl Scanner {
             let held_start = p0 - held;
             match set.find(&window[..held + take], 0, false, lf) {
                 Found::Match { at, len, action } if at < held => {
-                    let Action::Open(kind) = action else {
-                        unreachable!("outside patterns open blocks")
-                    };
                     let used = at + len - held;
                     if at > 0 {
-                        h.text(&self.buf[..at], Span::new(held_start, held_start + at));
+                        let span = Span::new(held_start, held_start + at);
+                        prose_text(&mut self.prose, h, &self.buf[..at], span);
                     }
                     self.buf.drain(..at);
                     self.buf.push_str(&d[..used]);
                     self.pos = p0 + used;
-                    self.open_block(kind, held_start + at, d.len() - used, h);
+                    let start = held_start + at;
+                    let first = self.buf.as_bytes()[0];
+                    match self.decide(action, first, start) {
+                        Decision::Open { kind } => {
+                            // The marker's first byte ends the prose before it (a backtick
+                            // run, a fence's opening run): the context the block is in.
+                            self.prose.feed(&[first], start);
+                            self.open_block(kind, start, d.len() - used, h);
+                        }
+                        decision => {
+                            let marker = std::mem::take(&mut self.buf);
+                            self.marker_not_opened(
+                                decision,
+                                &marker,
+                                Span::new(start, self.pos),
+                                h,
+                            );
+                            // Keep the allocation.
+                            self.buf = marker;
+                            self.buf.clear();
+                        }
+                    }
                     return &d[used..];
                 }
                 Found::Partial { at } if at < held => {
                     // Only possible when all of `d` is in the window.
                     if at > 0 {
-                        h.text(&self.buf[..at], Span::new(held_start, held_start + at));
+                        let span = Span::new(held_start, held_start + at);
+                        prose_text(&mut self.prose, h, &self.buf[..at], span);
                         self.buf.drain(..at);
                     }
                     self.buf.push_str(d);
@@ -349,34 +560,42 @@ impl Scanner {
                     return "";
                 }
                 _ => {
-                    h.text(&self.buf, Span::new(held_start, p0));
+                    prose_text(&mut self.prose, h, &self.buf, Span::new(held_start, p0));
                     self.buf.clear();
                 }
             }
         }
         match set.find(d.as_bytes(), 0, false, lf) {
             Found::Match { at, len, action } => {
-                let Action::Open(kind) = action else {
-                    unreachable!("outside patterns open blocks")
-                };
                 if at > 0 {
-                    h.text(&d[..at], Span::new(p0, p0 + at));
+                    prose_text(&mut self.prose, h, &d[..at], Span::new(p0, p0 + at));
                 }
-                self.buf.push_str(&d[at..at + len]);
-                self.pos = p0 + at + len;
-                self.open_block(kind, p0 + at, d.len() - (at + len), h);
+                let start = p0 + at;
+                match self.decide(action, d.as_bytes()[at], start) {
+                    Decision::Open { kind } => {
+                        self.prose.feed(&d.as_bytes()[at..=at], start);
+                        self.buf.push_str(&d[at..at + len]);
+                        self.pos = start + len;
+                        self.open_block(kind, start, d.len() - (at + len), h);
+                    }
+                    decision => {
+                        self.pos = start + len;
+                        let span = Span::new(start, self.pos);
+                        self.marker_not_opened(decision, &d[at..at + len], span, h);
+                    }
+                }
                 &d[at + len..]
             }
             Found::Partial { at } => {
                 if at > 0 {
-                    h.text(&d[..at], Span::new(p0, p0 + at));
+                    prose_text(&mut self.prose, h, &d[..at], Span::new(p0, p0 + at));
                 }
                 self.buf.push_str(&d[at..]);
                 self.pos = p0 + d.len();
                 ""
             }
             Found::None => {
-                h.text(d, Span::new(p0, p0 + d.len()));
+                prose_text(&mut self.prose, h, d, Span::new(p0, p0 + d.len()));
                 self.pos = p0 + d.len();
                 ""
             }
@@ -483,7 +702,7 @@ impl Scanner {
         let grammar = Arc::clone(&self.grammar);
         loop {
             let (kind, set) = match self.state {
-                State::Outside => return None,
+                State::Outside | State::Reasoning { .. } => return None,
                 State::Body { kind } => (kind, &grammar.sets[kind].body),
                 State::Region { kind, region, .. } => (kind, &grammar.sets[kind].regions[region].0),
             };
@@ -544,7 +763,9 @@ impl Scanner {
                             h.region_closed(&view, region, content_start..at, at..at + len);
                         }
                     }
-                    Action::Open(_) => unreachable!("open is only an outside action"),
+                    Action::Open(_) | Action::Think(_) | Action::ThinkEnd(_) => {
+                        unreachable!("not a block action")
+                    }
                 },
             }
         }
@@ -600,6 +821,7 @@ impl Scanner {
         let dropped = if too_large { span.len() } else { 0 };
         self.state = State::Outside;
         self.overflow = false;
+        self.prose.interrupt();
         h.block_closed(ClosedBlock {
             kind,
             end: how,
@@ -609,6 +831,7 @@ impl Scanner {
             open_region,
             dropped,
             offsets,
+            fence: self.prose.fence_span(self.block_start),
         });
         if let (Some(mut rest), Some(rest_offsets)) = (rest, rest_offsets) {
             let MatchAt::Full(marker_len) =
@@ -623,6 +846,12 @@ impl Scanner {
             self.buf.push_str(&tail);
         }
     }
+}
+
+/// Prose `text` at `span`: through the prose context, then to the handler.
+fn prose_text(ctx: &mut ProseContext, h: &mut impl ScanHandler, text: &str, span: Span) {
+    ctx.feed(text.as_bytes(), span.start);
+    h.text(text, span);
 }
 
 /// Where an end marker was found in the block buffer.

@@ -44,6 +44,15 @@ pub fn dump(events: &[Event<'static>]) -> String {
                 writeln!(out, "param_text {} {:?}", span(*s), text).unwrap();
             }
             Event::ParamEnd { span: s } => writeln!(out, "param_end {}", span(*s)).unwrap(),
+            Event::ReasoningStart { span: s } => {
+                writeln!(out, "reasoning_start {}", span(*s)).unwrap();
+            }
+            Event::Reasoning { text, span: s } => {
+                writeln!(out, "reasoning {} {:?}", span(*s), text).unwrap();
+            }
+            Event::ReasoningEnd { span: s } => {
+                writeln!(out, "reasoning_end {}", span(*s)).unwrap();
+            }
             Event::CommandSeen {
                 call,
                 tool,
@@ -137,6 +146,17 @@ pub fn text(events: &[Event<'static>]) -> String {
         .iter()
         .filter_map(|e| match e {
             Event::Text { text, .. } => Some(&**text),
+            _ => None,
+        })
+        .collect()
+}
+
+/// All reasoning, concatenated.
+pub fn reasoning(events: &[Event<'static>]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Reasoning { text, .. } => Some(&**text),
             _ => None,
         })
         .collect()

@@ -69,7 +69,9 @@
 //! # What a reply becomes
 //!
 //! * Prose → `delta.content`, as early as the decoder decides it (it holds back at most a
-//!   possible marker prefix); `reasoning_content` / `reasoning` → `delta.reasoning_content`.
+//!   possible marker prefix); `reasoning_content` / `reasoning` → `delta.reasoning_content`,
+//!   and so does a `<think>…</think>` section of the text (the decoder's reasoning, SPEC
+//!   §2.2: never decoded into calls).
 //! * A closed block whose calls all name offered tools (names compared exactly) and that
 //!   decoded without an error → one call per block call, in order: a chunk with `index`,
 //!   `id` (`call_…`, unique in the process), `type: "function"`, `function.name` and empty

@@ -327,6 +327,17 @@ impl Emitter {
         }
     }
 
+    /// Reasoning the decoder split out of the text (a `<think>` section).
+    fn reasoning(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        match self.pieces.last_mut() {
+            Some(Piece::Reasoning(previous)) => previous.push_str(text),
+            _ => self.pieces.push(Piece::Reasoning(text.to_owned())),
+        }
+    }
+
     /// A piece of call `index`'s arguments (joined to the previous piece of the same call).
     fn arguments(&mut self, index: usize, text: &str) {
         if text.is_empty() {
@@ -349,6 +360,9 @@ impl Emitter {
     fn event(&mut self, event: MixedEvent<'_>) {
         match event {
             MixedEvent::Text { text, .. } => self.content(&text),
+            // A `<think>` section of the text: reasoning, never calls.
+            MixedEvent::Reasoning { text, .. } => self.reasoning(&text),
+            MixedEvent::ReasoningStart { .. } | MixedEvent::ReasoningEnd { .. } => {}
             MixedEvent::BlockStart { protocol, .. } => {
                 self.open = self.stream_args.then_some(OpenBlock {
                     protocol,
@@ -883,7 +897,10 @@ mod tests {
         let mut t = translator(protocol);
         let mut pieces: Vec<Piece> = Vec::new();
         let mut push = |piece: Piece| match (pieces.last_mut(), piece) {
-            (Some(Piece::Content(previous)), Piece::Content(text)) => previous.push_str(&text),
+            (Some(Piece::Content(previous)), Piece::Content(text))
+            | (Some(Piece::Reasoning(previous)), Piece::Reasoning(text)) => {
+                previous.push_str(&text);
+            }
             (_, piece) => pieces.push(piece),
         };
         for delta in deltas {
@@ -978,6 +995,26 @@ mod tests {
                 Piece::Content("\nB.\n".into()),
                 start1,
                 args1
+            ]
+        );
+        assert_eq!(reason, "tool_calls");
+    }
+
+    /// A `<think>` section of the text is reasoning (`delta.reasoning_content`), and the
+    /// block inside it is no call; a block after it is.
+    #[test]
+    fn a_think_section_is_reasoning_not_calls() {
+        let block = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n<|[END_TOOL]|>";
+        let text = format!("<think>\nplan {block}\n</think>\nOk.\n{block}");
+        let (pieces, reason) = every_split(ProtocolChoice::Tam, &text);
+        let [start, args] = call(0, "get_weather", r#"{"city":"Paris"}"#);
+        assert_eq!(
+            pieces,
+            [
+                Piece::Reasoning(format!("\nplan {block}\n")),
+                Piece::Content("\nOk.\n".into()),
+                start,
+                args,
             ]
         );
         assert_eq!(reason, "tool_calls");

@@ -1,0 +1,231 @@
+//! SPEC §2.2 / §3: a quoted `<ACTION>` tag (inline code, a `>` line) is prose, a block in a
+//! code fence is a call (warning `fenced_block`), and reasoning is never decoded. Each
+//! case is decoded every way (whole, char by char, byte by byte, random splits, every
+//! prefix + rest) by the ACTION decoder and by the front door (`OutputDecoder`, which reads
+//! `<think>` sections by default).
+
+use action_xml::{Config, Event, MixedConfig, MixedEvent, ProtocolChoice, codes};
+use tam_testkit::{Action, Mixed, decode_all_ways};
+
+const BLOCK: &str = "<ACTION><DeleteAllFiles><path>/</path></DeleteAllFiles></ACTION>";
+const TAM: &str = "<|[REQUEST_TOOL]|>command:「始」ListFiles「末」<|[END_TOOL]|>";
+
+fn action(input: &str, config: Config) -> Vec<Event<'static>> {
+    decode_all_ways(Action(config), input.as_bytes())
+}
+
+fn mixed(input: &str, config: MixedConfig) -> Vec<MixedEvent<'static>> {
+    decode_all_ways(Mixed(config), input.as_bytes())
+}
+
+fn think() -> Config {
+    Config::default().with_reasoning_tags(true)
+}
+
+fn tools(events: &[Event<'static>]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Block(b) => Some(b.calls.iter().map(|c| c.tool.clone())),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+fn text(events: &[Event<'static>]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Text { text, .. } => Some(&**text),
+            _ => None,
+        })
+        .collect()
+}
+
+fn reasoning(events: &[Event<'static>]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Reasoning { text, .. } => Some(&**text),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every diagnostic code, the blocks' included, in order.
+fn all_codes(events: &[Event<'static>]) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    for e in events {
+        match e {
+            Event::Block(b) => out.extend(b.diagnostics.iter().map(|d| d.code.as_str())),
+            Event::Diagnostic(d) => out.push(d.code.as_str()),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn mixed_tools(events: &[MixedEvent<'static>]) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in events {
+        match e {
+            MixedEvent::ActionBlock(b) => out.extend(b.calls.iter().map(|c| c.tool.clone())),
+            MixedEvent::TamBlock(b) => out.extend(b.calls.iter().map(|c| c.tool.to_string())),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn the_delete_all_files_example_runs_nothing() {
+    let input = format!("Never write `{BLOCK}` unless asked.");
+    let events = action(&input, Config::default());
+    assert!(tools(&events).is_empty(), "{events:?}");
+    assert_eq!(text(&events), input);
+    assert_eq!(all_codes(&events), [codes::MARKER_IN_PROSE.as_str()]);
+    // The warning comes right before the tag's text, with an empty span at the tag.
+    let at = input.find('<').unwrap();
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::Diagnostic(d) if d.span.start == at && d.span.is_empty()
+    )));
+    // The front door, every protocol choice.
+    for protocol in [ProtocolChoice::Auto, ProtocolChoice::Action] {
+        let events = mixed(&input, MixedConfig::for_protocol(protocol));
+        assert!(mixed_tools(&events).is_empty(), "{events:?}");
+    }
+}
+
+#[test]
+fn a_tag_on_a_quoted_line_is_prose() {
+    let input = format!("> Please run {BLOCK}\n>\n> Thanks\nOK.");
+    let events = action(&input, Config::default());
+    assert!(tools(&events).is_empty(), "{events:?}");
+    assert_eq!(text(&events), input);
+    assert_eq!(all_codes(&events), ["marker_in_prose"]);
+    // Both protocols in one stream: a quoted TAM block, a quoted ACTION block.
+    let input = format!("> {TAM}\n> {BLOCK}\n");
+    let events = mixed(&input, MixedConfig::default());
+    assert!(mixed_tools(&events).is_empty(), "{events:?}");
+}
+
+#[test]
+fn a_block_after_a_closed_code_span_is_a_call() {
+    let input = format!("Run `ls` first, then {BLOCK}");
+    let events = action(&input, Config::default());
+    assert_eq!(tools(&events), ["DeleteAllFiles"]);
+    assert!(all_codes(&events).is_empty(), "{events:?}");
+}
+
+#[test]
+fn a_block_on_the_line_after_an_unclosed_backtick_is_a_call() {
+    let input = format!("A stray ` here.\n{BLOCK}");
+    let events = action(&input, Config::default());
+    assert_eq!(tools(&events), ["DeleteAllFiles"]);
+    let events = mixed(&format!("A stray ` here.\n{TAM}"), MixedConfig::default());
+    assert_eq!(mixed_tools(&events), ["ListFiles"]);
+}
+
+#[test]
+fn a_fenced_block_is_a_call_with_a_warning() {
+    let input = format!("Here:\n```xml\n{BLOCK}\n```\nDone.");
+    let events = action(&input, Config::default());
+    assert_eq!(tools(&events), ["DeleteAllFiles"]);
+    assert_eq!(all_codes(&events), ["fenced_block"]);
+    let Some(Event::Block(block)) = events.iter().find(|e| matches!(e, Event::Block(_))) else {
+        unreachable!()
+    };
+    let span = block.diagnostics[0].span;
+    assert_eq!(&input[span.start..span.end], "```xml");
+    // A TAM block in a fence, in the mixed stream, too.
+    let input = format!("~~~\n{TAM}\n~~~\n");
+    let events = mixed(&input, MixedConfig::default());
+    assert_eq!(mixed_tools(&events), ["ListFiles"]);
+    assert!(events.iter().any(|e| matches!(
+        e,
+        MixedEvent::TamBlock(b) if b.diagnostics.iter().any(|d| d.code == codes::FENCED_BLOCK)
+    )));
+}
+
+#[test]
+fn a_block_after_the_fence_closed_is_not_fenced() {
+    let input = format!("```\nexample `code\n```\n\n{BLOCK}");
+    let events = action(&input, Config::default());
+    assert_eq!(tools(&events), ["DeleteAllFiles"]);
+    assert!(all_codes(&events).is_empty(), "{events:?}");
+}
+
+#[test]
+fn reasoning_with_a_block_inside_runs_nothing() {
+    let input = format!("<think>\nI might write {BLOCK}.\n</think>\nNo.");
+    let events = action(&input, think());
+    assert!(tools(&events).is_empty(), "{events:?}");
+    assert_eq!(reasoning(&events), format!("\nI might write {BLOCK}.\n"));
+    assert_eq!(text(&events), "\nNo.");
+    let events = mixed(&input, MixedConfig::default());
+    assert!(mixed_tools(&events).is_empty(), "{events:?}");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, MixedEvent::Reasoning { .. }))
+    );
+    // Off, the front door decodes it (opt-out).
+    let events = mixed(&input, MixedConfig::default().with_reasoning_tags(false));
+    assert_eq!(mixed_tools(&events), ["DeleteAllFiles"]);
+}
+
+#[test]
+fn an_unclosed_reasoning_is_reasoning_to_the_end() {
+    let input = format!("<thinking>\n{BLOCK}\n{TAM}");
+    let events = mixed(&input, MixedConfig::default());
+    assert!(mixed_tools(&events).is_empty(), "{events:?}");
+    let reasoning: String = events
+        .iter()
+        .filter_map(|e| match e {
+            MixedEvent::Reasoning { text, .. } => Some(&**text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasoning, format!("\n{BLOCK}\n{TAM}"));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, MixedEvent::ReasoningEnd { .. }))
+    );
+}
+
+#[test]
+fn a_real_call_after_the_reasoning_runs() {
+    let input = format!("<think>plan</think>\n{BLOCK}");
+    let events = action(&input, think());
+    assert_eq!(tools(&events), ["DeleteAllFiles"]);
+    assert_eq!(reasoning(&events), "plan");
+    let input = format!("\n <think>plan</think>{TAM}");
+    let events = mixed(&input, MixedConfig::for_protocol(ProtocolChoice::Tam));
+    assert_eq!(mixed_tools(&events), ["ListFiles"]);
+}
+
+#[test]
+fn a_think_tag_split_across_deltas() {
+    let input = format!("<think>{BLOCK}</think>");
+    let mut decoder = action_xml::Decoder::new(think());
+    let mut events = Vec::new();
+    for delta in ["<", "thi", "nk", ">", BLOCK, "</", "think", ">"] {
+        decoder.feed(delta, |e| events.push(e.into_owned()));
+    }
+    decoder.finish(|e| events.push(e.into_owned()));
+    let events = tam_testkit::normalize::<Action>(events);
+    assert!(tools(&events).is_empty());
+    assert_eq!(events, action(&input, think()));
+}
+
+#[test]
+fn prose_mentioning_thinking_without_its_close_is_prose() {
+    let input = format!("<thinking tags are how I plan.\n{BLOCK}");
+    let events = action(&input, think());
+    assert_eq!(tools(&events), ["DeleteAllFiles"]);
+    assert_eq!(reasoning(&events), "");
+    assert!(text(&events).starts_with("<thinking tags"));
+}
