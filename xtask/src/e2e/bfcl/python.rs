@@ -152,3 +152,76 @@ pub(super) fn norm(v: &Value) -> Value {
 pub(super) fn short(v: &Value) -> String {
     clip(&v.to_string(), 300)
 }
+
+/// Python's `json.loads`: JSON, plus the literals `NaN`, `Infinity` and `-Infinity` that
+/// Python accepts (and a model could write). JSON has no such numbers, so outside strings
+/// they become floats no answer holds: `-Infinity` / `Infinity` the largest finite
+/// doubles, `NaN` a third sentinel; each is a `float` that equals no possible answer, as
+/// in Python.
+pub(super) fn loads(text: &str) -> Result<Value, serde_json::Error> {
+    let strict = serde_json::from_str(text);
+    if strict.is_ok() || !(text.contains("NaN") || text.contains("Infinity")) {
+        return strict;
+    }
+    let mut out = String::with_capacity(text.len() + 32);
+    let (mut in_string, mut escaped) = (false, false);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else {
+            let literal = [
+                ("-Infinity", "-1.7976931348623157e308"),
+                ("Infinity", "1.7976931348623157e308"),
+                ("NaN", "1.7976931348623155e308"),
+            ]
+            .into_iter()
+            // `-NaN` is no Python literal.
+            .find(|(word, _)| rest.starts_with(word) && !(*word == "NaN" && out.ends_with('-')));
+            if let Some((word, number)) = literal {
+                out.push_str(number);
+                rest = &rest[word.len()..];
+                continue;
+            }
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    serde_json::from_str(&out).or(strict)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn python_equality_and_loads() {
+        assert!(py_eq(&json!(1), &json!(1.0)));
+        assert!(py_eq(&json!(true), &json!(1)));
+        assert!(!py_eq(&json!("1"), &json!(1)));
+        assert!(py_eq(&json!([1, {"a": 2.0}]), &json!([1.0, {"a": 2}])));
+        assert!(py_in(&json!(""), &json!(["x", ""])));
+        assert!(!py_in(&json!(""), &json!([[]])));
+        assert_eq!(py_type(&json!(5.0)), PyType::Float);
+        assert_eq!(py_type(&json!(5)), PyType::Int);
+        assert_eq!(py_type(&json!(true)), PyType::Bool);
+        assert_eq!(standardize("April 1, 2024"), "april12024");
+        // Python's json.loads takes NaN and ±Infinity; not inside strings, not other words.
+        let v = loads(r#"{"a": NaN, "b": -Infinity, "c": "NaN Infinity"}"#).unwrap();
+        assert_eq!(py_type(&v["a"]), PyType::Float);
+        assert!(v["b"].as_f64().unwrap() < -1e308);
+        assert_eq!(v["c"], json!("NaN Infinity"));
+        assert!(loads(r#"{"a": NaNa}"#).is_err());
+        assert!(loads(r#"{"a": nan}"#).is_err());
+        assert!(loads(r#"{"a": -NaN}"#).is_err());
+        assert!(loads("{\"a\": ").is_err());
+    }
+}

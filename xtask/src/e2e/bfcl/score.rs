@@ -16,7 +16,7 @@
 use serde_json::{Map, Value, json};
 
 use super::python::{
-    PyType, norm, py_eq, py_in, py_iter, py_type, python_type, short, standardize, truthy,
+    PyType, loads, norm, py_eq, py_in, py_iter, py_type, python_type, short, standardize, truthy,
 };
 use super::report::{Case, clip};
 
@@ -515,7 +515,7 @@ fn decode(result: &Map<String, Value>) -> Decoded {
             _ => String::new(),
         };
         let args = match tc.get("arguments") {
-            Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Some(Value::String(text)) => match loads(text) {
                 Ok(v) => v,
                 Err(e) => {
                     return Decoded::DecodeError(format!(

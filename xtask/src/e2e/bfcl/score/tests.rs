@@ -277,16 +277,3 @@ fn irrelevance_and_decoding() {
     assert!(score_case(&c, Some(&r), false).valid);
     assert_eq!(score_case(&c, None, false).error_type, "missing_result");
 }
-
-#[test]
-fn python_equality() {
-    assert!(py_eq(&json!(1), &json!(1.0)));
-    assert!(py_eq(&json!(true), &json!(1)));
-    assert!(!py_eq(&json!("1"), &json!(1)));
-    assert!(py_eq(&json!([1, {"a": 2.0}]), &json!([1.0, {"a": 2}])));
-    assert!(py_in(&json!(""), &json!(["x", ""])));
-    assert!(!py_in(&json!(""), &json!([[]])));
-    assert_eq!(py_type(&json!(5.0)), PyType::Float);
-    assert_eq!(py_type(&json!(5)), PyType::Int);
-    assert_eq!(py_type(&json!(true)), PyType::Bool);
-}
