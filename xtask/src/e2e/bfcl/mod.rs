@@ -158,6 +158,9 @@ impl BfclOptions {
                     .join(&*p);
             }
         }
+        if let Ok(file) = fs::canonicalize(&opts.file) {
+            opts.file = file;
+        }
         Ok(opts)
     }
 }
