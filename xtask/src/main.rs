@@ -1,4 +1,6 @@
-//! `cargo xtask <command>`: the project's automation, with no dependencies of its own.
+//! `cargo xtask <command>`: the project's automation. Its one dependency is `serde_json`
+//! (with `preserve_order`) for the JSON it reads and writes; HTTP goes through `curl`, and
+//! the e2e set-up uses `python3`, `tar` and a C/C++ toolchain (see `e2e/README.md`).
 //!
 //! * `ci` — the quality gates: `cargo fmt --check`, `cargo clippy --workspace --all-targets
 //!   -- -D warnings`, `cargo test --workspace`, `cargo doc --no-deps` with warnings denied,
@@ -9,9 +11,14 @@
 //! * `e2e [--cache DIR] [--keep-server] [--tries N] [--jobs N]` — build llama.cpp's
 //!   `llama-server` and fetch a real model (pinned, hash-checked, cached), serve it on
 //!   127.0.0.1 and run the workspace against it in both protocols (see `e2e/README.md`).
+//!   With `--bfcl FILE [--per-category N] [--paths tam,action,native] [--max-tokens N]
+//!   [--out DIR] [--base-url URL]`: a BFCL case file through `tam serve` (both protocols)
+//!   and the upstream's native tool calling instead, scored by BFCL's AST rules.
+//! * `bfcl-score CASES RESULTS [--details] [--strict-irrelevance] [--require-all]
+//!   [--verdicts PATH]` — score an existing BFCL results file (no model): the same table
+//!   as the reference `score.py`.
 
 mod e2e;
-mod json;
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -24,10 +31,15 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz(&args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("e2e") => e2e::run(&args[1..]),
+        Some("bfcl-score") => e2e::bfcl::report::main(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <ci | fuzz [TARGET] [--secs N] | bench [--quick] \
-                 | e2e [--cache DIR] [--keep-server] [--tries N] [--jobs N]>"
+                 | e2e [--cache DIR] [--keep-server] [--tries N] [--jobs N] \
+                 [--bfcl FILE [--per-category N] [--paths tam,action,native] [--max-tokens N] \
+                 [--out DIR] [--base-url URL]] \
+                 | bfcl-score CASES RESULTS [--details] [--strict-irrelevance] [--require-all] \
+                 [--verdicts PATH]>"
             );
             return ExitCode::from(2);
         }
