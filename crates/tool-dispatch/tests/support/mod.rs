@@ -151,6 +151,8 @@ pub struct ScriptedModel {
     rounds: std::sync::Mutex<std::collections::VecDeque<Vec<Step>>>,
     /// The messages each round was asked with.
     pub requests: std::sync::Mutex<Vec<Vec<tool_dispatch::Message>>>,
+    /// The stop sequences each round was asked with.
+    pub stops: std::sync::Mutex<Vec<Vec<String>>>,
 }
 
 impl ScriptedModel {
@@ -159,6 +161,7 @@ impl ScriptedModel {
         Self {
             rounds: std::sync::Mutex::new(rounds.into()),
             requests: Default::default(),
+            stops: Default::default(),
         }
     }
 
@@ -195,6 +198,10 @@ impl tool_dispatch::LanguageModel for ScriptedModel {
     > {
         use futures_util::StreamExt;
         self.requests.lock().unwrap().push(request.messages.clone());
+        self.stops
+            .lock()
+            .unwrap()
+            .push(request.options.stop.clone());
         let steps = self
             .rounds
             .lock()
