@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 
 use futures_util::StreamExt;
 use serde_json::{Map, Value};
@@ -15,7 +15,7 @@ use tool_schema::PromptStyle;
 
 use action_xml::{MixedConfig, MixedEvent, OutputDecoder};
 
-use crate::decode::{BlockKind, ProtocolChoice};
+use crate::decode::{ACTION_END, BlockKind, ProtocolChoice, close_stopped_block, stop_sequences};
 use crate::dispatch::{CallBudget, CallStatus, ChainEvent};
 use crate::model::{
     ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelOptions, ModelRequest,
@@ -53,8 +53,17 @@ pub struct AgentConfig {
     pub tam: tam_parse::Config,
     /// The ACTION decoder's configuration (limits). Default: action-xml's defaults.
     pub action: action_xml::Config,
-    /// Whether ACTION blocks after the first of a reply run too. Default: `false` (SPEC
-    /// §3: only the first runs); each ignored block is reported to the model.
+    /// Whether the model's turn ends at its call (SPEC §5). Default: `true`: each request
+    /// asks the model to stop at the protocol's end marker (a `stop` sequence before the
+    /// caller's own), the stream is closed as soon as a block with calls to run has closed,
+    /// and nothing the model wrote after that block is shown, kept in the conversation or
+    /// run; a reply the server stopped at the marker is read as closed by it. `false` reads
+    /// every reply to its end (several blocks per reply: see
+    /// [`run_extra_action_blocks`](Self::run_extra_action_blocks)).
+    pub end_turn_at_call: bool,
+    /// Whether ACTION blocks after the first of a reply run too, when the turn does not end
+    /// at the call ([`end_turn_at_call`](Self::end_turn_at_call) `false`). Default: `false`
+    /// (SPEC §3: only the first runs); each ignored block is reported to the model.
     pub run_extra_action_blocks: bool,
     /// Most calls in one run (`maxToolCalls`). Default: 10.
     pub max_tool_calls: usize,
@@ -105,6 +114,7 @@ impl AgentConfig {
             protocol,
             tam: tam_parse::Config::default(),
             action: action_xml::Config::default(),
+            end_turn_at_call: true,
             run_extra_action_blocks: false,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             max_rounds: DEFAULT_MAX_ROUNDS,
@@ -311,6 +321,45 @@ impl Job {
     }
 }
 
+/// Where the model's turn stands within one round (SPEC §5: the turn ends at its call).
+#[derive(Default)]
+struct Turn {
+    /// A block with calls to run closed: nothing after it is shown, decoded or run.
+    over: AtomicBool,
+    /// Where that block ended, in bytes of the reply's text.
+    end: AtomicUsize,
+    /// The protocol of the block open now: 0 none, 1 TAM, 2 ACTION.
+    open: AtomicU8,
+    /// Set while the decoder finishes a cut stream: blocks it hands over then were open at
+    /// the cut and must not run.
+    cutting: AtomicBool,
+    /// A block was open at the cut.
+    cut_block: AtomicBool,
+}
+
+impl Turn {
+    fn is_over(&self) -> bool {
+        self.over.load(Ordering::Relaxed)
+    }
+
+    /// Tracks the open block from the decoder's events.
+    fn track(&self, event: &MixedEvent<'_>) {
+        let open = match event {
+            MixedEvent::BlockStart {
+                protocol: action_xml::Protocol::Tam,
+                ..
+            } => 1,
+            MixedEvent::BlockStart { .. } => 2,
+            MixedEvent::Text { .. }
+            | MixedEvent::TamBlock(_)
+            | MixedEvent::ActionBlock(_)
+            | MixedEvent::Diagnostic(_) => 0,
+            _ => return,
+        };
+        self.open.store(open, Ordering::Relaxed);
+    }
+}
+
 /// How a round's stream ended.
 struct RoundEnd {
     /// The reply's text (reasoning split out).
@@ -514,14 +563,22 @@ impl Agent {
             let mut decoder = OutputDecoder::new(config.decoder_config());
             let mut think = config.split_think_tags.then(ThinkSplitter::new);
             let mut raw = String::new();
-            let request = ModelRequest::new(conversation.to_vec(), config.model_options.clone());
+            // The turn ends at the call (SPEC §5): the protocol's end markers are stop
+            // sequences, before the caller's own.
+            let tam_end = config.tam.dialect.end_marker();
+            let mut options = config.model_options.clone();
+            if config.end_turn_at_call {
+                options.stop = stop_sequences(config.protocol, tam_end, options.stop.drain(..));
+            }
+            let request = ModelRequest::new(conversation.to_vec(), options);
+            let turn = Turn::default();
             let mut stream = model.stream(&request);
-            // Set while the decoder finishes a cut stream: blocks it hands over then were
-            // open at the cut and must not run.
-            let cutting = AtomicBool::new(false);
-            let cut_block = AtomicBool::new(false);
             let mut on_event = |event: MixedEvent<'_>| {
-                self.route(event, &mut answer, &jobs, emit, &cutting, &cut_block);
+                if turn.is_over() {
+                    return;
+                }
+                turn.track(&event);
+                self.route(event, &mut answer, &jobs, emit, &turn);
             };
             let mut finish = None;
             let mut native: BTreeMap<usize, String> = BTreeMap::new();
@@ -552,7 +609,13 @@ impl Agent {
                 match next {
                     Some(Ok(ModelItem::Text(delta))) => {
                         text(&delta, &mut think, &mut decoder, &mut on_event);
+                        if turn.is_over() {
+                            // The turn ended at the call: dropping the stream closes the
+                            // request, whatever the model would write next.
+                            break None;
+                        }
                     }
+                    Some(Ok(ModelItem::Usage(_))) => {}
                     Some(Ok(ModelItem::Reasoning(reasoning))) => {
                         if !reasoning.is_empty() {
                             emit(AgentEvent::Reasoning(reasoning));
@@ -588,7 +651,33 @@ impl Agent {
                     }
                 }
             }
-            if !native.is_empty() {
+            // A server that honours the stop sequence leaves the end marker out: at a
+            // `stop` finish, a block still open is closed by its marker. Its decoder
+            // decides whether the block holds calls (a value or a call element still open
+            // is no call).
+            let open = turn.open.load(Ordering::Relaxed);
+            let marker = if open == 1 { tam_end } else { ACTION_END };
+            // A reply that ends with the marker was not stopped at it (the server ignored
+            // the stop sequence): the block stays as the model wrote it.
+            if failure.is_none()
+                && config.end_turn_at_call
+                && !turn.is_over()
+                && finish == Some(FinishReason::Stop)
+                && open != 0
+                && !raw.ends_with(marker)
+            {
+                let events = close_stopped_block(&mut decoder, marker);
+                if events
+                    .iter()
+                    .any(|e| matches!(e, MixedEvent::TamBlock(_) | MixedEvent::ActionBlock(_)))
+                {
+                    raw.push_str(marker);
+                }
+                for event in events {
+                    on_event(event);
+                }
+            }
+            if !native.is_empty() && !turn.is_over() {
                 let names: Vec<String> = native
                     .into_values()
                     .map(|name| {
@@ -616,9 +705,9 @@ impl Agent {
             let truncated = cut.is_some();
             if let Some(cut) = cut {
                 emit(AgentEvent::StreamCut(cut.clone()));
-                cutting.store(true, Ordering::Relaxed);
+                turn.cutting.store(true, Ordering::Relaxed);
                 decoder.finish_cut(&mut on_event);
-                if cut_block.load(Ordering::Relaxed) && cut == StreamCut::Length {
+                if turn.cut_block.load(Ordering::Relaxed) && cut == StreamCut::Length {
                     let note = format!(
                         "{OBSERVATION_PREFIX}Error - Your reply was cut at the token limit (finish_reason: length) while a tool call block was open; no call of that block was executed. Write shorter calls, or one call per reply"
                     );
@@ -626,6 +715,10 @@ impl Agent {
                 }
             } else {
                 decoder.finish(&mut on_event);
+            }
+            if turn.is_over() {
+                // What the model wrote after its block is not part of the conversation.
+                raw.truncate(turn.end.load(Ordering::Relaxed).min(raw.len()));
             }
             match failure {
                 Some(Some(error)) => Err(Error::Model(error)),
@@ -659,8 +752,7 @@ impl Agent {
         answer: &mut String,
         jobs: &mpsc::UnboundedSender<Job>,
         emit: &(dyn Fn(AgentEvent) + Sync),
-        cutting: &AtomicBool,
-        cut_block: &AtomicBool,
+        turn: &Turn,
     ) {
         // The executor outlives the reader, so a send cannot fail.
         let (kind, span, index, calls, diagnostics) = match event {
@@ -696,8 +788,8 @@ impl Agent {
                 block.diagnostics,
             ),
             MixedEvent::Diagnostic(diagnostic) => {
-                if cutting.load(Ordering::Relaxed) {
-                    cut_block.store(true, Ordering::Relaxed);
+                if turn.cutting.load(Ordering::Relaxed) {
+                    turn.cut_block.store(true, Ordering::Relaxed);
                 }
                 emit(AgentEvent::Diagnostic(diagnostic.clone()));
                 let _ = jobs.send(Job {
@@ -723,10 +815,10 @@ impl Agent {
         };
         let job = {
             {
-                if cutting.load(Ordering::Relaxed) {
+                if turn.cutting.load(Ordering::Relaxed) {
                     // The block was open when the stream was cut: whatever the decoder
                     // made of it, the model did not finish it, so it does not run.
-                    cut_block.store(true, Ordering::Relaxed);
+                    turn.cut_block.store(true, Ordering::Relaxed);
                     emit(AgentEvent::BlockClosed {
                         kind,
                         span,
@@ -745,6 +837,11 @@ impl Agent {
                     executed,
                 });
                 if executed {
+                    if !calls.is_empty() && self.config.end_turn_at_call {
+                        // The model's turn ends at this block (SPEC §5).
+                        turn.end.store(span.end, Ordering::Relaxed);
+                        turn.over.store(true, Ordering::Relaxed);
+                    }
                     Job {
                         calls,
                         diagnostics,

@@ -294,6 +294,10 @@ pub enum ModelItem {
     ToolCallChunk(ToolCallChunk),
     /// How the reply ended (`finish_reason`); the last item of a complete stream.
     Finish(FinishReason),
+    /// The server's token counts for the request (`usage`: `prompt_tokens`,
+    /// `completion_tokens`, `total_tokens`, and whatever else it reports), as sent. Servers
+    /// send it once, with or after the finish.
+    Usage(serde_json::Map<String, serde_json::Value>),
 }
 
 impl From<&str> for ModelItem {

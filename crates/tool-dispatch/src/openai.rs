@@ -415,7 +415,17 @@ impl Reading {
                 .map_or_else(|| error.to_string(), str::to_owned);
             return self.fail(OpenAiError::Server(message));
         }
+        // `usage` may come on a chunk of its own, with no choices (OpenAI's
+        // `include_usage`), or beside the finish (llama-server).
+        let usage = chunk
+            .get("usage")
+            .and_then(Value::as_object)
+            .filter(|u| !u.is_empty())
+            .cloned();
         let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
+            if let Some(usage) = usage {
+                self.queue.push_back(Ok(ModelItem::Usage(usage)));
+            }
             return;
         };
         let Some(choice) = choices
@@ -423,6 +433,9 @@ impl Reading {
             .find(|c| c.get("index").and_then(Value::as_u64) == Some(0))
             .or_else(|| choices.first())
         else {
+            if let Some(usage) = usage {
+                self.queue.push_back(Ok(ModelItem::Usage(usage)));
+            }
             return;
         };
         if let Some(delta) = choice.get("delta") {
@@ -453,6 +466,9 @@ impl Reading {
             self.finished = true;
             self.queue
                 .push_back(Ok(ModelItem::Finish(FinishReason::from_name(reason))));
+        }
+        if let Some(usage) = usage {
+            self.queue.push_back(Ok(ModelItem::Usage(usage)));
         }
     }
 }

@@ -161,6 +161,7 @@ async fn nested_and_cdata_parameters_arrive_as_json() {
     );
     let diffs = recording(&mut registry, diff, json!("applied"));
     let mut config = AgentConfig::for_protocol(ProtocolChoice::Action);
+    config.end_turn_at_call = false;
     config.run_extra_action_blocks = true;
     let agent = action_agent(registry, config);
     let output = "I need both files, then a fix.\n<ACTION>\n    <read_file>\n        <args>\n            <file>\n                <path>src/app.ts</path>\n            </file>\n            <file>\n                <path>src/utils.ts</path>\n            </file>\n        </args>\n    </read_file>\n</ACTION>\n<ACTION>\n    <ApplyProjectDiff>\n        <target_file>config/settings.json</target_file>\n        <diff_patch>\n            <![CDATA[\n-  \"feature_enabled\": false,\n+  \"feature_enabled\": true,\n            ]]>\n        </diff_patch>\n    </ApplyProjectDiff>\n</ACTION>";
@@ -177,11 +178,15 @@ async fn nested_and_cdata_parameters_arrive_as_json() {
     );
 }
 
+/// With the turn read to its end (`end_turn_at_call: false`), only the first ACTION block
+/// of a reply runs by default, and the others are reported.
 #[tokio::test]
 async fn only_the_first_action_block_runs_by_default() {
     let mut registry = Registry::new();
     let received = recording(&mut registry, get_player_info(), json!("Alice"));
-    let agent = action_agent(registry, AgentConfig::for_protocol(ProtocolChoice::Action));
+    let mut config = AgentConfig::for_protocol(ProtocolChoice::Action);
+    config.end_turn_at_call = false;
+    let agent = action_agent(registry, config);
     let two = "<ACTION><GetPlayerInfo><player_id>a</player_id></GetPlayerInfo></ACTION>\n<ACTION><GetPlayerInfo><player_id>b</player_id></GetPlayerInfo></ACTION>";
     let model = ScriptedModel::chunked(&[two, "ok"], 10);
     let (outcome, events, _) = run(&agent, &model, "go").await;
@@ -278,7 +283,9 @@ async fn a_workflow_skill_runs_from_an_action_block() {
 async fn both_protocols_in_one_stream_run_in_stream_order() {
     let mut registry = Registry::new();
     let received = recording(&mut registry, get_player_info(), json!("found"));
-    let agent = action_agent(registry, AgentConfig::for_protocol(ProtocolChoice::Auto));
+    let mut config = AgentConfig::for_protocol(ProtocolChoice::Auto);
+    config.end_turn_at_call = false;
+    let agent = action_agent(registry, config);
     let mixed = "First TAM.\n<|[REQUEST_TOOL]|>\ncommand:「始」GetPlayerInfo「末」\nPlayerID:「始」tam「末」\n<|[END_TOOL]|>\nThen XML.\n<ACTION><GetPlayerInfo><player_id>xml</player_id></GetPlayerInfo></ACTION>";
     let model = ScriptedModel::chunked(&[mixed, "Both found."], 7);
     let (outcome, events, _) = run(&agent, &model, "go").await;

@@ -45,10 +45,13 @@ async fn run(
 ) -> (Vec<AgentEvent>, Vec<Map<String, Value>>) {
     let mut registry = Registry::new();
     let received = write_tool(&mut registry);
+    // Several blocks per reply: the turn is read to its end.
+    let mut config = AgentConfig::for_protocol(protocol);
+    config.end_turn_at_call = false;
     let agent = Agent::with_config(
         Dispatcher::new(registry, ReferenceEngine::new()),
         Scope::unrestricted(),
-        AgentConfig::for_protocol(protocol),
+        config,
     );
     let model = ScriptedModel::chunked(outputs, chunk);
     let events = Mutex::new(Vec::new());
@@ -181,6 +184,7 @@ async fn stream_arguments_off_sends_none() {
     let mut registry = Registry::new();
     write_tool(&mut registry);
     let mut config = AgentConfig::for_protocol(ProtocolChoice::Auto);
+    config.end_turn_at_call = false;
     config.stream_arguments = false;
     let agent = Agent::with_config(
         Dispatcher::new(registry, ReferenceEngine::new()),

@@ -211,12 +211,10 @@ async fn a_blocks_calls_start_before_the_model_stream_ends() {
         vec![Step::Delta("Done.".into())],
     ]);
     let mut conversation = Vec::new();
-    let (outcome, events) = run(
-        &agent(registry, AgentConfig::default()),
-        &model,
-        &mut conversation,
-    )
-    .await;
+    // The stream read to its end (with the turn ending at the call it is closed instead).
+    let mut config = AgentConfig::default();
+    config.end_turn_at_call = false;
+    let (outcome, events) = run(&agent(registry, config), &model, &mut conversation).await;
     assert_eq!(outcome.stop, StopReason::Answer);
     let finished = events
         .iter()
@@ -496,7 +494,10 @@ async fn a_model_error_is_returned_after_closed_blocks_ran() {
         Step::Delta(block.into()),
         Step::Fail("connection reset"),
     ]]);
-    let agent = agent(registry(&runs), AgentConfig::default());
+    // The stream read past the block (with the turn ending at the call it is closed there).
+    let mut config = AgentConfig::default();
+    config.end_turn_at_call = false;
+    let agent = agent(registry(&runs), config);
     let err = agent
         .run(
             &model,

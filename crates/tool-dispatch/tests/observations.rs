@@ -53,9 +53,10 @@ fn error_diagnostics_become_observations_and_warnings_do_not() {
 }
 
 /// The observations and tool arguments of one scripted run, with outputs split into
-/// `chunk`-byte deltas.
+/// `chunk`-byte deltas; `end_turn`: the turn ends at the first block with calls.
 fn observe(
     protocol: ProtocolChoice,
+    end_turn: bool,
     outputs: &[&str],
     chunk: usize,
 ) -> (Vec<String>, Vec<serde_json::Value>) {
@@ -72,10 +73,12 @@ fn observe(
             async { ToolExecutionResult::query_success(json!("Alice"), "found") }
         })
         .unwrap();
+    let mut config = AgentConfig::for_protocol(protocol);
+    config.end_turn_at_call = end_turn;
     let agent = Agent::with_config(
         Dispatcher::new(registry, ReferenceEngine::new()),
         Scope::unrestricted(),
-        AgentConfig::for_protocol(protocol),
+        config,
     );
     let model = ScriptedModel::chunked(outputs, chunk);
     let observed = Mutex::new(Vec::new());
@@ -102,12 +105,17 @@ proptest! {
 
     #[test]
     fn observations_do_not_depend_on_delta_boundaries(chunk in 1usize..48) {
-        let whole = observe(ProtocolChoice::Auto, &[MIXED, "Done."], MIXED.len());
+        // Read to its end, the reply's two blocks both run.
+        let whole = observe(ProtocolChoice::Auto, false, &[MIXED, "Done."], MIXED.len());
         prop_assert_eq!(whole.0.len(), 3);
         prop_assert_eq!(
             &whole.0[2],
             "Observation: Error - Invalid parameters for GetPlayerInfo: Unknown parameter 'playerId', did you mean 'player_id'?"
         );
-        prop_assert_eq!(observe(ProtocolChoice::Auto, &[MIXED, "Done."], chunk), whole);
+        prop_assert_eq!(observe(ProtocolChoice::Auto, false, &[MIXED, "Done."], chunk), whole);
+        // Ending at the call, only the first block's chain runs, however the reply is split.
+        let ended = observe(ProtocolChoice::Auto, true, &[MIXED, "Done."], MIXED.len());
+        prop_assert_eq!(ended.0.len(), 2);
+        prop_assert_eq!(observe(ProtocolChoice::Auto, true, &[MIXED, "Done."], chunk), ended);
     }
 }

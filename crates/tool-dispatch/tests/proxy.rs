@@ -878,3 +878,270 @@ async fn a_streamed_call_its_block_refuses_ends_the_stream_with_an_error() {
     assert!(whole.choices[0].message.tool_calls.is_none());
     assert_eq!(whole.choices[0].message.content.as_deref(), Some(reply));
 }
+
+// ---------------------------------------------------------------------------------------
+// The turn ends at the call (SPEC §5), usage
+// ---------------------------------------------------------------------------------------
+
+/// What a small model writes after its call when nothing stops it: an invented result,
+/// then a call built on it.
+const INVENTED: &str = "\nObservation: Tool get_weather executed successfully. Result: {\"temp\": 99}\nIt is 99 degrees, so I will also check Lyon.\n";
+
+fn call_of(protocol: ProtocolChoice, city: &str) -> String {
+    match protocol {
+        ProtocolChoice::Action => ACTION_CALL.replace("Paris", city),
+        _ => TAM_CALL.replace("Paris", city),
+    }
+}
+
+/// A reply that goes on after its call and never ends by itself: the invented result, a
+/// second call, then the same chatter forever.
+fn chatty_reply(protocol: ProtocolChoice) -> Reply {
+    let text = format!(
+        "Let me check.\n{}{INVENTED}{}",
+        call_of(protocol, "Paris"),
+        call_of(protocol, "Lyon")
+    );
+    let mut events: Vec<String> = pieces(&text, 5)
+        .iter()
+        .map(|p| proxy_upstream::content_event(p))
+        .collect();
+    events.push(proxy_upstream::content_event(" And more."));
+    Reply::Events {
+        events,
+        pause: Duration::ZERO,
+        endless: true,
+    }
+}
+
+async fn wait_closed(upstream: &ScriptedUpstream, n: usize) {
+    // A bound against hanging (two minutes), not a time limit.
+    for _ in 0..12_000 {
+        if upstream.closed.load(Ordering::SeqCst) >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the upstream request was not closed");
+}
+
+#[tokio::test]
+async fn the_turn_ends_at_the_call_and_nothing_invented_reaches_the_client() {
+    for protocol in [ProtocolChoice::Tam, ProtocolChoice::Action] {
+        let upstream = ScriptedUpstream::always(chatty_reply(protocol)).await;
+        let proxy = start_proxy(&upstream, protocol).await;
+
+        let got = stream(&proxy, request(json!({}))).await;
+        assert_eq!(got.error, None, "{protocol:?}");
+        assert_eq!(got.content, "Let me check.\n", "{protocol:?}");
+        assert_eq!(got.calls.len(), 1, "{protocol:?}: {:?}", got.calls);
+        assert_eq!(got.calls[0].1, "get_weather");
+        assert_eq!(
+            arguments(&got.calls[0].2),
+            json!({"city": "Paris", "days": 3})
+        );
+        assert_eq!(got.finish.as_deref(), Some("ToolCalls"));
+        wait_closed(&upstream, 1).await;
+
+        let whole = complete(&proxy, request(json!({}))).await;
+        let message = &whole.choices[0].message;
+        assert_eq!(message.content.as_deref(), Some("Let me check.\n"));
+        let calls = message.tool_calls.as_ref().unwrap();
+        assert_eq!(calls.len(), 1, "{protocol:?}: {calls:?}");
+        wait_closed(&upstream, 2).await;
+
+        // The protocol's end marker is the first stop sequence.
+        let marker = match protocol {
+            ProtocolChoice::Action => "</ACTION>",
+            _ => "<|[END_TOOL]|>",
+        };
+        for body in upstream.bodies() {
+            assert_eq!(body["stop"], json!([marker]), "{body}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_reply_stopped_at_the_end_marker_is_a_closed_block() {
+    let cases = [
+        (
+            ProtocolChoice::Tam,
+            "Let me check.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n",
+            "<|[END_TOOL]|>",
+        ),
+        (
+            ProtocolChoice::Action,
+            "Let me check.\n<ACTION>\n  <get_weather>\n    <city>Paris</city>\n  </get_weather>\n",
+            "</ACTION>",
+        ),
+    ];
+    for (protocol, text, marker) in cases {
+        let upstream = ScriptedUpstream::always(deltas_reply(text, 3, "stop")).await;
+        let proxy = start_proxy(&upstream, protocol).await;
+        let got = stream(&proxy, request(json!({"stop": ["\n\nUser:", marker]}))).await;
+        assert_eq!(got.error, None);
+        assert_eq!(got.content, "Let me check.\n");
+        assert_eq!(got.calls.len(), 1, "{protocol:?}");
+        assert_eq!(arguments(&got.calls[0].2), json!({"city": "Paris"}));
+        assert_eq!(got.finish.as_deref(), Some("ToolCalls"));
+        // The marker first, then the client's own stop sequences, each once.
+        assert_eq!(upstream.bodies()[0]["stop"], json!([marker, "\n\nUser:"]));
+    }
+}
+
+/// A reply stopped at the end marker is read exactly as the same reply with the marker
+/// written out: whatever the model wrote before it (a block cut inside a value, a prose
+/// mention of the start marker, an unclosed call element), the client gets the same.
+#[tokio::test]
+async fn a_reply_stopped_at_the_marker_reads_as_the_reply_with_the_marker() {
+    let cases = [
+        (
+            ProtocolChoice::Tam,
+            "Checking.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Par",
+        ),
+        (
+            ProtocolChoice::Tam,
+            "A model writes <|[REQUEST_TOOL]|> then entries. 日本語 🎉",
+        ),
+        (
+            ProtocolChoice::Tam,
+            "Checking.\n<|[REQUEST_TOOL]|>\ncity:「始」Paris「末」\n",
+        ),
+        (
+            ProtocolChoice::Action,
+            "Checking.\n<ACTION>\n  <get_weather>\n    <city>Paris</city>\n",
+        ),
+        (
+            ProtocolChoice::Action,
+            "I write an <ACTION> block with `a < b` in it.",
+        ),
+    ];
+    for (protocol, text) in cases {
+        let marker = match protocol {
+            ProtocolChoice::Action => "</ACTION>",
+            _ => "<|[END_TOOL]|>",
+        };
+        let stopped = ScriptedUpstream::always(deltas_reply(text, 4, "stop")).await;
+        let written =
+            ScriptedUpstream::always(deltas_reply(&format!("{text}{marker}"), 4, "stop")).await;
+        let mut got = Vec::new();
+        for upstream in [&stopped, &written] {
+            let proxy = start_proxy(upstream, protocol).await;
+            let whole = complete(&proxy, request(json!({}))).await;
+            let message = whole.choices[0].message.clone();
+            let calls: Vec<(String, String)> = message
+                .tool_calls
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| match c {
+                    async_openai::types::chat::ChatCompletionMessageToolCalls::Function(f) => {
+                        (f.function.name, f.function.arguments)
+                    }
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            got.push((message.content.unwrap_or_default(), calls));
+        }
+        let (stopped_content, stopped_calls) = &got[0];
+        let (written_content, written_calls) = &got[1];
+        assert_eq!(stopped_calls, written_calls, "{protocol:?} {text:?}");
+        if written_calls.is_empty() {
+            // No call: the text as the model wrote it, and the marker only where it did.
+            assert_eq!(stopped_content, text, "{protocol:?}");
+            assert_eq!(written_content, &format!("{text}{marker}"), "{protocol:?}");
+        } else {
+            assert_eq!(stopped_content, written_content, "{protocol:?} {text:?}");
+        }
+    }
+}
+
+/// The upstream's events for `text` with llama-server's `usage` on the finish chunk.
+fn reply_with_usage(text: &str) -> Reply {
+    let mut events: Vec<String> = pieces(text, 6)
+        .iter()
+        .map(|p| proxy_upstream::content_event(p))
+        .collect();
+    let finish = json!({
+        "id": "up-1", "object": "chat.completion.chunk", "created": 1, "model": "up",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 321, "completion_tokens": 12, "total_tokens": 333},
+    });
+    events.push(format!("data: {finish}\n\n"));
+    events.push("data: [DONE]\n\n".into());
+    Reply::Events {
+        events,
+        pause: Duration::ZERO,
+        endless: false,
+    }
+}
+
+#[tokio::test]
+async fn usage_passes_through_whole_and_streamed_when_asked() {
+    let usage = json!({"prompt_tokens": 321, "completion_tokens": 12, "total_tokens": 333});
+    // A server that honours the stop sequence ends the call's block where its end marker
+    // would begin, then sends the finish and the usage.
+    let stopped_call = TAM_CALL.strip_suffix("<|[END_TOOL]|>").unwrap();
+    for text in [
+        "It is sunny in Paris.".to_owned(),
+        format!("Checking.\n{stopped_call}"),
+    ] {
+        let upstream = ScriptedUpstream::always(reply_with_usage(&text)).await;
+        let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+        let body = serde_json::to_string(&request(json!({}))).unwrap();
+        let http = reqwest::Client::new();
+        let whole = http
+            .post(format!("{proxy}/chat/completions"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let whole: Value = serde_json::from_str(&whole).unwrap();
+        assert_eq!(whole["usage"], usage, "{whole}");
+
+        let mut streamed = request(json!({"stream_options": {"include_usage": true}}));
+        streamed.stream = Some(true);
+        let sse = http
+            .post(format!("{proxy}/chat/completions"))
+            .header("content-type", "application/json")
+            .body(serde_json::to_string(&streamed).unwrap())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let chunks: Vec<Value> = sse
+            .split("\n\n")
+            .filter_map(|e| e.strip_prefix("data: "))
+            .filter(|d| *d != "[DONE]")
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect();
+        let last = chunks.last().unwrap();
+        assert_eq!(last["choices"], json!([]), "{sse}");
+        assert_eq!(last["usage"], usage, "{sse}");
+        assert!(sse.trim_end().ends_with("data: [DONE]"), "{sse}");
+
+        // Without `include_usage` a stream carries no usage chunk; the upstream is asked
+        // for usage either way.
+        let mut plain = request(json!({}));
+        plain.stream = Some(true);
+        let sse = http
+            .post(format!("{proxy}/chat/completions"))
+            .header("content-type", "application/json")
+            .body(serde_json::to_string(&plain).unwrap())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(!sse.contains("prompt_tokens"), "{sse}");
+        for body in upstream.bodies() {
+            assert_eq!(body["stream_options"]["include_usage"], true, "{body}");
+        }
+    }
+}

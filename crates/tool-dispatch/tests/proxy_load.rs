@@ -98,8 +98,26 @@ async fn a_hundred_concurrent_streams_lose_nothing() {
         assert_eq!(finish.as_deref(), Some("ToolCalls"));
     }
     assert_eq!(upstream.bodies().len(), STREAMS);
+    // Each upstream stream was either written to its end or closed by the proxy at the
+    // call (the turn ends there), never left open.
+    // The upstream sees a close when it next writes: wait for it (a bound against a hang,
+    // two minutes, not a time limit).
+    let count = || {
+        let finished = upstream.finished.load(std::sync::atomic::Ordering::SeqCst);
+        let closed = upstream.closed.load(std::sync::atomic::Ordering::SeqCst);
+        (finished, closed)
+    };
+    for _ in 0..12_000 {
+        let (finished, closed) = count();
+        if finished + closed >= STREAMS {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (finished, closed) = count();
     assert_eq!(
-        upstream.finished.load(std::sync::atomic::Ordering::SeqCst),
-        STREAMS
+        finished + closed,
+        STREAMS,
+        "{finished} finished, {closed} closed"
     );
 }

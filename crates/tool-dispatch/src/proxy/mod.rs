@@ -153,7 +153,23 @@
 //! block, [`tam_parse::Config::max_block_bytes`], 1 MiB by default, plus 64 KiB) and one
 //! upstream event ([`SseConfig::max_event_bytes`](crate::sse::SseConfig), 1 MiB by
 //! default); a request body is at most [`ProxyConfig::max_request_bytes`] (4 MiB).
-//! Usage (`stream_options.include_usage`) is not reported.
+//!
+//! # The turn ends at the call
+//!
+//! Models go on writing after a block: an invented `Observation: …`, then more calls built
+//! on it. The proxy asks the upstream to stop at the protocol's end marker (a `stop`
+//! sequence, before the client's own), and once a block with calls has closed it closes
+//! the upstream request and finishes the reply (`finish_reason: "tool_calls"`): nothing the
+//! model writes after that block reaches the client. A reply the upstream stopped at the
+//! sequence ends where the end marker would begin: at a `stop` finish a block still open
+//! is closed by its marker, and its decoder decides whether it holds calls (a value or a
+//! call element still open is no call). A block that yields no call does not end the turn.
+//!
+//! # Usage
+//!
+//! The upstream is always asked for `usage` (`stream_options.include_usage`); the proxy
+//! reports it as OpenAI does: in a whole reply's `usage`, and in a stream as a last chunk
+//! with empty `choices` when the client asked with `stream_options.include_usage`.
 
 mod error;
 mod history;
@@ -316,13 +332,42 @@ async fn complete(
     let Translated {
         model: model_name,
         messages,
-        options,
-        extra,
+        mut options,
+        mut extra,
         stream,
+        include_usage,
         offered,
         decode,
         max_calls,
     } = request;
+    let id = unique_id();
+    let translator = Translator::new(
+        config.protocol,
+        decode,
+        stream,
+        offered,
+        max_calls,
+        config.tam,
+        config.action,
+        id.clone(),
+    );
+    // The model's turn ends at its call (SPEC §5): the protocol's end markers go upstream
+    // as stop sequences, before the client's own.
+    let mut stop = translator.stop_sequences();
+    if !stop.is_empty() {
+        for own in options.stop.drain(..) {
+            if !stop.contains(&own) {
+                stop.push(own);
+            }
+        }
+        options.stop = stop;
+    }
+    // Usage is always asked for (the proxy streams from the upstream), and reported to the
+    // client as OpenAI does: in a whole reply, and in a stream when the client asked.
+    extra.insert(
+        "stream_options".into(),
+        serde_json::json!({"include_usage": true}),
+    );
     let mut upstream_config = config.upstream.clone();
     upstream_config.model.clone_from(&model_name);
     // The client's fields first; the operator's `extra_body` wins.
@@ -337,23 +382,13 @@ async fn complete(
         Some(Err(error)) => return Err(ProxyError::from_upstream(&*error)),
         other => other,
     };
-    let id = unique_id();
-    let translator = Translator::new(
-        config.protocol,
-        decode,
-        stream,
-        offered,
-        max_calls,
-        config.tam,
-        config.action,
-        id.clone(),
-    );
     if stream {
         Ok(stream_response(
             first,
             upstream,
             translator,
             ChunkWriter::new(&id, &model_name),
+            include_usage,
         ))
     } else {
         let value = gather(first, upstream, translator, &id, &model_name).await?;
@@ -385,36 +420,55 @@ async fn gather(
         for piece in translator.drain() {
             completion.push(piece);
         }
+        if translator.turn_over() {
+            // The turn ended at the call: the upstream request is closed now, whatever
+            // the model would write next (SPEC §5).
+            break;
+        }
         next = upstream.next().await;
     }
+    drop(upstream);
     let finish_reason = translator.finish(false);
     for piece in translator.drain() {
         completion.push(piece);
     }
-    Ok(completion.into_json(id, model, &finish_reason))
+    let mut value = completion.into_json(id, model, &finish_reason);
+    if let Some(usage) = translator.usage() {
+        value["usage"] = serde_json::Value::Object(usage.clone());
+    }
+    Ok(value)
 }
 
 /// The state of one streamed response.
 struct Streaming {
     first: Option<Option<Result<ModelItem, BoxError>>>,
-    upstream: Upstream,
+    /// `None` once the turn ended at a call: the upstream request is dropped then.
+    upstream: Option<Upstream>,
     translator: Translator,
     writer: ChunkWriter,
+    /// The client asked for `usage` (`stream_options.include_usage`).
+    include_usage: bool,
     done: bool,
 }
 
 impl Streaming {
     /// The events of the next upstream item (none, or the last ones).
     async fn step(&mut self) -> Vec<Event> {
-        let next = match self.first.take() {
-            Some(first) => first,
-            None => self.upstream.next().await,
+        let next = match (self.first.take(), &mut self.upstream) {
+            (Some(first), _) => first,
+            (None, Some(upstream)) => upstream.next().await,
+            (None, None) => None,
         };
         let mut events = Vec::new();
         match next {
             Some(Ok(item)) => {
                 self.translator.feed(item);
                 self.drain_into(&mut events);
+                if self.translator.turn_over() {
+                    // The turn ended at the call (SPEC §5): close the upstream request
+                    // now; the next step finishes the reply.
+                    self.upstream = None;
+                }
             }
             Some(Err(error)) => {
                 self.translator.finish(true);
@@ -432,6 +486,11 @@ impl Streaming {
                     events.push(Event::default().data(error.body().to_string()));
                 } else {
                     events.push(json_event(&self.writer.finish(&finish_reason)));
+                    if self.include_usage
+                        && let Some(usage) = self.translator.usage()
+                    {
+                        events.push(json_event(&self.writer.usage(usage)));
+                    }
                     events.push(Event::default().data("[DONE]"));
                 }
                 self.done = true;
@@ -458,13 +517,15 @@ fn stream_response(
     upstream: Upstream,
     translator: Translator,
     writer: ChunkWriter,
+    include_usage: bool,
 ) -> Response {
     let role = json_event(&writer.role());
     let state = Streaming {
         first: Some(first),
-        upstream,
+        upstream: Some(upstream),
         translator,
         writer,
+        include_usage,
         done: false,
     };
     let events = stream::unfold(state, |mut state| async move {

@@ -52,6 +52,8 @@ pub(crate) struct Translated {
     pub(crate) extra: Map<String, Value>,
     /// The client asked for a stream.
     pub(crate) stream: bool,
+    /// The client asked for usage in the stream (`stream_options.include_usage`).
+    pub(crate) include_usage: bool,
     /// The offered tools; empty when the upstream's text is passed through undecoded.
     pub(crate) offered: OfferedTools,
     /// Decode the upstream's text into calls (tools offered and `tool_choice` not `none`).
@@ -173,12 +175,18 @@ pub(crate) fn translate(
             extra.insert(key.clone(), value.clone());
         }
     }
+    let include_usage = request
+        .get("stream_options")
+        .and_then(|o| o.get("include_usage"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     Ok(Translated {
         model,
         messages,
         options,
         extra,
         stream,
+        include_usage,
         offered,
         decode,
         max_calls: if parallel { usize::MAX } else { 1 },

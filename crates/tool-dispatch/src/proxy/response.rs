@@ -13,7 +13,21 @@ use tam_parse::Diagnostic;
 use super::ProxyError;
 use super::history::{PastCall, render_calls};
 use super::request::OfferedTools;
+use crate::decode::{ACTION_END, close_stopped_block, stop_sequences};
 use crate::{FinishReason, ModelItem, ProtocolChoice, ToolCall, ToolCallChunk};
+
+/// Keeps the last 64 bytes (or a little more, at a character boundary) of a stream's text.
+fn keep_tail(tail: &mut String, text: &str) {
+    const KEEP: usize = 64;
+    tail.push_str(text);
+    if tail.len() > 2 * KEEP {
+        let mut cut = tail.len() - KEEP;
+        while !tail.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        tail.drain(..cut);
+    }
+}
 
 /// One thing to tell the client, in stream order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +77,13 @@ pub(crate) struct Translator {
     decoder: Option<OutputDecoder>,
     emitter: Emitter,
     finish: Option<FinishReason>,
+    /// The TAM dialect's end marker: a `stop` finish inside a TAM block closes it with this.
+    tam_end: &'static str,
+    /// The upstream's `usage`, when it sent one.
+    usage: Option<Map<String, Value>>,
+    /// The last bytes of the upstream's text (up to 64): a reply that ends with the end
+    /// marker was not stopped at it.
+    tail: String,
 }
 
 struct Emitter {
@@ -87,6 +108,14 @@ struct Emitter {
     unfinished: bool,
     /// Why the reply must end with an error event instead of a finish chunk.
     failure: Option<String>,
+    /// The protocol of the block open now (from its start marker to its close, or until it
+    /// turned out to be prose).
+    in_block: Option<MixedProtocol>,
+    /// A block with calls closed: the model's turn is over (SPEC §5). Nothing decoded
+    /// after it is shown or called.
+    turn_over: bool,
+    /// Calls emitted before the open block began (a streamed call counts from its start).
+    calls_before_block: usize,
 }
 
 /// A block being written: its calls whose chunks went out already.
@@ -236,6 +265,7 @@ impl Translator {
         action: action_xml::Config,
         call_id_base: String,
     ) -> Self {
+        let tam_end = tam.dialect.end_marker();
         Self {
             decoder: decode.then(|| block_decoder(protocol, tam, action)),
             emitter: Emitter {
@@ -252,22 +282,56 @@ impl Translator {
                 action_blocks: 0,
                 unfinished: false,
                 failure: None,
+                in_block: None,
+                turn_over: false,
+                calls_before_block: 0,
             },
             finish: None,
+            tam_end,
+            usage: None,
+            tail: String::new(),
         }
     }
 
-    /// Reads one item of the upstream's stream.
+    /// Reads one item of the upstream's stream. After the model's turn is over
+    /// ([`Translator::turn_over`]) its text and native calls are dropped: the reply ends
+    /// at the block (SPEC §5).
     pub(crate) fn feed(&mut self, item: ModelItem) {
         match item {
-            ModelItem::Text(text) => match &mut self.decoder {
-                Some(decoder) => decoder.feed(&text, |event| self.emitter.event(event)),
-                None => self.emitter.content(&text),
-            },
+            ModelItem::Usage(usage) => self.usage = Some(usage),
+            _ if self.emitter.turn_over => {}
+            ModelItem::Text(text) => {
+                keep_tail(&mut self.tail, &text);
+                match &mut self.decoder {
+                    Some(decoder) => decoder.feed(&text, |event| self.emitter.event(event)),
+                    None => self.emitter.content(&text),
+                }
+            }
             ModelItem::Reasoning(text) => self.emitter.pieces.push(Piece::Reasoning(text)),
             ModelItem::ToolCallChunk(chunk) => self.emitter.native_chunk(chunk),
             ModelItem::Finish(reason) => self.finish = Some(reason),
         }
+    }
+
+    /// A block with calls closed: the model's turn is over. The caller stops reading the
+    /// upstream (dropping its stream closes the request) and finishes the reply.
+    pub(crate) fn turn_over(&self) -> bool {
+        self.emitter.turn_over
+    }
+
+    /// The upstream's `usage`, when it sent one.
+    pub(crate) fn usage(&self) -> Option<&Map<String, Value>> {
+        self.usage.as_ref()
+    }
+
+    /// The stop sequences the upstream is asked to stop at: the end marker of each protocol
+    /// the reply is decoded in, so the model's turn ends at its block (SPEC §5). Empty when
+    /// the reply is not decoded.
+    pub(crate) fn stop_sequences(&self) -> Vec<String> {
+        let Some(decoder) = &self.decoder else {
+            return Vec::new();
+        };
+        stop_sequences(decoder.protocol(), self.tam_end, [])
     }
 
     /// Ends the reply. `failed` (a transport error) and a `length` finish cut it: no call
@@ -276,6 +340,27 @@ impl Translator {
     /// completed, else the upstream's (`stop` when it sent none).
     pub(crate) fn finish(&mut self, failed: bool) -> String {
         let cut = failed || self.finish.as_ref().is_some_and(FinishReason::is_cut);
+        // A server that honours the stop sequence leaves the end marker out: at a `stop`
+        // finish, a block still open is closed by its marker. Its decoder decides whether
+        // the block holds calls (a value or a call element still open is no call).
+        if !cut
+            && !self.emitter.turn_over
+            && self.finish == Some(FinishReason::Stop)
+            && let Some(protocol) = self.emitter.in_block
+            && let Some(decoder) = &mut self.decoder
+        {
+            let marker = match protocol {
+                MixedProtocol::Tam => self.tam_end,
+                _ => ACTION_END,
+            };
+            // A reply that ends with the marker was not stopped at it (the server ignored
+            // the stop sequence): the block stays as the model wrote it.
+            if !self.tail.ends_with(marker) {
+                for event in close_stopped_block(decoder, marker) {
+                    self.emitter.event(event);
+                }
+            }
+        }
         if let Some(decoder) = self.decoder.take() {
             if cut {
                 decoder.finish_cut(|event| self.emitter.event(event));
@@ -358,6 +443,29 @@ impl Emitter {
     }
 
     fn event(&mut self, event: MixedEvent<'_>) {
+        if self.turn_over {
+            return;
+        }
+        match &event {
+            MixedEvent::BlockStart { protocol, .. } => {
+                self.in_block = Some(*protocol);
+                self.calls_before_block = self.calls;
+            }
+            MixedEvent::Text { .. }
+            | MixedEvent::TamBlock(_)
+            | MixedEvent::ActionBlock(_)
+            | MixedEvent::Diagnostic(_) => self.in_block = None,
+            _ => {}
+        }
+        let closes = matches!(event, MixedEvent::TamBlock(_) | MixedEvent::ActionBlock(_));
+        self.decoded_event(event);
+        // A block that gave calls (whole, or streamed and completed) ends the turn.
+        if closes && self.calls > self.calls_before_block && self.failure.is_none() {
+            self.turn_over = true;
+        }
+    }
+
+    fn decoded_event(&mut self, event: MixedEvent<'_>) {
         match event {
             MixedEvent::Text { text, .. } => self.content(&text),
             // A `<think>` section of the text: reasoning, never calls.
@@ -794,6 +902,18 @@ impl ChunkWriter {
     pub(crate) fn finish(&self, finish_reason: &str) -> Value {
         self.chunk(json!({}), Some(finish_reason))
     }
+
+    /// The usage chunk OpenAI sends after the finish when asked: no choices, `usage`.
+    pub(crate) fn usage(&self, usage: &Map<String, Value>) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [],
+            "usage": usage,
+        })
+    }
 }
 
 /// Pieces gathered into one `chat.completion` (a request without `stream`).
@@ -945,6 +1065,7 @@ mod tests {
         ]
     }
 
+    /// The turn ends at the call: what follows the block (here `Bye 日本`) is not shown.
     #[test]
     fn tam_calls_and_prose_are_the_same_for_every_split() {
         let text = "Look: a<b.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」3「末」\n<|[END_TOOL]|>\nBye 日本";
@@ -952,12 +1073,7 @@ mod tests {
         let [start, args] = call(0, "get_weather", r#"{"city":"Paris","days":3}"#);
         assert_eq!(
             pieces,
-            [
-                Piece::Content("Look: a<b.\n".into()),
-                start,
-                args,
-                Piece::Content("\nBye 日本".into())
-            ]
+            [Piece::Content("Look: a<b.\n".into()), start, args,]
         );
         assert_eq!(reason, "tool_calls");
     }
@@ -968,34 +1084,23 @@ mod tests {
         let text = format!("Ok.\n{block}\n{block}");
         let (pieces, reason) = every_split(ProtocolChoice::Action, &text);
         let [start, args] = call(0, "get_weather", r#"{"city":"Rome & Co"}"#);
-        assert_eq!(
-            pieces,
-            [
-                Piece::Content("Ok.\n".into()),
-                start,
-                args,
-                Piece::Content(format!("\n{block}"))
-            ]
-        );
+        assert_eq!(pieces, [Piece::Content("Ok.\n".into()), start, args,]);
         assert_eq!(reason, "tool_calls");
     }
 
+    /// Both protocols decode in one reply; a block that gives no call (a tool not offered)
+    /// is its text and does not end the turn, the first block with calls does.
     #[test]
     fn both_protocols_decode_in_one_reply() {
-        let text = "A.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Oslo「末」\n<|[END_TOOL]|>\nB.\n<ACTION><get_weather><days>2</days></get_weather></ACTION>";
-        let (pieces, reason) = every_split(ProtocolChoice::Auto, text);
-        let [start0, args0] = call(0, "get_weather", r#"{"city":"Oslo"}"#);
-        let [start1, args1] = call(1, "get_weather", r#"{"days":2}"#);
+        let tam = "<|[REQUEST_TOOL]|>\ncommand:「始」get_time「末」\n<|[END_TOOL]|>";
+        let text = format!(
+            "A.\n{tam}\nB.\n<ACTION><get_weather><days>2</days></get_weather></ACTION>\nC.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\n<|[END_TOOL]|>"
+        );
+        let (pieces, reason) = every_split(ProtocolChoice::Auto, &text);
+        let [start, args] = call(0, "get_weather", r#"{"days":2}"#);
         assert_eq!(
             pieces,
-            [
-                Piece::Content("A.\n".into()),
-                start0,
-                args0,
-                Piece::Content("\nB.\n".into()),
-                start1,
-                args1
-            ]
+            [Piece::Content(format!("A.\n{tam}\nB.\n")), start, args]
         );
         assert_eq!(reason, "tool_calls");
     }
@@ -1032,12 +1137,12 @@ mod tests {
         assert_eq!(reason, "stop");
     }
 
+    /// Native chunks the upstream sends pass through with indexes of their own; a decoded
+    /// call after them takes the next index and ends the turn: native chunks after it are
+    /// not passed on.
     #[test]
-    fn native_chunks_pass_through_after_decoded_calls() {
+    fn native_chunks_pass_through_before_decoded_calls() {
         let mut t = translator(ProtocolChoice::Tam);
-        t.feed(ModelItem::Text(
-            "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\n<|[END_TOOL]|>".into(),
-        ));
         t.feed(ModelItem::ToolCallChunk(ToolCallChunk::new(
             0,
             Some("up_1".into()),
@@ -1047,27 +1152,37 @@ mod tests {
         t.feed(ModelItem::ToolCallChunk(ToolCallChunk::new(
             0, None, None, "1}",
         )));
+        t.feed(ModelItem::Text(
+            "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\n<|[END_TOOL]|>".into(),
+        ));
+        assert!(t.turn_over());
+        t.feed(ModelItem::ToolCallChunk(ToolCallChunk::new(
+            1,
+            Some("up_2".into()),
+            Some("late".into()),
+            "{}",
+        )));
         let reason = t.finish(false);
         let pieces: Vec<Piece> = t.drain().collect();
-        let [start, args] = call(0, "get_weather", "{}");
+        let [start, args] = call(1, "get_weather", "{}");
         assert_eq!(
             pieces,
             [
-                start,
-                args,
                 Piece::CallStart {
-                    index: 1,
+                    index: 0,
                     id: "up_1".into(),
                     name: "other".into()
                 },
                 Piece::CallArguments {
-                    index: 1,
+                    index: 0,
                     text: "{\"a\":".into()
                 },
                 Piece::CallArguments {
-                    index: 1,
+                    index: 0,
                     text: "1}".into()
                 },
+                start,
+                args,
             ]
         );
         assert_eq!(reason, "tool_calls");
@@ -1181,7 +1296,8 @@ mod tests {
             "Writing.\n<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」src/main.rs「末」\ncontent:「始」{CODE}「末」\nmode:「始」644「末」\n<|[END_TOOL]|>\nDone."
         );
         let (content, calls) = streams_the_same(ProtocolChoice::Tam, &text);
-        assert_eq!(content, "Writing.\n\nDone.");
+        // The turn ended at the call: `Done.` is not shown.
+        assert_eq!(content, "Writing.\n");
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].0, "write_file");
         let args: Value = serde_json::from_str(&calls[0].1).unwrap();

@@ -172,6 +172,8 @@ pub struct ScriptedModel {
     rounds: std::sync::Mutex<std::collections::VecDeque<Vec<Step>>>,
     /// The messages each round was asked with.
     pub requests: std::sync::Mutex<Vec<Vec<tool_dispatch::Message>>>,
+    /// The stop sequences each round was asked with.
+    pub stops: std::sync::Mutex<Vec<Vec<String>>>,
 }
 
 impl ScriptedModel {
@@ -180,6 +182,7 @@ impl ScriptedModel {
         Self {
             rounds: std::sync::Mutex::new(rounds.into()),
             requests: Default::default(),
+            stops: Default::default(),
         }
     }
 
@@ -216,6 +219,10 @@ impl tool_dispatch::LanguageModel for ScriptedModel {
     > {
         use futures_util::StreamExt;
         self.requests.lock().unwrap().push(request.messages.clone());
+        self.stops
+            .lock()
+            .unwrap()
+            .push(request.options.stop.clone());
         let steps = self
             .rounds
             .lock()
