@@ -192,7 +192,9 @@ proptest! {
         let mut mention = false;
         for e in &events {
             match e {
-                Event::BlockStart { .. } => streamed_in_block = 0,
+                // A quoted start tag (inline code, a `>` line) is a mention with no block
+                // of its own: what streamed before it belongs to the block that closed.
+                Event::BlockStart { .. } | Event::Block(_) => streamed_in_block = 0,
                 Event::Diagnostic(d) if d.code == codes::MARKER_IN_PROSE => mention = true,
                 Event::Text { text, .. } if mention => {
                     mention = false;

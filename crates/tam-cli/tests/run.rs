@@ -114,7 +114,9 @@ async fn a_tam_call_runs_and_the_answer_ends_the_run_json() {
         assert!(system.contains(id), "{id} missing: {system}");
     }
     assert!(!system.contains("<ACTION>"), "{system}");
-    assert!(first.get("stop").is_none() && first.get("top_p").is_none());
+    // The turn ends at the call: the TAM end marker is the only stop sequence.
+    assert_eq!(first["stop"], json!(["<|[END_TOOL]|>"]));
+    assert!(first.get("top_p").is_none());
     assert_eq!(
         first["messages"][1],
         json!({"role": "user", "content": "What time is it?"})
@@ -469,7 +471,8 @@ async fn a_profiles_node_parameters_are_the_request_options_and_flags_win() {
     let body = server.requests()[0].body.clone();
     assert_eq!(body["temperature"], json!(0.5));
     assert_eq!(body["max_tokens"], 77);
-    assert_eq!(body["stop"], json!(["END"]));
+    // The protocol's end marker first, then the profile's own stop sequence.
+    assert_eq!(body["stop"], json!(["<|[END_TOOL]|>", "END"]));
     assert_eq!(body["seed"], 9, "the flag wins over the profile's seed");
     assert!(body.get("top_p").is_none() && body.get("presence_penalty").is_none());
     // maxToolCalls: 0 from the node: the call does not run.
@@ -508,7 +511,7 @@ async fn a_profiles_node_parameters_are_the_request_options_and_flags_win() {
     let body = server.requests()[0].body.clone();
     assert_eq!(body["temperature"], json!(0.25));
     assert_eq!(body["max_tokens"], 12);
-    assert_eq!(body["stop"], json!(["A", "B"]));
+    assert_eq!(body["stop"], json!(["<|[END_TOOL]|>", "A", "B"]));
     assert_eq!(body["seed"], 5);
     assert_eq!(of_type(&ndjson(&output.stdout), "call_started").len(), 1);
 

@@ -280,7 +280,7 @@ mod serde_impls {
     }
 
     /// This crate's codes: deserialized without interning.
-    const KNOWN: [Code; 15] = [
+    const KNOWN: [Code; 16] = [
         Code::STRAY_TEXT,
         Code::VALUE_CONTAINS_OPEN_MARKER,
         Code::UNTERMINATED_BLOCK,

@@ -118,13 +118,11 @@ fn prose_allocates_nothing_per_delta() {
 /// counters and borrowed pieces: nothing is allocated per delta for them either.
 #[test]
 fn prose_context_and_reasoning_allocate_nothing_per_delta() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let unit = "Use `ls` and ``a ` b`` here.\n> quoted <b>\n```text\ncode <|[\n```\n<think>\nplan <|[REQUEST with </thin and </think >\n</think>\n~~~\n~~~\n";
     let config = Config::default().with_reasoning_tags(true);
     let big = unit.repeat((1 << 20) / unit.len());
     let small = unit.repeat((1 << 14) / unit.len());
-    allocations_with(&small, config);
-    std::thread::sleep(std::time::Duration::from_millis(50));
+    allocations_with(&small, config); // warm-up: first-use allocations
     let ((big_allocations, blocks, deltas), _) = allocations_with(&big, config);
     let ((small_allocations, _, small_deltas), _) = allocations_with(&small, config);
     assert_eq!(blocks, 0);
