@@ -193,6 +193,24 @@ fn packaged_tests_are_self_contained() -> Result<(), String> {
     }
 }
 
+/// Removes the build fingerprints of the published crates under `dir`, so cargo rebuilds
+/// them from their sources.
+fn forget_fingerprints(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let f = e.file_name().to_string_lossy().into_owned();
+        if PUBLISHED.iter().any(|name| {
+            f.strip_prefix(name)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|hash| hash.bytes().all(|b| b.is_ascii_hexdigit()))
+        }) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// What a stranger depending on the crates gets:
 ///
 /// 1. No packaged test, example or bench of a library uses the unpublished `tam-testkit`
@@ -248,19 +266,12 @@ fn release_checks() -> Result<(), String> {
     // The verification builds in target/debug, where a registry package's artifacts are
     // trusted as immutable: ones left by an earlier run of the same version would be
     // reused although the sources changed. Forget our crates' fingerprints (cheap: only
-    // these five rebuild).
-    if let Ok(entries) = std::fs::read_dir(root().join("target/debug/.fingerprint")) {
-        for e in entries.flatten() {
-            let f = e.file_name().to_string_lossy().into_owned();
-            if PUBLISHED.iter().any(|name| {
-                f.strip_prefix(name)
-                    .and_then(|rest| rest.strip_prefix('-'))
-                    .is_some_and(|hash| hash.bytes().all(|b| b.is_ascii_hexdigit()))
-            }) {
-                let _ = std::fs::remove_dir_all(e.path());
-            }
-        }
-    }
+    // these five rebuild). The same holds for the unpacked crates' tests in
+    // target/unpacked: each unpacked crate is a workspace root of its own, so its
+    // artifacts' names do not change from run to run, and the files of a .crate keep
+    // their modification times.
+    forget_fingerprints(&root().join("target/debug/.fingerprint"));
+    forget_fingerprints(&root().join("target/unpacked/debug/.fingerprint"));
     let mut package = cargo();
     // `--allow-dirty`: check the working tree as it is (CI's is clean anyway).
     package.args(["package", "--locked", "--allow-dirty"]);
