@@ -259,7 +259,7 @@ async fn history_tool_calls_and_results_reach_the_upstream_as_text() {
             messages[0]["content"]
                 .as_str()
                 .unwrap()
-                .starts_with("Be brief.\n\n[Role and goal]")
+                .starts_with("Be brief.\n\nYou can call the tools listed below.")
         );
         assert_eq!(messages[1]["content"], "Weather in Paris?");
         assert_eq!(
