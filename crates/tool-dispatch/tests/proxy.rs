@@ -1145,3 +1145,33 @@ async fn usage_passes_through_whole_and_streamed_when_asked() {
         }
     }
 }
+
+/// A `string` parameter whose ACTION element holds balanced tags (HTML) gets its text, as
+/// written, streamed or not: the proxy converts calls as the agent does (SPEC §5).
+#[tokio::test]
+async fn a_string_parameter_holding_html_is_its_text() {
+    let reply = "Writing.\n<ACTION><write_file><path>index.html</path><content><div><b>hi</b></div></content></write_file></ACTION>";
+    let upstream = ScriptedUpstream::always(deltas_reply(reply, 6, "stop")).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
+    let tools = json!({"tools": [writer_tool()]});
+
+    let whole = complete(&proxy, request(tools.clone())).await;
+    let calls = whole.choices[0].message.tool_calls.clone().unwrap();
+    let async_openai::types::chat::ChatCompletionMessageToolCalls::Function(call) = &calls[0]
+    else {
+        panic!("{calls:?}")
+    };
+    assert_eq!(
+        arguments(&call.function.arguments),
+        json!({"path": "index.html", "content": "<div><b>hi</b></div>"})
+    );
+
+    let streamed = stream(&proxy, request(tools)).await;
+    assert_eq!(streamed.error, None);
+    assert_eq!(streamed.calls.len(), 1);
+    assert_eq!(
+        arguments(&streamed.calls[0].2),
+        json!({"path": "index.html", "content": "<div><b>hi</b></div>"})
+    );
+    assert_eq!(streamed.finish.as_deref(), Some("ToolCalls"));
+}

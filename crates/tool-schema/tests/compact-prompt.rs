@@ -24,8 +24,14 @@ fn the_fixed_text_is_a_common_prefix_and_the_tools_come_last() {
             assert!(one.ends_with(&list), "{protocol:?} {language:?}: {one}");
             // Everything before the extra lines and the list is the same text.
             let rules_end = one.find("\n\n").unwrap();
-            assert!(two.starts_with(&one[..rules_end]), "{protocol:?} {language:?}");
-            assert!(two.contains("- Call at most one tool per reply.\n"), "{two}");
+            assert!(
+                two.starts_with(&one[..rules_end]),
+                "{protocol:?} {language:?}"
+            );
+            assert!(
+                two.contains("- Call at most one tool per reply.\n"),
+                "{two}"
+            );
             let end = match protocol {
                 PromptProtocol::Tam => "<|[END_TOOL]|>",
                 PromptProtocol::Action => "</ACTION>",
