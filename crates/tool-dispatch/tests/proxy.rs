@@ -259,7 +259,7 @@ async fn history_tool_calls_and_results_reach_the_upstream_as_text() {
             messages[0]["content"]
                 .as_str()
                 .unwrap()
-                .starts_with("Be brief.\n\n[Role and goal]")
+                .starts_with("Be brief.\n\nYou can call the tools listed below.")
         );
         assert_eq!(messages[1]["content"], "Weather in Paris?");
         assert_eq!(
@@ -1144,4 +1144,34 @@ async fn usage_passes_through_whole_and_streamed_when_asked() {
             assert_eq!(body["stream_options"]["include_usage"], true, "{body}");
         }
     }
+}
+
+/// A `string` parameter whose ACTION element holds balanced tags (HTML) gets its text, as
+/// written, streamed or not: the proxy converts calls as the agent does (SPEC §5).
+#[tokio::test]
+async fn a_string_parameter_holding_html_is_its_text() {
+    let reply = "Writing.\n<ACTION><write_file><path>index.html</path><content><div><b>hi</b></div></content></write_file></ACTION>";
+    let upstream = ScriptedUpstream::always(deltas_reply(reply, 6, "stop")).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
+    let tools = json!({"tools": [writer_tool()]});
+
+    let whole = complete(&proxy, request(tools.clone())).await;
+    let calls = whole.choices[0].message.tool_calls.clone().unwrap();
+    let async_openai::types::chat::ChatCompletionMessageToolCalls::Function(call) = &calls[0]
+    else {
+        panic!("{calls:?}")
+    };
+    assert_eq!(
+        arguments(&call.function.arguments),
+        json!({"path": "index.html", "content": "<div><b>hi</b></div>"})
+    );
+
+    let streamed = stream(&proxy, request(tools)).await;
+    assert_eq!(streamed.error, None);
+    assert_eq!(streamed.calls.len(), 1);
+    assert_eq!(
+        arguments(&streamed.calls[0].2),
+        json!({"path": "index.html", "content": "<div><b>hi</b></div>"})
+    );
+    assert_eq!(streamed.finish.as_deref(), Some("ToolCalls"));
 }

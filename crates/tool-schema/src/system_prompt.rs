@@ -224,6 +224,125 @@ impl SystemPrompt {
     }
 }
 
+impl SystemPrompt {
+    /// The compact prompt for `tools`: the protocol's format, its rules and one example of
+    /// two calls in one block, then the tool list last — for a proxy in front of any
+    /// client, whose tools return anything at all (no role section, no result rules).
+    ///
+    /// The fixed text comes first and is the same for every request of a protocol and
+    /// language, so a server's prefix cache can reuse it; `extra` lines (what the request
+    /// asks: a tool it must call, one call per reply) follow the rules. The rules say
+    /// what small models get wrong: they write every call in one block (two calls of one
+    /// tool included), they stop after the block instead of inventing its result, and
+    /// they answer in plain text when no tool fits. No trailing line break.
+    pub fn render_compact<'a>(
+        &self,
+        tools: impl IntoIterator<Item = &'a ToolDefinition>,
+        extra: &[&str],
+    ) -> String {
+        use PromptLanguage::{Chinese, English};
+        use PromptProtocol::{Action, Tam};
+        let (format, heading) = match (self.protocol, self.language) {
+            (Tam, English) => (COMPACT_TAM_EN, "Tools:"),
+            (Action, English) => (COMPACT_ACTION_EN, "Tools:"),
+            (Tam, Chinese) => (COMPACT_TAM_ZH, "工具："),
+            (Action, Chinese) => (COMPACT_ACTION_ZH, "工具："),
+        };
+        let mut out = String::from(format);
+        for line in extra {
+            out.push_str("\n- ");
+            out.push_str(line);
+        }
+        let list = self.render_tools(tools);
+        out.push_str("\n\n");
+        out.push_str(heading);
+        out.push('\n');
+        out.push_str(if list.is_empty() {
+            match self.language {
+                Chinese => "（无）",
+                English => "(none)",
+            }
+        } else {
+            &list
+        });
+        out
+    }
+}
+
+const COMPACT_TAM_EN: &str = "\
+You can call the tools listed below. To call tools, write one block in exactly this format, then stop:
+<|[REQUEST_TOOL]|>
+command:「始」tool_name「末」
+parameter_name:「始」value「末」
+<|[END_TOOL]|>
+Rules:
+- Write the block right away; at most one short sentence before it.
+- One line per parameter, name:「始」value「末」. Write values as they are: numbers as numbers, lists as [1, 2] or [\"a\", \"b\"]. Leave out optional parameters the request does not mention.
+- Several calls (other tools, or the same tool again) go in the one block, numbered: command1 with its parameters name1…, command2 with name2…, and so on.
+- After <|[END_TOOL]|> stop writing. The results come in the next message: never write results or an Observation yourself.
+- If no tool fits the request, answer in plain text and write no block.
+Example with two calls:
+<|[REQUEST_TOOL]|>
+command1:「始」get_weather「末」
+city1:「始」Paris「末」
+command2:「始」get_weather「末」
+city2:「始」Rome「末」
+<|[END_TOOL]|>";
+
+const COMPACT_ACTION_EN: &str = "\
+You can call the tools listed below. To call tools, write one block in exactly this format, then stop:
+<ACTION>
+<tool_name><parameter_name>value</parameter_name></tool_name>
+</ACTION>
+Rules:
+- Write the block right away; at most one short sentence before it.
+- Tag names are the tool and parameter names exactly as listed. Write values as they are: numbers as numbers, lists as [1, 2] or [\"a\", \"b\"]. Leave out optional parameters the request does not mention.
+- Several calls (other tools, or the same tool again) go in the one <ACTION> block, one element per call.
+- After </ACTION> stop writing. The results come in the next message: never write results or an Observation yourself.
+- If no tool fits the request, answer in plain text and write no block.
+Example with two calls:
+<ACTION>
+<get_weather><city>Paris</city></get_weather>
+<get_weather><city>Rome</city></get_weather>
+</ACTION>";
+
+const COMPACT_TAM_ZH: &str = "\
+你可以调用下面列出的工具。调用工具时，按下面的格式写一个块，然后停止：
+<|[REQUEST_TOOL]|>
+command:「始」工具名「末」
+参数名:「始」值「末」
+<|[END_TOOL]|>
+规则：
+- 直接写块，块前最多一句简短说明。
+- 每个参数一行，参数名:「始」值「末」。值按原样写：数字写数字，列表写成 [1, 2] 或 [\"a\", \"b\"]。请求没有提到的可选参数不要写。
+- 多个调用（不同工具，或同一工具再调用一次）写在同一个块里，用编号区分：command1 和它的参数 参数名1…，command2 和 参数名2…，依此类推。
+- 写完 <|[END_TOOL]|> 后停止输出。结果会在下一条消息给出：不要自己编写结果或 Observation。
+- 没有合适的工具时，直接用自然语言回答，不要写块。
+两个调用的示例：
+<|[REQUEST_TOOL]|>
+command1:「始」get_weather「末」
+city1:「始」Paris「末」
+command2:「始」get_weather「末」
+city2:「始」Rome「末」
+<|[END_TOOL]|>";
+
+const COMPACT_ACTION_ZH: &str = "\
+你可以调用下面列出的工具。调用工具时，按下面的格式写一个块，然后停止：
+<ACTION>
+<工具名><参数名>值</参数名></工具名>
+</ACTION>
+规则：
+- 直接写块，块前最多一句简短说明。
+- 标签名与列出的工具名、参数名完全一致。值按原样写：数字写数字，列表写成 [1, 2] 或 [\"a\", \"b\"]。请求没有提到的可选参数不要写。
+- 多个调用（不同工具，或同一工具再调用一次）写在同一个 <ACTION> 块里，每个调用一个元素。
+- 写完 </ACTION> 后停止输出。结果会在下一条消息给出：不要自己编写结果或 Observation。
+- 没有合适的工具时，直接用自然语言回答，不要写块。
+两个调用的示例：
+<ACTION>
+<get_weather><city>Paris</city></get_weather>
+<get_weather><city>Rome</city></get_weather>
+</ACTION>";
+
 const ROLE_ZH: &str = "\
 你是一个能够调用工具来完成任务的智能助手。你的目标是准确理解用户的请求，在需要时调用下面列出的工具获取信息或执行操作，并根据工具返回的结果给出最终回答。";
 

@@ -1,17 +1,20 @@
-//! The system prompt the upstream model gets for a request's tools: tool-schema's complete
-//! [`SystemPrompt`] (role, tool list, decision instructions, examples, result rules) for
-//! the proxy's protocol, as `tam run` sends it (SPEC §4).
+//! The system prompt the upstream model gets for a request's tools: tool-schema's compact
+//! prompt ([`SystemPrompt::render_compact`]: the protocol's format, its rules, an example of
+//! two calls in one block, then the tool list) for the proxy's protocol. Not the complete
+//! prompt `tam run` sends: a proxy's client runs its own tools, whose results can be
+//! anything, so the workflow result rules (`TOOL_EXECUTION_FAILED`) do not apply, and a
+//! prompt close to the size of a server's native tool template costs less time per
+//! request.
 //!
 //! Decisions:
 //! * `ProtocolChoice::Auto` teaches the TAM form (both forms decode).
 //! * The prompt's own words are English (the client's conversation language is unknown;
 //!   tool descriptions stay as the client wrote them).
-//! * What `tool_choice` and `parallel_tool_calls: false` ask is appended to the
-//!   prompt's decision section ("[Your decision]").
+//! * What `tool_choice` and `parallel_tool_calls: false` ask is added to the rules.
 //! * The client's own system message, when there is one, comes first, then a blank line,
 //!   then this prompt (merged by the request translation).
 
-use tool_schema::{PromptLanguage, PromptPart, PromptProtocol, SystemPrompt, ToolDefinition};
+use tool_schema::{PromptLanguage, PromptProtocol, SystemPrompt, ToolDefinition};
 
 use crate::ProtocolChoice;
 
@@ -26,8 +29,9 @@ pub(crate) enum Choice {
     Named(String),
 }
 
-/// The complete tool system prompt for `protocol` listing `tools`, with what `choice`
-/// asks (and, `parallel` false, one call per reply) in its decision section.
+/// The compact tool system prompt for `protocol` listing `tools`
+/// ([`SystemPrompt::render_compact`]), with what `choice` asks (and, `parallel` false,
+/// one call per reply) after its rules.
 pub(crate) fn tool_prompt(
     protocol: ProtocolChoice,
     tools: &[&ToolDefinition],
@@ -38,24 +42,18 @@ pub(crate) fn tool_prompt(
         ProtocolChoice::Action => PromptProtocol::Action,
         ProtocolChoice::Tam | ProtocolChoice::Auto => PromptProtocol::Tam,
     };
-    let language = PromptLanguage::English;
-    let mut instructions =
-        SystemPrompt::default_text(protocol, language, PromptPart::Instructions).to_owned();
+    let mut extra = Vec::new();
     if !parallel {
-        instructions.push_str("\nCall at most one tool per reply.");
+        extra.push("Call at most one tool per reply.".to_owned());
     }
     match choice {
         Choice::Auto => {}
-        Choice::Required => {
-            instructions.push_str("\nYou must call at least one tool in this reply.")
-        }
-        Choice::Named(name) => {
-            instructions.push_str(&format!("\nYou must call the tool {name} in this reply."));
-        }
+        Choice::Required => extra.push("You must call at least one tool in this reply.".to_owned()),
+        Choice::Named(name) => extra.push(format!("You must call the tool {name} in this reply.")),
     }
-    SystemPrompt::new(protocol, language)
-        .with_part(PromptPart::Instructions, instructions)
-        .render(tools.iter().copied())
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    SystemPrompt::new(protocol, PromptLanguage::English)
+        .render_compact(tools.iter().copied(), &extra)
 }
 
 #[cfg(test)]
@@ -72,31 +70,29 @@ mod tests {
     }
 
     #[test]
-    fn the_prompt_is_tool_schemas_complete_prompt_for_the_protocol() {
+    fn the_prompt_is_tool_schemas_compact_prompt_for_the_protocol() {
         let tool = weather();
-        for (protocol, prompt_protocol) in [
-            (ProtocolChoice::Tam, PromptProtocol::Tam),
-            (ProtocolChoice::Action, PromptProtocol::Action),
-            (ProtocolChoice::Auto, PromptProtocol::Tam),
+        for (protocol, prompt_protocol, end) in [
+            (ProtocolChoice::Tam, PromptProtocol::Tam, "<|[END_TOOL]|>"),
+            (ProtocolChoice::Action, PromptProtocol::Action, "</ACTION>"),
+            (ProtocolChoice::Auto, PromptProtocol::Tam, "<|[END_TOOL]|>"),
         ] {
             let got = tool_prompt(protocol, &[&tool], &Choice::Auto, true);
-            let expected =
-                SystemPrompt::new(prompt_protocol, PromptLanguage::English).render([&tool]);
+            let expected = SystemPrompt::new(prompt_protocol, PromptLanguage::English)
+                .render_compact([&tool], &[]);
             assert_eq!(got, expected, "{protocol:?}");
-            for heading in [
-                "[Role and goal]",
-                "[Available tools]",
-                "[Your decision]",
-                "[Examples]",
-                "[Tool result rules]",
-            ] {
-                assert!(got.contains(heading), "{protocol:?} {heading}: {got}");
-            }
+            // The fixed text first, the tools last; no workflow result rules.
+            assert!(got.ends_with(
+                &SystemPrompt::new(prompt_protocol, PromptLanguage::English).render_tools([&tool])
+            ));
+            assert!(got.contains(end), "{got}");
+            assert!(!got.contains("TOOL_EXECUTION_FAILED"), "{got}");
+            assert!(got.contains("If no tool fits the request"), "{got}");
         }
     }
 
     #[test]
-    fn choice_and_parallel_go_into_the_decision_section() {
+    fn choice_and_parallel_go_into_the_rules() {
         let tool = weather();
         let got = tool_prompt(
             ProtocolChoice::Action,
@@ -104,14 +100,14 @@ mod tests {
             &Choice::Named("get_weather".into()),
             false,
         );
-        let decision = &got[got.find("[Your decision]").unwrap()..got.find("[Examples]").unwrap()];
+        let rules = &got[got.find("Rules:").unwrap()..got.find("Tools:").unwrap()];
         assert!(
-            decision.contains("Call at most one tool per reply."),
-            "{decision}"
+            rules.contains("Call at most one tool per reply."),
+            "{rules}"
         );
         assert!(
-            decision.contains("You must call the tool get_weather in this reply."),
-            "{decision}"
+            rules.contains("You must call the tool get_weather in this reply."),
+            "{rules}"
         );
         let required = tool_prompt(ProtocolChoice::Tam, &[&tool], &Choice::Required, true);
         assert!(required.contains("You must call at least one tool in this reply."));

@@ -438,7 +438,7 @@ mod tests {
         assert_eq!(t.messages.len(), 2);
         let system = &t.messages[0].content;
         assert!(
-            system.starts_with("Be brief.\n\n[Role and goal]"),
+            system.starts_with("Be brief.\n\nYou can call the tools listed below."),
             "{system}"
         );
         assert!(system.contains("- Tool ID: get_weather"), "{system}");

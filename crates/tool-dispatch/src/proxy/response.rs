@@ -494,19 +494,10 @@ impl Emitter {
                     open.param = None;
                 }
             }
+            // The one conversion of a decoded call, the agent's: TAM keys matched
+            // canonically, ACTION parameters with their element sources.
             MixedEvent::TamBlock(block) => {
-                let calls = block
-                    .calls
-                    .iter()
-                    .map(|call| {
-                        let args = call
-                            .params
-                            .iter()
-                            .map(|p| (p.key.to_string(), Value::String(p.value.to_string())))
-                            .collect();
-                        ToolCall::canonical(call.tool.to_string(), args)
-                    })
-                    .collect();
+                let calls = ToolCall::from_tam_block(&block);
                 self.block(calls, &block.diagnostics, &block.raw);
             }
             MixedEvent::ActionBlock(block) => {
@@ -516,11 +507,7 @@ impl Emitter {
                     self.open = None;
                     self.block_text(&block.raw, &block.diagnostics);
                 } else {
-                    let calls = block
-                        .calls
-                        .into_iter()
-                        .map(|call| ToolCall::new(call.tool, call.args))
-                        .collect();
+                    let calls = ToolCall::from_action_block(&block);
                     self.block(calls, &block.diagnostics, &block.raw);
                 }
             }
@@ -781,7 +768,11 @@ impl Emitter {
     /// still typed (the client validates and answers).
     fn final_args(&self, call: &ToolCall) -> Map<String, Value> {
         match self.offered.get(&call.tool) {
-            Some(tool) => match tool.coerce(call.args.clone(), call.key_match) {
+            // A parameter declared a string takes an ACTION element's source text where
+            // the XML reading gave an object or an array (HTML, code with tags).
+            Some(tool) => match tool.coerce_with_source(call.args.clone(), call.key_match, |key| {
+                call.sources.get(key).map(String::as_str)
+            }) {
                 Ok(coerced) => coerced,
                 Err(errors) => errors.into_arguments(),
             },

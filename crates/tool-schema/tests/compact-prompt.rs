@@ -1,0 +1,45 @@
+//! The compact system prompt: fixed text first (the same for every tool list), the tool
+//! list last, in both protocols and both languages; extra lines after the rules.
+
+use tool_schema::{PromptLanguage, PromptProtocol, SystemPrompt, ToolDefinition};
+
+fn tool(id: &str) -> ToolDefinition {
+    serde_json::from_value(serde_json::json!({
+        "id": id, "description": "Weather of a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        "implementation": {"type": "service"}
+    }))
+    .unwrap()
+}
+
+#[test]
+fn the_fixed_text_is_a_common_prefix_and_the_tools_come_last() {
+    let (a, b) = (tool("get_weather"), tool("get_time"));
+    for protocol in [PromptProtocol::Tam, PromptProtocol::Action] {
+        for language in [PromptLanguage::English, PromptLanguage::Chinese] {
+            let prompt = SystemPrompt::new(protocol, language);
+            let one = prompt.render_compact([&a], &[]);
+            let two = prompt.render_compact([&a, &b], &["Call at most one tool per reply."]);
+            let list = prompt.render_tools([&a]);
+            assert!(one.ends_with(&list), "{protocol:?} {language:?}: {one}");
+            // Everything before the extra lines and the list is the same text.
+            let rules_end = one.find("\n\n").unwrap();
+            assert!(
+                two.starts_with(&one[..rules_end]),
+                "{protocol:?} {language:?}"
+            );
+            assert!(
+                two.contains("- Call at most one tool per reply.\n"),
+                "{two}"
+            );
+            let end = match protocol {
+                PromptProtocol::Tam => "<|[END_TOOL]|>",
+                PromptProtocol::Action => "</ACTION>",
+            };
+            assert!(one.contains(end));
+            // Two calls of one tool in one block are shown; no workflow result rules.
+            assert!(one.matches("get_weather").count() >= 2);
+            assert!(!one.contains("TOOL_EXECUTION_FAILED"));
+        }
+    }
+}
