@@ -1125,8 +1125,8 @@ async fn usage_passes_through_whole_and_streamed_when_asked() {
         assert_eq!(last["usage"], usage, "{sse}");
         assert!(sse.trim_end().ends_with("data: [DONE]"), "{sse}");
 
-        // Without `include_usage` a stream carries no usage chunk; the upstream is asked
-        // for usage either way.
+        // Without `include_usage` the usage rides on the finish chunk (as llama-server
+        // sends it), with no chunk of its own; the upstream is asked for usage either way.
         let mut plain = request(json!({}));
         plain.stream = Some(true);
         let sse = http
@@ -1139,7 +1139,13 @@ async fn usage_passes_through_whole_and_streamed_when_asked() {
             .text()
             .await
             .unwrap();
-        assert!(!sse.contains("prompt_tokens"), "{sse}");
+        assert_eq!(sse.matches("prompt_tokens").count(), 1, "{sse}");
+        assert!(!sse.contains("\"choices\":[]"), "{sse}");
+        let finish = sse
+            .split("\n\n")
+            .find(|e| e.contains("\"finish_reason\":\""))
+            .unwrap();
+        assert!(finish.contains("\"usage\""), "{finish}");
         for body in upstream.bodies() {
             assert_eq!(body["stream_options"]["include_usage"], true, "{body}");
         }

@@ -278,15 +278,15 @@ parameter_name:「始」value「末」
 Rules:
 - Write the block right away; at most one short sentence before it.
 - One line per parameter, name:「始」value「末」. Write values as they are: numbers as numbers, lists as [1, 2] or [\"a\", \"b\"]. Leave out optional parameters the request does not mention.
-- Several calls (other tools, or the same tool again) go in the one block, numbered: command1 with its parameters name1…, command2 with name2…, and so on.
+- Several calls (other tools, or the same tool again) go in the one block: each call is its command line followed by its parameters, one call after the other.
 - After <|[END_TOOL]|> stop writing. The results come in the next message: never write results or an Observation yourself.
 - If no tool fits the request, answer in plain text and write no block.
 Example with two calls:
 <|[REQUEST_TOOL]|>
-command1:「始」get_weather「末」
-city1:「始」Paris「末」
-command2:「始」get_weather「末」
-city2:「始」Rome「末」
+command:「始」get_weather「末」
+city:「始」Paris「末」
+command:「始」get_weather「末」
+city:「始」Rome「末」
 <|[END_TOOL]|>";
 
 const COMPACT_ACTION_EN: &str = "\
@@ -315,15 +315,15 @@ command:「始」工具名「末」
 规则：
 - 直接写块，块前最多一句简短说明。
 - 每个参数一行，参数名:「始」值「末」。值按原样写：数字写数字，列表写成 [1, 2] 或 [\"a\", \"b\"]。请求没有提到的可选参数不要写。
-- 多个调用（不同工具，或同一工具再调用一次）写在同一个块里，用编号区分：command1 和它的参数 参数名1…，command2 和 参数名2…，依此类推。
+- 多个调用（不同工具，或同一工具再调用一次）写在同一个块里：每个调用先写 command 行，再写它的参数，一个调用接一个调用。
 - 写完 <|[END_TOOL]|> 后停止输出。结果会在下一条消息给出：不要自己编写结果或 Observation。
 - 没有合适的工具时，直接用自然语言回答，不要写块。
 两个调用的示例：
 <|[REQUEST_TOOL]|>
-command1:「始」get_weather「末」
-city1:「始」Paris「末」
-command2:「始」get_weather「末」
-city2:「始」Rome「末」
+command:「始」get_weather「末」
+city:「始」Paris「末」
+command:「始」get_weather「末」
+city:「始」Rome「末」
 <|[END_TOOL]|>";
 
 const COMPACT_ACTION_ZH: &str = "\

@@ -168,8 +168,10 @@
 //! # Usage
 //!
 //! The upstream is always asked for `usage` (`stream_options.include_usage`); the proxy
-//! reports it as OpenAI does: in a whole reply's `usage`, and in a stream as a last chunk
-//! with empty `choices` when the client asked with `stream_options.include_usage`.
+//! reports it in a whole reply's `usage`, and in a stream as OpenAI does when the client
+//! asked (`stream_options.include_usage`: a last chunk with empty `choices`), else on the
+//! finish chunk, as llama-server does. A reply whose turn ended at a call before the
+//! upstream finished (a server that ignores the stop sequence) has no usage to report.
 
 mod error;
 mod history;
@@ -485,11 +487,18 @@ impl Streaming {
                     // back, so the reply ends as a broken stream.
                     events.push(Event::default().data(error.body().to_string()));
                 } else {
-                    events.push(json_event(&self.writer.finish(&finish_reason)));
-                    if self.include_usage
-                        && let Some(usage) = self.translator.usage()
-                    {
-                        events.push(json_event(&self.writer.usage(usage)));
+                    let mut finish = self.writer.finish(&finish_reason);
+                    match self.translator.usage() {
+                        Some(usage) if self.include_usage => {
+                            events.push(json_event(&finish));
+                            events.push(json_event(&self.writer.usage(usage)));
+                        }
+                        // Not asked for: on the finish chunk, as llama-server sends it.
+                        Some(usage) => {
+                            finish["usage"] = serde_json::Value::Object(usage.clone());
+                            events.push(json_event(&finish));
+                        }
+                        None => events.push(json_event(&finish)),
                     }
                     events.push(Event::default().data("[DONE]"));
                 }
