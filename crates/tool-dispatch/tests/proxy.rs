@@ -1181,3 +1181,33 @@ async fn a_string_parameter_holding_html_is_its_text() {
     );
     assert_eq!(streamed.finish.as_deref(), Some("ToolCalls"));
 }
+
+/// A model id is one path segment of the upstream's `/models`: a percent-encoded `../`
+/// cannot make the proxy ask the upstream (with the operator's key) for another path.
+#[tokio::test]
+async fn a_model_id_cannot_walk_out_of_models() {
+    let upstream = ScriptedUpstream::always(Reply::content(&[], "stop")).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    for id in [
+        "..%2F..%2Fadmin%2Fkeys",
+        "meta-llama%2FLlama-3",
+        "a/b",
+        "qwen",
+    ] {
+        let response = reqwest::get(format!("{proxy}/models/{id}")).await.unwrap();
+        assert_eq!(
+            response.status().as_u16(),
+            404,
+            "{id}: the upstream's answer"
+        );
+    }
+    assert_eq!(
+        upstream.other_paths(),
+        [
+            "/v1/models/..%2F..%2Fadmin%2Fkeys",
+            "/v1/models/meta-llama%2FLlama-3",
+            "/v1/models/a%2Fb",
+            "/v1/models/qwen"
+        ]
+    );
+}

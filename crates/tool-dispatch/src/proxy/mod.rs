@@ -556,7 +556,52 @@ async fn models(State(shared): State<Arc<Shared>>) -> Response {
 }
 
 async fn model_by_id(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
-    pass_models(&shared, &format!("/{id}")).await
+    match model_segment(&id) {
+        Some(segment) => pass_models(&shared, &format!("/{segment}")).await,
+        None => ProxyError::invalid("invalid_model", format!("'{id}' is not a model id"))
+            .into_response(),
+    }
+}
+
+/// A model id as one path segment of `{upstream}/models/…`: every byte but the URL's
+/// unreserved ones percent-encoded (a `/` in the id included), so the id can never name
+/// another path on the upstream (`../../admin/keys` stays inside `/models`). `None` for
+/// an empty id and for `.` and `..`, which a URL reads as a step up.
+fn model_segment(id: &str) -> Option<String> {
+    if id.is_empty() || id == "." || id == ".." {
+        return None;
+    }
+    let mut out = String::with_capacity(id.len());
+    for byte in id.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::model_segment;
+
+    #[test]
+    fn a_model_id_is_one_segment_that_cannot_step_out() {
+        assert_eq!(model_segment("qwen").as_deref(), Some("qwen"));
+        assert_eq!(
+            model_segment("../../admin/keys").as_deref(),
+            Some("..%2F..%2Fadmin%2Fkeys")
+        );
+        assert_eq!(
+            model_segment("meta-llama/Llama 3?x#y").as_deref(),
+            Some("meta-llama%2FLlama%203%3Fx%23y")
+        );
+        assert_eq!(model_segment("模型").as_deref(), Some("%E6%A8%A1%E5%9E%8B"));
+        for refused in ["", ".", ".."] {
+            assert_eq!(model_segment(refused), None, "{refused:?}");
+        }
+    }
 }
 
 /// `GET {upstream}/models{suffix}`, answered with the upstream's status, content type and

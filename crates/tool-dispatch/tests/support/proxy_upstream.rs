@@ -88,6 +88,8 @@ struct Upstream {
     requests: Recorded,
     closed: Arc<AtomicUsize>,
     finished: Arc<AtomicUsize>,
+    /// The paths of requests no route answers (404), as they arrived.
+    other_paths: Arc<Mutex<Vec<String>>>,
 }
 
 /// A running upstream.
@@ -95,6 +97,7 @@ pub struct ScriptedUpstream {
     /// `http://127.0.0.1:PORT/v1`.
     pub base_url: String,
     requests: Recorded,
+    other_paths: Arc<Mutex<Vec<String>>>,
     /// Streams dropped before their last event.
     pub closed: Arc<AtomicUsize>,
     /// Streams written to their end.
@@ -116,13 +119,16 @@ impl ScriptedUpstream {
             requests: Arc::default(),
             closed: Arc::default(),
             finished: Arc::default(),
+            other_paths: Arc::default(),
         };
         let requests = state.requests.clone();
+        let other_paths = state.other_paths.clone();
         let closed = state.closed.clone();
         let finished = state.finished.clone();
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/v1/models", get(models))
+            .fallback(other)
             .with_state(state);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
@@ -132,6 +138,7 @@ impl ScriptedUpstream {
         Self {
             base_url,
             requests,
+            other_paths,
             closed,
             finished,
             task,
@@ -141,6 +148,11 @@ impl ScriptedUpstream {
     /// Starts an upstream answering every request with `reply`.
     pub async fn always(reply: Reply) -> Self {
         Self::start(move |_| reply.clone()).await
+    }
+
+    /// The raw paths of the requests no route answered (404), in order.
+    pub fn other_paths(&self) -> Vec<String> {
+        self.other_paths.lock().unwrap().clone()
     }
 
     /// The bodies of the chat requests so far.
@@ -254,6 +266,15 @@ async fn chat(State(state): State<Upstream>, headers: HeaderMap, body: Bytes) ->
                 .into_response()
         }
     }
+}
+
+async fn other(State(state): State<Upstream>, uri: axum::http::Uri) -> Response {
+    state
+        .other_paths
+        .lock()
+        .unwrap()
+        .push(uri.path().to_owned());
+    (axum::http::StatusCode::NOT_FOUND, "no such route").into_response()
 }
 
 async fn models() -> Response {
