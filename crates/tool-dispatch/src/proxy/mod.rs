@@ -582,27 +582,6 @@ fn model_segment(id: &str) -> Option<String> {
     Some(out)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::model_segment;
-
-    #[test]
-    fn a_model_id_is_one_segment_that_cannot_step_out() {
-        assert_eq!(model_segment("qwen").as_deref(), Some("qwen"));
-        assert_eq!(
-            model_segment("../../admin/keys").as_deref(),
-            Some("..%2F..%2Fadmin%2Fkeys")
-        );
-        assert_eq!(
-            model_segment("meta-llama/Llama 3?x#y").as_deref(),
-            Some("meta-llama%2FLlama%203%3Fx%23y")
-        );
-        assert_eq!(model_segment("模型").as_deref(), Some("%E6%A8%A1%E5%9E%8B"));
-        for refused in ["", ".", ".."] {
-            assert_eq!(model_segment(refused), None, "{refused:?}");
-        }
-    }
-}
 
 /// `GET {upstream}/models{suffix}`, answered with the upstream's status, content type and
 /// body (streamed, not buffered).
@@ -633,4 +612,26 @@ async fn pass_models(shared: &Shared, suffix: &str) -> Response {
         .unwrap_or_else(|| header::HeaderValue::from_static("application/json"));
     let body = Body::from_stream(response.bytes_stream());
     (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::model_segment;
+
+    #[test]
+    fn a_model_id_is_one_segment_that_cannot_step_out() {
+        assert_eq!(model_segment("qwen").as_deref(), Some("qwen"));
+        assert_eq!(
+            model_segment("../../admin/keys").as_deref(),
+            Some("..%2F..%2Fadmin%2Fkeys")
+        );
+        assert_eq!(
+            model_segment("meta-llama/Llama 3?x#y").as_deref(),
+            Some("meta-llama%2FLlama%203%3Fx%23y")
+        );
+        assert_eq!(model_segment("模型").as_deref(), Some("%E6%A8%A1%E5%9E%8B"));
+        for refused in ["", ".", ".."] {
+            assert_eq!(model_segment(refused), None, "{refused:?}");
+        }
+    }
 }
