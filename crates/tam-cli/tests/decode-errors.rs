@@ -208,3 +208,45 @@ fn every_command_has_help() {
         );
     }
 }
+
+/// `--input sse`: a stream the server ends with `finish_reason: "length"` (or an error
+/// event) was cut, so the block open at its end yields no call, even one whose call
+/// elements all closed (the repair a normal end allows); the same stream ended normally
+/// gets that repair.
+#[test]
+fn an_sse_stream_cut_at_the_token_limit_runs_no_call_from_its_open_block() {
+    let event = |delta: serde_json::Value, finish: Option<&str>| {
+        let chunk =
+            serde_json::json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {chunk}\n\n")
+    };
+    let body = event(
+        serde_json::json!({"content": "Writing.\n<ACTION><write_file><path>a.rs</path><content>fn main() {}</content></write_file>"}),
+        None,
+    );
+    let calls = |stream: String| {
+        let output = support::run(&["decode", "--input", "sse"], stream.as_bytes());
+        assert_eq!(output.code, Some(0), "{}", output.stderr);
+        let lines = support::ndjson(&output.stdout);
+        let calls: usize = lines
+            .iter()
+            .filter(|l| l["type"] == "tool_calls")
+            .map(|l| l["calls"].as_array().map_or(0, Vec::len))
+            .sum();
+        // The cut is reported: on its own line, or in the block's diagnostics.
+        let cut = output.stdout.contains("\"unterminated_block\"");
+        (calls, cut)
+    };
+    let normal = format!(
+        "{body}{}data: [DONE]\n\n",
+        event(serde_json::json!({}), Some("stop"))
+    );
+    assert_eq!(calls(normal), (1, false));
+    let length = format!(
+        "{body}{}data: [DONE]\n\n",
+        event(serde_json::json!({}), Some("length"))
+    );
+    assert_eq!(calls(length), (0, true));
+    let error = format!("{body}data: {{\"error\": {{\"message\": \"upstream died\"}}}}\n\n");
+    assert_eq!(calls(error), (0, true));
+}

@@ -203,8 +203,14 @@ fn dispatch<W: Write>(pipeline: &mut Pipeline<W>, event: &SseEvent) -> io::Resul
             STREAM_ERROR,
             format!("the stream reported an error at input line {number}: {message}"),
         )?;
+        // The model's reply broke off there: a block open at the end is cut.
+        pipeline.mark_cut();
         return Ok(Flow::Continue);
     }
+    let cut_at_limit = first_choice(&chunk)
+        .and_then(|choice| choice.get("finish_reason"))
+        .and_then(Value::as_str)
+        == Some("length");
     match content_delta(&chunk) {
         Ok(Some(content)) => pipeline.feed_text(content)?,
         Ok(None) => {}
@@ -216,21 +222,27 @@ fn dispatch<W: Write>(pipeline: &mut Pipeline<W>, event: &SseEvent) -> io::Resul
             ),
         )?,
     }
+    if cut_at_limit {
+        // Cut at the token limit (SPEC §5): a block open at the end yields no call.
+        pipeline.mark_cut();
+    }
     Ok(Flow::Continue)
+}
+
+/// A chunk's first choice (`index` 0, else the first of `choices`).
+fn first_choice(chunk: &Value) -> Option<&Value> {
+    let choices = chunk.get("choices")?.as_array()?;
+    choices
+        .iter()
+        .find(|choice| choice.get("index").and_then(Value::as_u64) == Some(0))
+        .or_else(|| choices.first())
 }
 
 /// The content delta of a chunk's first choice: `Ok(None)` when the chunk has none (no
 /// `choices`, an empty array, no `delta`, a `null` content), `Err` naming the kind of a
 /// content that is not text.
 fn content_delta(chunk: &Value) -> Result<Option<&str>, &'static str> {
-    let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
-        return Ok(None);
-    };
-    let first = choices
-        .iter()
-        .find(|choice| choice.get("index").and_then(Value::as_u64) == Some(0))
-        .or_else(|| choices.first());
-    match first
+    match first_choice(chunk)
         .and_then(|choice| choice.get("delta"))
         .and_then(|delta| delta.get("content"))
     {

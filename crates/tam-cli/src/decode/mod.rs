@@ -157,6 +157,7 @@ pub(crate) fn run(args: &DecodeArgs) -> Result<(), CliError> {
     let pipeline = Pipeline {
         decoder: OutputDecoder::new(decoder_config(args.protocol, dialect, args.progress)),
         writer,
+        cut: false,
     };
     let (source, path): (Box<dyn Read>, &Path) = match args.file.as_deref() {
         // Named for messages only: `cannot read standard input: …`.
@@ -237,6 +238,9 @@ fn decoder_config(protocol: ProtocolChoice, dialect: Dialect, progress: bool) ->
 pub(crate) struct Pipeline<W: Write> {
     decoder: OutputDecoder,
     writer: NdjsonWriter<W>,
+    /// The stream says it was cut (`--input sse`: `finish_reason: "length"`, an error
+    /// event): a block open at its end yields no call, whatever repair could apply.
+    cut: bool,
 }
 
 impl<W: Write> Pipeline<W> {
@@ -272,11 +276,22 @@ impl<W: Write> Pipeline<W> {
         self.writer.write_diagnostic(&diagnostic)
     }
 
-    /// Ends the stream: writes held-back prose and a block left open.
+    /// The stream was cut (SPEC §5: no repair applies to the block open at the cut).
+    pub(crate) fn mark_cut(&mut self) {
+        self.cut = true;
+    }
+
+    /// Ends the stream: writes held-back prose and a block left open (as its text and a
+    /// diagnostic, never a call, when the stream was cut).
     fn finish(mut self) -> io::Result<()> {
         let mut written = Ok(());
-        self.decoder
-            .finish(event_writer(&mut self.writer, &mut written));
+        if self.cut {
+            self.decoder
+                .finish_cut(event_writer(&mut self.writer, &mut written));
+        } else {
+            self.decoder
+                .finish(event_writer(&mut self.writer, &mut written));
+        }
         written
     }
 }

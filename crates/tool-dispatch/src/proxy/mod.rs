@@ -582,7 +582,6 @@ fn model_segment(id: &str) -> Option<String> {
     Some(out)
 }
 
-
 /// `GET {upstream}/models{suffix}`, answered with the upstream's status, content type and
 /// body (streamed, not buffered).
 async fn pass_models(shared: &Shared, suffix: &str) -> Response {
