@@ -116,6 +116,9 @@ struct Emitter {
     turn_over: bool,
     /// Calls emitted before the open block began (a streamed call counts from its start).
     calls_before_block: usize,
+    /// The reply was cut (`length`, a transport error) and the decoder is handing over
+    /// the block open at the cut: its streamed calls end unfinished, not in a failure.
+    cutting: bool,
 }
 
 /// A block being written: its calls whose chunks went out already.
@@ -285,6 +288,7 @@ impl Translator {
                 in_block: None,
                 turn_over: false,
                 calls_before_block: 0,
+                cutting: false,
             },
             finish: None,
             tam_end,
@@ -363,6 +367,7 @@ impl Translator {
         }
         if let Some(decoder) = self.decoder.take() {
             if cut {
+                self.emitter.cutting = true;
                 decoder.finish_cut(|event| self.emitter.event(event));
             } else {
                 decoder.finish(|event| self.emitter.event(event));
@@ -714,6 +719,13 @@ impl Emitter {
                 })
             })
         });
+        if self.cutting && !clean {
+            // The block open at a cut: its calls are never completed and the reply ends
+            // with `length` (or the transport error), as when the decoder reports the cut
+            // block as a diagnostic.
+            self.unfinished = true;
+            return self.block_text(raw, diagnostics);
+        }
         if !clean || mismatch.is_some() {
             self.unfinished = true;
             self.failure = Some(mismatch.unwrap_or_else(|| {
@@ -1367,6 +1379,31 @@ mod tests {
             serde_json::from_str::<Value>(&calls[0].1).is_err(),
             "never closed"
         );
+    }
+
+    /// The same in ACTION, as a real model wrote it: calls streamed one after the other
+    /// until `max_tokens` cut the block mid-call. A cut, not a stream error: `length`,
+    /// the block's text, no call completed (the cut ACTION block comes back from the
+    /// decoder as a block without calls, not as a diagnostic).
+    #[test]
+    fn an_action_block_cut_after_its_calls_streamed_finishes_with_length() {
+        let call = |mode: u32| {
+            format!("<write_file><path>a{mode}.rs</path><content>{CODE}</content></write_file>\n")
+        };
+        let text = format!("<ACTION>\n{}{}<write_file><path>a", call(1), call(2));
+        let (pieces, reason, failure) =
+            run_streaming(ProtocolChoice::Action, &[&text], Some(FinishReason::Length));
+        assert_eq!(failure, None);
+        assert_eq!(reason, "length");
+        let (content, calls) = gathered(&pieces);
+        assert_eq!(content, text, "the cut block's text comes back");
+        assert!(!calls.is_empty());
+        for (_, arguments) in &calls {
+            assert!(
+                serde_json::from_str::<Value>(arguments).is_err(),
+                "never closed: {arguments}"
+            );
+        }
     }
 
     #[test]
