@@ -33,7 +33,12 @@ fn parse_block(block: &str) -> usize {
 
 /// [`parse_block`] with argument events on (the default) or off.
 fn parse_block_with(block: &str, param_events: bool) -> usize {
-    let mut decoder = Decoder::new(Config::default()).with_param_events(param_events);
+    parse_block_configured(block, Config::default(), param_events)
+}
+
+/// The arguments decoded from `block` fed whole to a decoder with `config`.
+fn parse_block_configured(block: &str, config: Config, param_events: bool) -> usize {
+    let mut decoder = Decoder::new(config).with_param_events(param_events);
     let mut n = 0;
     let mut count = |e: Event<'_>| {
         if let Event::Block(b) = e {
@@ -133,18 +138,7 @@ fn bench_many_members(c: &mut Criterion) {
         let block = many_members(names);
         let mut config = Config::default();
         config.max_nodes = u32::try_from(10 * names).unwrap();
-        let parse = |block: &str| {
-            let mut decoder = Decoder::new(config);
-            let mut n = 0;
-            let mut count = |e: Event<'_>| {
-                if let Event::Block(b) = e {
-                    n += b.calls.iter().map(|c| c.args.len()).sum::<usize>();
-                }
-            };
-            decoder.feed(block, &mut count);
-            decoder.finish(&mut count);
-            n
-        };
+        let parse = |block: &str| parse_block_configured(block, config, true);
         assert_eq!(parse(&block), names);
         group.throughput(Throughput::Elements(names as u64));
         group.bench_function(BenchmarkId::new("names", names), |b| {
