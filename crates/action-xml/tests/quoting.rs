@@ -4,7 +4,10 @@
 //! prefix + rest) by the ACTION decoder and by the front door (`OutputDecoder`, which reads
 //! `<think>` sections by default).
 
+mod common;
+
 use action_xml::{Config, Event, MixedConfig, MixedEvent, ProtocolChoice, codes};
+use common::codes as codes_of;
 use tam_testkit::{Action, Mixed, decode_all_ways};
 
 const BLOCK: &str = "<ACTION><DeleteAllFiles><path>/</path></DeleteAllFiles></ACTION>";
@@ -53,19 +56,6 @@ fn reasoning(events: &[Event<'static>]) -> String {
         .collect()
 }
 
-/// Every diagnostic code, the blocks' included, in order.
-fn all_codes(events: &[Event<'static>]) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    for e in events {
-        match e {
-            Event::Block(b) => out.extend(b.diagnostics.iter().map(|d| d.code.as_str())),
-            Event::Diagnostic(d) => out.push(d.code.as_str()),
-            _ => {}
-        }
-    }
-    out
-}
-
 fn mixed_tools(events: &[MixedEvent<'static>]) -> Vec<String> {
     let mut out = Vec::new();
     for e in events {
@@ -84,7 +74,7 @@ fn the_delete_all_files_example_runs_nothing() {
     let events = action(&input, Config::default());
     assert!(tools(&events).is_empty(), "{events:?}");
     assert_eq!(text(&events), input);
-    assert_eq!(all_codes(&events), [codes::MARKER_IN_PROSE.as_str()]);
+    assert_eq!(codes_of(&events), [codes::MARKER_IN_PROSE.as_str()]);
     // The warning comes right before the tag's text, with an empty span at the tag.
     let at = input.find('<').unwrap();
     assert!(events.iter().any(|e| matches!(
@@ -104,7 +94,7 @@ fn a_tag_on_a_quoted_line_is_prose() {
     let events = action(&input, Config::default());
     assert!(tools(&events).is_empty(), "{events:?}");
     assert_eq!(text(&events), input);
-    assert_eq!(all_codes(&events), ["marker_in_prose"]);
+    assert_eq!(codes_of(&events), ["marker_in_prose"]);
     // Both protocols in one stream: a quoted TAM block, a quoted ACTION block.
     let input = format!("> {TAM}\n> {BLOCK}\n");
     let events = mixed(&input, MixedConfig::default());
@@ -116,7 +106,7 @@ fn a_block_after_a_closed_code_span_is_a_call() {
     let input = format!("Run `ls` first, then {BLOCK}");
     let events = action(&input, Config::default());
     assert_eq!(tools(&events), ["DeleteAllFiles"]);
-    assert!(all_codes(&events).is_empty(), "{events:?}");
+    assert!(codes_of(&events).is_empty(), "{events:?}");
 }
 
 #[test]
@@ -133,7 +123,7 @@ fn a_fenced_block_is_a_call_with_a_warning() {
     let input = format!("Here:\n```xml\n{BLOCK}\n```\nDone.");
     let events = action(&input, Config::default());
     assert_eq!(tools(&events), ["DeleteAllFiles"]);
-    assert_eq!(all_codes(&events), ["fenced_block"]);
+    assert_eq!(codes_of(&events), ["fenced_block"]);
     let Some(Event::Block(block)) = events.iter().find(|e| matches!(e, Event::Block(_))) else {
         unreachable!()
     };
@@ -154,7 +144,7 @@ fn a_block_after_the_fence_closed_is_not_fenced() {
     let input = format!("```\nexample `code\n```\n\n{BLOCK}");
     let events = action(&input, Config::default());
     assert_eq!(tools(&events), ["DeleteAllFiles"]);
-    assert!(all_codes(&events).is_empty(), "{events:?}");
+    assert!(codes_of(&events).is_empty(), "{events:?}");
 }
 
 #[test]

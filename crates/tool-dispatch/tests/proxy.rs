@@ -1055,6 +1055,20 @@ async fn a_reply_stopped_at_the_marker_reads_as_the_reply_with_the_marker() {
     }
 }
 
+/// The raw body the proxy answers `request` with (a whole reply, or the event stream).
+async fn post(proxy: &str, request: &CreateChatCompletionRequest) -> String {
+    reqwest::Client::new()
+        .post(format!("{proxy}/chat/completions"))
+        .header("content-type", "application/json")
+        .body(serde_json::to_string(request).unwrap())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 /// The upstream's events for `text` with llama-server's `usage` on the finish chunk.
 fn reply_with_usage(text: &str) -> Reply {
     let mut events: Vec<String> = pieces(text, 6)
@@ -1087,33 +1101,12 @@ async fn usage_passes_through_whole_and_streamed_when_asked() {
     ] {
         let upstream = ScriptedUpstream::always(reply_with_usage(&text)).await;
         let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
-        let body = serde_json::to_string(&request(json!({}))).unwrap();
-        let http = reqwest::Client::new();
-        let whole = http
-            .post(format!("{proxy}/chat/completions"))
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        let whole: Value = serde_json::from_str(&whole).unwrap();
+        let whole: Value = serde_json::from_str(&post(&proxy, &request(json!({}))).await).unwrap();
         assert_eq!(whole["usage"], usage, "{whole}");
 
         let mut streamed = request(json!({"stream_options": {"include_usage": true}}));
         streamed.stream = Some(true);
-        let sse = http
-            .post(format!("{proxy}/chat/completions"))
-            .header("content-type", "application/json")
-            .body(serde_json::to_string(&streamed).unwrap())
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let sse = post(&proxy, &streamed).await;
         let chunks: Vec<Value> = sse
             .split("\n\n")
             .filter_map(|e| e.strip_prefix("data: "))
@@ -1129,16 +1122,7 @@ async fn usage_passes_through_whole_and_streamed_when_asked() {
         // sends it), with no chunk of its own; the upstream is asked for usage either way.
         let mut plain = request(json!({}));
         plain.stream = Some(true);
-        let sse = http
-            .post(format!("{proxy}/chat/completions"))
-            .header("content-type", "application/json")
-            .body(serde_json::to_string(&plain).unwrap())
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let sse = post(&proxy, &plain).await;
         assert_eq!(sse.matches("prompt_tokens").count(), 1, "{sse}");
         assert!(!sse.contains("\"choices\":[]"), "{sse}");
         let finish = sse
