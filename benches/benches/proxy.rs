@@ -24,11 +24,11 @@ use axum::routing::post;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures_util::StreamExt;
 use serde_json::json;
+use tam::Protocol as ProtocolChoice;
+use tam_model::openai::OpenAiConfig;
+use tam_proxy::ProxyConfig;
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
-use tool_dispatch::ProtocolChoice;
-use tool_dispatch::openai::OpenAiConfig;
-use tool_dispatch::proxy::ProxyConfig;
 
 const DELTAS: usize = 256;
 const OPEN_STREAMS: usize = 100;
@@ -91,11 +91,7 @@ async fn proxy(upstream: &str) -> String {
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let config =
         ProxyConfig::new(OpenAiConfig::new(upstream, "")).with_protocol(ProtocolChoice::Tam);
-    tokio::spawn(tool_dispatch::proxy::serve(
-        listener,
-        config,
-        std::future::pending(),
-    ));
+    tokio::spawn(tam_proxy::serve(listener, config, std::future::pending()));
     url
 }
 

@@ -1,10 +1,10 @@
 //! The ACTION decoder on arbitrary bytes cut at arbitrary points: no panic, the same
 //! events however the stream is cut, spans that tile the stream (see `tam_fuzz` for the
-//! layout); and the same through the front door (`OutputDecoder` for ACTION only). Flag
+//! layout); and the same through the front door (`tam::Decoder` for ACTION only). Flag
 //! bit 5 turns reasoning sections (`<think>`) on.
 #![no_main]
 
-use action_xml::ProtocolChoice;
+use tam::Protocol as ProtocolChoice;
 use libfuzzer_sys::fuzz_target;
 use tam_fuzz::{Input, action, check, mixed};
 

@@ -1,10 +1,10 @@
-//! Arbitrary deltas through the front door (`OutputDecoder`): no panic, the same events
+//! Arbitrary deltas through the front door (`tam::Decoder`): no panic, the same events
 //! however the stream is cut, spans that tile the stream (see `tam_fuzz` for the layout).
 //! Flag bits 2–3 choose the protocol (TAM, ACTION, both), bit 5 turns argument events off,
 //! bit 4 reasoning sections (on by default in the front door).
 #![no_main]
 
-use action_xml::ProtocolChoice;
+use tam::Protocol as ProtocolChoice;
 use libfuzzer_sys::fuzz_target;
 use tam_fuzz::{Input, check, mixed};
 

@@ -6,7 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use tam_fuzz::Input;
-use tool_dispatch::sse::{SseConfig, SseError, SseEvent, SseReader};
+use tam_model::sse::{SseConfig, SseError, SseEvent, SseReader};
 
 type Item = Result<SseEvent, SseError>;
 

@@ -87,7 +87,7 @@
 //!   whether a fence is open, so a fence that closed before the block no longer counts.
 //!   `code_fence` remains for fence lines inside the block's body, which the parser drops.
 //! * With [`Config::reasoning_tags`] (off for [`Decoder`], on by default for the front door
-//!   [`OutputDecoder`] through [`MixedConfig::reasoning_tags`]), a `<think>` or
+//!   `tam::Decoder` through [`MixedConfig::reasoning_tags`]), a `<think>` or
 //!   `<thinking>` tag that is the first non-blank text of a prose line outside a fence opens
 //!   a reasoning section up to its matching close tag or the end of the stream:
 //!   [`Event::ReasoningStart`], [`Event::Reasoning`] pieces (borrowed, as early as
@@ -177,19 +177,12 @@
 //! ACTION syntax (kind 1), and reports [`MixedEvent`]s: TAM blocks through tam-parse's
 //! [`tam_parse::BlockParser`], ACTION blocks as here.
 //!
-//! # The front door (issue 12 §1)
+//! [`MixedDecoder`] is the engine the `tam` crate's front door (`tam::Decoder`) runs for
+//! "both protocols"; `tam::Event` and `tam::Config` are [`MixedEvent`] and
+//! [`MixedConfig`]. Use the `tam` crate unless you need this engine directly.
 //!
-//! [`OutputDecoder`] is the one public, sans-IO decoder for "TAM, ACTION or both"
-//! ([`ProtocolChoice`], set in [`MixedConfig::protocol`]), and [`MixedEvent`] its one
-//! event type: tool-dispatch's agent, the CLI's `tam decode`, the test kit and the fuzz
-//! targets all use it. `tam_parse::Decoder` stays the TAM-only door of tam-parse.
+//! Rules of the mixed stream:
 //!
-//! Decisions:
-//!
-//! * The names `MixedEvent` and `MixedConfig` are kept (they are the front door's event
-//!   and settings; renaming them would break every consumer for no gain), and
-//!   [`MixedDecoder`] stays public as the both-protocol engine that
-//!   [`ProtocolChoice::Auto`] runs.
 //! * Argument events of both protocols flow through [`MixedEvent::CallStart`],
 //!   [`MixedEvent::ParamStart`], [`MixedEvent::ParamText`], [`MixedEvent::ParamEnd`] and
 //!   [`MixedEvent::CallEnd`], each with its `protocol`. TAM keeps
@@ -260,7 +253,7 @@
 //!
 //! ```
 //! # #[cfg(feature = "serde")] {
-//! use action_xml::{MixedEvent, OutputDecoder};
+//! use action_xml::{MixedConfig, MixedDecoder, MixedEvent};
 //!
 //! let mut lines = Vec::new();
 //! let mut on_event = |e: MixedEvent<'_>| {
@@ -268,7 +261,7 @@
 //!         lines.push(serde_json::to_string(&e).unwrap());
 //!     }
 //! };
-//! let mut decoder = OutputDecoder::default();
+//! let mut decoder = MixedDecoder::new(MixedConfig::default());
 //! decoder.feed("Hi <ACTION><read><path>a</path></read></ACTION>", &mut on_event);
 //! decoder.finish(&mut on_event);
 //! assert_eq!(lines, [
@@ -308,7 +301,6 @@ mod decoder;
 mod event;
 mod fence;
 mod mixed;
-mod output;
 mod parsed;
 mod position;
 mod prescan;
@@ -323,7 +315,6 @@ pub use config::{Config, block_syntax, grammar};
 pub use decoder::Decoder;
 pub use event::Event;
 pub use mixed::{MixedConfig, MixedDecoder, MixedEvent, mixed_grammar};
-pub use output::OutputDecoder;
 pub use parsed::{Parsed, parse, parse_with};
 pub use position::LineColumn;
 pub use protocol::{Protocol, ProtocolChoice, UnknownProtocol};

@@ -34,7 +34,7 @@ pub struct MixedConfig {
     /// Default: `true` (measured cost: see the crate docs, "Both protocols in one
     /// stream").
     pub param_events: bool,
-    /// Which protocol(s) an [`OutputDecoder`](crate::OutputDecoder) looks for. Default:
+    /// Which protocol(s) an `tam::Decoder` looks for. Default:
     /// [`ProtocolChoice::Auto`]. [`MixedDecoder`] ignores it: it always reads both.
     pub protocol: ProtocolChoice,
     /// Read `<think>` … `</think>` and `<thinking>` … `</thinking>` sections as reasoning
@@ -83,7 +83,7 @@ impl MixedConfig {
     }
 }
 
-/// What a [`MixedDecoder`] (and the [`OutputDecoder`](crate::OutputDecoder)) reports, in
+/// What a [`MixedDecoder`] (and the `tam::Decoder`) reports, in
 /// stream order.
 ///
 /// With feature `serde`, an event serializes as its `tam decode` line (SPEC §6; see

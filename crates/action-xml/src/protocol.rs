@@ -29,7 +29,7 @@ impl Protocol {
     }
 }
 
-/// Which tool-call protocol(s) an [`OutputDecoder`](crate::OutputDecoder) looks for: the one name for that
+/// Which tool-call protocol(s) an `tam::Decoder` looks for: the one name for that
 /// choice in the workspace (tool-dispatch's agent and the CLI use it too).
 ///
 /// With feature `serde`: its name, `"tam"`, `"action"` or `"auto"`; deserializing reads

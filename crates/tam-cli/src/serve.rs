@@ -4,9 +4,9 @@
 use std::net::SocketAddr;
 
 use clap::ValueEnum;
-use tool_dispatch::ProtocolChoice;
-use tool_dispatch::openai::OpenAiConfig;
-use tool_dispatch::proxy::{ProxyConfig, serve};
+use tam::Protocol as ProtocolChoice;
+use tam_model::openai::OpenAiConfig;
+use tam_proxy::{ProxyConfig, serve};
 
 use crate::error::CliError;
 

@@ -22,7 +22,8 @@
 use std::fmt::Debug;
 
 #[cfg(feature = "action")]
-use action_xml::{MixedEvent, OutputDecoder};
+use action_xml::MixedEvent;
+use tam::Decoder as OutputDecoder;
 use tam_parse::Span;
 
 /// A streaming decoder under test, giving owned events.
@@ -467,7 +468,7 @@ impl Harness for Action {
     }
 }
 
-/// The front door ([`OutputDecoder`]) with a config: TAM and ACTION blocks in one stream
+/// The front door (`tam::Decoder`) with a config: TAM and ACTION blocks in one stream
 /// with the default [`action_xml::MixedConfig::protocol`] (`Auto`), or one protocol.
 #[cfg(feature = "action")]
 #[derive(Clone, Copy, Debug)]

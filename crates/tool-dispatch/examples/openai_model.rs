@@ -12,8 +12,8 @@
 use std::io::Write;
 
 use serde_json::json;
+use tam_model::openai::{OpenAiConfig, OpenAiModel};
 use tool_dispatch::engine::ReferenceEngine;
-use tool_dispatch::openai::{OpenAiConfig, OpenAiModel};
 use tool_dispatch::{
     Agent, AgentConfig, AgentEvent, CancellationToken, Dispatcher, ModelOptions, ProtocolChoice,
     Registry, Scope, ToolExecutionResult,

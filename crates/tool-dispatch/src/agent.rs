@@ -13,15 +13,16 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tool_schema::PromptStyle;
 
-use action_xml::{MixedConfig, MixedEvent, OutputDecoder};
-
-use crate::decode::{ACTION_END, BlockKind, ProtocolChoice, close_stopped_block, stop_sequences};
-use crate::dispatch::{CallBudget, CallStatus, ChainEvent};
-use crate::model::{
+use tam::turn::{ACTION_END, close_stopped_block, stop_sequences};
+use tam::{Config as MixedConfig, Decoder as OutputDecoder, Event as MixedEvent};
+use tam_model::{
     ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelOptions, ModelRequest,
     Role, ThinkSplitter, ToolCallChunk,
 };
+
+use crate::dispatch::{CallBudget, CallStatus, ChainEvent};
 use crate::scope::{AvailableTools, DEFAULT_MAX_TOOL_CALLS, LlmNodeConfig};
+use crate::{BlockKind, ProtocolChoice};
 use crate::{
     CallOutcome, Dispatcher, Error, OBSERVATION_PREFIX, Scope, ToolCall, diagnostic_observation,
 };

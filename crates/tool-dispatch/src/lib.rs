@@ -113,9 +113,8 @@
 //!   conversation.
 //! * Native tool calls are never run; one observation per round names them and tells the
 //!   model to write the protocol's block.
-//! * The agent decodes through action-xml's front door ([`action_xml::OutputDecoder`]);
-//!   the protocol choice is action-xml's [`ProtocolChoice`] (re-exported: the one name for
-//!   "TAM, ACTION or both" in the workspace) and [`BlockKind`] is action-xml's `Protocol`.
+//! * The agent decodes through the front door, [`tam::Decoder`]; [`ProtocolChoice`] is
+//!   [`tam::Protocol`] ("TAM, ACTION or both") and [`BlockKind`] is [`tam::BlockKind`].
 //! * Decoded calls become [`ToolCall`]s through [`ToolCall::from_tam`] /
 //!   [`ToolCall::from_action`] (public, for the proxy too), with a stable id
 //!   `tam-S-I` / `action-S-I` (block start offset, call index in the block): the same
@@ -151,11 +150,8 @@
 //!
 //! * `mcp`: the [`mcp`] module, tools of MCP servers started as child processes
 //!   (official `rmcp` SDK).
-//! * `openai` — [`openai::OpenAiModel`], a [`LanguageModel`] for any OpenAI-compatible
-//!   server (`chat/completions` streaming), over reqwest with rustls. Off by default: the
-//!   rest of the crate has no HTTP.
-//! * `proxy` (implies `openai`) — [`proxy`], an OpenAI-compatible server (axum) that gives
-//!   native tool calls to any model following a text protocol (SPEC §8, `tam serve`).
+//! * `openai` — only for this crate's `openai_model` example and test (the agent against
+//!   tam-model's OpenAI-compatible client); the client itself is `tam_model::openai`.
 //!
 //! The crate needs a tokio runtime with the `time` driver enabled (time-outs).
 //!
@@ -169,7 +165,8 @@
 //! are not run. A stream cut by `finish_reason: "length"` or a transport error
 //! ([`AgentEvent::StreamCut`]) ends the decoder with `finish_cut`: no call runs from the
 //! block open at the cut, whatever the decoder made of it, and the model is told why.
-//! [`sse`] is the sans-IO server-sent-event reader the OpenAI model and the CLI share.
+//! The model types are tam-model's, re-exported; its `openai` module is a [`LanguageModel`]
+//! for any OpenAI-compatible server.
 //!
 //! [`CompiledTool`]: tool_schema::CompiledTool
 #![forbid(unsafe_code)]
@@ -178,48 +175,39 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod agent;
-mod decode;
 mod dispatch;
 pub mod engine;
 mod error;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-mod model;
 mod observation;
-#[cfg(feature = "openai")]
-pub mod openai;
-#[cfg(feature = "proxy")]
-pub mod proxy;
 mod registry;
 mod result;
 mod scope;
-pub mod sse;
 
 pub use agent::{
     Agent, AgentConfig, AgentEvent, AgentOutcome, DEFAULT_MAX_ROUNDS, FailurePolicy, StopReason,
     StreamCut, TOOL_EXECUTION_FAILED,
 };
-pub use decode::{BlockKind, ProtocolChoice};
 pub use dispatch::{
     CallOutcome, CallStatus, ChainPolicy, DEFAULT_TIMEOUT, DispatchConfig, Dispatcher, ToolCall,
 };
 pub use error::Error;
-pub use model::{
-    ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelOptions, ModelRequest,
-    Role, ThinkSplitter, ToolCallChunk,
-};
 pub use observation::{OBSERVATION_PREFIX, diagnostic_observation};
 pub use registry::{PluginServices, Registry, Tool, ToolContext};
 pub use result::{IntoToolResult, NULL_RESULT_MESSAGE, ToolExecutionResult, operation_type};
 pub use scope::{
     AvailableTools, DEFAULT_MAX_TOOL_CALLS, DynamicTools, LlmNodeConfig, ModelParameters, Scope,
 };
+pub use tam::{BlockKind, Protocol as ProtocolChoice};
+/// The model side, re-exported from tam-model: what the [`Agent`] streams from.
+pub use tam_model::{
+    BoxError, ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelOptions,
+    ModelRequest, Role, ThinkSplitter, ToolCallChunk,
+};
 
 /// Re-exported so callers can cancel calls and runs without naming tokio-util.
 pub use tokio_util::sync::CancellationToken;
-
-/// A boxed error from user code (node functions, language models).
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// This crate's README example, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -15,8 +15,8 @@ use futures_util::StreamExt;
 use openai_server::{Reply, Server, chunk, text_stream};
 use serde_json::{Value, json};
 use support::service;
+use tam_model::openai::{OpenAiConfig, OpenAiError, OpenAiModel};
 use tool_dispatch::engine::ReferenceEngine;
-use tool_dispatch::openai::{OpenAiConfig, OpenAiError, OpenAiModel};
 use tool_dispatch::{
     Agent, AgentConfig, AgentEvent, CancellationToken, Dispatcher, Error, FinishReason,
     LanguageModel, Message, ModelItem, ModelOptions, ModelRequest, ProtocolChoice, Registry, Scope,

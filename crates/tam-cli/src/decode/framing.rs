@@ -20,7 +20,7 @@ use std::io::{self, Write};
 use serde_json::Value;
 use tam_parse::{Code, Severity};
 
-use tool_dispatch::sse::{SseConfig, SseError, SseEvent, SseReader};
+use tam_model::sse::{SseConfig, SseError, SseEvent, SseReader};
 
 use super::Pipeline;
 use super::lines::{Flow, Line, MAX_LINE_BYTES};

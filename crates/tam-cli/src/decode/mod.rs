@@ -14,10 +14,13 @@ use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use action_xml::{MixedConfig, MixedEvent, OutputDecoder, ProtocolChoice};
 use clap::ValueEnum;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::error::ErrorKind;
+use tam::{
+    Config as MixedConfig, Decoder as OutputDecoder, Event as MixedEvent,
+    Protocol as ProtocolChoice,
+};
 use tam_parse::{Code, Diagnostic, Dialect, Severity, Span};
 
 use self::framing::SseEvents;

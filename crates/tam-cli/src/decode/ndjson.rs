@@ -26,7 +26,7 @@
 
 use std::io::{self, Write};
 
-use action_xml::MixedEvent;
+use tam::Event as MixedEvent;
 use tam_parse::Diagnostic;
 
 /// What to write besides the three SPEC types.

@@ -31,8 +31,8 @@ use std::time::Duration;
 use clap::ValueEnum;
 use clap::error::ErrorKind;
 use serde_json::Value;
+use tam_model::openai::{OpenAiConfig, OpenAiModel};
 use tool_dispatch::mcp::{McpError, McpServer};
-use tool_dispatch::openai::{OpenAiConfig, OpenAiModel};
 use tool_dispatch::{
     Agent, AgentConfig, CancellationToken, DEFAULT_MAX_TOOL_CALLS, Dispatcher, LlmNodeConfig,
     Message, ModelOptions, ModelParameters, Registry, Scope, StopReason, ToolExecutionResult,

@@ -1,4 +1,4 @@
-//! `tool_dispatch::proxy` driven by a real OpenAI client library (async-openai) against a
+//! `tam_proxy` driven by a real OpenAI client library (async-openai) against a
 //! scripted upstream on loopback: streamed and whole replies in both protocols, typed
 //! arguments, the history round trip, what never becomes a call (unoffered tools, cut
 //! streams, `tool_choice: "none"`), upstream errors, client disconnects, limits.
@@ -18,9 +18,9 @@ use async_openai::types::chat::{
 use futures_util::StreamExt;
 use proxy_upstream::{Reply, ScriptedUpstream, event, finish_event, start_proxy, start_proxy_with};
 use serde_json::{Value, json};
-use tool_dispatch::ProtocolChoice;
-use tool_dispatch::openai::OpenAiConfig;
-use tool_dispatch::proxy::ProxyConfig;
+use tam::Protocol;
+use tam_model::openai::OpenAiConfig;
+use tam_proxy::ProxyConfig;
 
 const TAM_CALL: &str = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」3「末」\n<|[END_TOOL]|>";
 const ACTION_CALL: &str = "<ACTION>\n  <get_weather>\n    <city>Paris</city>\n    <days>3</days>\n  </get_weather>\n</ACTION>";
@@ -132,7 +132,7 @@ fn deltas_reply(text: &str, size: usize, finish: &str) -> Reply {
 async fn streamed_tam_call_has_typed_arguments_and_the_upstream_sees_no_tools() {
     let reply = format!("Let me check.\n{TAM_CALL}");
     let upstream = ScriptedUpstream::always(deltas_reply(&reply, 7, "stop")).await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(
         &proxy,
         request(json!({"temperature": 0.7, "top_p": 0.9, "max_tokens": 300, "seed": 1, "parallel_tool_calls": true, "tool_choice": "auto"})),
@@ -182,7 +182,7 @@ async fn streamed_tam_call_has_typed_arguments_and_the_upstream_sees_no_tools() 
 async fn whole_action_reply_is_one_chat_completion() {
     let reply = format!("I will look it up.\n{ACTION_CALL}");
     let upstream = ScriptedUpstream::always(deltas_reply(&reply, 5, "stop")).await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
+    let proxy = start_proxy(&upstream, Protocol::Action).await;
     let response = complete(&proxy, request(json!({}))).await;
     assert_eq!(response.object, "chat.completion");
     assert_eq!(response.model, "qwen");
@@ -215,7 +215,7 @@ async fn prose_in_many_deltas_comes_back_exactly_in_both_protocols() {
     let prose = "Here is the fix: `fn f<T: Into<String>>(x: T) -> Vec<u8>` works when a < b && c > d.\n\
         In JSX: <div className=\"x\">{items.map(i => <Item key={i} />)}</div> &amp; done.\n\
         To call a tool, a model writes <|[REQUEST_TOOL]|> then entries, or an <ACTION> block. 日本語 ✓ 🎉";
-    for protocol in [ProtocolChoice::Tam, ProtocolChoice::Action] {
+    for protocol in [Protocol::Tam, Protocol::Action] {
         let upstream = ScriptedUpstream::always(deltas_reply(prose, 1, "stop")).await;
         let proxy = start_proxy(&upstream, protocol).await;
         let got = stream(&proxy, request(json!({}))).await;
@@ -243,10 +243,7 @@ async fn history_tool_calls_and_results_reach_the_upstream_as_text() {
         ]},
         {"role": "tool", "tool_call_id": "call_1", "content": "sunny, 21 °C"},
     ]});
-    for (protocol, block) in [
-        (ProtocolChoice::Tam, TAM_CALL),
-        (ProtocolChoice::Action, ACTION_CALL),
-    ] {
+    for (protocol, block) in [(Protocol::Tam, TAM_CALL), (Protocol::Action, ACTION_CALL)] {
         let upstream = ScriptedUpstream::always(Reply::content(&["It is sunny."], "stop")).await;
         let proxy = start_proxy(&upstream, protocol).await;
         let got = stream(&proxy, request(history.clone())).await;
@@ -279,7 +276,7 @@ async fn a_call_to_a_tool_not_offered_is_content() {
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」delete_all_files「末」\npath:「始」/「末」\n<|[END_TOOL]|>";
     let reply = format!("Cleaning up.\n{block}\nDone.");
     let upstream = ScriptedUpstream::always(deltas_reply(&reply, 3, "stop")).await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.content, reply);
     assert!(got.calls.is_empty());
@@ -287,7 +284,7 @@ async fn a_call_to_a_tool_not_offered_is_content() {
     // A block that does not decode (an entry with no command) is content too.
     let broken = "<|[REQUEST_TOOL]|>\ncity:「始」Paris「末」\n<|[END_TOOL]|>";
     let upstream = ScriptedUpstream::always(deltas_reply(broken, 4, "stop")).await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.content, broken);
     assert!(got.calls.is_empty());
@@ -296,7 +293,7 @@ async fn a_call_to_a_tool_not_offered_is_content() {
 #[tokio::test]
 async fn tool_choice_none_sends_no_tool_prompt_and_decodes_nothing() {
     let upstream = ScriptedUpstream::always(deltas_reply(TAM_CALL, 9, "stop")).await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(&proxy, request(json!({"tool_choice": "none"}))).await;
     assert_eq!(got.content, TAM_CALL);
     assert!(got.calls.is_empty());
@@ -313,7 +310,7 @@ async fn tool_choice_none_sends_no_tool_prompt_and_decodes_nothing() {
 async fn parallel_tool_calls_false_gives_the_first_call_only() {
     let chain = "<|[REQUEST_TOOL]|>\ncommand1:「始」get_weather「末」\ncity1:「始」Paris「末」\ncommand2:「始」get_weather「末」\ncity2:「始」Rome「末」\n<|[END_TOOL]|>";
     let upstream = ScriptedUpstream::always(deltas_reply(chain, 6, "stop")).await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(&proxy, request(json!({"parallel_tool_calls": false}))).await;
     assert_eq!(got.calls.len(), 1);
     assert_eq!(arguments(&got.calls[0].2), json!({"city": "Paris"}));
@@ -332,7 +329,7 @@ async fn parallel_tool_calls_false_gives_the_first_call_only() {
 
     // Two calls with parallel calls allowed: indexes 0 and 1, distinct ids.
     let upstream = ScriptedUpstream::always(deltas_reply(chain, 6, "stop")).await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.calls.len(), 2);
     assert_ne!(got.calls[0].0, got.calls[1].0);
@@ -345,7 +342,7 @@ async fn parallel_tool_calls_false_gives_the_first_call_only() {
 async fn a_repeated_command_starts_a_call_that_does_not_stream_into_the_first() {
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」a.txt「末」\ncommand:「始」write_file「末」\ncontent:「始」hello「末」\npath:「始」b.txt「末」\n<|[END_TOOL]|>";
     let upstream = ScriptedUpstream::always(deltas_reply(block, 5, "stop")).await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(&proxy, request(json!({"tools": [writer_tool()]}))).await;
     assert_eq!(got.error, None);
     assert_eq!(got.calls.len(), 2, "{}", got.content);
@@ -360,7 +357,7 @@ async fn a_repeated_command_starts_a_call_that_does_not_stream_into_the_first() 
 async fn arguments_that_do_not_validate_come_as_written() {
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」a few「末」\n<|[END_TOOL]|>";
     let upstream = ScriptedUpstream::always(Reply::content(&[block], "stop")).await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.calls.len(), 1);
     assert_eq!(
@@ -371,7 +368,7 @@ async fn arguments_that_do_not_validate_come_as_written() {
     // Per argument (SPEC §4): an unknown key comes as written, and `days` is still typed.
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\nDays:「始」3「末」\nunit:「始」C「末」\n<|[END_TOOL]|>";
     let upstream = ScriptedUpstream::always(Reply::content(&[block], "stop")).await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.calls.len(), 1);
     assert_eq!(
@@ -386,7 +383,7 @@ async fn a_reply_cut_at_the_token_limit_runs_no_call() {
     let cut =
         "Checking.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n";
     let upstream = ScriptedUpstream::always(deltas_reply(cut, 4, "length")).await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     // The call streamed while the block was written; it is never completed: its
     // arguments are not valid JSON and the finish reason is `length`, not `tool_calls`.
@@ -414,7 +411,7 @@ async fn a_transport_error_mid_block_runs_no_call_and_ends_with_an_error() {
         endless: false,
     })
     .await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     // The streamed call never completes: unfinished arguments, then the error event.
     assert_eq!(got.calls.len(), 1, "{:?}", got.calls);
@@ -434,7 +431,7 @@ async fn upstream_errors_keep_their_status_and_message() {
         body: json!({"error": {"message": "the prompt is longer than the context", "type": "invalid_request_error"}}),
     })
     .await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     for streamed in [false, true] {
         let mut request = request(json!({}));
         let error = if streamed {
@@ -466,7 +463,7 @@ async fn upstream_errors_keep_their_status_and_message() {
         body: json!({"error": {"message": "bad key"}}),
     })
     .await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let OpenAIError::ApiError(error) = client(&proxy)
         .chat()
         .create(request(json!({})))
@@ -512,7 +509,7 @@ async fn a_client_that_disconnects_cancels_the_upstream_request() {
         endless: true,
     })
     .await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let mut request = request(json!({}));
     request.stream = Some(true);
     let mut events = client(&proxy).chat().create_stream(request).await.unwrap();
@@ -557,7 +554,7 @@ async fn reasoning_passes_through_as_reasoning_content() {
         endless: false,
     })
     .await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let mut body = serde_json::to_value(request(json!({}))).unwrap();
     body["stream"] = json!(true);
     let mut chunks = client(&proxy)
@@ -587,7 +584,7 @@ async fn reasoning_passes_through_as_reasoning_content() {
 #[tokio::test]
 async fn models_are_passed_through() {
     let upstream = ScriptedUpstream::always(Reply::content(&[], "stop")).await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let models = client(&proxy).models().list().await.unwrap();
     assert_eq!(models.data.len(), 1);
     assert_eq!(models.data[0].id, "up-model");
@@ -647,7 +644,7 @@ async fn an_upstream_event_over_the_limit_is_a_502_not_unbounded_memory() {
     let upstream = ScriptedUpstream::always(Reply::content(&[&huge], "stop")).await;
     let config = ProxyConfig::new(
         OpenAiConfig::new(&upstream.base_url, "")
-            .with_sse(tool_dispatch::sse::SseConfig::default().with_max_event_bytes(4096)),
+            .with_sse(tam_model::sse::SseConfig::default().with_max_event_bytes(4096)),
     );
     let proxy = start_proxy_with(config).await;
     let OpenAIError::ApiError(error) = client(&proxy)
@@ -671,7 +668,7 @@ async fn a_client_that_gives_up_on_a_whole_reply_cancels_the_upstream_request() 
         endless: true,
     })
     .await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let impatient = reqwest::Client::builder()
         .timeout(Duration::from_millis(300))
         .build()
@@ -715,9 +712,9 @@ fn writer_tool() -> Value {
 const LONG_CODE: &str = "use std::collections::HashMap;\n\nfn main() {\n    let mut m: HashMap<&str, Vec<u8>> = HashMap::new();\n    m.insert(\"a & b\", vec![1, 2]);\n    if 1 < 2 { println!(\"<ok>\"); }\n}\n";
 
 /// The upstream's reply for `protocol` writing LONG_CODE, and the text of its end marker.
-fn writer_reply(protocol: ProtocolChoice) -> (String, &'static str) {
+fn writer_reply(protocol: Protocol) -> (String, &'static str) {
     match protocol {
-        ProtocolChoice::Action => (
+        Protocol::Action => (
             format!(
                 "Writing it.\n<ACTION>\n  <write_file>\n    <path>src/main.rs</path>\n    <content><![CDATA[\n{LONG_CODE}]]></content>\n    <mode>420</mode>\n  </write_file>\n</ACTION>"
             ),
@@ -734,11 +731,7 @@ fn writer_reply(protocol: ProtocolChoice) -> (String, &'static str) {
 
 #[tokio::test]
 async fn long_string_arguments_stream_before_the_block_ends() {
-    for protocol in [
-        ProtocolChoice::Tam,
-        ProtocolChoice::Action,
-        ProtocolChoice::Auto,
-    ] {
+    for protocol in [Protocol::Tam, Protocol::Action, Protocol::Auto] {
         let (reply, end_marker) = writer_reply(protocol);
         let deltas = pieces(&reply, 6);
         // Hold the upstream at the delta holding the end marker's first character.
@@ -817,7 +810,7 @@ async fn long_string_arguments_stream_before_the_block_ends() {
 
 #[tokio::test]
 async fn every_split_of_the_upstream_text_gives_the_same_streamed_arguments() {
-    for protocol in [ProtocolChoice::Tam, ProtocolChoice::Action] {
+    for protocol in [Protocol::Tam, Protocol::Action] {
         let (reply, _) = writer_reply(protocol);
         let count = reply.chars().count();
         // Every split point, in two deltas; the upstream's stream is shared by requests.
@@ -857,7 +850,7 @@ async fn a_streamed_call_its_block_refuses_ends_the_stream_with_an_error() {
     // The first call streams; the block also calls a tool not offered: not calls.
     let reply = "<ACTION><write_file><path>a</path><content>x</content></write_file><rm_rf><p>/</p></rm_rf></ACTION>";
     let upstream = ScriptedUpstream::always(deltas_reply(reply, 5, "stop")).await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
+    let proxy = start_proxy(&upstream, Protocol::Action).await;
     let got = stream(&proxy, request(json!({"tools": [writer_tool()]}))).await;
     assert_eq!(got.calls.len(), 1);
     assert!(
@@ -887,16 +880,16 @@ async fn a_streamed_call_its_block_refuses_ends_the_stream_with_an_error() {
 /// then a call built on it.
 const INVENTED: &str = "\nObservation: Tool get_weather executed successfully. Result: {\"temp\": 99}\nIt is 99 degrees, so I will also check Lyon.\n";
 
-fn call_of(protocol: ProtocolChoice, city: &str) -> String {
+fn call_of(protocol: Protocol, city: &str) -> String {
     match protocol {
-        ProtocolChoice::Action => ACTION_CALL.replace("Paris", city),
+        Protocol::Action => ACTION_CALL.replace("Paris", city),
         _ => TAM_CALL.replace("Paris", city),
     }
 }
 
 /// A reply that goes on after its call and never ends by itself: the invented result, a
 /// second call, then the same chatter forever.
-fn chatty_reply(protocol: ProtocolChoice) -> Reply {
+fn chatty_reply(protocol: Protocol) -> Reply {
     let text = format!(
         "Let me check.\n{}{INVENTED}{}",
         call_of(protocol, "Paris"),
@@ -927,7 +920,7 @@ async fn wait_closed(upstream: &ScriptedUpstream, n: usize) {
 
 #[tokio::test]
 async fn the_turn_ends_at_the_call_and_nothing_invented_reaches_the_client() {
-    for protocol in [ProtocolChoice::Tam, ProtocolChoice::Action] {
+    for protocol in [Protocol::Tam, Protocol::Action] {
         let upstream = ScriptedUpstream::always(chatty_reply(protocol)).await;
         let proxy = start_proxy(&upstream, protocol).await;
 
@@ -952,7 +945,7 @@ async fn the_turn_ends_at_the_call_and_nothing_invented_reaches_the_client() {
 
         // The protocol's end marker is the first stop sequence.
         let marker = match protocol {
-            ProtocolChoice::Action => "</ACTION>",
+            Protocol::Action => "</ACTION>",
             _ => "<|[END_TOOL]|>",
         };
         for body in upstream.bodies() {
@@ -965,12 +958,12 @@ async fn the_turn_ends_at_the_call_and_nothing_invented_reaches_the_client() {
 async fn a_reply_stopped_at_the_end_marker_is_a_closed_block() {
     let cases = [
         (
-            ProtocolChoice::Tam,
+            Protocol::Tam,
             "Let me check.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n",
             "<|[END_TOOL]|>",
         ),
         (
-            ProtocolChoice::Action,
+            Protocol::Action,
             "Let me check.\n<ACTION>\n  <get_weather>\n    <city>Paris</city>\n  </get_weather>\n",
             "</ACTION>",
         ),
@@ -996,29 +989,29 @@ async fn a_reply_stopped_at_the_end_marker_is_a_closed_block() {
 async fn a_reply_stopped_at_the_marker_reads_as_the_reply_with_the_marker() {
     let cases = [
         (
-            ProtocolChoice::Tam,
+            Protocol::Tam,
             "Checking.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Par",
         ),
         (
-            ProtocolChoice::Tam,
+            Protocol::Tam,
             "A model writes <|[REQUEST_TOOL]|> then entries. 日本語 🎉",
         ),
         (
-            ProtocolChoice::Tam,
+            Protocol::Tam,
             "Checking.\n<|[REQUEST_TOOL]|>\ncity:「始」Paris「末」\n",
         ),
         (
-            ProtocolChoice::Action,
+            Protocol::Action,
             "Checking.\n<ACTION>\n  <get_weather>\n    <city>Paris</city>\n",
         ),
         (
-            ProtocolChoice::Action,
+            Protocol::Action,
             "I write an <ACTION> block with `a < b` in it.",
         ),
     ];
     for (protocol, text) in cases {
         let marker = match protocol {
-            ProtocolChoice::Action => "</ACTION>",
+            Protocol::Action => "</ACTION>",
             _ => "<|[END_TOOL]|>",
         };
         let stopped = ScriptedUpstream::always(deltas_reply(text, 4, "stop")).await;
@@ -1100,7 +1093,7 @@ async fn usage_passes_through_whole_and_streamed_when_asked() {
         format!("Checking.\n{stopped_call}"),
     ] {
         let upstream = ScriptedUpstream::always(reply_with_usage(&text)).await;
-        let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+        let proxy = start_proxy(&upstream, Protocol::Tam).await;
         let whole: Value = serde_json::from_str(&post(&proxy, &request(json!({}))).await).unwrap();
         assert_eq!(whole["usage"], usage, "{whole}");
 
@@ -1142,7 +1135,7 @@ async fn usage_passes_through_whole_and_streamed_when_asked() {
 async fn a_string_parameter_holding_html_is_its_text() {
     let reply = "Writing.\n<ACTION><write_file><path>index.html</path><content><div><b>hi</b></div></content></write_file></ACTION>";
     let upstream = ScriptedUpstream::always(deltas_reply(reply, 6, "stop")).await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
+    let proxy = start_proxy(&upstream, Protocol::Action).await;
     let tools = json!({"tools": [writer_tool()]});
 
     let whole = complete(&proxy, request(tools.clone())).await;
@@ -1171,7 +1164,7 @@ async fn a_string_parameter_holding_html_is_its_text() {
 #[tokio::test]
 async fn a_model_id_cannot_walk_out_of_models() {
     let upstream = ScriptedUpstream::always(Reply::content(&[], "stop")).await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     for id in [
         "..%2F..%2Fadmin%2Fkeys",
         "meta-llama%2FLlama-3",

@@ -1,9 +1,9 @@
 //! An OpenAI-compatible server that gives native tool calling to any model that can follow
-//! a text protocol (SPEC §8, `tam serve`). Behind the `proxy` feature.
+//! a text protocol (`tam serve`).
 //!
 //! A client sends `POST /v1/chat/completions` with `tools`, as to OpenAI. The proxy writes
 //! tool-schema's complete [`SystemPrompt`](tool_schema::SystemPrompt) (role, tool list,
-//! decision rules, examples, result rules; English) for its [`ProtocolChoice`] (TAM or ACTION
+//! decision rules, examples, result rules; English) for its [`Protocol`] (TAM or ACTION
 //! XML; `Both` teaches TAM) after the client's own system message, rewrites the
 //! history (an assistant message's `tool_calls` → the protocol's block, a `tool` message →
 //! its `Observation: …` line), asks the upstream server — any OpenAI-compatible server,
@@ -13,13 +13,13 @@
 //! streaming while the model writes them ("Arguments that stream").
 //!
 //! ```no_run
-//! use tool_dispatch::ProtocolChoice;
-//! use tool_dispatch::openai::OpenAiConfig;
-//! use tool_dispatch::proxy::{ProxyConfig, router};
+//! use tam::Protocol;
+//! use tam_model::openai::OpenAiConfig;
+//! use tam_proxy::{ProxyConfig, router};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = ProxyConfig::new(OpenAiConfig::new("http://127.0.0.1:8081/v1", ""))
-//!     .with_protocol(ProtocolChoice::Action);
+//!     .with_protocol(Protocol::Action);
 //! let app = router(config)?; // an axum::Router: mount it, or serve it as it is
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 //! axum::serve(listener, app).await?;
@@ -46,7 +46,7 @@
 //!   for one call and only the first call is a tool call.
 //! * The upstream request has no `tools`, `tool_choice`, `parallel_tool_calls`,
 //!   `stream_options` or `n` (`n` over 1 is refused: one choice is returned); it always
-//!   streams. `max_tokens`, `stop` and `seed` go through [`ModelOptions`](crate::ModelOptions);
+//!   streams. `max_tokens`, `stop` and `seed` go through [`ModelOptions`](tam_model::ModelOptions);
 //!   every other field (`temperature`, `top_p`, `response_format`, vendor fields …) goes
 //!   through unchanged as an extra body field, so numbers keep their exact JSON text.
 //!   The upstream config's [`extra_body`](OpenAiConfig::extra_body) overrides the client's.
@@ -151,7 +151,7 @@
 //! response (or the handler's future), which drops the upstream request: the upstream sees
 //! its connection closed. Memory per stream is the decoder's (at most a
 //! block, [`tam_parse::Config::max_block_bytes`], 1 MiB by default, plus 64 KiB) and one
-//! upstream event ([`SseConfig::max_event_bytes`](crate::sse::SseConfig), 1 MiB by
+//! upstream event ([`SseConfig::max_event_bytes`](tam_model::sse::SseConfig), 1 MiB by
 //! default); a request body is at most [`ProxyConfig::max_request_bytes`] (4 MiB).
 //!
 //! # The turn ends at the call
@@ -172,6 +172,10 @@
 //! asked (`stream_options.include_usage`: a last chunk with empty `choices`), else on the
 //! finish chunk, as llama-server does. A reply whose turn ended at a call before the
 //! upstream finished (a server that ignores the stop sequence) has no usage to report.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod error;
 mod history;
@@ -196,10 +200,11 @@ use futures_util::stream::{self, BoxStream};
 
 pub use error::ProxyError;
 
-use crate::openai::{OpenAiConfig, OpenAiError, OpenAiModel};
-use crate::{BoxError, LanguageModel, ModelItem, ModelRequest, ProtocolChoice};
 use request::Translated;
 use response::{ChunkWriter, Completion, Translator, unique_id};
+pub use tam::Protocol;
+use tam_model::openai::{OpenAiConfig, OpenAiError, OpenAiModel};
+use tam_model::{BoxError, LanguageModel, ModelItem, ModelRequest};
 
 /// Default of [`ProxyConfig::max_request_bytes`]: 4 MiB.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 << 20;
@@ -212,8 +217,8 @@ pub struct ProxyConfig {
     /// `http://127.0.0.1:8081/v1`), API key, idle time-out, SSE event limit, fields added to
     /// every request. Its `model` is used when a request names none (empty: required).
     pub upstream: OpenAiConfig,
-    /// The protocol the upstream model is asked to write. Default: [`ProtocolChoice::Tam`].
-    pub protocol: ProtocolChoice,
+    /// The protocol the upstream model is asked to write. Default: [`Protocol::Tam`].
+    pub protocol: Protocol,
     /// Largest request body; a larger one gets 413. Default: [`DEFAULT_MAX_REQUEST_BYTES`]
     /// (4 MiB).
     pub max_request_bytes: usize,
@@ -228,7 +233,7 @@ impl ProxyConfig {
     pub fn new(upstream: OpenAiConfig) -> Self {
         Self {
             upstream,
-            protocol: ProtocolChoice::Tam,
+            protocol: Protocol::Tam,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             tam: tam_parse::Config::default(),
             action: action_xml::Config::default(),
@@ -237,7 +242,7 @@ impl ProxyConfig {
 
     /// This configuration with `protocol`.
     #[must_use]
-    pub fn with_protocol(mut self, protocol: ProtocolChoice) -> Self {
+    pub fn with_protocol(mut self, protocol: Protocol) -> Self {
         self.protocol = protocol;
         self
     }
@@ -634,3 +639,8 @@ mod tests {
         }
     }
 }
+
+/// This crate's README example, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

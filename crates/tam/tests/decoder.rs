@@ -1,4 +1,4 @@
-//! The front door: `OutputDecoder` for TAM only, ACTION only or both, one event type.
+//! The front door: `tam::Decoder` for TAM only, ACTION only or both, one event type.
 
 use action_xml::{Config, MixedConfig, MixedEvent, ProtocolChoice};
 use tam_testkit::{Action, Harness, Mixed, Tam, decode_all_ways};

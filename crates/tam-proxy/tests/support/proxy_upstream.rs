@@ -19,10 +19,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
+use tam::Protocol;
+use tam_model::openai::OpenAiConfig;
+use tam_proxy::ProxyConfig;
 use tokio::net::TcpListener;
-use tool_dispatch::ProtocolChoice;
-use tool_dispatch::openai::OpenAiConfig;
-use tool_dispatch::proxy::ProxyConfig;
 
 /// One scripted answer.
 #[derive(Debug, Clone)]
@@ -287,7 +287,7 @@ async fn models() -> Response {
 }
 
 /// A proxy in front of `upstream` speaking `protocol`, on 127.0.0.1; its `/v1` base URL.
-pub async fn start_proxy(upstream: &ScriptedUpstream, protocol: ProtocolChoice) -> String {
+pub async fn start_proxy(upstream: &ScriptedUpstream, protocol: Protocol) -> String {
     start_proxy_with(
         ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, "")).with_protocol(protocol),
     )
@@ -299,7 +299,7 @@ pub async fn start_proxy_with(config: ProxyConfig) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     tokio::spawn(async move {
-        let _ = tool_dispatch::proxy::serve(listener, config, std::future::pending()).await;
+        let _ = tam_proxy::serve(listener, config, std::future::pending()).await;
     });
     url
 }

@@ -14,7 +14,7 @@ use async_openai::types::chat::CreateChatCompletionRequest;
 use futures_util::StreamExt;
 use proxy_upstream::{Reply, ScriptedUpstream, content_event, finish_event, start_proxy};
 use serde_json::{Value, json};
-use tool_dispatch::ProtocolChoice;
+use tam::Protocol;
 
 const STREAMS: usize = 100;
 const DELTAS: usize = 200;
@@ -48,7 +48,7 @@ fn script(body: &Value) -> Reply {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_concurrent_streams_lose_nothing() {
     let upstream = ScriptedUpstream::start(script).await;
-    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let client = Client::with_config(OpenAIConfig::new().with_api_base(&proxy).with_api_key("k"));
     let mut tasks = Vec::new();
     for n in 0..STREAMS {

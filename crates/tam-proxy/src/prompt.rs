@@ -7,7 +7,7 @@
 //! request.
 //!
 //! Decisions:
-//! * `ProtocolChoice::Auto` teaches the TAM form (both forms decode).
+//! * `Protocol::Auto` teaches the TAM form (both forms decode).
 //! * The prompt's own words are English (the client's conversation language is unknown;
 //!   tool descriptions stay as the client wrote them).
 //! * What `tool_choice` and `parallel_tool_calls: false` ask is added to the rules.
@@ -16,7 +16,7 @@
 
 use tool_schema::{PromptLanguage, PromptProtocol, SystemPrompt, ToolDefinition};
 
-use crate::ProtocolChoice;
+use crate::Protocol;
 
 /// What the request's `tool_choice` asks of the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,14 +33,14 @@ pub(crate) enum Choice {
 /// ([`SystemPrompt::render_compact`]), with what `choice` asks (and, `parallel` false,
 /// one call per reply) after its rules.
 pub(crate) fn tool_prompt(
-    protocol: ProtocolChoice,
+    protocol: Protocol,
     tools: &[&ToolDefinition],
     choice: &Choice,
     parallel: bool,
 ) -> String {
     let protocol = match protocol {
-        ProtocolChoice::Action => PromptProtocol::Action,
-        ProtocolChoice::Tam | ProtocolChoice::Auto => PromptProtocol::Tam,
+        Protocol::Action => PromptProtocol::Action,
+        Protocol::Tam | Protocol::Auto => PromptProtocol::Tam,
     };
     let mut extra = Vec::new();
     if !parallel {
@@ -73,9 +73,9 @@ mod tests {
     fn the_prompt_is_tool_schemas_compact_prompt_for_the_protocol() {
         let tool = weather();
         for (protocol, prompt_protocol, end) in [
-            (ProtocolChoice::Tam, PromptProtocol::Tam, "<|[END_TOOL]|>"),
-            (ProtocolChoice::Action, PromptProtocol::Action, "</ACTION>"),
-            (ProtocolChoice::Auto, PromptProtocol::Tam, "<|[END_TOOL]|>"),
+            (Protocol::Tam, PromptProtocol::Tam, "<|[END_TOOL]|>"),
+            (Protocol::Action, PromptProtocol::Action, "</ACTION>"),
+            (Protocol::Auto, PromptProtocol::Tam, "<|[END_TOOL]|>"),
         ] {
             let got = tool_prompt(protocol, &[&tool], &Choice::Auto, true);
             let expected = SystemPrompt::new(prompt_protocol, PromptLanguage::English)
@@ -95,7 +95,7 @@ mod tests {
     fn choice_and_parallel_go_into_the_rules() {
         let tool = weather();
         let got = tool_prompt(
-            ProtocolChoice::Action,
+            Protocol::Action,
             &[&tool],
             &Choice::Named("get_weather".into()),
             false,
@@ -109,7 +109,7 @@ mod tests {
             rules.contains("You must call the tool get_weather in this reply."),
             "{rules}"
         );
-        let required = tool_prompt(ProtocolChoice::Tam, &[&tool], &Choice::Required, true);
+        let required = tool_prompt(Protocol::Tam, &[&tool], &Choice::Required, true);
         assert!(required.contains("You must call at least one tool in this reply."));
         assert!(!required.contains("Call at most one tool"));
     }

@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::openai::OpenAiError;
+use tam_model::openai::OpenAiError;
 
 /// Why a request got no completion. Each maps to an HTTP status and a stable `code`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,37 +1,41 @@
-//! The front door: one sans-IO decoder for "TAM, ACTION or both", one event type.
+//! [`Decoder`]: one sans-IO decoder for "TAM, ACTION or both", one event type.
 
-use crate::decoder::Decoder;
-use crate::mixed::{MixedConfig, MixedDecoder, MixedEvent};
-use crate::protocol::ProtocolChoice;
+use action_xml::MixedDecoder;
+
+use crate::{Config, Event, Protocol};
 
 #[derive(Debug)]
 enum Inner {
     Tam(tam_parse::Decoder),
-    Action(Decoder),
+    Action(action_xml::Decoder),
     Auto(MixedDecoder),
 }
 
-/// The front door: a streaming, sans-IO decoder of a model's output for the protocol(s)
-/// of [`MixedConfig::protocol`], reporting [`MixedEvent`]s whatever the choice.
+/// A streaming, sans-IO decoder of a model's output for the protocol(s) of
+/// [`Config::protocol`], reporting [`Event`]s whatever the choice.
 ///
-/// * [`ProtocolChoice::Tam`] runs tam-parse's [`tam_parse::Decoder`] with
-///   [`MixedConfig::tam`] (its own `max_block_bytes`), [`ProtocolChoice::Action`] this
-///   crate's [`Decoder`] with [`MixedConfig::action`], [`ProtocolChoice::Auto`] the
-///   [`MixedDecoder`] (one scanner, `action.max_block_bytes` for both). Each gives exactly
-///   its decoder's events, converted with the `From` impls of [`MixedEvent`].
-/// * [`MixedConfig::param_events`] switches argument streaming for every choice, and
-///   [`MixedConfig::reasoning_tags`] (default on) reasoning sections.
+/// * [`Protocol::Tam`] runs tam-parse's [`tam_parse::Decoder`] with [`Config::tam`] (its
+///   own `max_block_bytes`), [`Protocol::Action`] action-xml's [`action_xml::Decoder`]
+///   with [`Config::action`], [`Protocol::Auto`] action-xml's [`MixedDecoder`] (one
+///   scanner for both protocols, `action.max_block_bytes` for both). Each gives exactly
+///   its decoder's events, converted to [`Event`].
+/// * [`Config::param_events`] (default on) switches argument streaming for every choice,
+///   and [`Config::reasoning_tags`] (default on) reasoning sections.
+/// * Feed text with [`Decoder::feed`] or bytes with [`Decoder::feed_bytes`] (a UTF-8
+///   character may be split across byte deltas), in pieces of any size: the events are the
+///   same whatever the split. End with [`Decoder::finish`] when the model finished its
+///   reply, with [`Decoder::finish_cut`] when the reply was cut (token limit, transport
+///   error): a block open at a cut gives no call.
 ///
 /// ```
-/// use action_xml::{MixedConfig, MixedEvent, OutputDecoder, ProtocolChoice};
+/// use tam::{Config, Decoder, Event, Protocol};
 ///
-/// let config = MixedConfig::for_protocol(ProtocolChoice::Action);
-/// let mut decoder = OutputDecoder::new(config);
+/// let mut decoder = Decoder::new(Config::for_protocol(Protocol::Action));
 /// let mut pieces = String::new();
 /// let mut tools = Vec::new();
-/// let mut on_event = |e: MixedEvent<'_>| match e {
-///     MixedEvent::ParamText { text, .. } => pieces.push_str(&text),
-///     MixedEvent::ActionBlock(b) => tools.extend(b.calls.iter().map(|c| c.tool.clone())),
+/// let mut on_event = |e: Event<'_>| match e {
+///     Event::ParamText { text, .. } => pieces.push_str(&text),
+///     Event::ActionBlock(b) => tools.extend(b.calls.iter().map(|c| c.tool.clone())),
 ///     _ => {}
 /// };
 /// decoder.feed("<ACTION><write><path>a.rs</pa", &mut on_event);
@@ -41,59 +45,55 @@ enum Inner {
 /// assert_eq!(tools, ["write"]);
 /// ```
 #[derive(Debug)]
-pub struct OutputDecoder {
+pub struct Decoder {
     inner: Inner,
     param_events: bool,
 }
 
-impl Default for OutputDecoder {
+impl Default for Decoder {
     fn default() -> Self {
-        OutputDecoder::new(MixedConfig::default())
+        Decoder::new(Config::default())
     }
 }
 
 /// `out` fed from another decoder's events, without argument events unless
 /// `param_events`.
-fn convert<'e, E: Into<MixedEvent<'e>>>(
-    param_events: bool,
-    out: &mut impl FnMut(MixedEvent<'_>),
-    event: E,
-) {
+fn convert<'e, E: Into<Event<'e>>>(param_events: bool, out: &mut impl FnMut(Event<'_>), event: E) {
     let event = event.into();
     if param_events || !event.is_argument_event() {
         out(event);
     }
 }
 
-impl OutputDecoder {
+impl Decoder {
     /// A decoder for `config.protocol`.
-    pub fn new(config: MixedConfig) -> Self {
+    pub fn new(config: Config) -> Self {
         let param_events = config.param_events;
         let inner = match config.protocol {
-            ProtocolChoice::Tam => Inner::Tam(tam_parse::Decoder::new(
+            Protocol::Tam => Inner::Tam(tam_parse::Decoder::new(
                 config
                     .tam
                     .with_param_events(param_events)
                     .with_reasoning_tags(config.reasoning_tags),
             )),
-            ProtocolChoice::Action => Inner::Action(
-                Decoder::new(config.action.with_reasoning_tags(config.reasoning_tags))
+            Protocol::Action => Inner::Action(
+                action_xml::Decoder::new(config.action.with_reasoning_tags(config.reasoning_tags))
                     .with_param_events(param_events),
             ),
-            ProtocolChoice::Auto => Inner::Auto(MixedDecoder::new(config)),
+            Protocol::Auto => Inner::Auto(MixedDecoder::new(config)),
         };
-        OutputDecoder {
+        Decoder {
             inner,
             param_events,
         }
     }
 
     /// The protocol choice this decoder was made for.
-    pub fn protocol(&self) -> ProtocolChoice {
+    pub fn protocol(&self) -> Protocol {
         match self.inner {
-            Inner::Tam(_) => ProtocolChoice::Tam,
-            Inner::Action(_) => ProtocolChoice::Action,
-            Inner::Auto(_) => ProtocolChoice::Auto,
+            Inner::Tam(_) => Protocol::Tam,
+            Inner::Action(_) => Protocol::Action,
+            Inner::Auto(_) => Protocol::Auto,
         }
     }
 
@@ -116,7 +116,7 @@ impl OutputDecoder {
     }
 
     /// Feeds one text delta; events go to `on_event` as soon as they are decided.
-    pub fn feed(&mut self, delta: &str, mut on_event: impl FnMut(MixedEvent<'_>)) {
+    pub fn feed(&mut self, delta: &str, mut on_event: impl FnMut(Event<'_>)) {
         let on = self.param_events;
         match &mut self.inner {
             Inner::Tam(d) => d.feed(delta, |e| convert(on, &mut on_event, e)),
@@ -127,7 +127,7 @@ impl OutputDecoder {
 
     /// Feeds one byte delta (a UTF-8 character may be split across deltas; bytes that
     /// are not UTF-8 give an `invalid_utf8` diagnostic).
-    pub fn feed_bytes(&mut self, delta: &[u8], mut on_event: impl FnMut(MixedEvent<'_>)) {
+    pub fn feed_bytes(&mut self, delta: &[u8], mut on_event: impl FnMut(Event<'_>)) {
         let on = self.param_events;
         match &mut self.inner {
             Inner::Tam(d) => d.feed_bytes(delta, |e| convert(on, &mut on_event, e)),
@@ -138,12 +138,12 @@ impl OutputDecoder {
 
     /// Ends the stream: emits held-back prose and closes a block left open (with the
     /// protocols' end-of-stream repairs).
-    pub fn finish(mut self, on_event: impl FnMut(MixedEvent<'_>)) {
+    pub fn finish(mut self, on_event: impl FnMut(Event<'_>)) {
         self.finish_in_place(on_event);
     }
 
-    /// Like [`OutputDecoder::finish`], leaving the decoder ready for a new stream.
-    pub fn finish_in_place(&mut self, mut on_event: impl FnMut(MixedEvent<'_>)) {
+    /// Like [`Decoder::finish`], leaving the decoder ready for a new stream.
+    pub fn finish_in_place(&mut self, mut on_event: impl FnMut(Event<'_>)) {
         let on = self.param_events;
         match &mut self.inner {
             Inner::Tam(d) => d.finish_in_place(|e| convert(on, &mut on_event, e)),
@@ -153,14 +153,14 @@ impl OutputDecoder {
     }
 
     /// Ends a stream that was cut (`finish_reason: "length"`, a transport error): no
-    /// end-of-stream repair applies to a block open at the cut (SPEC §5): it yields no
+    /// end-of-stream repair applies to a block open at the cut: it yields no
     /// call.
-    pub fn finish_cut(mut self, on_event: impl FnMut(MixedEvent<'_>)) {
+    pub fn finish_cut(mut self, on_event: impl FnMut(Event<'_>)) {
         self.finish_cut_in_place(on_event);
     }
 
-    /// Like [`OutputDecoder::finish_cut`], leaving the decoder ready for a new stream.
-    pub fn finish_cut_in_place(&mut self, mut on_event: impl FnMut(MixedEvent<'_>)) {
+    /// Like [`Decoder::finish_cut`], leaving the decoder ready for a new stream.
+    pub fn finish_cut_in_place(&mut self, mut on_event: impl FnMut(Event<'_>)) {
         let on = self.param_events;
         match &mut self.inner {
             Inner::Tam(d) => d.finish_cut_in_place(|e| convert(on, &mut on_event, e)),

@@ -5,8 +5,8 @@
 //!
 //! ```no_run
 //! use futures_util::StreamExt;
-//! use tool_dispatch::openai::{OpenAiConfig, OpenAiModel};
-//! use tool_dispatch::{LanguageModel, Message, ModelItem, ModelOptions, ModelRequest};
+//! use tam_model::openai::{OpenAiConfig, OpenAiModel};
+//! use tam_model::{LanguageModel, Message, ModelItem, ModelOptions, ModelRequest};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 //! let config = OpenAiConfig::new("http://127.0.0.1:8080/v1", "qwen3")

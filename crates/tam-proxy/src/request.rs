@@ -6,10 +6,12 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 use tool_schema::{CompiledTool, Implementation, ToolDefinition, ToolId, empty_parameters};
 
-use super::ProxyError;
-use super::history::{PastCall, observation, render_calls};
-use super::prompt::{Choice, tool_prompt};
-use crate::{Message, ModelOptions, ProtocolChoice, Role};
+use crate::ProxyError;
+use crate::history::{PastCall, observation, render_calls};
+use crate::prompt::{Choice, tool_prompt};
+use tam_model::{Message, ModelOptions, Role};
+
+use crate::Protocol;
 
 /// Fields the proxy consumes; every other field goes to the upstream as the client sent it.
 const CONSUMED: &[&str] = &[
@@ -65,7 +67,7 @@ pub(crate) struct Translated {
 /// Reads and translates a request body.
 pub(crate) fn translate(
     body: &[u8],
-    protocol: ProtocolChoice,
+    protocol: Protocol,
     default_model: &str,
 ) -> Result<Translated, ProxyError> {
     let request: Map<String, Value> = serde_json::from_slice(body).map_err(|e| {
@@ -242,7 +244,7 @@ fn read_tools(tools: Option<&Value>) -> Result<Vec<ToolDefinition>, ProxyError> 
 /// messages as one user message of observations.
 fn read_messages(
     messages: Option<&Value>,
-    protocol: ProtocolChoice,
+    protocol: Protocol,
     prompt: Option<String>,
 ) -> Result<Vec<Message>, ProxyError> {
     let Some(Value::Array(messages)) = messages else {
@@ -404,7 +406,7 @@ mod tests {
                 "tools": [], "tool_choice": "auto", "parallel_tool_calls": true,
                 "stream": true, "stream_options": {"include_usage": true}, "user": "u1"
             })),
-            ProtocolChoice::Tam,
+            Protocol::Tam,
             "",
         )
         .unwrap();
@@ -430,7 +432,7 @@ mod tests {
                     "description": "Weather of a city.",
                     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
             })),
-            ProtocolChoice::Tam,
+            Protocol::Tam,
             "",
         )
         .unwrap();
@@ -457,7 +459,7 @@ mod tests {
         for (key, value) in extra.as_object().unwrap() {
             request[key] = value.clone();
         }
-        translate(&body(request), ProtocolChoice::Action, "").unwrap()
+        translate(&body(request), Protocol::Action, "").unwrap()
     }
 
     #[test]
@@ -496,7 +498,7 @@ mod tests {
             &body(
                 json!({"model": "m", "messages": [], "tools": [], "tool_choice": {"type": "function", "function": {"name": "zz"}}}),
             ),
-            ProtocolChoice::Tam,
+            Protocol::Tam,
             "",
         );
         assert_eq!(unknown.unwrap_err().code(), "invalid_tools");
@@ -515,7 +517,7 @@ mod tests {
                 {"role": "tool", "tool_call_id": "c2", "content": "{\"success\":false,\"message\":\"no data\"}"},
                 {"role": "developer", "content": "Answer in French."},
             ]})),
-            ProtocolChoice::Tam,
+            Protocol::Tam,
             "fallback-model",
         )
         .unwrap();
@@ -538,7 +540,7 @@ mod tests {
     #[test]
     fn errors_are_400s_with_codes() {
         let code = |value: Value| {
-            translate(&body(value), ProtocolChoice::Tam, "")
+            translate(&body(value), Protocol::Tam, "")
                 .unwrap_err()
                 .code()
         };
@@ -561,7 +563,7 @@ mod tests {
             "invalid_tools"
         );
         assert!(matches!(
-            translate(b"[1", ProtocolChoice::Tam, ""),
+            translate(b"[1", Protocol::Tam, ""),
             Err(ProxyError::InvalidRequest {
                 code: "invalid_json",
                 ..

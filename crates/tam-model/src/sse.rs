@@ -3,7 +3,7 @@
 //! calls back with each event the moment its blank line arrives.
 //!
 //! ```
-//! use tool_dispatch::sse::{SseConfig, SseReader};
+//! use tam_model::sse::{SseConfig, SseReader};
 //!
 //! let mut reader = SseReader::new(SseConfig::default());
 //! let mut events = Vec::new();

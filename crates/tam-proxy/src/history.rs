@@ -5,7 +5,9 @@
 use serde_json::{Map, Value};
 use tam_parse::Dialect;
 
-use crate::{OBSERVATION_PREFIX, ProtocolChoice};
+use tool_dispatch::OBSERVATION_PREFIX;
+
+use crate::Protocol;
 
 /// One native call of the history: its function name and arguments object.
 pub(crate) struct PastCall {
@@ -21,10 +23,10 @@ pub(crate) struct PastCall {
 /// renderer refuses (a key that cannot be a TAM key or an XML name, arguments that are not
 /// an object) is written as the line `Tool call: NAME ARGUMENTS`, so the model still sees
 /// what it did.
-pub(crate) fn render_calls(protocol: ProtocolChoice, calls: &[PastCall]) -> String {
+pub(crate) fn render_calls(protocol: Protocol, calls: &[PastCall]) -> String {
     let whole = match protocol {
-        ProtocolChoice::Action => render_action(calls),
-        ProtocolChoice::Tam | ProtocolChoice::Auto => render_tam(calls),
+        Protocol::Action => render_action(calls),
+        Protocol::Tam | Protocol::Auto => render_tam(calls),
     };
     if let Some(text) = whole {
         return text;
@@ -34,8 +36,8 @@ pub(crate) fn render_calls(protocol: ProtocolChoice, calls: &[PastCall]) -> Stri
     for call in calls {
         let one = std::slice::from_ref(call);
         let text = match protocol {
-            ProtocolChoice::Action => render_action(one),
-            ProtocolChoice::Tam | ProtocolChoice::Auto => render_tam(one),
+            Protocol::Action => render_action(one),
+            Protocol::Tam | Protocol::Auto => render_tam(one),
         };
         out.push(text.unwrap_or_else(|| format!("Tool call: {} {}", call.name, call.raw_args)));
     }
@@ -112,7 +114,7 @@ mod tests {
     #[test]
     fn tam_blocks_decode_back_to_the_calls() {
         let text = render_calls(
-            ProtocolChoice::Tam,
+            Protocol::Tam,
             &[call("get_weather", json!({"city": "Paris", "days": 3}))],
         );
         assert_eq!(
@@ -132,7 +134,7 @@ mod tests {
     #[test]
     fn action_blocks_and_fallbacks() {
         let text = render_calls(
-            ProtocolChoice::Action,
+            Protocol::Action,
             &[
                 call("write", json!({"code": "a < b"})),
                 call("bad name", json!({})),
@@ -148,7 +150,7 @@ mod tests {
             raw_args: "[1".into(),
         };
         assert_eq!(
-            render_calls(ProtocolChoice::Tam, &[not_object]),
+            render_calls(Protocol::Tam, &[not_object]),
             "Tool call: f [1"
         );
     }

@@ -21,7 +21,7 @@ pub enum Role {
     Assistant,
     /// Tool results, for servers that accept a `tool` message without a native call id.
     /// The agent sends observations with this role only when
-    /// [`AgentConfig::observation_role`](crate::AgentConfig::observation_role) says so:
+    /// `observation_role` setting says so:
     /// the text protocols' calls have no native call id, and the chat templates of most
     /// OpenAI-compatible servers reject or misplace a `tool` message without one.
     Tool,
@@ -126,43 +126,6 @@ impl ModelOptions {
     pub fn with_seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
         self
-    }
-}
-
-/// An LLM node's `parameters` as request options: `temperature`, `max_tokens`, `stop` and
-/// `seed` carry over; what [`ModelOptions`] has no field for is not sent.
-///
-/// Mapping decisions:
-/// * `temperature` is narrowed to `f32` (the nearest value).
-/// * `max_tokens` above `u32::MAX` becomes `u32::MAX` (no server accepts more).
-/// * a negative `seed` is not mapped (servers that take one read it as "random", which is
-///   what leaving it out asks for).
-/// * `top_p`, `presence_penalty`, `frequency_penalty` and the other keys of
-///   [`raw`](crate::ModelParameters::raw) are not mapped: the request carries only the
-///   options of SPEC §7.
-///
-/// ```
-/// use tool_dispatch::{LlmNodeConfig, ModelOptions};
-///
-/// let node: LlmNodeConfig = serde_json::from_value(serde_json::json!({
-///     "parameters": {"temperature": 0.5, "maxTokens": 64, "stop": "END", "seed": 7, "topP": 0.9}
-/// })).unwrap();
-/// let options = ModelOptions::from(node.parameters.as_ref().unwrap());
-/// assert_eq!(options, ModelOptions::new()
-///     .with_temperature(0.5).with_max_tokens(64).with_stop(["END"]).with_seed(7));
-/// ```
-impl From<&crate::ModelParameters> for ModelOptions {
-    fn from(parameters: &crate::ModelParameters) -> Self {
-        Self {
-            // Narrowing is the documented mapping.
-            #[allow(clippy::cast_possible_truncation)]
-            temperature: parameters.temperature.map(|t| t as f32),
-            max_tokens: parameters
-                .max_tokens
-                .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
-            stop: parameters.stop.clone(),
-            seed: parameters.seed.and_then(|s| u64::try_from(s).ok()),
-        }
     }
 }
 
@@ -565,39 +528,6 @@ mod tests {
             owned(&[('r', "still thinking </thin")])
         );
         assert_eq!(all_ways("<think>"), Vec::<(char, String)>::new());
-    }
-
-    fn parameters(value: serde_json::Value) -> crate::ModelParameters {
-        serde_json::from_value(value).unwrap()
-    }
-
-    #[test]
-    fn node_parameters_map_onto_options_and_the_rest_is_left_out() {
-        let options = ModelOptions::from(&parameters(serde_json::json!({
-            "temperature": 0.25, "max_tokens": 100, "stop": ["a", "b"], "seed": 42,
-            "top_p": 0.5, "presencePenalty": 1.0, "logit_bias": {"1": 2}
-        })));
-        assert_eq!(
-            options,
-            ModelOptions::new()
-                .with_temperature(0.25)
-                .with_max_tokens(100)
-                .with_stop(["a", "b"])
-                .with_seed(42)
-        );
-        assert_eq!(
-            ModelOptions::from(&parameters(serde_json::json!({}))),
-            ModelOptions::new()
-        );
-    }
-
-    #[test]
-    fn out_of_range_parameters_saturate_or_are_left_out() {
-        let options = ModelOptions::from(&parameters(serde_json::json!({
-            "maxTokens": 10_000_000_000_u64, "seed": -1
-        })));
-        assert_eq!(options.max_tokens, Some(u32::MAX));
-        assert_eq!(options.seed, None);
     }
 
     #[test]

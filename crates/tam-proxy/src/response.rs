@@ -6,15 +6,21 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use action_xml::{MixedConfig, MixedEvent, OutputDecoder, Protocol as MixedProtocol};
 use serde_json::{Map, Value, json};
+use tam::{
+    BlockKind as MixedProtocol, Config as MixedConfig, Decoder as OutputDecoder,
+    Event as MixedEvent,
+};
 use tam_parse::Diagnostic;
 
-use super::ProxyError;
-use super::history::{PastCall, render_calls};
-use super::request::OfferedTools;
-use crate::decode::{ACTION_END, close_stopped_block, stop_sequences};
-use crate::{FinishReason, ModelItem, ProtocolChoice, ToolCall, ToolCallChunk};
+use crate::ProxyError;
+use crate::history::{PastCall, render_calls};
+use crate::request::OfferedTools;
+use tam::turn::{ACTION_END, close_stopped_block, stop_sequences};
+use tam_model::{FinishReason, ModelItem, ToolCallChunk};
+use tool_dispatch::ToolCall;
+
+use crate::Protocol;
 
 /// Keeps the last 64 bytes (or a little more, at a character boundary) of a stream's text.
 fn keep_tail(tail: &mut String, text: &str) {
@@ -49,14 +55,14 @@ pub(crate) enum Piece {
 /// The protocol decoder of one response: the front door for the proxy's protocol, with
 /// argument events on.
 fn block_decoder(
-    protocol: ProtocolChoice,
+    protocol: Protocol,
     tam: tam_parse::Config,
     action: action_xml::Config,
 ) -> OutputDecoder {
     let choice = match protocol {
-        ProtocolChoice::Action => ProtocolChoice::Action,
-        ProtocolChoice::Auto => ProtocolChoice::Auto,
-        _ => ProtocolChoice::Tam,
+        Protocol::Action => Protocol::Action,
+        Protocol::Auto => Protocol::Auto,
+        _ => Protocol::Tam,
     };
     let mut config = MixedConfig::for_protocol(choice).with_param_events(true);
     config.tam = tam;
@@ -88,7 +94,7 @@ pub(crate) struct Translator {
 
 struct Emitter {
     offered: OfferedTools,
-    protocol: ProtocolChoice,
+    protocol: Protocol,
     max_calls: usize,
     /// Calls emitted so far (decoded and native).
     calls: usize,
@@ -259,7 +265,7 @@ impl Translator {
     /// `stream_args` streams calls and string arguments while blocks are written.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        protocol: ProtocolChoice,
+        protocol: Protocol,
         decode: bool,
         stream_args: bool,
         offered: OfferedTools,
@@ -984,7 +990,7 @@ impl Completion {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proxy::request::translate;
+    use crate::request::translate;
 
     /// The offered tools of a request with `get_weather(city: string, days: integer)`.
     fn offered() -> OfferedTools {
@@ -993,12 +999,12 @@ mod tests {
             "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {
                 "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}],
         });
-        translate(body.to_string().as_bytes(), ProtocolChoice::Tam, "")
+        translate(body.to_string().as_bytes(), Protocol::Tam, "")
             .unwrap()
             .offered
     }
 
-    fn translator(protocol: ProtocolChoice) -> Translator {
+    fn translator(protocol: Protocol) -> Translator {
         Translator::new(
             protocol,
             true,
@@ -1013,7 +1019,7 @@ mod tests {
 
     /// Pieces of `deltas` with adjacent content joined, and the finish reason.
     fn run(
-        protocol: ProtocolChoice,
+        protocol: Protocol,
         deltas: &[&str],
         finish: Option<FinishReason>,
     ) -> (Vec<Piece>, String) {
@@ -1039,7 +1045,7 @@ mod tests {
     }
 
     /// The same pieces whole, in 1-character deltas and split at every character boundary.
-    fn every_split(protocol: ProtocolChoice, text: &str) -> (Vec<Piece>, String) {
+    fn every_split(protocol: Protocol, text: &str) -> (Vec<Piece>, String) {
         let whole = run(protocol, &[text], None);
         let chars: Vec<String> = text.chars().map(String::from).collect();
         let refs: Vec<&str> = chars.iter().map(String::as_str).collect();
@@ -1072,7 +1078,7 @@ mod tests {
     #[test]
     fn tam_calls_and_prose_are_the_same_for_every_split() {
         let text = "Look: a<b.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」3「末」\n<|[END_TOOL]|>\nBye 日本";
-        let (pieces, reason) = every_split(ProtocolChoice::Tam, text);
+        let (pieces, reason) = every_split(Protocol::Tam, text);
         let [start, args] = call(0, "get_weather", r#"{"city":"Paris","days":3}"#);
         assert_eq!(
             pieces,
@@ -1085,7 +1091,7 @@ mod tests {
     fn action_calls_and_extra_blocks_are_the_same_for_every_split() {
         let block = "<ACTION><get_weather><city>Rome &amp; Co</city></get_weather></ACTION>";
         let text = format!("Ok.\n{block}\n{block}");
-        let (pieces, reason) = every_split(ProtocolChoice::Action, &text);
+        let (pieces, reason) = every_split(Protocol::Action, &text);
         let [start, args] = call(0, "get_weather", r#"{"city":"Rome & Co"}"#);
         assert_eq!(pieces, [Piece::Content("Ok.\n".into()), start, args,]);
         assert_eq!(reason, "tool_calls");
@@ -1099,7 +1105,7 @@ mod tests {
         let text = format!(
             "A.\n{tam}\nB.\n<ACTION><get_weather><days>2</days></get_weather></ACTION>\nC.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\n<|[END_TOOL]|>"
         );
-        let (pieces, reason) = every_split(ProtocolChoice::Auto, &text);
+        let (pieces, reason) = every_split(Protocol::Auto, &text);
         let [start, args] = call(0, "get_weather", r#"{"days":2}"#);
         assert_eq!(
             pieces,
@@ -1114,7 +1120,7 @@ mod tests {
     fn a_think_section_is_reasoning_not_calls() {
         let block = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n<|[END_TOOL]|>";
         let text = format!("<think>\nplan {block}\n</think>\nOk.\n{block}");
-        let (pieces, reason) = every_split(ProtocolChoice::Tam, &text);
+        let (pieces, reason) = every_split(Protocol::Tam, &text);
         let [start, args] = call(0, "get_weather", r#"{"city":"Paris"}"#);
         assert_eq!(
             pieces,
@@ -1131,11 +1137,11 @@ mod tests {
     #[test]
     fn a_cut_block_is_content_and_no_call() {
         let text = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n<|[END_TOOL]";
-        let (pieces, reason) = run(ProtocolChoice::Tam, &[text], Some(FinishReason::Length));
+        let (pieces, reason) = run(Protocol::Tam, &[text], Some(FinishReason::Length));
         assert_eq!(pieces, [Piece::Content(text.into())]);
         assert_eq!(reason, "length");
         // The same text, finished normally: no end marker, still no call.
-        let (pieces, reason) = run(ProtocolChoice::Tam, &[text], None);
+        let (pieces, reason) = run(Protocol::Tam, &[text], None);
         assert_eq!(pieces, [Piece::Content(text.into())]);
         assert_eq!(reason, "stop");
     }
@@ -1145,7 +1151,7 @@ mod tests {
     /// not passed on.
     #[test]
     fn native_chunks_pass_through_before_decoded_calls() {
-        let mut t = translator(ProtocolChoice::Tam);
+        let mut t = translator(Protocol::Tam);
         t.feed(ModelItem::ToolCallChunk(ToolCallChunk::new(
             0,
             Some("up_1".into()),
@@ -1200,7 +1206,7 @@ mod tests {
                 "type": "object", "properties": {"path": {"type": "string"},
                 "content": {"type": "string"}, "mode": {"type": "integer"}}}}}],
         });
-        translate(body.to_string().as_bytes(), ProtocolChoice::Tam, "")
+        translate(body.to_string().as_bytes(), Protocol::Tam, "")
             .unwrap()
             .offered
     }
@@ -1208,7 +1214,7 @@ mod tests {
     /// A streaming translator's pieces after each delta (adjacent arguments of one call
     /// and adjacent content joined within a delta), the finish reason and the failure.
     fn run_streaming(
-        protocol: ProtocolChoice,
+        protocol: Protocol,
         deltas: &[&str],
         finish: Option<FinishReason>,
     ) -> (Vec<Vec<Piece>>, String, Option<String>) {
@@ -1256,7 +1262,7 @@ mod tests {
 
     /// Streams `text` whole, in 1-char deltas and split at every character boundary:
     /// the same content and calls every time; returns them.
-    fn streams_the_same(protocol: ProtocolChoice, text: &str) -> (String, Vec<(String, String)>) {
+    fn streams_the_same(protocol: Protocol, text: &str) -> (String, Vec<(String, String)>) {
         let (whole, reason, failure) = run_streaming(protocol, &[text], None);
         assert_eq!((reason.as_str(), failure), ("tool_calls", None));
         let whole = gathered(&whole);
@@ -1298,7 +1304,7 @@ mod tests {
         let text = format!(
             "Writing.\n<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」src/main.rs「末」\ncontent:「始」{CODE}「末」\nmode:「始」644「末」\n<|[END_TOOL]|>\nDone."
         );
-        let (content, calls) = streams_the_same(ProtocolChoice::Tam, &text);
+        let (content, calls) = streams_the_same(Protocol::Tam, &text);
         // The turn ended at the call: `Done.` is not shown.
         assert_eq!(content, "Writing.\n");
         assert_eq!(calls.len(), 1);
@@ -1322,7 +1328,7 @@ mod tests {
             })
             .position(|has| has)
             .unwrap();
-        let (pieces, _, _) = run_streaming(ProtocolChoice::Tam, &refs, None);
+        let (pieces, _, _) = run_streaming(Protocol::Tam, &refs, None);
         let early = argument_pieces_before(&pieces, end);
         assert!(
             early.starts_with(r#"{"path":"src/main.rs","content":"fn main() {\n"#),
@@ -1346,7 +1352,7 @@ mod tests {
         let text = format!(
             "Ok.\n<ACTION>\n  <write_file>\n    <path>\n      src/a &amp; b.rs\n    </path>\n    <content><![CDATA[\n{CODE}]]></content>\n    <mode>644</mode>\n  </write_file>\n</ACTION>"
         );
-        let (content, calls) = streams_the_same(ProtocolChoice::Action, &text);
+        let (content, calls) = streams_the_same(Protocol::Action, &text);
         assert_eq!(content, "Ok.\n");
         let args: Value = serde_json::from_str(&calls[0].1).unwrap();
         assert_eq!(
@@ -1356,11 +1362,11 @@ mod tests {
         // CDATA keeps its leading blanks and its last line break; blank text around it
         // goes.
         let indented = "<ACTION><write_file><content>\n  <![CDATA[  x < y\n  ]]>\n</content><path>p</path></write_file></ACTION>";
-        let (_, indented_calls) = streams_the_same(ProtocolChoice::Action, indented);
+        let (_, indented_calls) = streams_the_same(Protocol::Action, indented);
         let args: Value = serde_json::from_str(&indented_calls[0].1).unwrap();
         assert_eq!(args, json!({"content": "  x < y\n", "path": "p"}));
         // The same through Both.
-        let (_, both) = streams_the_same(ProtocolChoice::Auto, &text);
+        let (_, both) = streams_the_same(Protocol::Auto, &text);
         assert_eq!(both, calls);
     }
 
@@ -1369,7 +1375,7 @@ mod tests {
         let text =
             format!("<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\ncontent:「始」{CODE}");
         let (pieces, reason, failure) =
-            run_streaming(ProtocolChoice::Tam, &[&text], Some(FinishReason::Length));
+            run_streaming(Protocol::Tam, &[&text], Some(FinishReason::Length));
         assert_eq!(reason, "length");
         assert_eq!(failure, None);
         let (content, calls) = gathered(&pieces);
@@ -1392,7 +1398,7 @@ mod tests {
         };
         let text = format!("<ACTION>\n{}{}<write_file><path>a", call(1), call(2));
         let (pieces, reason, failure) =
-            run_streaming(ProtocolChoice::Action, &[&text], Some(FinishReason::Length));
+            run_streaming(Protocol::Action, &[&text], Some(FinishReason::Length));
         assert_eq!(failure, None);
         assert_eq!(reason, "length");
         let (content, calls) = gathered(&pieces);
@@ -1410,7 +1416,7 @@ mod tests {
     fn a_streamed_call_its_block_does_not_confirm_ends_in_a_failure() {
         // A second call to a tool not offered: the block is not calls.
         let text = "<ACTION><write_file><path>a</path></write_file><rm><p>/</p></rm></ACTION>";
-        let (pieces, reason, failure) = run_streaming(ProtocolChoice::Action, &[text], None);
+        let (pieces, reason, failure) = run_streaming(Protocol::Action, &[text], None);
         assert_eq!(failure.as_deref(), Some("streamed_call_invalid"));
         assert_eq!(reason, "stop");
         let (content, calls) = gathered(&pieces);
@@ -1418,7 +1424,7 @@ mod tests {
         assert_eq!(calls[0].0, "write_file");
         // A block never closed at a normal end: also a failure, never a finished call.
         let open = "<ACTION><write_file><path>a</path>";
-        let (pieces, reason, failure) = run_streaming(ProtocolChoice::Action, &[open], None);
+        let (pieces, reason, failure) = run_streaming(Protocol::Action, &[open], None);
         assert_eq!(
             (reason.as_str(), failure.as_deref()),
             ("stop", Some("streamed_call_invalid"))
@@ -1429,7 +1435,7 @@ mod tests {
     #[test]
     fn unoffered_tools_and_non_string_parameters_do_not_stream() {
         let text = "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\nmode:「始」7「末」\n<|[END_TOOL]|>";
-        let (pieces, reason, _) = run_streaming(ProtocolChoice::Tam, &[text], None);
+        let (pieces, reason, _) = run_streaming(Protocol::Tam, &[text], None);
         assert_eq!(reason, "tool_calls");
         let (_, calls) = gathered(&pieces);
         assert_eq!(
@@ -1437,7 +1443,7 @@ mod tests {
             [("write_file".to_owned(), r#"{"mode":7}"#.to_owned())]
         );
         let other = "<|[REQUEST_TOOL]|>\ncommand:「始」rm「末」\np:「始」/「末」\n<|[END_TOOL]|>";
-        let (pieces, reason, failure) = run_streaming(ProtocolChoice::Tam, &[other], None);
+        let (pieces, reason, failure) = run_streaming(Protocol::Tam, &[other], None);
         assert_eq!((reason.as_str(), failure), ("stop", None));
         assert_eq!(gathered(&pieces), (other.to_owned(), Vec::new()));
     }

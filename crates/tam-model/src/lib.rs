@@ -1,0 +1,45 @@
+//! What a streaming language model gives a tool-calling runtime, and one client for the
+//! servers most people run.
+//!
+//! * [`LanguageModel`]: streams [`ModelItem`]s — text, reasoning, native tool-call chunks,
+//!   token usage and a [`FinishReason`] — for a [`ModelRequest`] (the [`Message`]s and
+//!   [`ModelOptions`]). Implement it over any client (async-openai, genai, rig, your own);
+//!   the agent of `tool-dispatch` and the proxy of `tam-proxy` take any implementation.
+//! * [`ThinkSplitter`]: splits a `<think>…</think>` section at the start of a reply out of
+//!   its text, across deltas.
+//! * [`sse`]: a sans-IO server-sent-event reader with a per-event size limit.
+//! * [`openai`] (feature `openai`): [`openai::OpenAiModel`], a [`LanguageModel`] for any
+//!   OpenAI-compatible `chat/completions` server (llama.cpp's `llama-server`, vLLM, SGLang,
+//!   Ollama's `/v1`, OpenAI) over reqwest with rustls, under an idle time-out.
+//!
+//! # A cut stream
+//!
+//! A reply the server stopped at its token limit ends with [`FinishReason::Length`]; one
+//! whose connection broke ends with an error item. Either way the reply is cut: a consumer
+//! must not run a tool call the model had not finished writing when the stream stopped.
+//!
+//! # Crate features
+//!
+//! * `openai` — the [`openai`] module (reqwest, rustls, tokio's timer). Off by default: the
+//!   rest of the crate does no I/O.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod model;
+#[cfg(feature = "openai")]
+pub mod openai;
+pub mod sse;
+
+pub use model::{
+    ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelOptions, ModelRequest,
+    Role, ThinkSplitter, ToolCallChunk,
+};
+
+/// A boxed error from a model or other user code.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// This crate's README example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,0 +1,163 @@
+//! `tam::Decoder` through its public API only (no test kit: this file ships in the .crate):
+//! the same events whatever the split, a cut block gives no call, the turn helpers.
+
+use tam::turn::{ACTION_END, close_stopped_block, stop_sequences};
+use tam::{Config, Decoder, Event, Protocol};
+
+const REPLY: &str = "Sure — `<ACTION>` is quoted here.\n<think>maybe <ACTION><No/></ACTION></think>\n\
+    I'll check 東京 🌦.\n<|[REQUEST_TOOL]|>command:「始」GetWeather「末」city:「始」Tōkyō「末」<|[END_TOOL]|>\n\
+    and <ACTION><Write><code>if a < b && c { Vec::<u8>::new() }</code></Write></ACTION> done.";
+
+/// Every event, owned, text and reasoning pieces joined (their split is free).
+fn run(config: Config, pieces: &[&[u8]], cut: bool) -> Vec<Event<'static>> {
+    let mut events: Vec<Event<'static>> = Vec::new();
+    let mut push = |e: Event<'_>| {
+        let e = e.into_owned();
+        if let (
+            Some(Event::Text { text, span }),
+            Event::Text {
+                text: more,
+                span: s,
+            },
+        ) = (events.last_mut(), &e)
+        {
+            text.to_mut().push_str(more);
+            span.end = s.end;
+            return;
+        }
+        if let (
+            Some(Event::Reasoning { text, span }),
+            Event::Reasoning {
+                text: more,
+                span: s,
+            },
+        ) = (events.last_mut(), &e)
+        {
+            text.to_mut().push_str(more);
+            span.end = s.end;
+            return;
+        }
+        if let (
+            Some(Event::ParamText { text, span, .. }),
+            Event::ParamText {
+                text: more,
+                span: s,
+                ..
+            },
+        ) = (events.last_mut(), &e)
+            && span.end == s.start
+        {
+            text.to_mut().push_str(more);
+            span.end = s.end;
+            return;
+        }
+        events.push(e);
+    };
+    let mut decoder = Decoder::new(config);
+    for piece in pieces {
+        decoder.feed_bytes(piece, &mut push);
+    }
+    if cut {
+        decoder.finish_cut(&mut push);
+    } else {
+        decoder.finish(&mut push);
+    }
+    events
+}
+
+fn tools(events: &[Event<'_>]) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in events {
+        match e {
+            Event::TamBlock(b) => out.extend(b.calls.iter().map(|c| c.tool.to_string())),
+            Event::ActionBlock(b) => out.extend(b.calls.iter().map(|c| c.tool.clone())),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn every_split_gives_the_same_events() {
+    let bytes = REPLY.as_bytes();
+    for protocol in [Protocol::Auto, Protocol::Tam, Protocol::Action] {
+        let config = Config::for_protocol(protocol);
+        let whole = run(config, &[bytes], false);
+        let ones: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(
+            run(config, &ones, false),
+            whole,
+            "{protocol}: 1-byte deltas"
+        );
+        for at in 0..=bytes.len() {
+            let (a, b) = bytes.split_at(at);
+            assert_eq!(
+                run(config, &[a, b], false),
+                whole,
+                "{protocol}: split at {at}"
+            );
+        }
+        let expected: &[&str] = match protocol {
+            Protocol::Auto => &["GetWeather", "Write"],
+            Protocol::Tam => &["GetWeather"],
+            Protocol::Action => &["Write"],
+        };
+        assert_eq!(tools(&whole), expected, "{protocol}");
+    }
+}
+
+#[test]
+fn nothing_the_model_wrote_is_lost() {
+    let events = run(
+        Config::default().with_param_events(false),
+        &[REPLY.as_bytes()],
+        false,
+    );
+    let mut covered = 0;
+    for e in &events {
+        let span = match e {
+            Event::Text { span, .. }
+            | Event::ReasoningStart { span }
+            | Event::Reasoning { span, .. }
+            | Event::ReasoningEnd { span } => *span,
+            Event::TamBlock(b) => b.span,
+            Event::ActionBlock(b) => b.span,
+            _ => continue,
+        };
+        assert!(span.start >= covered, "{e:?}");
+        covered = span.end;
+    }
+    assert_eq!(covered, REPLY.len());
+}
+
+#[test]
+fn a_block_open_at_a_cut_gives_no_call_at_any_cut() {
+    let reply =
+        "Writing.\n<ACTION><Write><path>a.rs</path><code>fn main() {}</code></Write></ACTION>";
+    for at in 0..reply.len() {
+        if !reply.is_char_boundary(at) {
+            continue;
+        }
+        let events = run(Config::default(), &[&reply.as_bytes()[..at]], true);
+        assert!(tools(&events).is_empty(), "cut at {at}: {events:?}");
+    }
+    assert_eq!(
+        tools(&run(Config::default(), &[reply.as_bytes()], true)),
+        ["Write"]
+    );
+}
+
+#[test]
+fn a_reply_stopped_at_the_end_marker_is_closed_by_the_turn_helper() {
+    let stop = stop_sequences(Protocol::Auto, "<|[END_TOOL]|>", ["\n\nUser:".to_owned()]);
+    assert_eq!(stop, ["<|[END_TOOL]|>", ACTION_END, "\n\nUser:"]);
+    let mut decoder = Decoder::new(Config::for_protocol(Protocol::Action));
+    decoder.feed("<ACTION><Ping><n>1</n></Ping>", |_| {});
+    let events = close_stopped_block(&mut decoder, ACTION_END);
+    assert_eq!(tools(&events), ["Ping"]);
+    // A mention that gives no call comes back as the text the model wrote, marker left out.
+    let mut decoder = Decoder::new(Config::for_protocol(Protocol::Action));
+    decoder.feed("Use <ACTION> blocks.", |_| {});
+    let events = close_stopped_block(&mut decoder, ACTION_END);
+    assert!(tools(&events).is_empty(), "{events:?}");
+}
