@@ -127,7 +127,7 @@ fn ci() -> Result<(), String> {
 const LIBRARIES: [&str; 7] = [
     "tam-parse",
     "action-xml",
-    "tam",
+    "tam-rs",
     "tool-schema",
     "tam-model",
     "tool-dispatch",
@@ -138,7 +138,7 @@ const LIBRARIES: [&str; 7] = [
 const PUBLISHED: [&str; 8] = [
     "tam-parse",
     "action-xml",
-    "tam",
+    "tam-rs",
     "tool-schema",
     "tam-model",
     "tool-dispatch",

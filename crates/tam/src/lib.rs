@@ -59,7 +59,7 @@
 //!
 //! | you want | crate |
 //! |---|---|
-//! | tool calls out of a model's text, either protocol | `tam` (this one) |
+//! | tool calls out of a model's text, either protocol | `tam-rs` (this one, imported as `tam`) |
 //! | TAM alone, its codec and `Stream` adapters, rendering TAM | [`tam_parse`] |
 //! | ACTION XML alone, its one-shot parser and renderer | [`action_xml`] |
 //! | JSON Schema, prompts and argument coercion for your tools | `tool-schema` |

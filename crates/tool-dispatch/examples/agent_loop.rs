@@ -111,7 +111,7 @@ async fn converse(drops: bool) -> (Result<AgentOutcome, Error>, usize) {
             "What is the weather in Zürich?",
             |event| match event {
                 AgentEvent::RoundStarted { round } => println!("-- round {round}"),
-                AgentEvent::TextDelta(text) => print!("{text}"),
+                AgentEvent::Decoded(tam::Event::Text { text, .. }) => print!("{text}"),
                 AgentEvent::CallStarted { tool, args } => {
                     println!("[calling {tool} {}]", serde_json::Value::Object(args))
                 }

@@ -65,7 +65,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             &mut conversation,
             &prompt,
             |event| match event {
-                AgentEvent::TextDelta(text) => {
+                AgentEvent::Decoded(tam::Event::Text { text, .. }) => {
                     print!("{text}");
                     let _ = std::io::stdout().flush();
                 }

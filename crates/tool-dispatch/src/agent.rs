@@ -88,10 +88,10 @@ pub struct AgentConfig {
     /// reply by [`ThinkSplitter`], one beginning a later prose line by the decoder
     /// (`MixedConfig::reasoning_tags`). Default: `true`.
     pub split_think_tags: bool,
-    /// Whether the argument events ([`AgentEvent::CallStreamStart`],
-    /// [`AgentEvent::ParamStart`], [`AgentEvent::ParamText`], [`AgentEvent::ParamEnd`],
-    /// [`AgentEvent::CallStreamEnd`]) are sent while blocks stream (action-xml's
-    /// [`MixedConfig::param_events`]). Default: `true`.
+    /// Whether the argument events ([`AgentEvent::Decoded`] with the decoder's
+    /// `CommandSeen`, `CallStart`, `ParamStart`, `ParamText`, `ParamEnd`, `CallEnd`) are
+    /// sent while blocks stream
+    /// ([`tam::Config::param_events`]). Default: `true`.
     pub stream_arguments: bool,
 }
 
@@ -148,19 +148,17 @@ pub enum AgentEvent {
         /// The round.
         round: usize,
     },
-    /// Prose the model wrote outside blocks, as soon as the decoder releases it.
-    TextDelta(String),
-    /// A block's start marker (or `<ACTION>` tag) arrived: the model is writing tool calls.
-    /// Sent in the push that completes the marker, before the block's content — for a UI
-    /// to show "calling a tool…" while the block is still streaming. A
-    /// [`AgentEvent::BlockClosed`] (or, for a block left open at the end, a
-    /// [`AgentEvent::Diagnostic`]) follows.
-    BlockStarted {
-        /// The block's protocol.
-        kind: BlockKind,
-        /// The start marker's span in the reply.
-        span: Span,
-    },
+    /// What the decoder reported while the model wrote, as the decoder reported it
+    /// ([`tam::Event`], owned): prose ([`tam::Event::Text`], as soon as the decoder
+    /// releases it), a block's start ([`tam::Event::BlockStart`]: the model is writing
+    /// tool calls — for a UI to show "calling a tool…" while the block streams), a
+    /// diagnostic outside any block ([`tam::Event::Diagnostic`]: an unterminated block,
+    /// invalid UTF-8, a quoted marker), and the argument events while calls are written
+    /// ([`tam::Event::CommandSeen`], [`tam::Event::CallStart`], [`tam::Event::ParamStart`],
+    /// [`tam::Event::ParamText`], [`tam::Event::ParamEnd`], [`tam::Event::CallEnd`]; only
+    /// with [`AgentConfig::stream_arguments`]). Closed blocks come as
+    /// [`AgentEvent::BlockClosed`] and reasoning as [`AgentEvent::Reasoning`], never here.
+    Decoded(tam::Event<'static>),
     /// A block closed; unless `executed` is false, its calls are about to run (they may
     /// wait for an earlier block's).
     BlockClosed {
@@ -177,58 +175,6 @@ pub enum AgentEvent {
         /// when the stream was cut ([`AgentEvent::StreamCut`]): its calls do not run.
         executed: bool,
     },
-    /// A decoder diagnostic outside any block (an unterminated block, invalid UTF-8).
-    Diagnostic(Diagnostic),
-    /// A call is being written (for UIs; the [`AgentEvent::BlockClosed`] is authoritative
-    /// and alone decides what runs): an ACTION call element's start tag is complete, or a
-    /// TAM command value closed (TAM's "call begins": its parameters may already have
-    /// streamed, and no [`AgentEvent::CallStreamEnd`] follows for TAM).
-    CallStreamStart {
-        /// The block's protocol.
-        kind: BlockKind,
-        /// ACTION: the call's place in its block, from 0. TAM: the chain number (0 for
-        /// `command`, `N` for `commandN`).
-        index: usize,
-        /// The tool id as written.
-        tool: String,
-        /// The start tag (ACTION) or the command entry (TAM).
-        span: Span,
-    },
-    /// A parameter's value begins (for UIs, like every argument event).
-    ParamStart {
-        /// The block's protocol.
-        kind: BlockKind,
-        /// The key as written (TAM: chain suffix kept; `command` streams too).
-        key: String,
-        /// The open tag (ACTION) or the key (TAM).
-        span: Span,
-    },
-    /// A piece of a parameter's value. The pieces of one parameter joined are its final
-    /// value (TAM: exactly; ACTION: the content with references decoded, untrimmed).
-    ParamText {
-        /// The block's protocol.
-        kind: BlockKind,
-        /// The piece.
-        text: String,
-        /// Where it was written.
-        span: Span,
-    },
-    /// A parameter's value closed.
-    ParamEnd {
-        /// The block's protocol.
-        kind: BlockKind,
-        /// The whole parameter element (ACTION) or entry (TAM).
-        span: Span,
-    },
-    /// An ACTION call element closed. A call the stream ended inside gets none.
-    CallStreamEnd {
-        /// The block's protocol.
-        kind: BlockKind,
-        /// The call's place in its block, from 0.
-        index: usize,
-        /// The whole call element.
-        span: Span,
-    },
     /// A call starts (dispatch: after the block closed).
     CallStarted {
         /// The tool id as written.
@@ -240,8 +186,9 @@ pub enum AgentEvent {
     CallFinished(CallOutcome),
     /// An observation line for the next round.
     Observation(String),
-    /// A piece of the model's reasoning (a server's `reasoning_content` / `reasoning`, or
-    /// `<think>…</think>` at the start of the text): shown, never decoded into calls.
+    /// A piece of the model's reasoning (a server's `reasoning_content` / `reasoning`, a
+    /// `<think>…</think>` section at the start of the text, or one the decoder found
+    /// opening a later prose line): shown, never decoded into calls.
     Reasoning(String),
     /// A piece of a native tool call the model made (`delta.tool_calls`). Native calls are
     /// not run: the protocol's blocks are; the model is told so in an observation.
@@ -757,9 +704,9 @@ impl Agent {
     ) {
         // The executor outlives the reader, so a send cannot fail.
         let (kind, span, index, calls, diagnostics) = match event {
-            MixedEvent::Text { text, .. } => {
-                answer.push_str(&text);
-                emit(AgentEvent::TextDelta(text.into_owned()));
+            MixedEvent::Text { ref text, .. } => {
+                answer.push_str(text);
+                emit(AgentEvent::Decoded(event.into_owned()));
                 return;
             }
             MixedEvent::Reasoning { text, .. } => {
@@ -767,11 +714,8 @@ impl Agent {
                 return;
             }
             MixedEvent::ReasoningStart { .. } | MixedEvent::ReasoningEnd { .. } => return,
-            MixedEvent::BlockStart { protocol, span } => {
-                emit(AgentEvent::BlockStarted {
-                    kind: protocol,
-                    span,
-                });
+            MixedEvent::BlockStart { .. } => {
+                emit(AgentEvent::Decoded(event.into_owned()));
                 return;
             }
             MixedEvent::TamBlock(block) => (
@@ -792,7 +736,9 @@ impl Agent {
                 if turn.cutting.load(Ordering::Relaxed) {
                     turn.cut_block.store(true, Ordering::Relaxed);
                 }
-                emit(AgentEvent::Diagnostic(diagnostic.clone()));
+                emit(AgentEvent::Decoded(MixedEvent::Diagnostic(
+                    diagnostic.clone(),
+                )));
                 let _ = jobs.send(Job {
                     calls: Vec::new(),
                     diagnostics: vec![diagnostic],
@@ -807,9 +753,8 @@ impl Agent {
             | MixedEvent::ParamEnd { .. }
             | MixedEvent::CallEnd { .. }) => {
                 // TAM's CommandSeen comes whatever the decoder's switch says.
-                if let Some(event) = argument_event(other).filter(|_| self.config.stream_arguments)
-                {
-                    emit(event);
+                if self.config.stream_arguments {
+                    emit(AgentEvent::Decoded(other.into_owned()));
                 }
                 return;
             }
@@ -907,66 +852,4 @@ impl Agent {
         }
         work.outcomes.extend(outcomes);
     }
-}
-
-/// A decoder's argument-streaming event as an owned agent event (`None` for others).
-fn argument_event(event: MixedEvent<'_>) -> Option<AgentEvent> {
-    Some(match event {
-        MixedEvent::CommandSeen { call, tool, span } => AgentEvent::CallStreamStart {
-            kind: BlockKind::Tam,
-            index: usize::try_from(call).unwrap_or(usize::MAX),
-            tool: tool.to_string(),
-            span,
-        },
-        MixedEvent::CallStart {
-            protocol,
-            index,
-            tool,
-            span,
-        } => AgentEvent::CallStreamStart {
-            kind: protocol,
-            index,
-            tool,
-            span,
-        },
-        MixedEvent::ParamStart {
-            protocol,
-            key,
-            span,
-        } => AgentEvent::ParamStart {
-            kind: protocol,
-            key: key.into_owned(),
-            span,
-        },
-        MixedEvent::ParamText {
-            protocol,
-            text,
-            span,
-        } => AgentEvent::ParamText {
-            kind: protocol,
-            text: text.into_owned(),
-            span,
-        },
-        MixedEvent::ParamEnd { protocol, span } => AgentEvent::ParamEnd {
-            kind: protocol,
-            span,
-        },
-        MixedEvent::CallEnd {
-            protocol,
-            index,
-            span,
-        } => AgentEvent::CallStreamEnd {
-            kind: protocol,
-            index,
-            span,
-        },
-        MixedEvent::Text { .. }
-        | MixedEvent::Reasoning { .. }
-        | MixedEvent::ReasoningStart { .. }
-        | MixedEvent::ReasoningEnd { .. }
-        | MixedEvent::BlockStart { .. }
-        | MixedEvent::TamBlock(_)
-        | MixedEvent::ActionBlock(_)
-        | MixedEvent::Diagnostic(_) => return None,
-    })
 }

@@ -123,10 +123,10 @@
 //!   [`CompiledTool::coerce_with_source`](tool_schema::CompiledTool::coerce_with_source):
 //!   a parameter declared a string whose XML reading gave an object or an array takes the
 //!   element's raw text (SPEC §5).
-//! * Argument events ([`AgentEvent::CallStreamStart`], [`AgentEvent::ParamStart`],
-//!   [`AgentEvent::ParamText`], [`AgentEvent::ParamEnd`], [`AgentEvent::CallStreamEnd`])
-//!   are owned copies for UIs ([`AgentConfig::stream_arguments`], default on); the
-//!   [`AgentEvent::BlockClosed`] stays authoritative: only its calls run.
+//! * The agent's events carry the decoder's own events ([`AgentEvent::Decoded`]: prose,
+//!   a block's start, diagnostics outside blocks, argument events for UIs with
+//!   [`AgentConfig::stream_arguments`], default on); the [`AgentEvent::BlockClosed`]
+//!   stays authoritative: only its calls run.
 //!
 //! # Limits
 //!

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use support::{ScriptedModel, service};
+use tam::Event;
 use tool_dispatch::engine::ReferenceEngine;
 use tool_dispatch::{
     Agent, AgentConfig, AgentEvent, BlockKind, CancellationToken, Dispatcher, ProtocolChoice,
@@ -80,11 +81,13 @@ fn streamed(events: &[AgentEvent]) -> Vec<(BlockKind, String, String)> {
     let mut open: Option<(BlockKind, String, String)> = None;
     for e in events {
         match e {
-            AgentEvent::ParamStart { kind, key, .. } => {
-                open = Some((*kind, key.clone(), String::new()))
+            AgentEvent::Decoded(Event::ParamStart { protocol, key, .. }) => {
+                open = Some((*protocol, key.to_string(), String::new()))
             }
-            AgentEvent::ParamText { text, .. } => open.as_mut().unwrap().2.push_str(text),
-            AgentEvent::ParamEnd { .. } => out.extend(open.take()),
+            AgentEvent::Decoded(Event::ParamText { text, .. }) => {
+                open.as_mut().unwrap().2.push_str(text)
+            }
+            AgentEvent::Decoded(Event::ParamEnd { .. }) => out.extend(open.take()),
             _ => {}
         }
     }
@@ -118,27 +121,35 @@ async fn both_protocols_stream_arguments_to_the_ui() {
         .map(|(k, key, v)| (*k, key.as_str(), v.as_str()))
         .collect();
     assert_eq!(got, expected);
-    let starts: Vec<(BlockKind, &str)> = events
+    let starts: Vec<(BlockKind, String)> = events
         .iter()
         .filter_map(|e| match e {
-            AgentEvent::CallStreamStart { kind, tool, .. } => Some((*kind, tool.as_str())),
+            AgentEvent::Decoded(Event::CommandSeen { tool, .. }) => {
+                Some((BlockKind::Tam, tool.to_string()))
+            }
+            AgentEvent::Decoded(Event::CallStart { protocol, tool, .. }) => {
+                Some((*protocol, tool.clone()))
+            }
             _ => None,
         })
         .collect();
     assert_eq!(
         starts,
-        [(BlockKind::Tam, "write"), (BlockKind::Action, "write")]
+        [
+            (BlockKind::Tam, "write".to_owned()),
+            (BlockKind::Action, "write".to_owned())
+        ]
     );
     assert_eq!(
         events
             .iter()
             .filter(|e| matches!(
                 e,
-                AgentEvent::CallStreamEnd {
-                    kind: BlockKind::Action,
+                AgentEvent::Decoded(Event::CallEnd {
+                    protocol: BlockKind::Action,
                     index: 0,
                     ..
-                }
+                })
             ))
             .count(),
         1
@@ -153,7 +164,7 @@ async fn both_protocols_stream_arguments_to_the_ui() {
         .rposition(|e| {
             matches!(
                 e,
-                AgentEvent::ParamEnd { .. } | AgentEvent::CallStreamEnd { .. }
+                AgentEvent::Decoded(Event::ParamEnd { .. } | Event::CallEnd { .. })
             )
         })
         .unwrap();
@@ -205,11 +216,10 @@ async fn stream_arguments_off_sends_none() {
         .unwrap();
     let events = events.into_inner().unwrap();
     assert!(streamed(&events).is_empty());
-    assert!(
-        !events
-            .iter()
-            .any(|e| matches!(e, AgentEvent::CallStreamStart { .. }))
-    );
+    assert!(!events.iter().any(|e| matches!(
+        e,
+        AgentEvent::Decoded(Event::CommandSeen { .. } | Event::CallStart { .. })
+    )));
     assert_eq!(closed_calls(&events).len(), 2);
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::{ScriptedModel, Step, get_player_info, no_params, observations, streamed_text};
+use tam::Event;
 use tokio_util::sync::CancellationToken;
 use tool_dispatch::engine::ReferenceEngine;
 use tool_dispatch::{
@@ -117,7 +118,7 @@ async fn a_plain_answer_ends_the_loop_after_one_round() {
         played
             .events
             .iter()
-            .filter(|e| matches!(e, AgentEvent::TextDelta(_)))
+            .filter(|e| matches!(e, AgentEvent::Decoded(Event::Text { .. })))
             .count()
             > 1,
         "text streams in pieces"
@@ -222,7 +223,7 @@ async fn a_blocks_calls_start_before_the_model_stream_ends() {
         .unwrap();
     let late_text = events
         .iter()
-        .position(|e| matches!(e, AgentEvent::TextDelta(t) if t.contains("Still streaming")))
+        .position(|e| matches!(e, AgentEvent::Decoded(Event::Text { text, .. }) if text.contains("Still streaming")))
         .unwrap();
     assert!(
         finished < late_text,
@@ -261,7 +262,7 @@ async fn block_started_arrives_while_the_block_is_still_being_written() {
             &mut conversation,
             "Ping.",
             |e| {
-                if matches!(e, AgentEvent::BlockStarted { .. })
+                if matches!(e, AgentEvent::Decoded(Event::BlockStart { .. }))
                     && let Some(tx) = opened.lock().unwrap().take()
                 {
                     let _ = tx.send(());
@@ -278,14 +279,14 @@ async fn block_started_arrives_while_the_block_is_still_being_written() {
     let events = events.into_inner().unwrap();
     let started: Vec<&AgentEvent> = events
         .iter()
-        .filter(|e| matches!(e, AgentEvent::BlockStarted { .. }))
+        .filter(|e| matches!(e, AgentEvent::Decoded(Event::BlockStart { .. })))
         .collect();
     assert_eq!(
         started,
-        [&AgentEvent::BlockStarted {
-            kind: BlockKind::Tam,
+        [&AgentEvent::Decoded(Event::BlockStart {
+            protocol: BlockKind::Tam,
             span: tam_parse::Span::new(9, 27),
-        }]
+        })]
     );
 }
 
@@ -297,16 +298,14 @@ async fn events_arrive_in_order_for_a_ui() {
         .iter()
         .map(|e| match e {
             AgentEvent::RoundStarted { .. } => "round",
-            AgentEvent::TextDelta(_) => "text",
-            AgentEvent::BlockStarted { .. } => "opened",
+            AgentEvent::Decoded(Event::Text { .. }) => "text",
+            AgentEvent::Decoded(Event::BlockStart { .. }) => "opened",
             AgentEvent::BlockClosed { .. } => "block",
             AgentEvent::CallStarted { .. } => "start",
             AgentEvent::CallFinished(_) => "finish",
             AgentEvent::Observation(_) => "observation",
-            AgentEvent::CallStreamStart { .. }
-            | AgentEvent::ParamStart { .. }
-            | AgentEvent::ParamText { .. }
-            | AgentEvent::ParamEnd { .. } => "arguments",
+            AgentEvent::Decoded(e) if e.is_argument_event() => "arguments",
+            AgentEvent::Decoded(Event::CommandSeen { .. }) => "arguments",
             _ => "other",
         })
         .collect();
@@ -450,7 +449,7 @@ async fn an_unterminated_block_is_reported_to_the_model() {
         "{seen:?}"
     );
     assert!(played.events.iter().any(
-        |e| matches!(e, AgentEvent::Diagnostic(d) if d.code.as_str() == "unterminated_block")
+        |e| matches!(e, AgentEvent::Decoded(Event::Diagnostic(d)) if d.code.as_str() == "unterminated_block")
     ));
 }
 
@@ -534,7 +533,7 @@ async fn cancellation_stops_a_streaming_round() {
             &mut conversation,
             "hi",
             move |e| {
-                if matches!(e, AgentEvent::TextDelta(_)) {
+                if matches!(e, AgentEvent::Decoded(Event::Text { .. })) {
                     canceller.cancel();
                 }
             },

@@ -82,7 +82,7 @@ fn shown_text(events: &[AgentEvent]) -> String {
     events
         .iter()
         .filter_map(|e| match e {
-            AgentEvent::TextDelta(t) => Some(t.as_str()),
+            AgentEvent::Decoded(tam::Event::Text { text, .. }) => Some(text.as_ref()),
             _ => None,
         })
         .collect()

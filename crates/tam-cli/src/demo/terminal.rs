@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use serde_json::{Map, Value};
+use tam::Event;
 use tool_dispatch::{
     AgentEvent, AgentOutcome, BlockKind, CallOutcome, CallStatus, StopReason, ToolCall,
 };
@@ -116,7 +117,7 @@ impl<W: Write> Printer<W> {
                 let rule = self.paint(Style::Dim, &format!("── model, round {round} ──"));
                 self.line(&format!("\n{rule}"));
             }
-            AgentEvent::TextDelta(text) => self.write(&text),
+            AgentEvent::Decoded(Event::Text { text, .. }) => self.write(&text),
             AgentEvent::BlockClosed {
                 kind,
                 calls,
@@ -153,7 +154,7 @@ impl<W: Write> Printer<W> {
                     ));
                 }
             }
-            AgentEvent::Diagnostic(diagnostic) => {
+            AgentEvent::Decoded(Event::Diagnostic(diagnostic)) => {
                 let shown = format!(
                     "  ! {} {}: {}",
                     diagnostic.severity, diagnostic.code, diagnostic.message
@@ -175,12 +176,7 @@ impl<W: Write> Printer<W> {
             // The demo shows blocks when they close and calls when they finish: a block's
             // start, the argument stream, a call's start and the model's own signals are
             // implied by what follows (the demo's scripted model never cuts or reasons).
-            AgentEvent::BlockStarted { .. }
-            | AgentEvent::CallStreamStart { .. }
-            | AgentEvent::ParamStart { .. }
-            | AgentEvent::ParamText { .. }
-            | AgentEvent::ParamEnd { .. }
-            | AgentEvent::CallStreamEnd { .. }
+            AgentEvent::Decoded(_)
             | AgentEvent::CallStarted { .. }
             | AgentEvent::Reasoning(_)
             | AgentEvent::NativeToolCall(_)
@@ -283,6 +279,13 @@ fn describe_outcome(outcome: &CallOutcome) -> (Style, String) {
 mod tests {
     use serde_json::json;
 
+    fn text(text: &str, at: usize) -> AgentEvent {
+        AgentEvent::Decoded(Event::Text {
+            text: text.to_owned().into(),
+            span: tam::Span::new(at, at + text.len()),
+        })
+    }
+
     use super::*;
 
     fn printed(events: Vec<AgentEvent>, color: bool) -> String {
@@ -300,8 +303,8 @@ mod tests {
         };
         let text = printed(
             vec![
-                AgentEvent::TextDelta("Let me".to_owned()),
-                AgentEvent::TextDelta(" look.".to_owned()),
+                text("Let me", 0),
+                text(" look.", 6),
                 AgentEvent::BlockClosed {
                     kind: BlockKind::Action,
                     span: tam_parse::Span::new(0, 1),

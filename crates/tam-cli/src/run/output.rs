@@ -5,6 +5,7 @@
 use std::io::{self, IsTerminal, Write};
 
 use serde_json::{Value, json};
+use tam::Event;
 use tam_parse::Diagnostic;
 use tool_dispatch::{
     AgentEvent, AgentOutcome, BlockKind, CallOutcome, CallStatus, Error, StopReason, StreamCut,
@@ -46,7 +47,7 @@ impl Output {
             self.in_reasoning = false;
         }
         match event {
-            AgentEvent::TextDelta(text) => self.write(text),
+            AgentEvent::Decoded(Event::Text { text, .. }) => self.write(text),
             AgentEvent::Reasoning(text) => {
                 if !self.in_reasoning {
                     if self.dim {
@@ -83,7 +84,7 @@ impl Output {
                 outcome.status
             )),
             AgentEvent::Observation(text) => self.line(&format!("  ↳ {text}")),
-            AgentEvent::Diagnostic(d) => {
+            AgentEvent::Decoded(Event::Diagnostic(d)) => {
                 self.line(&format!("\n! {} {}: {}", d.severity, d.code, d.message));
             }
             AgentEvent::NativeToolCall(chunk) => {
@@ -98,12 +99,7 @@ impl Output {
             // Not shown: the first round's start, a block's start (its close is), the
             // argument stream (off in `tam run`) and the finish reason (a cut is shown).
             AgentEvent::RoundStarted { .. }
-            | AgentEvent::BlockStarted { .. }
-            | AgentEvent::CallStreamStart { .. }
-            | AgentEvent::ParamStart { .. }
-            | AgentEvent::ParamText { .. }
-            | AgentEvent::ParamEnd { .. }
-            | AgentEvent::CallStreamEnd { .. }
+            | AgentEvent::Decoded(_)
             | AgentEvent::ModelFinished(_) => {}
         }
     }
@@ -213,11 +209,11 @@ fn status_name(outcome: &CallOutcome) -> &'static str {
 fn event_json(event: &AgentEvent) -> Option<Value> {
     Some(match event {
         AgentEvent::RoundStarted { round } => json!({"type": "round_started", "round": round}),
-        AgentEvent::TextDelta(text) => json!({"type": "text", "text": text}),
+        AgentEvent::Decoded(Event::Text { text, .. }) => json!({"type": "text", "text": text}),
         AgentEvent::Reasoning(text) => json!({"type": "reasoning", "text": text}),
-        AgentEvent::BlockStarted { kind, span } => json!({
+        AgentEvent::Decoded(Event::BlockStart { protocol, span }) => json!({
             "type": "block_started",
-            "protocol": protocol_name(*kind),
+            "protocol": protocol_name(*protocol),
             "span": [span.start, span.end],
         }),
         AgentEvent::BlockClosed {
@@ -234,7 +230,7 @@ fn event_json(event: &AgentEvent) -> Option<Value> {
             "diagnostics": diagnostics.iter().map(diagnostic_json).collect::<Vec<_>>(),
             "executed": executed,
         }),
-        AgentEvent::Diagnostic(d) => {
+        AgentEvent::Decoded(Event::Diagnostic(d)) => {
             let mut line = diagnostic_json(d);
             line["type"] = json!("diagnostic");
             line
@@ -267,11 +263,7 @@ fn event_json(event: &AgentEvent) -> Option<Value> {
             }
         },
         // Argument streaming is off in `tam run` (the calls are printed when their block
-        // closes); listed so that a new event kind must be decided here.
-        AgentEvent::CallStreamStart { .. }
-        | AgentEvent::ParamStart { .. }
-        | AgentEvent::ParamText { .. }
-        | AgentEvent::ParamEnd { .. }
-        | AgentEvent::CallStreamEnd { .. } => return None,
+        // closes); closed blocks and reasoning come as their own agent events.
+        AgentEvent::Decoded(_) => return None,
     })
 }

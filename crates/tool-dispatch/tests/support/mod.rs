@@ -282,7 +282,9 @@ pub fn streamed_text(events: &[tool_dispatch::AgentEvent]) -> String {
     events
         .iter()
         .filter_map(|e| match e {
-            tool_dispatch::AgentEvent::TextDelta(t) => Some(t.as_str()),
+            tool_dispatch::AgentEvent::Decoded(tam::Event::Text { text, .. }) => {
+                Some(text.as_ref())
+            }
             _ => None,
         })
         .collect()
