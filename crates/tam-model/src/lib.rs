@@ -26,6 +26,7 @@
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod chunk;
 mod model;
 #[cfg(feature = "openai")]
 pub mod openai;

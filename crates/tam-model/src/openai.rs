@@ -56,7 +56,8 @@ use futures_util::stream::BoxStream;
 use serde_json::{Map, Value, json};
 
 use crate::BoxError;
-use crate::model::{FinishReason, LanguageModel, ModelItem, ModelRequest, ToolCallChunk};
+use crate::chunk::{ChunkError, read_chunk};
+use crate::model::{LanguageModel, ModelItem, ModelRequest};
 use crate::sse::{SseConfig, SseError, SseEvent, SseReader};
 
 /// Default of [`OpenAiConfig::idle_timeout`]: 120 s (a local server may take long to read
@@ -399,76 +400,16 @@ impl Reading {
             self.body = None;
             return;
         }
-        let chunk: Map<String, Value> = match serde_json::from_str(data) {
-            Ok(chunk) => chunk,
-            Err(error) => {
-                return self.fail(OpenAiError::InvalidChunk {
-                    reason: error.to_string(),
-                    data: data.chars().take(200).collect(),
-                });
+        match read_chunk(data) {
+            Ok(chunk) => {
+                self.finished |= chunk.finished();
+                self.queue.extend(chunk.items.into_iter().map(Ok));
             }
-        };
-        if let Some(error) = chunk.get("error") {
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .map_or_else(|| error.to_string(), str::to_owned);
-            return self.fail(OpenAiError::Server(message));
-        }
-        // `usage` may come on a chunk of its own, with no choices (OpenAI's
-        // `include_usage`), or beside the finish (llama-server).
-        let usage = chunk
-            .get("usage")
-            .and_then(Value::as_object)
-            .filter(|u| !u.is_empty())
-            .cloned();
-        let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
-            if let Some(usage) = usage {
-                self.queue.push_back(Ok(ModelItem::Usage(usage)));
-            }
-            return;
-        };
-        let Some(choice) = choices
-            .iter()
-            .find(|c| c.get("index").and_then(Value::as_u64) == Some(0))
-            .or_else(|| choices.first())
-        else {
-            if let Some(usage) = usage {
-                self.queue.push_back(Ok(ModelItem::Usage(usage)));
-            }
-            return;
-        };
-        if let Some(delta) = choice.get("delta") {
-            let text = |key: &str| {
-                delta
-                    .get(key)
-                    .and_then(Value::as_str)
-                    .filter(|t| !t.is_empty())
-            };
-            if let Some(reasoning) = text("reasoning_content").or_else(|| text("reasoning")) {
-                self.queue
-                    .push_back(Ok(ModelItem::Reasoning(reasoning.to_owned())));
-            }
-            if let Some(content) = text("content") {
-                self.queue
-                    .push_back(Ok(ModelItem::Text(content.to_owned())));
-            }
-            if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
-                for (position, call) in calls.iter().enumerate() {
-                    self.queue
-                        .push_back(Ok(ModelItem::ToolCallChunk(tool_call_chunk(
-                            position, call,
-                        ))));
-                }
-            }
-        }
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-            self.finished = true;
-            self.queue
-                .push_back(Ok(ModelItem::Finish(FinishReason::from_name(reason))));
-        }
-        if let Some(usage) = usage {
-            self.queue.push_back(Ok(ModelItem::Usage(usage)));
+            Err(ChunkError::Server(message)) => self.fail(OpenAiError::Server(message)),
+            Err(ChunkError::NotJson(reason)) => self.fail(OpenAiError::InvalidChunk {
+                reason,
+                data: data.chars().take(200).collect(),
+            }),
         }
     }
 }
@@ -498,29 +439,6 @@ async fn connect(start: reqwest::RequestBuilder, idle: Duration) -> Result<Body,
         status: status.as_u16(),
         message: error_message(&body, status.canonical_reason()),
     })
-}
-
-/// One entry of `delta.tool_calls`; `position` stands in for a missing `index`.
-fn tool_call_chunk(position: usize, call: &Value) -> ToolCallChunk {
-    let string = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
-    let index = call
-        .get("index")
-        .and_then(Value::as_u64)
-        .and_then(|i| usize::try_from(i).ok())
-        .unwrap_or(position);
-    let function = call.get("function");
-    let arguments = match function.and_then(|f| f.get("arguments")) {
-        Some(Value::String(text)) => text.clone(),
-        // Some servers send the arguments as an object rather than JSON text.
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    };
-    ToolCallChunk::new(
-        index,
-        string(call.get("id")),
-        string(function.and_then(|f| f.get("name"))),
-        arguments,
-    )
 }
 
 /// The server's message in an error body: `error.message`, `error` (a string) or

@@ -17,10 +17,11 @@
 
 use std::io::{self, Write};
 
-use serde_json::Value;
 use tam_parse::{Code, Severity};
 
+use tam_model::chunk::{ChunkError, read_chunk};
 use tam_model::sse::{SseConfig, SseError, SseEvent, SseReader};
+use tam_model::{FinishReason, ModelItem};
 
 use super::Pipeline;
 use super::lines::{Flow, Line, MAX_LINE_BYTES};
@@ -179,9 +180,19 @@ fn dispatch<W: Write>(pipeline: &mut Pipeline<W>, event: &SseEvent) -> io::Resul
     if data.trim() == "[DONE]" {
         return Ok(Flow::Stop);
     }
-    let chunk: Value = match serde_json::from_str(data) {
+    let chunk = match read_chunk(data) {
         Ok(chunk) => chunk,
-        Err(error) => {
+        Err(ChunkError::Server(message)) => {
+            pipeline.report(
+                Severity::Error,
+                STREAM_ERROR,
+                format!("the stream reported an error at input line {number}: {message}"),
+            )?;
+            // The model's reply broke off there: a block open at the end is cut.
+            pipeline.mark_cut();
+            return Ok(Flow::Continue);
+        }
+        Err(ChunkError::NotJson(error)) => {
             pipeline.report(
                 Severity::Error,
                 MALFORMED_SSE,
@@ -192,97 +203,44 @@ fn dispatch<W: Write>(pipeline: &mut Pipeline<W>, event: &SseEvent) -> io::Resul
             )?;
             return Ok(Flow::Continue);
         }
+        Err(other) => {
+            pipeline.report(
+                Severity::Error,
+                MALFORMED_SSE,
+                format!("the SSE event at input line {number} was skipped: {other}"),
+            )?;
+            return Ok(Flow::Continue);
+        }
     };
-    if let Some(error) = chunk.get("error") {
-        let message = error
-            .get("message")
-            .and_then(Value::as_str)
-            .map_or_else(|| error.to_string(), str::to_owned);
+    if let Some(found) = chunk.bad_content {
         pipeline.report(
-            Severity::Error,
-            STREAM_ERROR,
-            format!("the stream reported an error at input line {number}: {message}"),
-        )?;
-        // The model's reply broke off there: a block open at the end is cut.
-        pipeline.mark_cut();
-        return Ok(Flow::Continue);
-    }
-    let cut_at_limit = first_choice(&chunk)
-        .and_then(|choice| choice.get("finish_reason"))
-        .and_then(Value::as_str)
-        == Some("length");
-    match content_delta(&chunk) {
-        Ok(Some(content)) => pipeline.feed_text(content)?,
-        Ok(None) => {}
-        Err(found) => pipeline.report(
             Severity::Error,
             MALFORMED_SSE,
             format!(
                 "in the SSE event at input line {number}, choices[0].delta.content is {found}, not a string; the event was skipped"
             ),
-        )?,
+        )?;
+    }
+    let mut cut_at_limit = false;
+    for item in chunk.items {
+        match item {
+            ModelItem::Text(content) => pipeline.feed_text(&content)?,
+            ModelItem::Finish(FinishReason::Length) => cut_at_limit = true,
+            // Reasoning, native tool calls, other finishes and usage are not the reply's
+            // text: `tam decode` reads only the text.
+            _ => {}
+        }
     }
     if cut_at_limit {
-        // Cut at the token limit (SPEC §5): a block open at the end yields no call.
+        // Cut at the token limit: a block open at the end yields no call.
         pipeline.mark_cut();
     }
     Ok(Flow::Continue)
 }
 
-/// A chunk's first choice (`index` 0, else the first of `choices`).
-fn first_choice(chunk: &Value) -> Option<&Value> {
-    let choices = chunk.get("choices")?.as_array()?;
-    choices
-        .iter()
-        .find(|choice| choice.get("index").and_then(Value::as_u64) == Some(0))
-        .or_else(|| choices.first())
-}
-
-/// The content delta of a chunk's first choice: `Ok(None)` when the chunk has none (no
-/// `choices`, an empty array, no `delta`, a `null` content), `Err` naming the kind of a
-/// content that is not text.
-fn content_delta(chunk: &Value) -> Result<Option<&str>, &'static str> {
-    match first_choice(chunk)
-        .and_then(|choice| choice.get("delta"))
-        .and_then(|delta| delta.get("content"))
-    {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(content)) => Ok(Some(content)),
-        Some(Value::Bool(_)) => Err("a boolean"),
-        Some(Value::Number(_)) => Err("a number"),
-        Some(Value::Array(_)) => Err("an array"),
-        Some(Value::Object(_)) => Err("an object"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
-
-    #[test]
-    fn content_comes_from_the_choice_with_index_zero() {
-        let chunk = json!({"choices": [{"index": 1, "delta": {"content": "b"}}, {"index": 0, "delta": {"content": "a"}}]});
-        assert_eq!(content_delta(&chunk), Ok(Some("a")));
-        let unindexed = json!({"choices": [{"delta": {"content": "x"}}]});
-        assert_eq!(content_delta(&unindexed), Ok(Some("x")));
-    }
-
-    #[test]
-    fn chunks_without_content_are_not_errors() {
-        for chunk in [
-            json!({"choices": [{"index": 0, "delta": {"role": "assistant"}}]}),
-            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
-            json!({"choices": [], "usage": {"total_tokens": 3}}),
-            json!({"choices": [{"index": 0, "delta": {"content": null}}]}),
-            json!({"id": "x"}),
-        ] {
-            assert_eq!(content_delta(&chunk), Ok(None), "{chunk}");
-        }
-        let bad = json!({"choices": [{"delta": {"content": 7}}]});
-        assert_eq!(content_delta(&bad), Err("a number"));
-    }
 
     #[test]
     fn previews_are_cut_at_a_character() {
