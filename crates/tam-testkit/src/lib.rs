@@ -23,6 +23,7 @@ use std::fmt::Debug;
 
 #[cfg(feature = "action")]
 use action_xml::MixedEvent;
+#[cfg(feature = "action")]
 use tam::Decoder as OutputDecoder;
 use tam_parse::Span;
 
