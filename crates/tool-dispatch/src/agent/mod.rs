@@ -7,240 +7,29 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 
 use futures_util::StreamExt;
-use serde_json::{Map, Value};
-use tam_parse::{Diagnostic, Span};
+use tam_parse::Diagnostic;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tool_schema::PromptStyle;
 
 use tam::turn::{ACTION_END, close_stopped_block, stop_sequences};
-use tam::{Config as MixedConfig, Decoder as OutputDecoder, Event as MixedEvent};
+use tam::{Decoder as OutputDecoder, Event as MixedEvent};
 use tam_model::{
-    ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelOptions, ModelRequest,
-    Role, ThinkSplitter, ToolCallChunk,
+    ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelRequest, ThinkSplitter,
 };
 
+use crate::BlockKind;
 use crate::dispatch::{CallBudget, CallStatus, ChainEvent};
-use crate::scope::{AvailableTools, DEFAULT_MAX_TOOL_CALLS, LlmNodeConfig};
-use crate::{BlockKind, ProtocolChoice};
+use crate::scope::{AvailableTools, LlmNodeConfig};
 use crate::{
     CallOutcome, Dispatcher, Error, OBSERVATION_PREFIX, Scope, ToolCall, diagnostic_observation,
 };
 
-/// What a model answers when a tool reported `success: false` and the work cannot go on
-/// (result seed: the workflow engine stops on it).
-pub const TOOL_EXECUTION_FAILED: &str = "TOOL_EXECUTION_FAILED";
+mod config;
+mod event;
 
-/// What a failed call does to the loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FailurePolicy {
-    /// The failure becomes an observation and the model decides (self-correction, or
-    /// answering [`TOOL_EXECUTION_FAILED`]). The default.
-    #[default]
-    Observe,
-    /// The first call with `success: false` (refusals included) ends the loop after the
-    /// round with [`StopReason::ToolFailed`].
-    Stop,
-}
-
-/// Limits and choices of an [`Agent`].
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct AgentConfig {
-    /// The protocol(s) decoded. Default: [`ProtocolChoice::Tam`] (the prompt teaches
-    /// one protocol; [`ProtocolChoice::Auto`] also reads the other).
-    pub protocol: ProtocolChoice,
-    /// The TAM decoder's configuration (dialect, limits). Default: the default dialect.
-    pub tam: tam_parse::Config,
-    /// The ACTION decoder's configuration (limits). Default: action-xml's defaults.
-    pub action: action_xml::Config,
-    /// Whether the model's turn ends at its call (SPEC §5). Default: `true`: each request
-    /// asks the model to stop at the protocol's end marker (a `stop` sequence before the
-    /// caller's own), the stream is closed as soon as a block with calls to run has closed,
-    /// and nothing the model wrote after that block is shown, kept in the conversation or
-    /// run; a reply the server stopped at the marker is read as closed by it. `false` reads
-    /// every reply to its end (several blocks per reply: see
-    /// [`run_extra_action_blocks`](Self::run_extra_action_blocks)).
-    pub end_turn_at_call: bool,
-    /// Whether ACTION blocks after the first of a reply run too, when the turn does not end
-    /// at the call ([`end_turn_at_call`](Self::end_turn_at_call) `false`). Default: `false`
-    /// (SPEC §3: only the first runs); each ignored block is reported to the model.
-    pub run_extra_action_blocks: bool,
-    /// Most calls in one run (`maxToolCalls`). Default: 10.
-    pub max_tool_calls: usize,
-    /// Most model rounds in one run, so a model that writes only broken blocks stops too.
-    /// Default: 20.
-    pub max_rounds: usize,
-    /// What a failed call does. Default: [`FailurePolicy::Observe`].
-    pub failure_policy: FailurePolicy,
-    /// How the tool list is rendered into the first prompt. Default: the style of the
-    /// protocol (TAM seed §6.2 for TAM and both, ACTION seed §4.2 for ACTION).
-    pub prompt_style: PromptStyle,
-    /// The line before the tool list. Default: `Available tools:`.
-    pub tool_list_heading: String,
-    /// The sampling options of every model request. Default: none set (the server's).
-    pub model_options: ModelOptions,
-    /// The role of the message carrying a round's observations. Default: [`Role::User`]
-    /// (see [`Role::Tool`] for why not `tool`).
-    pub observation_role: Role,
-    /// Whether `<think>…</think>` sections of a reply's text are reasoning (split out,
-    /// shown as [`AgentEvent::Reasoning`], never decoded): the one at the start of the
-    /// reply by [`ThinkSplitter`], one beginning a later prose line by the decoder
-    /// (`MixedConfig::reasoning_tags`). Default: `true`.
-    pub split_think_tags: bool,
-    /// Whether the argument events ([`AgentEvent::Decoded`] with the decoder's
-    /// `CommandSeen`, `CallStart`, `ParamStart`, `ParamText`, `ParamEnd`, `CallEnd`) are
-    /// sent while blocks stream
-    /// ([`tam::Config::param_events`]). Default: `true`.
-    pub stream_arguments: bool,
-}
-
-/// Default of [`AgentConfig::max_rounds`].
-pub const DEFAULT_MAX_ROUNDS: usize = 20;
-
-impl Default for AgentConfig {
-    fn default() -> Self {
-        Self::for_protocol(ProtocolChoice::Tam)
-    }
-}
-
-impl AgentConfig {
-    /// The defaults, for a model writing `protocol`, with the matching prompt style.
-    pub fn for_protocol(protocol: ProtocolChoice) -> Self {
-        let prompt_style = match protocol {
-            ProtocolChoice::Action => PromptStyle::Xml,
-            ProtocolChoice::Tam | ProtocolChoice::Auto => PromptStyle::Tam,
-        };
-        Self {
-            protocol,
-            tam: tam_parse::Config::default(),
-            action: action_xml::Config::default(),
-            end_turn_at_call: true,
-            run_extra_action_blocks: false,
-            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
-            max_rounds: DEFAULT_MAX_ROUNDS,
-            failure_policy: FailurePolicy::default(),
-            prompt_style,
-            tool_list_heading: "Available tools:".to_owned(),
-            model_options: ModelOptions::default(),
-            observation_role: Role::User,
-            split_think_tags: true,
-            stream_arguments: true,
-        }
-    }
-
-    /// The front door's settings for this configuration.
-    fn decoder_config(&self) -> MixedConfig {
-        let mut config = MixedConfig::for_protocol(self.protocol);
-        config.tam = self.tam;
-        config.action = self.action;
-        config
-            .with_param_events(self.stream_arguments)
-            .with_reasoning_tags(self.split_think_tags)
-    }
-}
-
-/// Progress of a run, in order, for a UI to print as it happens.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AgentEvent {
-    /// A model round begins (numbered from 1).
-    RoundStarted {
-        /// The round.
-        round: usize,
-    },
-    /// What the decoder reported while the model wrote, as the decoder reported it
-    /// ([`tam::Event`], owned): prose ([`tam::Event::Text`], as soon as the decoder
-    /// releases it), a block's start ([`tam::Event::BlockStart`]: the model is writing
-    /// tool calls — for a UI to show "calling a tool…" while the block streams), a
-    /// diagnostic outside any block ([`tam::Event::Diagnostic`]: an unterminated block,
-    /// invalid UTF-8, a quoted marker), and the argument events while calls are written
-    /// ([`tam::Event::CommandSeen`], [`tam::Event::CallStart`], [`tam::Event::ParamStart`],
-    /// [`tam::Event::ParamText`], [`tam::Event::ParamEnd`], [`tam::Event::CallEnd`]; only
-    /// with [`AgentConfig::stream_arguments`]). Closed blocks come as
-    /// [`AgentEvent::BlockClosed`] and reasoning as [`AgentEvent::Reasoning`], never here.
-    Decoded(tam::Event<'static>),
-    /// A block closed; unless `executed` is false, its calls are about to run (they may
-    /// wait for an earlier block's).
-    BlockClosed {
-        /// The block's protocol.
-        kind: BlockKind,
-        /// Start marker to end marker.
-        span: Span,
-        /// The calls, in execution order.
-        calls: Vec<ToolCall>,
-        /// The decoder's diagnostics about the block.
-        diagnostics: Vec<Diagnostic>,
-        /// False for an ACTION block after the first when
-        /// [`AgentConfig::run_extra_action_blocks`] is off, and for a block that was open
-        /// when the stream was cut ([`AgentEvent::StreamCut`]): its calls do not run.
-        executed: bool,
-    },
-    /// A call starts (dispatch: after the block closed).
-    CallStarted {
-        /// The tool id as written.
-        tool: String,
-        /// The arguments as written.
-        args: Map<String, Value>,
-    },
-    /// A call ended (also sent for calls refused or skipped without starting).
-    CallFinished(CallOutcome),
-    /// An observation line for the next round.
-    Observation(String),
-    /// A piece of the model's reasoning (a server's `reasoning_content` / `reasoning`, a
-    /// `<think>…</think>` section at the start of the text, or one the decoder found
-    /// opening a later prose line): shown, never decoded into calls.
-    Reasoning(String),
-    /// A piece of a native tool call the model made (`delta.tool_calls`). Native calls are
-    /// not run: the protocol's blocks are; the model is told so in an observation.
-    NativeToolCall(ToolCallChunk),
-    /// The model's stream said how it finished.
-    ModelFinished(FinishReason),
-    /// The model's stream was cut (SPEC §5): a block open at the cut yields no call.
-    StreamCut(StreamCut),
-}
-
-/// Why a model's stream was cut.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StreamCut {
-    /// The reply hit the token limit (`finish_reason: "length"`).
-    Length,
-    /// The transport failed mid-stream; the run ends with [`Error::Model`].
-    Transport(String),
-}
-
-/// Why a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    /// The model answered without calling a tool.
-    Answer,
-    /// The model answered [`TOOL_EXECUTION_FAILED`].
-    ToolExecutionFailed,
-    /// A call failed under [`FailurePolicy::Stop`].
-    ToolFailed,
-    /// A call was refused because `maxToolCalls` was used up.
-    MaxToolCalls,
-    /// [`AgentConfig::max_rounds`] rounds ran without an answer.
-    MaxRounds,
-    /// The cancellation token fired.
-    Cancelled,
-    /// The model's prose answer was cut at its token limit (`finish_reason: "length"`)
-    /// outside any block: `answer` is incomplete.
-    Truncated,
-}
-
-/// The end of a run.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct AgentOutcome {
-    /// Why it ended.
-    pub stop: StopReason,
-    /// The prose of the last round (the answer, when `stop` is [`StopReason::Answer`]).
-    pub answer: String,
-    /// Model rounds run.
-    pub rounds: usize,
-    /// Every call of the run, in order.
-    pub calls: Vec<CallOutcome>,
-}
+pub use config::{AgentConfig, DEFAULT_MAX_ROUNDS, FailurePolicy, TOOL_EXECUTION_FAILED};
+pub use event::{AgentEvent, AgentOutcome, StopReason, StreamCut};
 
 /// Runs the deliberation–action loop of one LLM node over a [`Dispatcher`].
 #[derive(Debug, Clone)]

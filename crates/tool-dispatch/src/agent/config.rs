@@ -1,0 +1,121 @@
+//! Settings of the agent loop.
+
+use tam::Config as MixedConfig;
+use tam_model::{ModelOptions, Role};
+use tool_schema::PromptStyle;
+
+use crate::ProtocolChoice;
+use crate::scope::DEFAULT_MAX_TOOL_CALLS;
+
+/// What a model answers when a tool reported `success: false` and the work cannot go on
+/// (result seed: the workflow engine stops on it).
+pub const TOOL_EXECUTION_FAILED: &str = "TOOL_EXECUTION_FAILED";
+
+/// What a failed call does to the loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailurePolicy {
+    /// The failure becomes an observation and the model decides (self-correction, or
+    /// answering [`TOOL_EXECUTION_FAILED`](crate::TOOL_EXECUTION_FAILED)). The default.
+    #[default]
+    Observe,
+    /// The first call with `success: false` (refusals included) ends the loop after the
+    /// round with [`StopReason::ToolFailed`](crate::StopReason::ToolFailed).
+    Stop,
+}
+
+/// Limits and choices of an [`Agent`](crate::Agent).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct AgentConfig {
+    /// The protocol(s) decoded. Default: [`ProtocolChoice::Tam`] (the prompt teaches
+    /// one protocol; [`ProtocolChoice::Auto`] also reads the other).
+    pub protocol: ProtocolChoice,
+    /// The TAM decoder's configuration (dialect, limits). Default: the default dialect.
+    pub tam: tam_parse::Config,
+    /// The ACTION decoder's configuration (limits). Default: action-xml's defaults.
+    pub action: action_xml::Config,
+    /// Whether the model's turn ends at its call (SPEC §5). Default: `true`: each request
+    /// asks the model to stop at the protocol's end marker (a `stop` sequence before the
+    /// caller's own), the stream is closed as soon as a block with calls to run has closed,
+    /// and nothing the model wrote after that block is shown, kept in the conversation or
+    /// run; a reply the server stopped at the marker is read as closed by it. `false` reads
+    /// every reply to its end (several blocks per reply: see
+    /// [`run_extra_action_blocks`](Self::run_extra_action_blocks)).
+    pub end_turn_at_call: bool,
+    /// Whether ACTION blocks after the first of a reply run too, when the turn does not end
+    /// at the call ([`end_turn_at_call`](Self::end_turn_at_call) `false`). Default: `false`
+    /// (SPEC §3: only the first runs); each ignored block is reported to the model.
+    pub run_extra_action_blocks: bool,
+    /// Most calls in one run (`maxToolCalls`). Default: 10.
+    pub max_tool_calls: usize,
+    /// Most model rounds in one run, so a model that writes only broken blocks stops too.
+    /// Default: 20.
+    pub max_rounds: usize,
+    /// What a failed call does. Default: [`FailurePolicy::Observe`](crate::FailurePolicy::Observe).
+    pub failure_policy: FailurePolicy,
+    /// How the tool list is rendered into the first prompt. Default: the style of the
+    /// protocol (TAM seed §6.2 for TAM and both, ACTION seed §4.2 for ACTION).
+    pub prompt_style: PromptStyle,
+    /// The line before the tool list. Default: `Available tools:`.
+    pub tool_list_heading: String,
+    /// The sampling options of every model request. Default: none set (the server's).
+    pub model_options: ModelOptions,
+    /// The role of the message carrying a round's observations. Default: [`Role::User`]
+    /// (see [`Role::Tool`] for why not `tool`).
+    pub observation_role: Role,
+    /// Whether `<think>…</think>` sections of a reply's text are reasoning (split out,
+    /// shown as [`AgentEvent::Reasoning`](crate::AgentEvent::Reasoning), never decoded): the one at the start of the
+    /// reply by [`ThinkSplitter`](crate::ThinkSplitter), one beginning a later prose line by the decoder
+    /// (`MixedConfig::reasoning_tags`). Default: `true`.
+    pub split_think_tags: bool,
+    /// Whether the argument events ([`AgentEvent::Decoded`](crate::AgentEvent::Decoded) with the decoder's
+    /// `CommandSeen`, `CallStart`, `ParamStart`, `ParamText`, `ParamEnd`, `CallEnd`) are
+    /// sent while blocks stream
+    /// ([`tam::Config::param_events`]). Default: `true`.
+    pub stream_arguments: bool,
+}
+
+/// Default of [`AgentConfig::max_rounds`](crate::AgentConfig::max_rounds).
+pub const DEFAULT_MAX_ROUNDS: usize = 20;
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self::for_protocol(ProtocolChoice::Tam)
+    }
+}
+
+impl AgentConfig {
+    /// The defaults, for a model writing `protocol`, with the matching prompt style.
+    pub fn for_protocol(protocol: ProtocolChoice) -> Self {
+        let prompt_style = match protocol {
+            ProtocolChoice::Action => PromptStyle::Xml,
+            ProtocolChoice::Tam | ProtocolChoice::Auto => PromptStyle::Tam,
+        };
+        Self {
+            protocol,
+            tam: tam_parse::Config::default(),
+            action: action_xml::Config::default(),
+            end_turn_at_call: true,
+            run_extra_action_blocks: false,
+            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
+            max_rounds: DEFAULT_MAX_ROUNDS,
+            failure_policy: FailurePolicy::default(),
+            prompt_style,
+            tool_list_heading: "Available tools:".to_owned(),
+            model_options: ModelOptions::default(),
+            observation_role: Role::User,
+            split_think_tags: true,
+            stream_arguments: true,
+        }
+    }
+
+    /// The front door's settings for this configuration.
+    pub(super) fn decoder_config(&self) -> MixedConfig {
+        let mut config = MixedConfig::for_protocol(self.protocol);
+        config.tam = self.tam;
+        config.action = self.action;
+        config
+            .with_param_events(self.stream_arguments)
+            .with_reasoning_tags(self.split_think_tags)
+    }
+}
