@@ -1,4 +1,4 @@
-//! `tam`: the command line over the workspace's crates (SPEC §6).
+//! `tam`: the command line over the workspace's crates.
 //!
 //! * `tam decode` streams a model's output (raw text, JSON-string deltas, or an OpenAI
 //!   `chat.completions` SSE stream) through the TAM, ACTION XML or mixed decoder and writes
@@ -9,10 +9,10 @@
 //!   only the tool list, for an agent profile or the tools of the files given.
 //! * `tam demo` runs an agent loop end to end on an embedded scripted model that streams
 //!   like a real one and uses both protocols.
-//! * `tam run` runs the same loop against an OpenAI-compatible server (SPEC §7) with the
+//! * `tam run` runs the same loop against an OpenAI-compatible server with the
 //!   demo's tools, tool files and the tools of MCP servers (`--mcp "CMD ARGS"`), sending
 //!   tool-schema's complete system prompt for the protocol.
-//! * `tam serve` serves tool-dispatch's OpenAI-compatible proxy (SPEC §8): native tool
+//! * `tam serve` serves tool-dispatch's OpenAI-compatible proxy: native tool
 //!   calls for any client, from a model that writes TAM or ACTION blocks.
 //!
 //! Exit status: 0 on success (whatever the model wrote: problems in its output are

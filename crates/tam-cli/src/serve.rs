@@ -1,4 +1,4 @@
-//! `tam serve` (SPEC §8): tool-dispatch's OpenAI-compatible proxy on a socket, giving
+//! `tam serve`: tool-dispatch's OpenAI-compatible proxy on a socket, giving
 //! native tool calls to a model behind `--upstream` that follows a text protocol.
 
 use std::net::SocketAddr;

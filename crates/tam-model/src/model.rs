@@ -171,7 +171,7 @@ impl ModelRequest {
 pub enum FinishReason {
     /// The model ended its reply (or met a stop sequence).
     Stop,
-    /// The reply hit the token limit: the stream is cut (SPEC §5).
+    /// The reply hit the token limit: the stream is cut.
     Length,
     /// The model made native tool calls.
     ToolCalls,
@@ -278,7 +278,7 @@ impl From<String> for ModelItem {
 /// A language model that streams its reply.
 ///
 /// The stream yields [`ModelItem`]s in order; an `Err` is a transport failure and ends the
-/// stream (the reply is cut: SPEC §5). A stream that ends without a
+/// stream (the reply is cut: a consumer runs no call the model had not finished). A stream that ends without a
 /// [`ModelItem::Finish`] is taken as finished normally (`stop`): scripted and local models
 /// need not send one.
 pub trait LanguageModel: Send + Sync {

@@ -1,7 +1,7 @@
 //! A [`LanguageModel`] for any OpenAI-compatible server (llama.cpp's `llama-server`, vLLM,
 //! SGLang, Ollama's `/v1`, OpenAI): `POST {base}/chat/completions` with `"stream": true`,
 //! the response read with the crate's [SSE reader](crate::sse) one event at a time under an
-//! idle time-out (SPEC §7). Behind the `openai` feature.
+//! idle time-out. Behind the `openai` feature.
 //!
 //! ```no_run
 //! use futures_util::StreamExt;
@@ -34,7 +34,7 @@
 //! [`ModelItem::ToolCallChunk`], `finish_reason` → [`ModelItem::Finish`]; empty pieces are
 //! skipped. `data: [DONE]` ends the stream.
 //!
-//! # Errors, each ending the stream (a cut stream: SPEC §5)
+//! # Errors, each ending the stream (a cut stream)
 //!
 //! | [`OpenAiError`] | code | when |
 //! |---|---|---|

@@ -1,4 +1,4 @@
-//! Decoded TAM blocks: calls and parameters, and how entries become calls (SPEC §2.4).
+//! Decoded TAM blocks: calls and parameters, and how entries become calls.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -42,7 +42,7 @@ pub struct Call {
     /// Parameters in the order first written.
     pub params: Vec<Param>,
     /// Where the command entry that names its tool is in the stream. A call started by a
-    /// repeated parameter key (SPEC §2.4) has no command entry of its own: its span is that
+    /// repeated parameter key has no command entry of its own: its span is that
     /// of the call it repeats.
     pub span: Span,
 }
@@ -227,7 +227,7 @@ fn canonical_of(raw: &ByteString, key: &str) -> ByteString {
     }
 }
 
-/// Builds the calls of a block from its entries (SPEC §2.4). `chained`: some key
+/// Builds the calls of a block from its entries. `chained`: some key
 /// canonicalises to `command<digits>` (TAM only).
 pub(crate) fn build_calls(
     raw: &ByteString,

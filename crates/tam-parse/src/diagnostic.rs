@@ -151,7 +151,7 @@ impl fmt::Display for Code {
 /// anywhere else (an unterminated block, stray text, an orphan entry), so nothing the model
 /// wrote is silently dropped.
 ///
-/// With feature `serde`: `{"severity", "code", "message", "span", "raw"}` (the SPEC §6
+/// With feature `serde`: `{"severity", "code", "message", "span", "raw"}` (the `tam decode`
 /// diagnostic line without its `type`), `raw` left out when there is none.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

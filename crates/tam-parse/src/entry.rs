@@ -1,5 +1,5 @@
 //! The entry grammar inside a TAM block, between values: keys, comments, stray text; and
-//! the key rules of SPEC §2.4 (canonical keys, `commandN` chain suffixes).
+//! the key rules (canonical keys: lowercase, `_` and `-` removed; `commandN` chain suffixes).
 
 use std::ops::Range;
 
@@ -18,8 +18,8 @@ pub(crate) enum SegmentItem {
     Comment,
     /// A word of text that is neither an entry nor a comment.
     Stray(Range<usize>),
-    /// An entry whose value is written between bare corner brackets, `KEY:「VALUE」`
-    /// (SPEC §2.3): `key`, `value` (inside the brackets) and `text` (key to the closing
+    /// An entry whose value is written between bare corner brackets, `KEY:「VALUE」`:
+    /// `key`, `value` (inside the brackets) and `text` (key to the closing
     /// `」`) are ranges of the segment.
     Bare {
         /// The key.

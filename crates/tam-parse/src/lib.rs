@@ -31,7 +31,7 @@
 //!
 //! # The protocol
 //!
-//! SPEC §2: entries `key:「始」value「末」` (or `「始ESCAPE」…「末ESCAPE」` for a value that
+//! Entries `key:「始」value「末」` (or `「始ESCAPE」…「末ESCAPE」` for a value that
 //! contains `「末」`), `#` comment lines, chained calls `command1`, `command2`, … with
 //! suffixed parameters, keys matched by their canonical form (lowercase, `_` and `-`
 //! removed). [`Dialect::Vcp`] reads VCPToolBox's `<<<[TOOL_REQUEST]>>>` blocks. Every
@@ -78,13 +78,13 @@
 //! # Blocks that never close, cut streams, what small models write
 //!
 //! * A block that never closes (end of stream, [`Decoder::finish_cut`], or a second start
-//!   marker) yields **no call**, ever (SPEC §2.3). Without a complete entry it was a
+//!   marker) yields **no call**, ever. Without a complete entry it was a
 //!   marker mentioned in prose: its bytes, marker included, come out as [`Event::Text`] in
 //!   stream order, then a warning `marker_in_prose` (span: the marker). With one, it is
 //!   error `unterminated_block` carrying its raw text. [`Event::BlockStart`] (and any
 //!   streamed argument) came before and is superseded.
 //! * The end-of-stream recovery (`missing_value_close`) applies at [`Decoder::finish`]
-//!   only, never at [`Decoder::finish_cut`] (SPEC §5: no repair on a cut stream).
+//!   only, never at [`Decoder::finish_cut`] (no repair on a cut stream).
 //! * A `「始」`/`「始ESCAPE」` with no key before it opens no value: it is stray text
 //!   (`stray_text`), and the end marker after it still closes the block.
 //! * Bare brackets: `KEY:「VALUE」` (no `始`/`末`) inside a block is read as that value,
@@ -94,7 +94,7 @@
 //! # Quoted markers, fenced blocks, reasoning
 //!
 //! Models quote markers and show examples; only a marker the model *uses* opens a block
-//! (SPEC §2.2). The scanner tracks where in the markdown of the prose it is, in a few
+//!. The scanner tracks where in the markdown of the prose it is, in a few
 //! counters (O(1) state, the same whatever the deltas — a backtick, a `>`, a fence or a
 //! `<think>` tag may be split anywhere):
 //!
@@ -220,7 +220,7 @@
 //!
 //! With feature `serde`, every type a decoder reports is `serde::Serialize`, and the owned
 //! ones are `serde::Deserialize` too (a JSON round trip gives back an equal value). The
-//! forms are what a JSON consumer reads, and `tam decode`'s lines (SPEC §6) are built
+//! forms are what a JSON consumer reads, and `tam decode`'s lines are built
 //! from them:
 //!
 //! | type | form |

@@ -74,7 +74,7 @@ pub struct ToolCall {
     /// The exact source text of each parameter's content, by key as written (ACTION XML:
     /// [`action_xml::ActionCall::source`]; first element of a repeated name). A parameter
     /// declared a string whose value was read as an object or array takes this text
-    /// (SPEC §5; [`tool_schema::CompiledTool::coerce_with_source`]). Empty for TAM.
+    /// ([`tool_schema::CompiledTool::coerce_with_source`]). Empty for TAM.
     pub sources: BTreeMap<String, String>,
 }
 

@@ -97,7 +97,7 @@
 //! * [`Agent::system_prompt`] renders tool-schema's complete system prompt for the scope;
 //!   the caller puts it first in the conversation, and the loop then adds no second tool
 //!   list to the first prompt.
-//! * A cut stream (SPEC §5): whatever block the decoder hands over while finishing a cut
+//! * A cut stream: whatever block the decoder hands over while finishing a cut
 //!   stream is reported as [`AgentEvent::BlockClosed`] with `executed: false` and never
 //!   runs, even where the decoder would have repaired it. A reply cut at the token limit
 //!   inside a block gets an observation saying so and the loop goes on; one cut in prose
@@ -122,7 +122,7 @@
 //!   [`Dispatcher::dispatch`] coerces with
 //!   [`CompiledTool::coerce_with_source`](tool_schema::CompiledTool::coerce_with_source):
 //!   a parameter declared a string whose XML reading gave an object or an array takes the
-//!   element's raw text (SPEC §5).
+//!   element's raw text.
 //! * The agent's events carry the decoder's own events ([`AgentEvent::Decoded`]: prose,
 //!   a block's start, diagnostics outside blocks, argument events for UIs with
 //!   [`AgentConfig::stream_arguments`], default on); the [`AgentEvent::BlockClosed`]

@@ -24,7 +24,7 @@ pub mod operation_type {
     pub const UNKNOWN: &str = "unknown";
 }
 
-/// Message of the result that replaces a tool's missing return value (SPEC §5).
+/// Message of the result that replaces a tool's missing return value.
 pub const NULL_RESULT_MESSAGE: &str = "tool returned null";
 
 /// The result of one tool call, serialised exactly as the seed's JSON: `success`,

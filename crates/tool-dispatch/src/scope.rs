@@ -289,8 +289,8 @@ impl Scope {
 /// * a negative `seed` is not mapped (servers that take one read it as "random", which is
 ///   what leaving it out asks for).
 /// * `top_p`, `presence_penalty`, `frequency_penalty` and the other keys of
-///   [`raw`](ModelParameters::raw) are not mapped: the request carries only the
-///   options of SPEC §7.
+///   [`raw`](ModelParameters::raw) are not mapped: the request carries only
+///   temperature, max tokens, stop sequences and seed.
 ///
 /// ```
 /// use tool_dispatch::{LlmNodeConfig, ModelOptions};

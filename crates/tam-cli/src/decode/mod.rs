@@ -33,7 +33,7 @@ Decode a model's output stream into tool calls: one JSON object per line on stan
 output, written and flushed as soon as each event is decided, while the input is still
 arriving (FILE or standard input).
 
-Output lines (SPEC §6):
+Output lines:
   {\"type\":\"text\",\"text\":S}
       prose outside blocks; adjacent text lines may be split anywhere
   {\"type\":\"reasoning\",\"text\":S}
@@ -279,7 +279,7 @@ impl<W: Write> Pipeline<W> {
         self.writer.write_diagnostic(&diagnostic)
     }
 
-    /// The stream was cut (SPEC §5: no repair applies to the block open at the cut).
+    /// The stream was cut (no repair applies to the block open at the cut).
     pub(crate) fn mark_cut(&mut self) {
         self.cut = true;
     }

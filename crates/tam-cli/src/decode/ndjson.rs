@@ -1,4 +1,4 @@
-//! The output of `tam decode`: one JSON object per line (SPEC §6), flushed per event.
+//! The output of `tam decode`: one JSON object per line, flushed per event.
 //!
 //! ```text
 //! {"type":"text","text":"I'll read it.\n"}
@@ -7,7 +7,7 @@
 //! ```
 //!
 //! Each line is the event's own serde form: `action_xml::MixedEvent` serializes as its
-//! SPEC §6 line (feature `serde` of action-xml; spans, protocols and diagnostics by their
+//! `tam decode` line (feature `serde` of action-xml; spans, protocols and diagnostics by their
 //! own impls, the call shape `{"tool","args"}` built there from the blocks' calls). This
 //! module only chooses which events get a line and whether diagnostics keep `raw`:
 //!
@@ -29,7 +29,7 @@ use std::io::{self, Write};
 use tam::Event as MixedEvent;
 use tam_parse::Diagnostic;
 
-/// What to write besides the three SPEC types.
+/// What to write besides text, tool calls and diagnostics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Extras {
     /// Write `block_start`, `command_seen` and the argument lines.

@@ -1,4 +1,4 @@
-//! `tam run` (SPEC §7): the agent loop of §5 against an OpenAI-compatible server, with the
+//! `tam run`: the agent loop of §5 against an OpenAI-compatible server, with the
 //! demo's tools, tool files and MCP servers, printing prose as it streams and each call as
 //! it runs.
 //!

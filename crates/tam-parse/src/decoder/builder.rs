@@ -55,7 +55,7 @@ impl OpenValue {
 
     /// How far the value may be streamed when `buf[..settled]` is decided. Held back, on top
     /// of a possible close marker (already outside `settled`): whatever the end-of-stream
-    /// recovery of SPEC §2.3 could still cut off — from the first end marker inside the
+    /// end-of-stream recovery (`missing_value_close`) could still cut off — from the first end marker inside the
     /// value on, a tail that may begin an end marker, and the blanks before either.
     /// Each byte is looked at a bounded number of times over the value's life.
     pub(super) fn limit(&mut self, buf: &[u8], settled: usize, end_marker: &[u8]) -> usize {
@@ -100,7 +100,7 @@ impl OpenValue {
     }
 }
 
-/// Decides which call each entry of a block goes to as its key is read (SPEC §2.4), so that
+/// Decides which call each entry of a block goes to as its key is read, so that
 /// `CommandSeen` can announce a call before its first value streams. O(1) work per entry
 /// (one hash of the key's canonical form), nothing read twice.
 ///

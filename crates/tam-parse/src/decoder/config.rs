@@ -126,7 +126,7 @@ pub struct Config {
     pub param_events: bool,
     /// Read `<think>` … `</think>` and `<thinking>` … `</thinking>` sections of the prose
     /// as reasoning ([`Event::ReasoningStart`](crate::Event::ReasoningStart), [`Event::Reasoning`](crate::Event::Reasoning),
-    /// [`Event::ReasoningEnd`](crate::Event::ReasoningEnd)): never decoded into calls (SPEC §2.2). The open tag counts
+    /// [`Event::ReasoningEnd`](crate::Event::ReasoningEnd)): never decoded into calls. The open tag counts
     /// where it is the first non-blank text of a prose line outside a code fence; the
     /// section runs to its matching close tag, or to the end of the stream. Default:
     /// `false` (opt-in: off, the tags are prose). action-xml's front door turns it on.

@@ -68,7 +68,7 @@ pub enum Event<'a> {
     /// A command value just closed (for UIs; the [`Event::Block`](crate::Event::Block) is authoritative). This
     /// is the "call begins" event: the tool id is known.
     ///
-    /// In a block without chain numbers, a key that starts a new call (SPEC §2.4) makes
+    /// In a block without chain numbers, a key that starts a new call makes
     /// one too: a second `command` when its value closes, a repeated parameter key right
     /// after the key is read, before that value's [`Event::ParamStart`](crate::Event::ParamStart) (`tool` and `span`
     /// are then those of the call it repeats). The `Param*` events of a value belong to the

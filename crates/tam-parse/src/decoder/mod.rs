@@ -159,8 +159,8 @@ impl Decoder {
     }
 
     /// Ends a stream that was cut (`finish_reason: "length"`, a transport error): like
-    /// [`Decoder::finish`], but no end-of-stream repair applies to a block open at the cut
-    /// (SPEC §5): it yields no call.
+    /// [`Decoder::finish`], but no end-of-stream repair applies to a block open at the cut:
+    /// it yields no call.
     pub fn finish_cut(mut self, on_event: impl FnMut(Event<'_>)) {
         self.finish_cut_in_place(on_event);
     }

@@ -136,9 +136,9 @@ impl BlockParser {
     }
 
     /// [`ScanHandler::block_closed`]: emits the block. A block that never closed yields no
-    /// call (SPEC §2.3): without a complete entry its bytes come out as text with warning
+    /// call: without a complete entry its bytes come out as text with warning
     /// `marker_in_prose`, with one it is error `unterminated_block`. At the end of a
-    /// stream that ended normally ([`BlockEnd::Eof`]) the recovery of SPEC §2.3 comes
+    /// stream that ended normally ([`BlockEnd::Eof`]) the end-of-stream recovery (`missing_value_close`: the value runs to the last end marker inside it) comes
     /// first; never on a cut stream ([`BlockEnd::Cut`]).
     pub fn block_closed(&mut self, closed: ClosedBlock, out: &mut impl FnMut(Event<'_>)) {
         match closed.end {
@@ -198,7 +198,7 @@ impl BlockParser {
     }
 }
 
-/// Warning `marker_in_prose` for a start marker the model quoted (SPEC §2.2).
+/// Warning `marker_in_prose` for a start marker the model quoted.
 pub(crate) fn quoted_marker(marker_text: &str, span: Span, quote: Quote) -> Diagnostic {
     let where_ = match quote {
         Quote::QuoteLine => "on a line quoted with '>'",
@@ -288,7 +288,7 @@ impl BlockParser {
         out(Event::Diagnostic(unterminated(&closed, why)));
     }
 
-    /// End of stream inside a value that holds the end marker: the recovery of SPEC §2.3.
+    /// End of stream inside a value that holds the end marker: the end-of-stream recovery (`missing_value_close`).
     /// Returns `false` when it does not apply.
     pub(super) fn recover_at_eof(
         &mut self,

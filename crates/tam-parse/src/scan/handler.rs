@@ -19,7 +19,7 @@ pub enum BlockEnd {
     /// End of stream ([`Scanner::finish`](super::Scanner::finish)): the stream ended normally.
     Eof,
     /// End of a stream that was cut ([`Scanner::finish_cut`](super::Scanner::finish_cut)): a token limit, a transport
-    /// error. Protocol layers apply no end-of-stream repair to such a block (SPEC §5).
+    /// error. Protocol layers apply no end-of-stream repair to such a block.
     Cut,
 }
 
@@ -48,7 +48,7 @@ pub struct ClosedBlock {
     pub dropped: usize,
     /// Maps offsets in `raw` to stream offsets (needed only after invalid UTF-8).
     pub offsets: OffsetMap,
-    /// The block opened inside a fenced code block (SPEC §2.2): the fence's opening line
+    /// The block opened inside a fenced code block: the fence's opening line
     /// (to the block's start when the block is on that line).
     pub fence: Option<Span>,
 }
@@ -59,8 +59,7 @@ pub trait ScanHandler {
     /// Prose outside blocks, in order; `span` is its place in the stream.
     fn text(&mut self, text: &str, span: Span);
 
-    /// A start marker of `kind` that the model quoted (inside inline code, on a `>` line:
-    /// SPEC §2.2) opened no block: its bytes come next through [`ScanHandler::text`], and
+    /// A start marker of `kind` that the model quoted (inside inline code, on a `>` line) opened no block: its bytes come next through [`ScanHandler::text`], and
     /// what follows it is prose. `marker` spans it. Default: nothing.
     fn quoted_marker(&mut self, kind: usize, marker: Span, quote: Quote) {
         let _ = (kind, marker, quote);

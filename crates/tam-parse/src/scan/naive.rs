@@ -72,7 +72,7 @@ fn line_start(input: &[u8], at: usize, floor: usize) -> bool {
         .is_none_or(|&b| b == b'\n')
 }
 
-/// Whether a start marker at `at` is quoted (SPEC §2.2), for inputs without code fences:
+/// Whether a start marker at `at` is quoted, for inputs without code fences:
 /// its line (from the last line break, or from `resume` — where prose resumed after a
 /// block — when that is later) is a `>` line, or holds an unclosed backtick run before it.
 fn quoted(input: &[u8], at: usize, resume: usize) -> Option<Quote> {

@@ -1,5 +1,5 @@
 //! The prose context: where in the markdown of the prose the scanner is, so that a start
-//! marker the model *quotes* opens no block (SPEC §2.2).
+//! marker the model *quotes* opens no block.
 //!
 //! The tracker sees every prose byte once, in order, and keeps a few counters:
 //!

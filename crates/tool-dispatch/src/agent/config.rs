@@ -34,7 +34,7 @@ pub struct AgentConfig {
     pub tam: tam_parse::Config,
     /// The ACTION decoder's configuration (limits). Default: action-xml's defaults.
     pub action: action_xml::Config,
-    /// Whether the model's turn ends at its call (SPEC §5). Default: `true`: each request
+    /// Whether the model's turn ends at its call. Default: `true`: each request
     /// asks the model to stop at the protocol's end marker (a `stop` sequence before the
     /// caller's own), the stream is closed as soon as a block with calls to run has closed,
     /// and nothing the model wrote after that block is shown, kept in the conversation or
@@ -44,7 +44,7 @@ pub struct AgentConfig {
     pub end_turn_at_call: bool,
     /// Whether ACTION blocks after the first of a reply run too, when the turn does not end
     /// at the call ([`end_turn_at_call`](Self::end_turn_at_call) `false`). Default: `false`
-    /// (SPEC §3: only the first runs); each ignored block is reported to the model.
+    /// (only the first runs); each ignored block is reported to the model.
     pub run_extra_action_blocks: bool,
     /// Most calls in one run (`maxToolCalls`). Default: 10.
     pub max_tool_calls: usize,

@@ -61,7 +61,7 @@ pub enum AgentEvent {
     NativeToolCall(ToolCallChunk),
     /// The model's stream said how it finished.
     ModelFinished(FinishReason),
-    /// The model's stream was cut (SPEC §5): a block open at the cut yields no call.
+    /// The model's stream was cut: a block open at the cut yields no call.
     StreamCut(StreamCut),
 }
 

@@ -58,7 +58,7 @@ impl Job {
     }
 }
 
-/// Where the model's turn stands within one round (SPEC §5: the turn ends at its call).
+/// Where the model's turn stands within one round (the turn ends at its call).
 #[derive(Default)]
 struct Turn {
     /// A block with calls to run closed: nothing after it is shown, decoded or run.
@@ -300,7 +300,7 @@ impl Agent {
             let mut decoder = OutputDecoder::new(config.decoder_config());
             let mut think = config.split_think_tags.then(ThinkSplitter::new);
             let mut raw = String::new();
-            // The turn ends at the call (SPEC §5): the protocol's end markers are stop
+            // The turn ends at the call: the protocol's end markers are stop
             // sequences, before the caller's own.
             let tam_end = config.tam.dialect.end_marker();
             let mut options = config.model_options.clone();
@@ -573,7 +573,7 @@ impl Agent {
                 });
                 if executed {
                     if !calls.is_empty() && self.config.end_turn_at_call {
-                        // The model's turn ends at this block (SPEC §5).
+                        // The model's turn ends at this block.
                         turn.end.store(span.end, Ordering::Relaxed);
                         turn.over.store(true, Ordering::Relaxed);
                     }
