@@ -69,6 +69,9 @@ impl Coercion {
         for (key, value) in members {
             let raw = key.as_ref();
             match self.find(&shape.properties, raw) {
+                // `None` or `null` written for an optional parameter that does not take
+                // null: the model's way of leaving it out.
+                Some(index) if says_absent(&shape.properties[index], &value) => {}
                 Some(index) => match &given[index] {
                     Some((first, _)) => self.errors.push(Error::DuplicateParameter {
                         path: ValuePath::Key(path, &shape.properties[index].name).to_string(),
@@ -235,10 +238,41 @@ impl From<Value> for Refusal {
     }
 }
 
+/// Whether `value` is the text `None` or `null` (blanks around it allowed) given for an
+/// optional property whose type does not take null: read as the property left out.
+fn says_absent(property: &Property, value: &Value) -> bool {
+    !property.required
+        && !property.shape.types.contains(TypeSet::NULL)
+        && !property.shape.types.is_any()
+        && matches!(value, Value::String(text) if matches!(text.trim(), "None" | "null"))
+}
+
+/// Text an `enum` of strings refuses that is one quoted literal (`"asc"`, `'asc'`) of a
+/// value it allows: that value. Models writing Python or JSON quote their strings.
+fn unquoted_member(shape: &Shape, text: &str) -> Option<Value> {
+    let allowed = shape.enumeration.as_ref()?;
+    let trimmed = text.trim();
+    let quoted = trimmed.len() >= 2
+        && ((trimmed.starts_with('"') && trimmed.ends_with('"'))
+            || (trimmed.starts_with('\'') && trimmed.ends_with('\'')));
+    if !quoted || allowed.iter().any(|v| v.as_str() == Some(text)) {
+        return None;
+    }
+    match literal::read(trimmed) {
+        Ok(inner @ Value::String(_)) if allowed.contains(&inner) => Some(inner),
+        _ => None,
+    }
+}
+
 /// Converts `value` to a type `shape` allows; `Err` gives the value back when no rule
 /// applies. Values that already have an allowed type are kept as they are.
 fn convert(shape: &Shape, value: Value) -> Result<Value, Refusal> {
     let types = shape.types;
+    if let Value::String(text) = &value
+        && let Some(member) = unquoted_member(shape, text)
+    {
+        return Ok(member);
+    }
     if types.is_any() {
         return Ok(match (&shape.enumeration, value) {
             // An untyped enum of numbers or booleans still accepts their text.
@@ -314,7 +348,7 @@ fn from_text(shape: &Shape, text: String) -> Result<Value, Refusal> {
                 Ok(_) => {}
                 Err(why) => reason = reason.or(why),
             }
-        } else if splits_on_commas(shape) && trimmed.contains(',') {
+        } else if splits_on_commas(shape) && trimmed.contains(LIST_SEPARATORS) {
             return Ok(comma_list(trimmed));
         }
         if reason.is_none() {
@@ -354,13 +388,17 @@ fn splits_on_commas(shape: &Shape) -> bool {
     })
 }
 
-/// `3,4,5` or `3, 4, 5,` as text items, trimmed (one trailing comma allowed); the items
-/// are coerced after, each reported on its own index.
+/// What separates the items of a bare list: the ASCII comma, the full-width comma and the
+/// ideographic enumeration comma models writing CJK text use (`3，5`, `3、5`).
+const LIST_SEPARATORS: [char; 3] = [',', '，', '、'];
+
+/// `3,4,5` or `3, 4, 5,` (or `3、4、5`) as text items, trimmed (one trailing separator
+/// allowed); the items are coerced after, each reported on its own index.
 fn comma_list(trimmed: &str) -> Value {
-    let trimmed = trimmed.strip_suffix(',').unwrap_or(trimmed);
+    let trimmed = trimmed.strip_suffix(LIST_SEPARATORS).unwrap_or(trimmed);
     Value::Array(
         trimmed
-            .split(',')
+            .split(LIST_SEPARATORS)
             .map(|item| Value::String(item.trim().to_owned()))
             .collect(),
     )

@@ -82,7 +82,12 @@
 //! (`minimum`, `pattern`, …).
 //!
 //! - A value that already has an allowed type is kept; text for a `string` is never trimmed
-//!   or split.
+//!   or split. One exception: text an `enum` of strings refuses that is one quoted literal
+//!   of a member (`"asc"` or `'asc'` for `["asc", "desc"]`) is that member.
+//! - The text `None` or `null` (blanks around it allowed) for an optional parameter whose
+//!   type does not take `null` leaves the parameter out, as if it were not written (its
+//!   `default` applies): models write it for "no value". For a required parameter, or one
+//!   that takes `null`, it is read like any other text.
 //! - Text for an `integer`: an integer (`"12"`, `" 12 "`, `"+7"`, up to `u64::MAX`), or a
 //!   float that is whole and fits `i64` (`"12.0"` → 12, `"1e3"` → 1000). `"12.5"`,
 //!   `"1,000"`, `"0x10"` and `"1e400"` are refused. A whole float from JSON (`4.0`)
@@ -98,7 +103,8 @@
 //!   objects (`['Sam', 'Alice']`, `[True, False]`, `[None]`, `[3, 5,]`); when the `items`
 //!   are numbers or booleans (their `type` allows `integer`, `number` or `boolean` and
 //!   none of `string`, `object`, `array`), text with a comma is a comma-separated list
-//!   (`3,4,5`, `3, 4, 5`, one trailing comma allowed; `"1,000"` is `[1, 0]`); anything else
+//!   (`3,4,5`, `3, 4, 5`, one trailing comma allowed; `"1,000"` is `[1, 0]`; the full-width
+//!   `，` and the ideographic `、` separate items too: `3、5`); anything else
 //!   is a single value, a one-element array (`"Paris, France"` for an array of strings is
 //!   `["Paris, France"]`; `"[draft] notes"` is `["[draft] notes"]`). The items are then
 //!   coerced to the `items` schema, text items by these same rules (`['1,2', '3']` for an

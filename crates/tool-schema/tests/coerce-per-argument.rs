@@ -1,4 +1,4 @@
-//! SPEC §4: coercion is per argument, and arrays and objects are read from what models
+//! Coercion is per argument, and arrays and objects are read from what models
 //! write (JSON, Python or JavaScript literals, comma-separated numbers or booleans).
 
 use serde_json::{Map, Value, json};
@@ -405,4 +405,76 @@ fn the_validator_still_runs_on_fully_typed_arguments() {
     .into_iter()
     .collect();
     assert_eq!(errors.into_arguments(), expected);
+}
+
+#[test]
+fn lists_written_with_cjk_commas_are_lists() {
+    assert_eq!(ok(&[("ids", "3、5")]), json!({"ids": [3, 5]}));
+    assert_eq!(ok(&[("ids", "3，4，5，")]), json!({"ids": [3, 4, 5]}));
+    assert_eq!(
+        ok(&[("flags", "true、false")]),
+        json!({"flags": [true, false]})
+    );
+    // Text items never split: their text may hold any comma.
+    assert_eq!(
+        ok(&[("names", "Sam、Alice")]),
+        json!({"names": ["Sam、Alice"]})
+    );
+}
+
+#[test]
+fn none_or_null_for_an_optional_parameter_leaves_it_out() {
+    assert_eq!(
+        ok(&[("lower_limit", "3"), ("mode", "None"), ("ids", " null ")]),
+        json!({"lower_limit": 3})
+    );
+    // A default applies as if the key were not written.
+    let with_default = tool(json!({
+        "type": "object",
+        "properties": {"order": {"type": "string", "default": "asc"}, "q": {"type": "string"}},
+        "required": ["q"]
+    }));
+    assert_eq!(
+        with_default
+            .coerce(text(&[("q", "x"), ("order", "None")]), KeyMatch::Canonical)
+            .unwrap(),
+        *json!({"q": "x", "order": "asc"}).as_object().unwrap()
+    );
+    // A required parameter keeps what was written (and a nullable one reads null).
+    assert_eq!(
+        with_default
+            .coerce(text(&[("q", "None")]), KeyMatch::Canonical)
+            .unwrap(),
+        *json!({"q": "None", "order": "asc"}).as_object().unwrap()
+    );
+    let nullable = tool(json!({
+        "type": "object",
+        "properties": {"note": {"type": ["string", "null"]}}
+    }));
+    assert_eq!(
+        nullable
+            .coerce(text(&[("note", "null")]), KeyMatch::Canonical)
+            .unwrap(),
+        *json!({"note": "null"}).as_object().unwrap()
+    );
+    // Other text is a value: `none` (lower case) or `None yet` is not the literal.
+    for written in ["none", "None yet"] {
+        assert_eq!(
+            with_default
+                .coerce(text(&[("q", "x"), ("order", written)]), KeyMatch::Canonical)
+                .unwrap()["order"],
+            json!(written)
+        );
+    }
+}
+
+#[test]
+fn a_quoted_enum_member_is_that_member() {
+    assert_eq!(ok(&[("mode", "\"fast\"")]), json!({"mode": "fast"}));
+    assert_eq!(ok(&[("mode", "'slow'")]), json!({"mode": "slow"}));
+    // Not a member once unquoted: refused as written.
+    let errors = search()
+        .coerce(text(&[("mode", "'medium'")]), KeyMatch::Canonical)
+        .unwrap_err();
+    assert!(errors.to_string().contains("medium"), "{errors}");
 }
