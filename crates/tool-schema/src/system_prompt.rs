@@ -281,7 +281,7 @@ Rules:
 - Several calls (other tools, or the same tool again) go in the one block: each call is its command line followed by its parameters, one call after the other.
 - After <|[END_TOOL]|> stop writing. The results come in the next message: never write results or an Observation yourself.
 - If no tool fits the request, answer in plain text and write no block.
-Example with two calls:
+Example with two calls of a tool that is not yours (call only the tools listed below):
 <|[REQUEST_TOOL]|>
 command:「始」get_weather「末」
 city:「始」Paris「末」
@@ -300,7 +300,7 @@ Rules:
 - Several calls (other tools, or the same tool again) go in the one <ACTION> block, one element per call.
 - After </ACTION> stop writing. The results come in the next message: never write results or an Observation yourself.
 - If no tool fits the request, answer in plain text and write no block.
-Example with two calls:
+Example with two calls of a tool that is not yours (call only the tools listed below):
 <ACTION>
 <get_weather><city>Paris</city></get_weather>
 <get_weather><city>Rome</city></get_weather>
@@ -318,7 +318,7 @@ command:「始」工具名「末」
 - 多个调用（不同工具，或同一工具再调用一次）写在同一个块里：每个调用先写 command 行，再写它的参数，一个调用接一个调用。
 - 写完 <|[END_TOOL]|> 后停止输出。结果会在下一条消息给出：不要自己编写结果或 Observation。
 - 没有合适的工具时，直接用自然语言回答，不要写块。
-两个调用的示例：
+两个调用的示例（示例中的工具不是你的工具，只能调用下面列出的工具）：
 <|[REQUEST_TOOL]|>
 command:「始」get_weather「末」
 city:「始」Paris「末」
@@ -337,7 +337,7 @@ const COMPACT_ACTION_ZH: &str = "\
 - 多个调用（不同工具，或同一工具再调用一次）写在同一个 <ACTION> 块里，每个调用一个元素。
 - 写完 </ACTION> 后停止输出。结果会在下一条消息给出：不要自己编写结果或 Observation。
 - 没有合适的工具时，直接用自然语言回答，不要写块。
-两个调用的示例：
+两个调用的示例（示例中的工具不是你的工具，只能调用下面列出的工具）：
 <ACTION>
 <get_weather><city>Paris</city></get_weather>
 <get_weather><city>Rome</city></get_weather>
