@@ -298,6 +298,7 @@ mod call;
 pub mod codes;
 mod config;
 mod decoder;
+mod drive;
 mod event;
 mod fence;
 mod mixed;

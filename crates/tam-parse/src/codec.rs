@@ -19,39 +19,52 @@ use std::collections::VecDeque;
 
 use bytes::BytesMut;
 
-use crate::decoder::{Config, Decoder, Event};
+use crate::decoder::{Config, Decoder};
+use crate::drive::StreamDecoder;
 
-/// Decodes a byte stream (e.g. a `FramedRead` over a socket or a child's stdout).
+/// Decodes a byte stream (e.g. a `FramedRead` over a socket or a child's stdout) with this
+/// crate's [`Decoder`] by default, or any [`StreamDecoder`] ([`Codec::with_decoder`]).
 ///
 /// Every call to `decode` consumes all buffered bytes, so `FramedRead`'s buffer never
-/// grows; events wait in a queue until taken one by one.
+/// grows; events wait in a queue until taken one by one. `decode_eof` ends the decoder
+/// normally.
 #[derive(Debug)]
-pub struct TamCodec {
-    decoder: Decoder,
-    queue: VecDeque<Event<'static>>,
+pub struct Codec<D: StreamDecoder = Decoder> {
+    decoder: D,
+    queue: VecDeque<D::OwnedEvent>,
     finished: bool,
 }
 
-impl TamCodec {
-    /// A codec over a decoder with `config`.
+/// The codec over this crate's TAM [`Decoder`].
+pub type TamCodec = Codec<Decoder>;
+
+impl Codec {
+    /// A codec over a TAM decoder with `config`.
     pub fn new(config: Config) -> Self {
-        TamCodec {
-            decoder: Decoder::new(config),
+        Codec::with_decoder(Decoder::new(config))
+    }
+}
+
+impl<D: StreamDecoder> Codec<D> {
+    /// A codec over `decoder`.
+    pub fn with_decoder(decoder: D) -> Self {
+        Codec {
+            decoder,
             queue: VecDeque::new(),
             finished: false,
         }
     }
 }
 
-impl tokio_util::codec::Decoder for TamCodec {
-    type Item = Event<'static>;
+impl<D: StreamDecoder> tokio_util::codec::Decoder for Codec<D> {
+    type Item = D::OwnedEvent;
     type Error = std::io::Error;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, Self::Error> {
         if !src.is_empty() {
             let queue = &mut self.queue;
             self.decoder
-                .feed_bytes(src, |e| queue.push_back(e.into_owned()));
+                .feed_bytes_owned(src, &mut |e| queue.push_back(e));
             src.clear();
         }
         Ok(self.queue.pop_front())
@@ -64,8 +77,7 @@ impl tokio_util::codec::Decoder for TamCodec {
         if !self.finished {
             self.finished = true;
             let queue = &mut self.queue;
-            self.decoder
-                .finish_in_place(|e| queue.push_back(e.into_owned()));
+            self.decoder.end_owned(false, &mut |e| queue.push_back(e));
         }
         Ok(self.queue.pop_front())
     }

@@ -288,6 +288,7 @@ mod block;
 pub mod codec;
 mod decoder;
 mod diagnostic;
+mod drive;
 mod entry;
 mod render;
 pub mod scan;
@@ -301,6 +302,7 @@ pub use decoder::{
     VALUE_OPEN, decode,
 };
 pub use diagnostic::{Code, Diagnostic, Severity, Span};
+pub use drive::StreamDecoder;
 pub use entry::canonical_key;
 pub use render::{RenderError, render_block, render_call};
 

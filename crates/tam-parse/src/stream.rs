@@ -22,34 +22,46 @@ use std::task::{Context, Poll};
 
 use futures_core::Stream;
 
-use crate::decoder::{Config, Decoder, Event};
+use crate::decoder::{Config, Decoder};
+use crate::drive::StreamDecoder;
 
-/// Decodes a stream of text deltas into a stream of events. A block's event is yielded as
-/// soon as the delta carrying its end marker arrives.
+/// Decodes a stream of text deltas into a stream of owned events, with this crate's
+/// [`Decoder`] by default or any [`StreamDecoder`] ([`EventStream::with_decoder`]). A
+/// block's event is yielded as soon as the delta carrying its end marker arrives; the end
+/// of the inner stream ends the decoder normally.
 #[derive(Debug)]
-pub struct EventStream<S> {
+pub struct EventStream<S, D: StreamDecoder = Decoder> {
     inner: S,
-    decoder: Option<Decoder>,
-    queue: VecDeque<Event<'static>>,
+    decoder: Option<D>,
+    queue: VecDeque<D::OwnedEvent>,
 }
 
 impl<S> EventStream<S> {
-    /// Wraps `inner`.
+    /// Wraps `inner` with a TAM [`Decoder`] made with `config`.
     pub fn new(inner: S, config: Config) -> Self {
+        EventStream::with_decoder(inner, Decoder::new(config))
+    }
+}
+
+impl<S, D: StreamDecoder> EventStream<S, D> {
+    /// Wraps `inner` with `decoder`.
+    pub fn with_decoder(inner: S, decoder: D) -> Self {
         EventStream {
             inner,
-            decoder: Some(Decoder::new(config)),
+            decoder: Some(decoder),
             queue: VecDeque::new(),
         }
     }
 }
 
-impl<S, T> Stream for EventStream<S>
+impl<S, T, D> Stream for EventStream<S, D>
 where
     S: Stream<Item = T> + Unpin,
     T: AsRef<str>,
+    D: StreamDecoder + Unpin,
+    D::OwnedEvent: Unpin,
 {
-    type Item = Event<'static>;
+    type Item = D::OwnedEvent;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
@@ -64,12 +76,12 @@ where
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Some(delta)) => {
                     let queue = &mut this.queue;
-                    decoder.feed(delta.as_ref(), |e| queue.push_back(e.into_owned()));
+                    decoder.feed_owned(delta.as_ref(), &mut |e| queue.push_back(e));
                 }
                 Poll::Ready(None) => {
                     let queue = &mut this.queue;
-                    if let Some(d) = this.decoder.take() {
-                        d.finish(|e| queue.push_back(e.into_owned()));
+                    if let Some(mut d) = this.decoder.take() {
+                        d.end_owned(false, &mut |e| queue.push_back(e));
                     }
                 }
             }

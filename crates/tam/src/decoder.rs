@@ -169,3 +169,5 @@ impl Decoder {
         }
     }
 }
+
+tam_parse::impl_stream_decoder!(Decoder, Event<'static>);

@@ -82,12 +82,52 @@
 //! * `serde` — `Serialize` for every type the decoder reports (an [`Event`] serializes as
 //!   its `tam decode` line), `Deserialize` for the owned ones.
 //! * `preserve_order` — ACTION arguments keep their keys in the order written.
+//! * `stream` — [`stream::EventStream`], a `Stream` of events over a stream of deltas.
+//! * `codec` — [`codec::Codec`], a `tokio_util` codec: bytes in, events out.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod decoder;
 pub mod turn;
+
+/// A `futures_core::Stream` of owned [`Event`]s over a stream of text deltas (feature
+/// `stream`).
+///
+/// async-openai, genai and rig deliver a model's output as a stream of chunks: map each
+/// chunk to its text (and stop at a transport error: then end the decoder with
+/// [`Decoder::finish_cut`] yourself), then wrap the deltas:
+///
+/// ```
+/// # futures_util::FutureExt::now_or_never(async {
+/// use futures_util::{StreamExt, stream};
+/// use tam::stream::EventStream;
+/// use tam::{Config, Decoder, Event};
+///
+/// let deltas = stream::iter(["<ACTION><Ping><n>1</n></Pi", "ng></ACTION>"]);
+/// let events: Vec<Event<'static>> =
+///     EventStream::with_decoder(deltas, Decoder::new(Config::default())).collect().await;
+/// assert!(matches!(events.last(), Some(Event::ActionBlock(b)) if b.calls[0].tool == "Ping"));
+/// # }).unwrap();
+/// ```
+#[cfg(feature = "stream")]
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
+pub mod stream {
+    /// A stream of the front door's owned events over a stream of text deltas: build it
+    /// with `EventStream::with_decoder(deltas, tam::Decoder::new(config))`.
+    pub type EventStream<S> = tam_parse::stream::EventStream<S, crate::Decoder>;
+}
+
+/// A `tokio_util::codec::Decoder` over the front door: bytes in (a socket, a child's
+/// stdout), owned [`Event`]s out (feature `codec`). Build it with
+/// `Codec::with_decoder(tam::Decoder::new(config))`; `decode_eof` ends the decoder
+/// normally.
+#[cfg(feature = "codec")]
+#[cfg_attr(docsrs, doc(cfg(feature = "codec")))]
+pub mod codec {
+    /// The codec over [`Decoder`](crate::Decoder).
+    pub type Codec = tam_parse::codec::Codec<crate::Decoder>;
+}
 
 pub use action_xml;
 pub use tam_parse;
@@ -117,7 +157,7 @@ pub use tam_parse::{Block as TamBlock, Call as TamCall, Param as TamParam};
 pub use action_xml::{ActionBlock, ActionCall, ActionParam};
 
 pub use action_xml::UnknownProtocol;
-pub use tam_parse::{ByteString, Code, Diagnostic, Dialect, Severity, Span};
+pub use tam_parse::{ByteString, Code, Diagnostic, Dialect, Severity, Span, StreamDecoder};
 
 /// Decodes a whole reply at once: the events of feeding it as one delta, then finishing.
 ///

@@ -161,3 +161,38 @@ fn a_reply_stopped_at_the_end_marker_is_closed_by_the_turn_helper() {
     let events = close_stopped_block(&mut decoder, ACTION_END);
     assert!(tools(&events).is_empty(), "{events:?}");
 }
+
+#[cfg(feature = "stream")]
+#[test]
+fn the_stream_adapter_gives_the_decoders_events() {
+    use futures_util::{StreamExt, stream};
+    let pieces: Vec<String> = REPLY.chars().map(String::from).collect();
+    let streamed: Vec<Event<'static>> = futures_util::FutureExt::now_or_never(
+        tam::stream::EventStream::with_decoder(
+            stream::iter(pieces),
+            Decoder::new(Config::default()),
+        )
+        .collect(),
+    )
+    .unwrap();
+    assert_eq!(tools(&streamed), ["GetWeather", "Write"]);
+}
+
+#[cfg(feature = "codec")]
+#[test]
+fn the_codec_gives_the_decoders_events() {
+    use tokio_util::codec::Decoder as _;
+    let mut codec = tam::codec::Codec::with_decoder(Decoder::new(Config::default()));
+    let mut events = Vec::new();
+    for piece in REPLY.as_bytes().chunks(7) {
+        let mut buf = bytes::BytesMut::from(piece);
+        while let Some(e) = codec.decode(&mut buf).unwrap() {
+            events.push(e);
+        }
+    }
+    let mut rest = bytes::BytesMut::new();
+    while let Some(e) = codec.decode_eof(&mut rest).unwrap() {
+        events.push(e);
+    }
+    assert_eq!(tools(&events), ["GetWeather", "Write"]);
+}
