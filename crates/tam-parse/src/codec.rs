@@ -1,4 +1,4 @@
-//! A `tokio_util::codec::Decoder`: bytes in, owned [`Event`]s out (feature `codec`).
+//! A `tokio_util::codec::Decoder`: bytes in, owned [`Event`](crate::Event)s out (feature `codec`).
 //!
 //! ```
 //! use tokio_util::codec::Decoder as _;

@@ -1,4 +1,4 @@
-//! A `futures_core::Stream` of owned [`Event`]s over a stream of text deltas (feature
+//! A `futures_core::Stream` of owned [`Event`](crate::Event)s over a stream of text deltas (feature
 //! `stream`).
 //!
 //! async-openai, genai and ollama-rs deliver a model's output as a stream of chunks; map
