@@ -67,8 +67,9 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 /// Most bytes of a non-2xx body read for its message: 64 KiB.
 const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
 
-/// Where and how to reach the server.
-#[derive(Debug, Clone, PartialEq)]
+/// Where and how to reach the server. `Debug` shows whether an API key is set, never the
+/// key.
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct OpenAiConfig {
     /// The API base, up to and without `/chat/completions` (e.g.
@@ -86,6 +87,19 @@ pub struct OpenAiConfig {
     pub extra_body: Map<String, Value>,
     /// The SSE reader's limits. Default: 1 MiB per event.
     pub sse: SseConfig,
+}
+
+impl std::fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("idle_timeout", &self.idle_timeout)
+            .field("extra_body", &self.extra_body)
+            .field("sse", &self.sse)
+            .finish()
+    }
 }
 
 impl OpenAiConfig {

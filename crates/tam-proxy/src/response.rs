@@ -329,6 +329,11 @@ impl Translator {
         self.emitter.turn_over
     }
 
+    /// The calls emitted so far (decoded and native).
+    pub(crate) fn calls(&self) -> usize {
+        self.emitter.calls
+    }
+
     /// The upstream's `usage`, when it sent one.
     pub(crate) fn usage(&self) -> Option<&Map<String, Value>> {
         self.usage.as_ref()

@@ -294,9 +294,12 @@ pub async fn start_proxy(upstream: &ScriptedUpstream, protocol: Protocol) -> Str
     .await
 }
 
-/// A proxy with `config`, on 127.0.0.1; its `/v1` base URL.
+/// A proxy with `config`, on 127.0.0.1, its listener's backlog 1024 as `tam serve`'s; its
+/// `/v1` base URL.
 pub async fn start_proxy_with(config: ProxyConfig) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(1024).unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     tokio::spawn(async move {
         let _ = tam_proxy::serve(listener, config, std::future::pending()).await;
