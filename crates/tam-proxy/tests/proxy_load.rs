@@ -14,9 +14,7 @@ use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::types::chat::CreateChatCompletionRequest;
 use futures_util::StreamExt;
-use proxy_upstream::{
-    Reply, ScriptedUpstream, content_event, finish_event, start_proxy, start_proxy_with,
-};
+use proxy_upstream::{Reply, ScriptedUpstream, content_event, finish_event, start_proxy_with};
 use serde_json::{Value, json};
 use tam::Protocol;
 use tam_model::openai::OpenAiConfig;
@@ -56,7 +54,13 @@ fn script(body: &Value) -> Reply {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_concurrent_streams_lose_nothing() {
     let upstream = ScriptedUpstream::start(script).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    // Every stream at once: the upstream cap (64 by default) must not refuse any.
+    let proxy = start_proxy_with(
+        ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, ""))
+            .with_protocol(Protocol::Tam)
+            .with_max_upstream_concurrency(STREAMS),
+    )
+    .await;
     let client = Client::with_config(OpenAIConfig::new().with_api_base(&proxy).with_api_key("k"));
     let mut tasks = Vec::new();
     for n in 0..STREAMS {
