@@ -134,7 +134,9 @@
 //! * A block naming a tool the request did not offer, a block with a decode error, an
 //!   ACTION block after the first, and a block left open by a cut stream come back as
 //!   their raw text in `delta.content`: never as calls. A block over the decoder's size
-//!   limit, whose bytes the decoder drops, comes back as a bracketed note with the error.
+//!   limit, whose bytes the decoder drops, comes back as a bracketed note with the error
+//!   (`[tool block not shown (CODE): MESSAGE]`), whether it closed or not; a call streamed
+//!   from it is never completed (see "Arguments that stream").
 //! * Past the call limit (`parallel_tool_calls: false`), further calls come back as content,
 //!   re-rendered in the protocol.
 //! * Native `delta.tool_calls` the upstream sends anyway pass through (indexes after the
@@ -215,7 +217,8 @@
 //! model writes after that block reaches the client. A reply the upstream stopped at the
 //! sequence ends where the end marker would begin: at a `stop` finish a block still open
 //! is closed by its marker, and its decoder decides whether it holds calls (a value or a
-//! call element still open is no call). A block that yields no call does not end the turn.
+//! call element still open is no call). A block the marker would take past the decoder's
+//! size limit is not closed: its bytes were dropped, and it is a block that never closed. A block that yields no call does not end the turn.
 //!
 //! # Usage
 //!

@@ -90,6 +90,10 @@ pub(crate) struct Translator {
     /// The last bytes of the upstream's text (up to 64): a reply that ends with the end
     /// marker was not stopped at it.
     tail: String,
+    /// Bytes of text fed to the decoder so far.
+    fed: usize,
+    /// The decoder's block size limit: a block larger than this has its bytes dropped.
+    block_limit: usize,
 }
 
 struct Emitter {
@@ -122,6 +126,8 @@ struct Emitter {
     turn_over: bool,
     /// Calls emitted before the open block began (a streamed call counts from its start).
     calls_before_block: usize,
+    /// Where the open block began, in bytes of the reply's text.
+    block_start: usize,
     /// The reply was cut (`length`, a transport error) and the decoder is handing over
     /// the block open at the cut: its streamed calls end unfinished, not in a failure.
     cutting: bool,
@@ -275,6 +281,12 @@ impl Translator {
         call_id_base: String,
     ) -> Self {
         let tam_end = tam.dialect.end_marker();
+        // The decoder's limit: TAM alone has its own, ACTION and both protocols at once
+        // the ACTION one.
+        let block_limit = match protocol {
+            Protocol::Action | Protocol::Auto => action.max_block_bytes,
+            _ => tam.max_block_bytes,
+        };
         Self {
             decoder: decode.then(|| block_decoder(protocol, tam, action)),
             emitter: Emitter {
@@ -294,12 +306,15 @@ impl Translator {
                 in_block: None,
                 turn_over: false,
                 calls_before_block: 0,
+                block_start: 0,
                 cutting: false,
             },
             finish: None,
             tam_end,
             usage: None,
             tail: String::new(),
+            fed: 0,
+            block_limit,
         }
     }
 
@@ -312,6 +327,7 @@ impl Translator {
             _ if self.emitter.turn_over => {}
             ModelItem::Text(text) => {
                 keep_tail(&mut self.tail, &text);
+                self.fed += text.len();
                 match &mut self.decoder {
                     Some(decoder) => decoder.feed(&text, |event| self.emitter.event(event)),
                     None => self.emitter.content(&text),
@@ -369,8 +385,11 @@ impl Translator {
                 _ => ACTION_END,
             };
             // A reply that ends with the marker was not stopped at it (the server ignored
-            // the stop sequence): the block stays as the model wrote it.
-            if !self.tail.ends_with(marker) {
+            // the stop sequence): the block stays as the model wrote it. A block the
+            // marker would take past the size limit has had its bytes dropped: it is a
+            // block that never closed, and the decoder's finish says so.
+            let size = self.fed.saturating_sub(self.emitter.block_start) + marker.len();
+            if !self.tail.ends_with(marker) && size <= self.block_limit {
                 for event in close_stopped_block(decoder, marker) {
                     self.emitter.event(event);
                 }
@@ -463,9 +482,10 @@ impl Emitter {
             return;
         }
         match &event {
-            MixedEvent::BlockStart { protocol, .. } => {
+            MixedEvent::BlockStart { protocol, span } => {
                 self.in_block = Some(*protocol);
                 self.calls_before_block = self.calls;
+                self.block_start = span.start;
             }
             MixedEvent::Text { .. }
             | MixedEvent::TamBlock(_)
@@ -527,13 +547,21 @@ impl Emitter {
                     self.block(calls, &block.diagnostics, &block.raw);
                 }
             }
-            // A block cut or never closed: its text, which the decoder did not emit.
+            // A block cut or never closed: its text, which the decoder did not emit. One
+            // whose bytes the decoder dropped (over its size limit) leaves an error
+            // without its text: a note says so. Either way a call streamed from it is
+            // never completed.
             MixedEvent::Diagnostic(diagnostic) => {
                 if let Some(raw) = &diagnostic.raw {
                     if self.open.take().is_some_and(|o| !o.streamed.is_empty()) {
                         self.unfinished = true;
                     }
                     self.content(raw);
+                } else if diagnostic.is_error() {
+                    if self.open.take().is_some_and(|o| !o.streamed.is_empty()) {
+                        self.unfinished = true;
+                    }
+                    self.block_text("", std::slice::from_ref(&diagnostic));
                 }
             }
             // A later TAM call begins (of a chain, or a call started by a repeated key):

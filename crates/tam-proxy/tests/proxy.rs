@@ -1188,3 +1188,78 @@ async fn a_model_id_cannot_walk_out_of_models() {
         ]
     );
 }
+
+/// A call whose block never closes and outgrows the decoder's block limit (1 MiB): the
+/// decoder drops the block, so its streamed call can never be confirmed. It is never
+/// reported finished: the stream ends with the `streamed_call_invalid` error, and the
+/// whole reply says what happened to the text.
+#[tokio::test]
+async fn a_call_past_the_block_limit_that_never_closes_is_not_finished() {
+    for protocol in [Protocol::Tam, Protocol::Action] {
+        let start = match protocol {
+            Protocol::Action => "Writing.\n<ACTION><write_file><path>a</path><content>",
+            _ => {
+                "Writing.\n<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」a「末」\ncontent:「始」"
+            }
+        };
+        let piece = "x".repeat(64 << 10);
+        let mut events = vec![proxy_upstream::content_event(start)];
+        for _ in 0..32 {
+            events.push(proxy_upstream::content_event(&piece));
+        }
+        for finish in ["stop", "length"] {
+            let mut events = events.clone();
+            events.push(finish_event(finish));
+            events.push("data: [DONE]\n\n".into());
+            let upstream = ScriptedUpstream::always(Reply::Events {
+                events,
+                pause: Duration::ZERO,
+                endless: false,
+            })
+            .await;
+            let proxy = start_proxy(&upstream, protocol).await;
+            let got = stream(&proxy, request(json!({"tools": [writer_tool()]}))).await;
+            let case = format!("{protocol:?} {finish}");
+            assert!(got.calls.len() <= 1, "{case}");
+            for (_, _, arguments) in &got.calls {
+                assert!(
+                    serde_json::from_str::<Value>(arguments).is_err(),
+                    "{case}: a call was completed"
+                );
+            }
+            assert_ne!(got.finish.as_deref(), Some("ToolCalls"), "{case}");
+            if finish == "length" {
+                assert_eq!(got.finish.as_deref(), Some("Length"), "{case}");
+            } else {
+                assert!(
+                    got.error
+                        .as_deref()
+                        .is_some_and(|e| e.contains("do not run it")),
+                    "{case}: {:?} {:?}",
+                    got.error,
+                    got.finish
+                );
+            }
+            // The decoder dropped the block's bytes (bounded memory): a note says so.
+            assert!(
+                got.content.starts_with("Writing.\n[tool block not shown ("),
+                "{case}: {}",
+                got.content
+            );
+
+            let whole = complete(&proxy, request(json!({"tools": [writer_tool()]}))).await;
+            let choice = &whole.choices[0];
+            assert!(choice.message.tool_calls.is_none(), "{case}");
+            assert_ne!(
+                format!("{:?}", choice.finish_reason),
+                "Some(ToolCalls)",
+                "{case}"
+            );
+            let content = choice.message.content.as_deref().unwrap_or_default();
+            assert!(
+                content.starts_with("Writing.\n[tool block not shown ("),
+                "{case}: {content}"
+            );
+        }
+    }
+}
