@@ -139,12 +139,15 @@
 //!   from it is never completed (see "Arguments that stream").
 //! * Past the call limit (`parallel_tool_calls: false`), further calls come back as content,
 //!   re-rendered in the protocol.
-//! * Native `delta.tool_calls` the upstream sends anyway pass through (indexes after the
-//!   proxy's own).
+//! * Native `delta.tool_calls` the upstream sends anyway pass through when they name an
+//!   offered tool (indexes after the proxy's own, the upstream's ids); a native call to a
+//!   tool the request did not offer (or with no name) is never a call: it comes back at
+//!   the end of the content as the line `Tool call: NAME ARGUMENTS`.
 //! * `finish_reason` is `tool_calls` when any call was emitted (and every streamed call
-//!   was completed), else the upstream's. A
-//!   `length` finish or a transport error cuts the reply: no call from a block open at the
-//!   cut (SPEC §5).
+//!   was completed), else the upstream's (`stop` for an upstream `tool_calls` whose calls
+//!   were not passed on). A `length` finish or a transport error cuts the reply: no call
+//!   from a block open at the cut (SPEC §5), and a reply with native calls is not
+//!   `tool_calls` (their arguments may be cut short): it finishes `length`.
 //!
 //! # Arguments that stream
 //!

@@ -105,6 +105,9 @@ struct Emitter {
     next_index: usize,
     /// Upstream native index → the client's index.
     native: Vec<(usize, usize)>,
+    /// Native calls to tools the request did not offer: upstream index, name, arguments.
+    /// They come back as text at the end, never as calls.
+    refused_native: Vec<(usize, String, String)>,
     call_id_base: String,
     pieces: Vec<Piece>,
     /// Stream calls and string arguments while blocks are written.
@@ -296,6 +299,7 @@ impl Translator {
                 calls: 0,
                 next_index: 0,
                 native: Vec::new(),
+                refused_native: Vec::new(),
                 call_id_base,
                 pieces: Vec::new(),
                 stream_args,
@@ -406,12 +410,24 @@ impl Translator {
         if self.emitter.unfinished && !cut && self.emitter.failure.is_none() {
             self.emitter.failure = Some("a block whose call was streamed did not close".to_owned());
         }
+        // A native call at a cut may have lost the end of its arguments: the reply is
+        // not a finished call.
+        if cut && !self.emitter.native.is_empty() {
+            self.emitter.unfinished = true;
+        }
+        for (_, name, arguments) in std::mem::take(&mut self.emitter.refused_native) {
+            self.emitter
+                .content(&format!("Tool call: {name} {arguments}"));
+        }
         if self.emitter.calls > 0 && !self.emitter.unfinished {
             "tool_calls".to_owned()
         } else {
-            self.finish
-                .as_ref()
-                .map_or_else(|| "stop".to_owned(), |r| r.as_str().to_owned())
+            match &self.finish {
+                // No call reached the client: the upstream's own `tool_calls` finish
+                // named calls that were not passed on.
+                Some(FinishReason::ToolCalls) | None => "stop".to_owned(),
+                Some(reason) => reason.as_str().to_owned(),
+            }
         }
     }
 
@@ -848,9 +864,32 @@ impl Emitter {
         });
     }
 
+    /// A native call chunk: a call to an offered tool passes through (its index mapped
+    /// after the proxy's own); one to a tool the request did not offer is held, and comes
+    /// back as text at the end.
     fn native_chunk(&mut self, chunk: ToolCallChunk) {
+        if let Some((_, _, arguments)) = self
+            .refused_native
+            .iter_mut()
+            .find(|(up, _, _)| *up == chunk.index)
+        {
+            arguments.push_str(&chunk.arguments);
+            return;
+        }
         let index = match self.native.iter().find(|(up, _)| *up == chunk.index) {
             Some(&(_, index)) => index,
+            None if chunk
+                .name
+                .as_deref()
+                .is_none_or(|name| self.offered.get(name).is_none()) =>
+            {
+                self.refused_native.push((
+                    chunk.index,
+                    chunk.name.unwrap_or_default(),
+                    chunk.arguments,
+                ));
+                return;
+            }
             None => {
                 let index = self.next_index;
                 self.next_index += 1;

@@ -1263,3 +1263,77 @@ async fn a_call_past_the_block_limit_that_never_closes_is_not_finished() {
         }
     }
 }
+
+/// The upstream's own `delta.tool_calls` event for call `index`.
+fn native_event(index: usize, first: Option<(&str, &str)>, arguments: &str) -> String {
+    let mut call = json!({"index": index, "function": {"arguments": arguments}});
+    if let Some((id, name)) = first {
+        call["id"] = json!(id);
+        call["type"] = json!("function");
+        call["function"]["name"] = json!(name);
+    }
+    event(json!({"tool_calls": [call]}), None)
+}
+
+fn events_reply(mut events: Vec<String>, finish: &str) -> Reply {
+    events.push(finish_event(finish));
+    events.push("data: [DONE]\n\n".into());
+    Reply::Events {
+        events,
+        pause: Duration::ZERO,
+        endless: false,
+    }
+}
+
+/// Native calls of an upstream that does tool calling itself: a call to an offered tool
+/// passes through; one the token limit cut is not finished (`length`, not `tool_calls`);
+/// one to a tool the request did not offer is never a call.
+#[tokio::test]
+async fn native_calls_pass_through_only_offered_and_finished() {
+    let whole = vec![
+        native_event(0, Some(("up_1", "get_weather")), "{\"city\":"),
+        native_event(0, None, "\"Paris\"}"),
+    ];
+    let upstream = ScriptedUpstream::always(events_reply(whole, "tool_calls")).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let got = stream(&proxy, request(json!({}))).await;
+    assert_eq!(got.calls.len(), 1);
+    assert_eq!(got.calls[0].0, "up_1");
+    assert_eq!(got.calls[0].1, "get_weather");
+    assert_eq!(arguments(&got.calls[0].2), json!({"city": "Paris"}));
+    assert_eq!(got.finish.as_deref(), Some("ToolCalls"));
+
+    // Cut at the token limit half-way through the arguments.
+    let cut = vec![native_event(
+        0,
+        Some(("up_1", "get_weather")),
+        "{\"city\":\"Pa",
+    )];
+    let upstream = ScriptedUpstream::always(events_reply(cut, "length")).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let got = stream(&proxy, request(json!({}))).await;
+    assert_eq!(got.finish.as_deref(), Some("Length"), "{got:?}");
+    let reply = complete(&proxy, request(json!({}))).await;
+    assert_eq!(
+        format!("{:?}", reply.choices[0].finish_reason),
+        "Some(Length)"
+    );
+
+    // A tool the request did not offer: its call comes back as text, never as a call.
+    let unoffered = vec![
+        native_event(0, Some(("up_2", "delete_all_files")), "{\"path\":"),
+        native_event(0, None, "\"/\"}"),
+    ];
+    let upstream = ScriptedUpstream::always(events_reply(unoffered, "tool_calls")).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let got = stream(&proxy, request(json!({}))).await;
+    assert!(got.calls.is_empty(), "{:?}", got.calls);
+    assert_eq!(got.content, "Tool call: delete_all_files {\"path\":\"/\"}");
+    assert_eq!(got.finish.as_deref(), Some("Stop"));
+    let reply = complete(&proxy, request(json!({}))).await;
+    assert!(reply.choices[0].message.tool_calls.is_none());
+    assert_eq!(
+        format!("{:?}", reply.choices[0].finish_reason),
+        "Some(Stop)"
+    );
+}
