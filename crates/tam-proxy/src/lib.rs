@@ -109,7 +109,10 @@
 //!   of the protocol (a TAM chain for several calls; non-string TAM values as their JSON
 //!   text, which coercion reads back); a call the renderer cannot write (a key that is not
 //!   a TAM key or an XML name, arguments that are not a JSON object) as the line
-//!   `Tool call: NAME ARGUMENTS`. A `tool` message becomes
+//!   `Tool call: NAME ARGUMENTS` — ARGUMENTS the client's JSON text, or its text as one
+//!   JSON string when it is not JSON; NAME a JSON string unless it is a plain name; every
+//!   `<` written `\u003c` — so the line holds no block marker or reasoning tag: the
+//!   model's turn never shows a block it did not write. A `tool` message becomes
 //!   `Observation: Tool NAME executed successfully. Result: CONTENT`, or
 //!   `Observation: Error - Tool NAME failed: MESSAGE` when its content is a result object
 //!   with `"success": false`; NAME comes from the call its `tool_call_id` answers. A run
