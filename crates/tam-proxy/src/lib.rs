@@ -201,7 +201,10 @@
 //! [`ProxyConfig::max_request_bytes`], 400 for a request the proxy cannot serve, and the
 //! answers of "Access": 401, 403, 415, 408, 503.
 //! The proxy waits for the upstream's first item before it answers, so an upstream error
-//! arrives with its status even for a streaming request. An error after that (the stream
+//! arrives with its status even for a streaming request. An upstream that ignores
+//! `stream` and answers one whole JSON `chat.completion` is read as that reply (tam-model's
+//! OpenAI client), and a whole JSON error object as the upstream's error (502
+//! `server_error`). An error after that (the stream
 //! broke mid-reply) ends the event stream with a `data: {"error":…}` event and no
 //! `[DONE]`; the text decided before it was sent.
 //!

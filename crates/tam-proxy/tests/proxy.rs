@@ -1374,3 +1374,57 @@ async fn history_calls_with_arguments_that_are_not_json_put_no_block_in_the_mode
         assert_eq!(blocks, 0, "{turn}");
     }
 }
+
+/// An upstream that ignores `stream` and answers one whole JSON `chat.completion` is read
+/// as that reply (its calls decoded as usual), not reported unreachable; a whole JSON
+/// error is the upstream's error.
+#[tokio::test]
+async fn an_upstream_answering_whole_json_to_a_stream_is_read() {
+    let completion = json!({
+        "id": "up-1", "object": "chat.completion", "created": 1, "model": "up",
+        "choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": format!("Let me check.\n{TAM_CALL}")}}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13},
+    });
+    let upstream = ScriptedUpstream::always(Reply::Json(completion)).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let got = stream(&proxy, request(json!({}))).await;
+    assert_eq!(got.error, None);
+    assert_eq!(got.content, "Let me check.\n");
+    assert_eq!(got.calls.len(), 1);
+    assert_eq!(
+        arguments(&got.calls[0].2),
+        json!({"city": "Paris", "days": 3})
+    );
+    assert_eq!(got.finish.as_deref(), Some("ToolCalls"));
+    let whole = complete(&proxy, request(json!({}))).await;
+    assert_eq!(
+        whole.choices[0].message.content.as_deref(),
+        Some("Let me check.\n")
+    );
+    assert_eq!(
+        whole.choices[0].message.tool_calls.as_ref().map(Vec::len),
+        Some(1)
+    );
+
+    let prose = json!({"choices": [{"index": 0, "finish_reason": "length",
+        "message": {"role": "assistant", "content": "It is", "reasoning_content": "Hm."}}]});
+    let upstream = ScriptedUpstream::always(Reply::Json(prose)).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let got = stream(&proxy, request(json!({}))).await;
+    assert_eq!(got.content, "It is");
+    assert_eq!(got.finish.as_deref(), Some("Length"));
+
+    let error = json!({"error": {"message": "the model is loading", "type": "server_error"}});
+    let upstream = ScriptedUpstream::always(Reply::Json(error)).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let body = post(&proxy, &request(json!({"stream": true}))).await;
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["error"]["code"], "server_error", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("the model is loading")),
+        "{body}"
+    );
+}

@@ -36,6 +36,8 @@ pub enum Reply {
     },
     /// An error status with a JSON body.
     Status { status: u16, body: Value },
+    /// `200 application/json` with `body`: a server that ignores `stream`.
+    Json(Value),
     /// Like `Events` without pauses, but the event at `hold_at` waits until the test calls
     /// `release.notify_one()`: what the proxy sent before it is what it sent early.
     Held {
@@ -205,6 +207,11 @@ async fn chat(State(state): State<Upstream>, headers: HeaderMap, body: Bytes) ->
     let reply = (state.script)(&body);
     state.requests.lock().unwrap().push((body, authorization));
     match reply {
+        Reply::Json(body) => (
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response(),
         Reply::Status { status, body } => (
             StatusCode::from_u16(status).unwrap(),
             [(header::CONTENT_TYPE, "application/json")],
