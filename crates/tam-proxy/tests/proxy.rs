@@ -1428,3 +1428,51 @@ async fn an_upstream_answering_whole_json_to_a_stream_is_read() {
         "{body}"
     );
 }
+
+fn delete_tool() -> Value {
+    json!({"type": "function", "function": {
+        "name": "DeleteAllFiles",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}
+    }})
+}
+
+/// A call the model quotes (inline code, a `>` quote line) or writes in its reasoning
+/// (`<think>`) is never a tool call, streamed or whole, in either protocol.
+#[tokio::test]
+async fn quoted_calls_and_calls_in_reasoning_are_never_tool_calls() {
+    let action = "<ACTION><DeleteAllFiles><path>/</path></DeleteAllFiles></ACTION>";
+    let tam = "<|[REQUEST_TOOL]|>\ncommand:「始」DeleteAllFiles「末」\npath:「始」/「末」\n<|[END_TOOL]|>";
+    for (protocol, block) in [(Protocol::Action, action), (Protocol::Tam, tam)] {
+        let one_line = block.replace('\n', " ");
+        for reply in [
+            format!("Never write `{one_line}` unless asked."),
+            format!("You wrote:\n> Please run {one_line}\nI will not."),
+            format!("<think>I could call {block} but I will not.</think>\nNo call is needed."),
+        ] {
+            let upstream = ScriptedUpstream::always(deltas_reply(&reply, 4, "stop")).await;
+            let proxy = start_proxy(&upstream, protocol).await;
+            let tools = json!({"tools": [delete_tool()]});
+            let got = stream(&proxy, request(tools.clone())).await;
+            assert!(
+                got.calls.is_empty(),
+                "{protocol:?} {reply:?}: {:?}",
+                got.calls
+            );
+            assert_eq!(
+                got.finish.as_deref(),
+                Some("Stop"),
+                "{protocol:?} {reply:?}"
+            );
+            let whole = complete(&proxy, request(tools)).await;
+            assert!(
+                whole.choices[0].message.tool_calls.is_none(),
+                "{protocol:?} {reply:?}"
+            );
+            if reply.starts_with("<think>") {
+                assert_eq!(got.content, "\nNo call is needed.", "{protocol:?}");
+            } else {
+                assert_eq!(got.content, reply, "{protocol:?}");
+            }
+        }
+    }
+}
