@@ -80,7 +80,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     client_key_file: Option<PathBuf>,
     /// A web origin whose requests are served, with CORS answers (e.g.
-    /// https://app.example); repeat for more. Requests from other origins get 403.
+    /// `https://app.example`); repeat for more. Requests from other origins get 403.
     #[arg(long, value_name = "ORIGIN")]
     allow_origin: Vec<String>,
     /// Open connections at most (0: no cap).
