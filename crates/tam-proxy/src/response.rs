@@ -1218,7 +1218,7 @@ mod tests {
         assert_eq!(reason, "stop");
     }
 
-    /// Native chunks the upstream sends pass through with indexes of their own; a decoded
+    /// Native chunks of an offered tool pass through with indexes of their own; a decoded
     /// call after them takes the next index and ends the turn: native chunks after it are
     /// not passed on.
     #[test]
@@ -1227,11 +1227,14 @@ mod tests {
         t.feed(ModelItem::ToolCallChunk(ToolCallChunk::new(
             0,
             Some("up_1".into()),
-            Some("other".into()),
-            "{\"a\":",
+            Some("get_weather".into()),
+            "{\"city\":",
         )));
         t.feed(ModelItem::ToolCallChunk(ToolCallChunk::new(
-            0, None, None, "1}",
+            0,
+            None,
+            None,
+            "\"Rome\"}",
         )));
         t.feed(ModelItem::Text(
             "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\n<|[END_TOOL]|>".into(),
@@ -1252,15 +1255,15 @@ mod tests {
                 Piece::CallStart {
                     index: 0,
                     id: "up_1".into(),
-                    name: "other".into()
+                    name: "get_weather".into()
                 },
                 Piece::CallArguments {
                     index: 0,
-                    text: "{\"a\":".into()
+                    text: "{\"city\":".into()
                 },
                 Piece::CallArguments {
                     index: 0,
-                    text: "1}".into()
+                    text: "\"Rome\"}".into()
                 },
                 start,
                 args,
