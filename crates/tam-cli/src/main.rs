@@ -12,8 +12,9 @@
 //! * `tam run` runs the same loop against an OpenAI-compatible server with the
 //!   demo's tools, tool files and the tools of MCP servers (`--mcp "CMD ARGS"`), sending
 //!   tool-schema's complete system prompt for the protocol.
-//! * `tam serve` serves tool-dispatch's OpenAI-compatible proxy: native tool
-//!   calls for any client, from a model that writes TAM or ACTION blocks.
+//! * `tam serve` serves tam-proxy's OpenAI-compatible proxy: native tool calls for any
+//!   client, from a model that writes TAM or ACTION blocks, behind client keys, time-outs
+//!   and caps (`tam serve --help`), one log line per request (`RUST_LOG`).
 //!
 //! Exit status: 0 on success (whatever the model wrote: problems in its output are
 //! diagnostics, not failures), 1 when a file cannot be read or is not a valid definition,
@@ -39,7 +40,8 @@
 //! # Crate features
 //!
 //! None. `tam run` uses tool-dispatch's `openai` feature (reqwest with rustls) and its
-//! `mcp` feature (rmcp, for `--mcp`); `tam serve` its `proxy` feature (axum).
+//! `mcp` feature (rmcp, for `--mcp`); `tam serve` the tam-proxy crate (axum, hyper) and
+//! tracing-subscriber for its logs.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

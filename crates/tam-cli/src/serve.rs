@@ -1,12 +1,17 @@
-//! `tam serve`: tool-dispatch's OpenAI-compatible proxy on a socket, giving
-//! native tool calls to a model behind `--upstream` that follows a text protocol.
+//! `tam serve`: tam-proxy's OpenAI-compatible proxy on a socket, giving native tool calls
+//! to a model behind `--upstream` that follows a text protocol.
 
+use std::io::Write;
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::ValueEnum;
 use tam::Protocol as ProtocolChoice;
 use tam_model::openai::OpenAiConfig;
-use tam_proxy::{ProxyConfig, serve};
+use tam_proxy::{
+    ClientKeys, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_UPSTREAM_CONCURRENCY, ProxyConfig, serve,
+};
 
 use crate::error::CliError;
 
@@ -17,14 +22,29 @@ proxy renders the tools into the system prompt in the chosen protocol, rewrites 
 history (tool calls as blocks, tool results as Observation lines), asks the upstream
 without `tools`, and decodes its text as it streams: prose comes back as content, each
 call as `tool_calls` with arguments typed by the tool's schema. GET /v1/models is passed
-through.
+through; GET /health answers {\"status\":\"ok\"} without asking the upstream.
 
 The server listens on 127.0.0.1:8080 (loopback only) unless --listen says otherwise. It
 prints `listening on http://ADDR/v1` on standard error once it accepts connections, and
 stops on Ctrl-C after the requests in flight.
 
-Exit status: 0 after Ctrl-C; 1 when the address cannot be bound or the API key variable
-is unset; 2 for a usage error.";
+Access: with --client-key-env or --client-key-file, every route but /health needs
+`Authorization: Bearer KEY` with one of the keys (else 401); without them anyone who
+reaches the port uses the upstream, and a warning is printed when the address is not
+loopback. POST bodies must be `Content-Type: application/json` (else 415). A request with
+an `Origin` header (a web page's) gets 403 unless --allow-origin names that origin.
+
+Limits: over --max-connections a new connection is answered 503 and closed at once; over
+--max-upstream-concurrency a request is answered 503 `server_busy` with `Retry-After: 1`
+at once. A request's header must arrive within --header-timeout (an idle kept-alive
+connection is closed after it), its body within --body-timeout (else 408).
+
+Logs: one line per request on standard error (request id, method, path, status, model,
+calls, tokens when the upstream reports them, outcome, latency), never a key or a prompt.
+RUST_LOG filters them (default `info`; `RUST_LOG=off` silences them).
+
+Exit status: 0 after Ctrl-C; 1 when the address cannot be bound, a key variable is unset,
+or a key file cannot be read or holds no valid key; 2 for a usage error.";
 
 /// Which protocol the upstream model is asked to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -51,6 +71,105 @@ pub(crate) struct ServeArgs {
     /// Environment variable holding the upstream's API key (sent as a Bearer token).
     #[arg(long, value_name = "VAR")]
     api_key_env: Option<String>,
+    /// Environment variable holding the client keys: one or more, separated by commas or
+    /// line breaks. Clients send one as `Authorization: Bearer KEY`.
+    #[arg(long, value_name = "VAR")]
+    client_key_env: Option<String>,
+    /// File of client keys, one per line (blank lines and lines starting with # are
+    /// skipped). With --client-key-env, the keys of both are accepted.
+    #[arg(long, value_name = "PATH")]
+    client_key_file: Option<PathBuf>,
+    /// A web origin whose requests are served, with CORS answers (e.g.
+    /// `https://app.example`); repeat for more. Requests from other origins get 403.
+    #[arg(long, value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+    /// Open connections at most (0: no cap).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
+    /// Upstream requests under way at most (0: no cap).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_UPSTREAM_CONCURRENCY)]
+    max_upstream_concurrency: usize,
+    /// Seconds a request's header may take to arrive (0: no limit).
+    #[arg(long, value_name = "SECS", value_parser = seconds,
+          default_value = HEADER_TIMEOUT)]
+    header_timeout: Duration,
+    /// Seconds a request's body may take to arrive after its header (0: no limit).
+    #[arg(long, value_name = "SECS", value_parser = seconds,
+          default_value = BODY_TIMEOUT)]
+    body_timeout: Duration,
+    /// Seconds to wait for the upstream's answer or for the next bytes of its stream.
+    #[arg(long, value_name = "SECS", value_parser = seconds,
+          default_value = UPSTREAM_TIMEOUT)]
+    upstream_timeout: Duration,
+}
+
+/// The time-out flags' defaults: tam-proxy's and tam-model's (a test checks they agree).
+const HEADER_TIMEOUT: &str = "10";
+const BODY_TIMEOUT: &str = "30";
+const UPSTREAM_TIMEOUT: &str = "120";
+
+/// Seconds, whole or decimal, not negative.
+fn seconds(text: &str) -> Result<Duration, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
+    Duration::try_from_secs_f64(value)
+        .map_err(|_| format!("'{text}' is not a number of seconds from 0"))
+}
+
+/// The client keys of the flags (none when neither is given). Each source is checked on
+/// its own, so an error names it; the keys of both are accepted.
+fn client_keys(args: &ServeArgs) -> Result<ClientKeys, CliError> {
+    let mut texts = Vec::new();
+    if let Some(var) = &args.client_key_env {
+        let text = std::env::var(var).map_err(|_| {
+            CliError::Serve(format!(
+                "the environment variable {var} holding the client keys is not set"
+            ))
+        })?;
+        ClientKeys::parse(&text).map_err(|e| CliError::Serve(format!("{var}: {e}")))?;
+        texts.push(text);
+    }
+    if let Some(path) = &args.client_key_file {
+        let text = std::fs::read_to_string(path).map_err(|source| CliError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        ClientKeys::parse(&text)
+            .map_err(|e| CliError::Serve(format!("{}: {e}", path.display())))?;
+        texts.push(text);
+    }
+    if texts.is_empty() {
+        return Ok(ClientKeys::default());
+    }
+    ClientKeys::parse(&texts.join("\n")).map_err(|e| CliError::Serve(e.to_string()))
+}
+
+/// Binds `address` with a backlog of 1024 (a burst of connections waits in the kernel for
+/// the accept loop, which refuses those over the cap at once).
+fn bind(address: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if address.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(1024)
+}
+
+/// The request logs on standard error, filtered by `RUST_LOG` (default `info`).
+fn init_logs() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        // A closed standard error loses the lines; it must not become a panic.
+        .log_internal_errors(false)
+        .try_init();
 }
 
 /// Runs the server until Ctrl-C.
@@ -65,22 +184,44 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), CliError> {
         ServeProtocol::Tam => ProtocolChoice::Tam,
         ServeProtocol::Action => ProtocolChoice::Action,
     };
-    let config = ProxyConfig::new(upstream).with_protocol(protocol);
+    let client_keys = client_keys(args)?;
+    let open = client_keys.is_empty();
+    let mut config = ProxyConfig::new(upstream)
+        .with_protocol(protocol)
+        .with_client_keys(client_keys)
+        .with_max_connections(args.max_connections)
+        .with_max_upstream_concurrency(args.max_upstream_concurrency)
+        .with_header_timeout(args.header_timeout)
+        .with_body_timeout(args.body_timeout)
+        .with_upstream_timeout(args.upstream_timeout);
+    for origin in &args.allow_origin {
+        config = config.with_allowed_origin(origin.clone());
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(CliError::Runtime)?;
     runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .map_err(|source| {
-                CliError::Serve(format!("cannot listen on {}: {source}", args.listen))
-            })?;
+        let listener = bind(args.listen).map_err(|source| {
+            CliError::Serve(format!("cannot listen on {}: {source}", args.listen))
+        })?;
         let address = listener.local_addr().map_err(CliError::Runtime)?;
-        eprintln!(
+        // Written, not printed: a closed standard error must not stop the server.
+        let mut stderr = std::io::stderr();
+        let _ = writeln!(
+            stderr,
             "tam serve: listening on http://{address}/v1 (upstream {})",
             args.upstream
         );
+        if open && !address.ip().is_loopback() {
+            let _ = writeln!(
+                stderr,
+                "tam serve: warning: no client key is required and {address} is not a loopback \
+                 address: anyone who reaches it can use the upstream (and its key); see \
+                 --client-key-env and --client-key-file"
+            );
+        }
+        init_logs();
         let shutdown = async {
             // Without a signal handler the server runs until the process is killed.
             if tokio::signal::ctrl_c().await.is_err() {
@@ -91,4 +232,32 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), CliError> {
             .await
             .map_err(|e| CliError::Serve(e.to_string()))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_time_out_defaults_are_the_libraries() {
+        assert_eq!(
+            seconds(HEADER_TIMEOUT),
+            Ok(tam_proxy::DEFAULT_HEADER_TIMEOUT)
+        );
+        assert_eq!(seconds(BODY_TIMEOUT), Ok(tam_proxy::DEFAULT_BODY_TIMEOUT));
+        assert_eq!(
+            seconds(UPSTREAM_TIMEOUT),
+            Ok(tam_model::openai::DEFAULT_IDLE_TIMEOUT)
+        );
+    }
+
+    #[test]
+    fn seconds_are_whole_or_decimal_and_not_negative() {
+        assert_eq!(seconds("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(seconds("0.25"), Ok(Duration::from_millis(250)));
+        assert_eq!(seconds("0"), Ok(Duration::ZERO));
+        for bad in ["-1", "x", "", "inf", "NaN", "1e300"] {
+            assert!(seconds(bad).is_err(), "{bad}");
+        }
+    }
 }

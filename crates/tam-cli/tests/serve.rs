@@ -1,6 +1,8 @@
 //! `tam serve` as a process: it listens where `--listen` says, answers a chat request with
 //! `tools` by asking the scripted upstream in the chosen protocol and returning the call
-//! as a native tool call, and refuses bad flags with status 2.
+//! as a native tool call, requires client keys when given them, applies its limits,
+//! logs each request without keys or prompts, warns when it is open beyond loopback, and
+//! refuses bad flags with status 2 and unusable keys with status 1.
 
 // One scripted server for the OpenAI-compatible tests of both crates.
 #[path = "../../tool-dispatch/tests/support/openai_server.rs"]
@@ -9,49 +11,120 @@ mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::Child;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use openai_server::{Reply, Server, text_stream};
 use serde_json::{Value, json};
-use support::{run, spawn};
+use support::{LINE_WAIT, TAM, run};
 
-/// Kills the server when the test ends, whatever happens.
-struct Serving(Child);
+/// The server, killed when the test ends whatever happens, and the lines of its standard
+/// error so far (read all along, so the server never writes to a closed pipe).
+struct Serving {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
 
 impl Drop for Serving {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Serving {
+    fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// Waits for a line of standard error that `wanted` accepts.
+    fn wait_for_line(&self, wanted: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            if let Some(line) = self.lines().into_iter().find(|l| wanted(l)) {
+                return line;
+            }
+            assert!(
+                start.elapsed() < LINE_WAIT,
+                "no such line in {:?}",
+                self.lines()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
 
 /// Starts `tam serve --listen 127.0.0.1:0 args…`; the server and its address.
 fn serve(args: &[&str]) -> (Serving, String) {
-    let mut all = vec!["serve", "--listen", "127.0.0.1:0"];
-    all.extend_from_slice(args);
-    let mut child = spawn(&all);
+    serve_with(&["--listen", "127.0.0.1:0"], args, &[])
+}
+
+/// Starts `tam serve listen… args…` with the environment variables `env`.
+fn serve_with(listen: &[&str], args: &[&str], env: &[(&str, &str)]) -> (Serving, String) {
+    let mut child = Command::new(TAM)
+        .arg("serve")
+        .args(listen)
+        .args(args)
+        .envs(env.iter().copied())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the tam binary starts");
     let stderr = child.stderr.take().unwrap();
-    let mut line = String::new();
-    BufReader::new(stderr).read_line(&mut line).unwrap();
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let (first, first_line) = mpsc::channel();
+    {
+        let lines = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let _ = first.send(line.clone());
+                lines.lock().unwrap().push(line);
+            }
+        });
+    }
+    let serving = Serving { child, lines };
+    let line = first_line
+        .recv_timeout(LINE_WAIT)
+        .expect("tam serve printed no line");
     let address = line
         .split("http://")
         .nth(1)
         .and_then(|rest| rest.split('/').next())
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_owned();
-    (Serving(child), address)
+    (serving, address)
 }
 
 /// `POST /v1/chat/completions` with `body`, over a plain socket; the status and the body.
 fn post(address: &str, body: &Value) -> (u16, Value) {
-    let body = body.to_string();
+    request(address, "POST", "/v1/chat/completions", &[], Some(body))
+}
+
+/// `METHOD path` with `headers` (and a JSON `body`), over a plain socket; the status and
+/// the body.
+fn request(
+    address: &str,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: Option<&Value>,
+) -> (u16, Value) {
+    let body = body.map(Value::to_string).unwrap_or_default();
     let mut socket = TcpStream::connect(address).unwrap();
-    write!(
-        socket,
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
         body.len()
-    )
-    .unwrap();
+    );
+    for header in headers {
+        head.push_str(header);
+        head.push_str("\r\n");
+    }
+    write!(socket, "{head}\r\n{body}").unwrap();
     let mut response = String::new();
     socket.read_to_string(&mut response).unwrap();
     let status = response[9..12].parse().unwrap();
@@ -148,4 +221,293 @@ fn serve_needs_an_upstream_and_a_known_protocol() {
         "{}",
         unset.stderr
     );
+}
+
+/// A file in the system's temporary directory, removed when dropped.
+struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    fn new(name: &str, text: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("tam-serve-{}-{name}", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        Self(path)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+const CALL: &str =
+    "Looking.\n<ACTION><get_weather><city>Paris</city><days>2</days></get_weather></ACTION>";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_requires_a_client_key_and_logs_requests_without_keys_or_prompts() {
+    // The second reply is prose with usage (a turn that ends at a call has none).
+    let mut prose = text_stream("It is sunny.", 6, "stop", "\n");
+    prose.insert(
+        prose.len() - 1,
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":7,\"total_tokens\":18}}\n\n".to_owned(),
+    );
+    let upstream = Server::start(vec![
+        Reply::events(&text_stream(CALL, 6, "stop", "\n")),
+        Reply::events(&prose),
+    ])
+    .await;
+    let base = upstream.base_url.clone();
+    let keys = TempFile::new("keys", "# the team's keys\nfile-key-1\n\n");
+    let keys_path = keys.path().to_owned();
+    let lines = tokio::task::spawn_blocking(move || {
+        let (server, address) = serve_with(
+            &["--listen", "127.0.0.1:0"],
+            &[
+                "--upstream",
+                &base,
+                "--protocol",
+                "action",
+                "--api-key-env",
+                "TAM_SERVE_TEST_UPSTREAM_KEY",
+                "--client-key-env",
+                "TAM_SERVE_TEST_CLIENT_KEYS",
+                "--client-key-file",
+                &keys_path,
+            ],
+            &[
+                ("TAM_SERVE_TEST_UPSTREAM_KEY", "sk-upstream-secret"),
+                ("TAM_SERVE_TEST_CLIENT_KEYS", "env-key-1, env-key-2"),
+            ],
+        );
+        let chat = weather_request();
+        let path = "/v1/chat/completions";
+        for headers in [&[][..], &["authorization: Bearer env-key-3"]] {
+            let (status, body) = request(&address, "POST", path, headers, Some(&chat));
+            assert_eq!(status, 401, "{body}");
+            assert_eq!(body["error"]["code"], "invalid_api_key");
+        }
+        let (status, _) = request(&address, "GET", "/v1/models", &[], None);
+        assert_eq!(status, 401);
+        for (key, finish) in [("env-key-2", "tool_calls"), ("file-key-1", "stop")] {
+            let header = format!("authorization: Bearer {key}");
+            let (status, body) = request(&address, "POST", path, &[&header], Some(&chat));
+            assert_eq!(status, 200, "{body}");
+            assert_eq!(body["choices"][0]["finish_reason"], finish);
+        }
+        let (status, body) = request(&address, "GET", "/health", &[], None);
+        assert_eq!((status, body), (200, json!({"status": "ok"})));
+        // One line per request (not /health), the last one written once it was answered.
+        server.wait_for_line(|l| l.contains("status=200") && l.contains("req_5"));
+        server.lines()
+    })
+    .await
+    .unwrap();
+    // The upstream got the operator's key, never a client's.
+    for request in upstream.requests() {
+        assert_eq!(
+            request.header("authorization"),
+            Some("Bearer sk-upstream-secret")
+        );
+    }
+    let logs: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("tam_proxy::request"))
+        .collect();
+    assert_eq!(logs.len(), 5, "{lines:#?}");
+    for (log, status) in logs.iter().zip(["401", "401", "401", "200", "200"]) {
+        assert!(log.contains(" INFO "), "{log}");
+        assert!(log.contains(&format!("status={status}")), "{log}");
+        assert!(log.contains("request_id=req_"), "{log}");
+        assert!(log.contains("latency_ms="), "{log}");
+    }
+    for (log, fields) in logs[3..].iter().zip([
+        &["calls=1", "outcome=tool_calls"][..],
+        &[
+            "calls=0",
+            "outcome=stop",
+            "prompt_tokens=11",
+            "completion_tokens=7",
+        ],
+    ]) {
+        for field in ["method=POST", "path=/v1/chat/completions", "model=m"]
+            .iter()
+            .chain(fields)
+        {
+            assert!(log.contains(field), "{field}: {log}");
+        }
+    }
+    assert!(logs[0].contains("outcome=invalid_api_key"), "{}", logs[0]);
+    for secret in [
+        "env-key",
+        "file-key",
+        "sk-upstream-secret",
+        "Weather in Paris",
+        "warning",
+    ] {
+        assert!(
+            lines.iter().all(|l| !l.contains(secret)),
+            "{secret}: {lines:#?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_warns_when_it_is_open_beyond_loopback() {
+    let upstream = Server::start(vec![]).await;
+    let base = upstream.base_url.clone();
+    tokio::task::spawn_blocking(move || {
+        let (server, address) = serve_with(&["--listen", "0.0.0.0:0"], &["--upstream", &base], &[]);
+        let warning = server.wait_for_line(|l| l.contains("warning"));
+        assert!(warning.contains("--client-key-env"), "{warning}");
+        let port = address.rsplit(':').next().unwrap();
+        let (status, _) = request(&format!("127.0.0.1:{port}"), "GET", "/health", &[], None);
+        assert_eq!(status, 200);
+
+        // With a key, no warning: the first request's log line comes after none.
+        let (server, address) = serve_with(
+            &["--listen", "0.0.0.0:0"],
+            &[
+                "--upstream",
+                &base,
+                "--client-key-env",
+                "TAM_SERVE_TEST_KEYS",
+            ],
+            &[("TAM_SERVE_TEST_KEYS", "k")],
+        );
+        let port = address.rsplit(':').next().unwrap();
+        let (status, _) = request(&format!("127.0.0.1:{port}"), "GET", "/v1/models", &[], None);
+        assert_eq!(status, 401);
+        server.wait_for_line(|l| l.contains("status=401"));
+        assert!(
+            server.lines().iter().all(|l| !l.contains("warning")),
+            "{:?}",
+            server.lines()
+        );
+    })
+    .await
+    .unwrap();
+}
+
+/// Reads what the server answers on `socket` until it closes it (a reset also ends it).
+fn answer(mut socket: TcpStream) -> String {
+    socket.set_read_timeout(Some(LINE_WAIT)).unwrap();
+    let mut bytes = Vec::new();
+    let _ = socket.read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_limits_are_flags() {
+    // An upstream that answers its header and then nothing for ten minutes.
+    let stalled = Reply::Stream {
+        pieces: vec![(Duration::from_secs(600), b"data: {}\n\n".to_vec())],
+        drop: false,
+    };
+    let upstream = Server::start(vec![stalled]).await;
+    let base = upstream.base_url.clone();
+    tokio::task::spawn_blocking(move || {
+        let (_server, address) = serve(&[
+            "--upstream",
+            &base,
+            "--max-connections",
+            "1",
+            "--header-timeout",
+            "0",
+            "--upstream-timeout",
+            "0.3",
+        ]);
+        // A half-sent request holds the one slot: another connection is refused.
+        let mut holder = TcpStream::connect(&address).unwrap();
+        holder
+            .write_all(b"POST /v1/chat/completions HTTP/1.1\r\n")
+            .unwrap();
+        let mut refused = TcpStream::connect(&address).unwrap();
+        let _ = refused.write_all(b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n");
+        let refused = answer(refused);
+        assert!(
+            refused.is_empty() || refused.contains("too_many_connections"),
+            "{refused}"
+        );
+        // Once it leaves (and the server has seen it go), a request is served: here, a
+        // 504 after the upstream time-out.
+        drop(holder);
+        let body = weather_request().to_string();
+        let start = Instant::now();
+        let served = loop {
+            let mut socket = TcpStream::connect(&address).unwrap();
+            let _ = write!(
+                socket,
+                "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let served = answer(socket);
+            if !served.is_empty() && !served.contains("too_many_connections") {
+                break served;
+            }
+            assert!(start.elapsed() < LINE_WAIT, "the slot never came free");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(served.starts_with("HTTP/1.1 504"), "{served}");
+        assert!(served.contains("upstream_timeout"), "{served}");
+
+        // A header that does not come in time: the connection is closed unanswered.
+        let (_server, address) = serve(&["--upstream", &base, "--header-timeout", "0.2"]);
+        let mut slow = TcpStream::connect(&address).unwrap();
+        slow.write_all(b"POST /v1/chat/completions HTTP/1.1\r\n")
+            .unwrap();
+        assert_eq!(answer(slow), "");
+    })
+    .await
+    .unwrap();
+}
+
+#[test]
+fn serve_refuses_bad_limits_and_unusable_client_keys() {
+    fn serve_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec!["serve", "--upstream", "http://127.0.0.1:9/v1"];
+        args.extend_from_slice(extra);
+        args
+    }
+    for bad in [
+        &["--header-timeout", "-1"][..],
+        &["--body-timeout", "soon"],
+        &["--upstream-timeout", "inf"],
+        &["--max-connections", "-3"],
+        &["--max-upstream-concurrency", "many"],
+    ] {
+        assert_eq!(run(&serve_args(bad), b"").code, Some(2), "{bad:?}");
+    }
+    let unset = run(
+        &serve_args(&["--client-key-env", "TAM_SERVE_TEST_UNSET_CLIENT_KEYS"]),
+        b"",
+    );
+    assert_eq!(unset.code, Some(1));
+    assert!(
+        unset.stderr.contains("TAM_SERVE_TEST_UNSET_CLIENT_KEYS"),
+        "{}",
+        unset.stderr
+    );
+    let missing = run(
+        &serve_args(&["--client-key-file", "/nonexistent/tam-keys"]),
+        b"",
+    );
+    assert_eq!(missing.code, Some(1));
+    assert!(
+        missing.stderr.contains("/nonexistent/tam-keys"),
+        "{}",
+        missing.stderr
+    );
+    let empty = TempFile::new("empty-keys", "# no key yet\n\n");
+    let none = run(&serve_args(&["--client-key-file", empty.path()]), b"");
+    assert_eq!(none.code, Some(1));
+    assert!(none.stderr.contains("no client key"), "{}", none.stderr);
+    let spaced = TempFile::new("spaced-keys", "good-key\nsecret with spaces\n");
+    let invalid = run(&serve_args(&["--client-key-file", spaced.path()]), b"");
+    assert_eq!(invalid.code, Some(1));
+    assert!(invalid.stderr.contains("number 2"), "{}", invalid.stderr);
+    assert!(!invalid.stderr.contains("secret"), "{}", invalid.stderr);
 }

@@ -34,6 +34,11 @@
 //! [`ModelItem::ToolCallChunk`], `finish_reason` → [`ModelItem::Finish`]; empty pieces are
 //! skipped. `data: [DONE]` ends the stream.
 //!
+//! A server that ignores `stream` and answers 2xx with `Content-Type: application/json`
+//! sends one whole `chat.completion`: it is read as one chunk whose choices' `message` is
+//! their `delta` (the same items, at once), within [`SseConfig::max_event_bytes`]; an
+//! `error` object in it is `Server`, a body that is not a JSON object `InvalidChunk`.
+//!
 //! # Errors, each ending the stream (a cut stream)
 //!
 //! | [`OpenAiError`] | code | when |
@@ -41,7 +46,7 @@
 //! | `Http` | `http_status` | a non-2xx answer; carries the status and the server's message (llama-server answers an over-long prompt with 400 and a JSON error body) |
 //! | `Transport` | `transport` | connecting, sending or reading failed; the server closed the stream before a finish reason or `[DONE]` |
 //! | `IdleTimeout` | `idle_timeout` | no byte for [`OpenAiConfig::idle_timeout`] (response headers included) |
-//! | `Sse` | `sse_event_too_large` | an event over [`SseConfig::max_event_bytes`] |
+//! | `Sse` | `sse_event_too_large` | an event (or a whole JSON answer) over [`SseConfig::max_event_bytes`] |
 //! | `InvalidChunk` | `invalid_chunk` | an event whose data is not a JSON object |
 //! | `Server` | `server_error` | an event carrying an `error` object |
 //! | `MissingApiKey` | `missing_api_key` | [`OpenAiConfig::with_api_key_env`] named an unset variable |
@@ -67,8 +72,9 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 /// Most bytes of a non-2xx body read for its message: 64 KiB.
 const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
 
-/// Where and how to reach the server.
-#[derive(Debug, Clone, PartialEq)]
+/// Where and how to reach the server. `Debug` shows whether an API key is set, never the
+/// key.
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct OpenAiConfig {
     /// The API base, up to and without `/chat/completions` (e.g.
@@ -86,6 +92,19 @@ pub struct OpenAiConfig {
     pub extra_body: Map<String, Value>,
     /// The SSE reader's limits. Default: 1 MiB per event.
     pub sse: SseConfig,
+}
+
+impl std::fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("idle_timeout", &self.idle_timeout)
+            .field("extra_body", &self.extra_body)
+            .field("sse", &self.sse)
+            .finish()
+    }
 }
 
 impl OpenAiConfig {
@@ -289,6 +308,8 @@ impl LanguageModel for OpenAiModel {
         let state = Reading {
             start: Some(self.start(request)),
             body: None,
+            whole: None,
+            max_whole: self.config.sse.max_event_bytes,
             reader: SseReader::new(self.config.sse),
             queue: VecDeque::new(),
             idle: self.config.idle_timeout,
@@ -325,6 +346,10 @@ impl OpenAiModel {
 struct Reading {
     start: Option<reqwest::RequestBuilder>,
     body: Option<Body>,
+    /// The body so far of a whole JSON answer (a server that ignored `stream`).
+    whole: Option<Vec<u8>>,
+    /// The most bytes of a whole JSON answer.
+    max_whole: usize,
     reader: SseReader,
     queue: VecDeque<Result<ModelItem, BoxError>>,
     idle: Duration,
@@ -345,7 +370,10 @@ impl Reading {
             }
             if let Some(start) = self.start.take() {
                 match connect(start, self.idle).await {
-                    Ok(body) => self.body = Some(body),
+                    Ok((body, json)) => {
+                        self.body = Some(body);
+                        self.whole = json.then(Vec::new);
+                    }
                     Err(error) => self.fail(error),
                 }
                 continue;
@@ -357,7 +385,9 @@ impl Reading {
             match tokio::time::timeout(self.idle, body.next()).await {
                 Err(_) => self.fail(OpenAiError::IdleTimeout(self.idle)),
                 Ok(Some(Err(error))) => self.fail(OpenAiError::Transport(error.to_string())),
+                Ok(Some(Ok(bytes))) if self.whole.is_some() => self.gather(&bytes),
                 Ok(Some(Ok(bytes))) => self.read(&bytes),
+                Ok(None) if self.whole.is_some() => self.read_whole(),
                 Ok(None) => {
                     if self.finished {
                         self.done = true;
@@ -375,6 +405,50 @@ impl Reading {
         self.queue.push_back(Err(Box::new(error)));
         self.done = true;
         self.body = None;
+    }
+
+    /// Gathers the bytes of a whole JSON answer, within the limit.
+    fn gather(&mut self, bytes: &[u8]) {
+        let Some(whole) = &mut self.whole else { return };
+        if whole.len() + bytes.len() > self.max_whole {
+            let limit = self.max_whole;
+            self.whole = None;
+            return self.fail(OpenAiError::Sse(SseError::EventTooLarge { limit, line: 1 }));
+        }
+        whole.extend_from_slice(bytes);
+    }
+
+    /// A whole JSON answer, read: its choices' `message` as a chunk's `delta`.
+    fn read_whole(&mut self) {
+        let whole = self.whole.take().unwrap_or_default();
+        self.done = true;
+        self.body = None;
+        let mut value: Value = match serde_json::from_slice(&whole) {
+            Ok(value) => value,
+            Err(error) => {
+                return self.fail(OpenAiError::InvalidChunk {
+                    reason: error.to_string(),
+                    data: String::from_utf8_lossy(&whole).chars().take(200).collect(),
+                });
+            }
+        };
+        if let Some(choices) = value.get_mut("choices").and_then(Value::as_array_mut) {
+            for choice in choices.iter_mut().filter_map(Value::as_object_mut) {
+                if !choice.contains_key("delta")
+                    && let Some(message) = choice.remove("message")
+                {
+                    choice.insert("delta".into(), message);
+                }
+            }
+        }
+        match read_chunk(&value.to_string()) {
+            Ok(chunk) => self.queue.extend(chunk.items.into_iter().map(Ok)),
+            Err(ChunkError::Server(message)) => self.fail(OpenAiError::Server(message)),
+            Err(ChunkError::NotJson(reason)) => self.fail(OpenAiError::InvalidChunk {
+                reason,
+                data: value.to_string().chars().take(200).collect(),
+            }),
+        }
     }
 
     /// Feeds bytes to the SSE reader and queues what their events carry.
@@ -414,8 +488,12 @@ impl Reading {
     }
 }
 
-/// Sends the request; a 2xx answer's body is the event stream, any other is an error.
-async fn connect(start: reqwest::RequestBuilder, idle: Duration) -> Result<Body, OpenAiError> {
+/// Sends the request; a 2xx answer's body is the event stream (or, `true` with it, a whole
+/// JSON answer), any other is an error.
+async fn connect(
+    start: reqwest::RequestBuilder,
+    idle: Duration,
+) -> Result<(Body, bool), OpenAiError> {
     let response = match tokio::time::timeout(idle, start.send()).await {
         Err(_) => return Err(OpenAiError::IdleTimeout(idle)),
         Ok(Err(error)) => return Err(OpenAiError::Transport(error_chain(&error))),
@@ -423,7 +501,13 @@ async fn connect(start: reqwest::RequestBuilder, idle: Duration) -> Result<Body,
     };
     let status = response.status();
     if status.is_success() {
-        return Ok(response.bytes_stream().boxed());
+        let json = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.split(';').next())
+            .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"));
+        return Ok((response.bytes_stream().boxed(), json));
     }
     // The body of an error answer, within a limit and the idle time-out.
     let mut body = Vec::new();

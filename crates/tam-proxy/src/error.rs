@@ -1,7 +1,7 @@
 //! What the proxy answers when it cannot give a completion: an OpenAI error body
 //! (`{"error":{"message","type","code","param"}}`) with an HTTP status.
 
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
@@ -54,7 +54,42 @@ pub enum ProxyError {
     /// No route for this method and path (404).
     #[error("unknown endpoint {0}")]
     NotFound(String),
+    /// Client keys are configured and the request presents none of them in
+    /// `Authorization: Bearer KEY` (401, code `invalid_api_key`, with
+    /// `WWW-Authenticate: Bearer`).
+    #[error("{}", if *missing {
+        "this server needs a client key: send it as 'Authorization: Bearer KEY'"
+    } else {
+        "the client key is not valid"
+    })]
+    Unauthorized {
+        /// No key was presented at all.
+        missing: bool,
+    },
+    /// The request carries an `Origin` header that is not allowed: it comes from a web
+    /// page (403, code `origin_not_allowed`). Carries the origin.
+    #[error("requests from the web origin '{0}' are not allowed")]
+    OriginNotAllowed(String),
+    /// A POST whose `Content-Type` is not `application/json` (415, code
+    /// `unsupported_media_type`).
+    #[error("the request body must be JSON, sent with 'Content-Type: application/json'")]
+    UnsupportedMediaType,
+    /// The request body did not arrive within the body time-out (408, code
+    /// `request_timeout`).
+    #[error("the request body did not arrive within {0:?}")]
+    RequestTimeout(std::time::Duration),
+    /// As many upstream requests as allowed are under way (503, code `server_busy`, with
+    /// `Retry-After: 1`).
+    #[error("the server is busy: {limit} upstream requests are under way; retry shortly")]
+    Busy {
+        /// The limit, [`ProxyConfig::max_upstream_concurrency`](super::ProxyConfig).
+        limit: usize,
+    },
 }
+
+/// The `code` of an error answer, in the response's extensions (for the request log).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ErrorCode(pub(crate) &'static str);
 
 impl ProxyError {
     /// A 400 with `code`.
@@ -97,12 +132,18 @@ impl ProxyError {
             ProxyError::Unreachable(_) | ProxyError::BadUpstream { .. } => StatusCode::BAD_GATEWAY,
             ProxyError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             ProxyError::NotFound(_) => StatusCode::NOT_FOUND,
+            ProxyError::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
+            ProxyError::OriginNotAllowed(_) => StatusCode::FORBIDDEN,
+            ProxyError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ProxyError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            ProxyError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
     /// The stable `code` of the error body: the request codes above, `request_too_large`,
     /// `upstream_error`, `upstream_unreachable`, `upstream_timeout`, the upstream model's
-    /// code for a broken stream, `not_found`.
+    /// code for a broken stream, `not_found`, `invalid_api_key`, `origin_not_allowed`,
+    /// `unsupported_media_type`, `request_timeout`, `server_busy`.
     pub fn code(&self) -> &'static str {
         match self {
             ProxyError::InvalidRequest { code, .. } | ProxyError::BadUpstream { code, .. } => code,
@@ -111,6 +152,11 @@ impl ProxyError {
             ProxyError::Unreachable(_) => "upstream_unreachable",
             ProxyError::Timeout(_) => "upstream_timeout",
             ProxyError::NotFound(_) => "not_found",
+            ProxyError::Unauthorized { .. } => "invalid_api_key",
+            ProxyError::OriginNotAllowed(_) => "origin_not_allowed",
+            ProxyError::UnsupportedMediaType => "unsupported_media_type",
+            ProxyError::RequestTimeout(_) => "request_timeout",
+            ProxyError::Busy { .. } => "server_busy",
         }
     }
 
@@ -139,11 +185,27 @@ impl ProxyError {
 impl IntoResponse for ProxyError {
     fn into_response(self) -> Response {
         let body = self.body().to_string();
-        (
+        let mut response = (
             self.status(),
-            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            [(header::CONTENT_TYPE, "application/json")],
             body,
         )
-            .into_response()
+            .into_response();
+        match self {
+            ProxyError::Unauthorized { .. } => {
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    header::HeaderValue::from_static("Bearer"),
+                );
+            }
+            ProxyError::Busy { .. } => {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+            }
+            _ => {}
+        }
+        response.extensions_mut().insert(ErrorCode(self.code()));
+        response
     }
 }

@@ -15,14 +15,16 @@
 //! ```no_run
 //! use tam::Protocol;
 //! use tam_model::openai::OpenAiConfig;
-//! use tam_proxy::{ProxyConfig, router};
+//! use tam_proxy::{ProxyConfig, serve};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = ProxyConfig::new(OpenAiConfig::new("http://127.0.0.1:8081/v1", ""))
-//!     .with_protocol(Protocol::Action);
-//! let app = router(config)?; // an axum::Router: mount it, or serve it as it is
+//!     .with_protocol(Protocol::Action)
+//!     .with_client_keys(["a-long-random-key"]); // none: open to anyone who reaches it
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
-//! axum::serve(listener, app).await?;
+//! // With its connection cap and header time-out; `tam_proxy::router(config)` is the
+//! // same proxy as an axum::Router to mount in your own server.
+//! serve(listener, config, std::future::pending()).await?;
 //! # Ok(())
 //! # }
 //! ```
@@ -33,6 +35,54 @@
 //!   the end) or false (one `chat.completion`).
 //! * `GET /v1/models`, `GET /v1/models/{id}` — passed through to the upstream (status,
 //!   content type and body as they come).
+//! * `GET /health` — `200 {"status":"ok"}` without asking the upstream and without a key
+//!   (a liveness check; it says nothing of the upstream).
+//!
+//! # Access
+//!
+//! Every route but `/health` (unknown paths included) first applies, in this order:
+//!
+//! * **`Origin`.** A request with an `Origin` header comes from a web page; it gets 403
+//!   `origin_not_allowed` unless the origin is one of [`ProxyConfig::allowed_origins`]
+//!   (compared exactly, as the browser writes it: `https://app.example`). Allowed origins
+//!   also get CORS answers (preflight included; methods GET and POST, headers
+//!   `Authorization` and `Content-Type`). None are allowed by default: the proxy's clients
+//!   are programs, and a page the operator visits must not be able to use it.
+//! * **Client keys.** With [`ProxyConfig::client_keys`], a request must send one as
+//!   `Authorization: Bearer KEY` (the scheme in any case; no other header is read), else
+//!   401 `invalid_api_key` with `WWW-Authenticate: Bearer`. Keys are compared in constant
+//!   time ([`ClientKeys`]). Without keys the proxy is open to anyone who reaches it; it
+//!   listens where it is told, so keep it on loopback or behind a firewall then.
+//! * **JSON only.** A POST's `Content-Type` must be `application/json` (parameters such as
+//!   `charset` allowed), else 415 `unsupported_media_type`: the bodies a web page can send
+//!   without a CORS preflight (`text/plain`, forms) are never read.
+//!
+//! Then the body must arrive within [`ProxyConfig::body_timeout`] (30 s; else 408
+//! `request_timeout`) and be at most [`ProxyConfig::max_request_bytes`] (4 MiB; else 413).
+//! A request that would contact the upstream while
+//! [`ProxyConfig::max_upstream_concurrency`] (64) upstream requests are under way gets 503
+//! `server_busy` with `Retry-After: 1` at once, without waiting: a client that retries
+//! with backoff (OpenAI's clients do) gets in when a slot frees, and a burst never piles
+//! up behind a slow upstream. A streamed reply holds its slot until it ends.
+//!
+//! [`serve`] adds two limits of its own (a [`router`] mounted elsewhere gets its
+//! server's): at most [`ProxyConfig::max_connections`] (256) open connections — one
+//! over it is answered `503` `too_many_connections` at once, as far as the socket takes
+//! it, and closed, so clients over the cap are refused rather than left waiting — and a
+//! request's header must arrive within [`ProxyConfig::header_timeout`] (10 s, counted
+//! from when the connection waits for a request: an idle kept-alive connection is closed
+//! after it too), else the connection is closed unanswered. Every answer carries an
+//! `x-request-id` header, the id of its log line.
+//!
+//! # Logs
+//!
+//! One [`tracing`] event per request (not `/health`), target `tam_proxy::request`, level
+//! INFO, written when the answer is complete (for a stream: when it ends, or when the
+//! client goes away, outcome `client_closed`). Fields: `request_id`, `method`, `path`,
+//! `status`, `model`, `calls`, `prompt_tokens` and `completion_tokens` when the upstream
+//! reported usage, `outcome` (the finish reason or the error code) and `latency_ms`.
+//! Never a key (client or upstream), never a message or an argument of the request or the
+//! reply. The crate installs no subscriber: `tam serve` prints them on standard error.
 //!
 //! # What a request becomes
 //!
@@ -51,15 +101,18 @@
 //!   through unchanged as an extra body field, so numbers keep their exact JSON text.
 //!   The upstream config's [`extra_body`](OpenAiConfig::extra_body) overrides the client's.
 //! * The client's `Authorization` header is not forwarded: the upstream gets the key of
-//!   the upstream config ([`OpenAiConfig::api_key`]), or none. The proxy checks no key of
-//!   its own; `tam serve` listens on loopback unless told otherwise.
+//!   the upstream config ([`OpenAiConfig::api_key`]), or none; a client key (see
+//!   "Access") is the proxy's own.
 //! * Message content may be a string or text parts (joined by a line break); an image,
 //!   audio or file part is refused (400 `unsupported_content`): the upstream is a text model.
 //! * History: an assistant message's `tool_calls` are written after its text as one block
 //!   of the protocol (a TAM chain for several calls; non-string TAM values as their JSON
 //!   text, which coercion reads back); a call the renderer cannot write (a key that is not
 //!   a TAM key or an XML name, arguments that are not a JSON object) as the line
-//!   `Tool call: NAME ARGUMENTS`. A `tool` message becomes
+//!   `Tool call: NAME ARGUMENTS` — ARGUMENTS the client's JSON text, or its text as one
+//!   JSON string when it is not JSON; NAME a JSON string unless it is a plain name; every
+//!   `<` written `\u003c` — so the line holds no block marker or reasoning tag: the
+//!   model's turn never shows a block it did not write. A `tool` message becomes
 //!   `Observation: Tool NAME executed successfully. Result: CONTENT`, or
 //!   `Observation: Error - Tool NAME failed: MESSAGE` when its content is a result object
 //!   with `"success": false`; NAME comes from the call its `tool_call_id` answers. A run
@@ -84,15 +137,20 @@
 //! * A block naming a tool the request did not offer, a block with a decode error, an
 //!   ACTION block after the first, and a block left open by a cut stream come back as
 //!   their raw text in `delta.content`: never as calls. A block over the decoder's size
-//!   limit, whose bytes the decoder drops, comes back as a bracketed note with the error.
+//!   limit, whose bytes the decoder drops, comes back as a bracketed note with the error
+//!   (`[tool block not shown (CODE): MESSAGE]`), whether it closed or not; a call streamed
+//!   from it is never completed (see "Arguments that stream").
 //! * Past the call limit (`parallel_tool_calls: false`), further calls come back as content,
 //!   re-rendered in the protocol.
-//! * Native `delta.tool_calls` the upstream sends anyway pass through (indexes after the
-//!   proxy's own).
+//! * Native `delta.tool_calls` the upstream sends anyway pass through when they name an
+//!   offered tool (indexes after the proxy's own, the upstream's ids); a native call to a
+//!   tool the request did not offer (or with no name) is never a call: it comes back at
+//!   the end of the content as the line `Tool call: NAME ARGUMENTS`.
 //! * `finish_reason` is `tool_calls` when any call was emitted (and every streamed call
-//!   was completed), else the upstream's. A
-//!   `length` finish or a transport error cuts the reply: no call from a block open at the
-//!   cut (SPEC §5).
+//!   was completed), else the upstream's (`stop` for an upstream `tool_calls` whose calls
+//!   were not passed on). A `length` finish or a transport error cuts the reply: no call
+//!   from a block open at the cut (SPEC §5), and a reply with native calls is not
+//!   `tool_calls` (their arguments may be cut short): it finishes `length`.
 //!
 //! # Arguments that stream
 //!
@@ -138,10 +196,15 @@
 //!
 //! Errors are OpenAI error bodies, `{"error":{"message","type","code","param"}}`, see
 //! [`ProxyError`]: the upstream's status and message for an upstream HTTP error, 502 for an
-//! unreachable upstream or a broken upstream stream, 504 for the idle time-out, 413 for a
-//! body over [`ProxyConfig::max_request_bytes`], 400 for a request the proxy cannot serve.
+//! unreachable upstream or a broken upstream stream, 504 for the upstream time-out
+//! ([`ProxyConfig::with_upstream_timeout`], 120 s by default), 413 for a body over
+//! [`ProxyConfig::max_request_bytes`], 400 for a request the proxy cannot serve, and the
+//! answers of "Access": 401, 403, 415, 408, 503.
 //! The proxy waits for the upstream's first item before it answers, so an upstream error
-//! arrives with its status even for a streaming request. An error after that (the stream
+//! arrives with its status even for a streaming request. An upstream that ignores
+//! `stream` and answers one whole JSON `chat.completion` is read as that reply (tam-model's
+//! OpenAI client), and a whole JSON error object as the upstream's error (502
+//! `server_error`). An error after that (the stream
 //! broke mid-reply) ends the event stream with a `data: {"error":…}` event and no
 //! `[DONE]`; the text decided before it was sent.
 //!
@@ -163,7 +226,8 @@
 //! model writes after that block reaches the client. A reply the upstream stopped at the
 //! sequence ends where the end marker would begin: at a `stop` finish a block still open
 //! is closed by its marker, and its decoder decides whether it holds calls (a value or a
-//! call element still open is no call). A block that yields no call does not end the turn.
+//! call element still open is no call). A block the marker would take past the decoder's
+//! size limit is not closed: its bytes were dropped, and it is a block that never closed. A block that yields no call does not end the turn.
 //!
 //! # Usage
 //!
@@ -177,28 +241,34 @@
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod access;
 mod error;
 mod history;
 mod prompt;
 mod request;
 mod response;
+mod server;
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{StatusCode, Uri, header};
+use axum::extract::{DefaultBodyLimit, FromRequest, Path, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+pub use access::{ClientKeyError, ClientKeys};
 pub use error::ProxyError;
+
+use access::{LogsItself, RequestInfo, RequestLog, Summary};
 
 use request::Translated;
 use response::{ChunkWriter, Completion, Translator, unique_id};
@@ -208,6 +278,14 @@ use tam_model::{BoxError, LanguageModel, ModelItem, ModelRequest};
 
 /// Default of [`ProxyConfig::max_request_bytes`]: 4 MiB.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 << 20;
+/// Default of [`ProxyConfig::max_connections`]: 256.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// Default of [`ProxyConfig::max_upstream_concurrency`]: 64.
+pub const DEFAULT_MAX_UPSTREAM_CONCURRENCY: usize = 64;
+/// Default of [`ProxyConfig::header_timeout`]: 10 s.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default of [`ProxyConfig::body_timeout`]: 30 s.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How the proxy reaches its upstream and reads its replies.
 #[derive(Debug, Clone)]
@@ -226,6 +304,27 @@ pub struct ProxyConfig {
     pub tam: tam_parse::Config,
     /// The ACTION decoder's limits (block size, depth, nodes). Default: action-xml's.
     pub action: action_xml::Config,
+    /// The keys a client must present (`Authorization: Bearer KEY`) on every route but
+    /// `/health`. Default: none, and the proxy is open to anyone who reaches it.
+    pub client_keys: ClientKeys,
+    /// Web origins (`https://app.example`, as a browser writes its `Origin` header) whose
+    /// requests are served, with CORS answers. A request with any other `Origin` gets 403.
+    /// Default: none (no browser request is served).
+    pub allowed_origins: Vec<String>,
+    /// Open connections at most, in [`serve`]; one over it is answered 503 and closed at
+    /// once. 0: no cap. Default: [`DEFAULT_MAX_CONNECTIONS`] (256).
+    pub max_connections: usize,
+    /// Upstream requests under way at most (chat completions and model lists); a request
+    /// over it gets 503 `server_busy` with `Retry-After: 1` at once. 0: no cap. Default:
+    /// [`DEFAULT_MAX_UPSTREAM_CONCURRENCY`] (64).
+    pub max_upstream_concurrency: usize,
+    /// In [`serve`]: a request's header must arrive within this, counted from the moment
+    /// the connection waits for a request (an idle kept-alive connection is closed after
+    /// it). Zero: no time-out. Default: [`DEFAULT_HEADER_TIMEOUT`] (10 s).
+    pub header_timeout: Duration,
+    /// A request's whole body must arrive within this after its header, else 408. Zero: no
+    /// time-out. Default: [`DEFAULT_BODY_TIMEOUT`] (30 s).
+    pub body_timeout: Duration,
 }
 
 impl ProxyConfig {
@@ -237,6 +336,12 @@ impl ProxyConfig {
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             tam: tam_parse::Config::default(),
             action: action_xml::Config::default(),
+            client_keys: ClientKeys::default(),
+            allowed_origins: Vec::new(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_upstream_concurrency: DEFAULT_MAX_UPSTREAM_CONCURRENCY,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
         }
     }
 
@@ -253,6 +358,58 @@ impl ProxyConfig {
         self.max_request_bytes = max_request_bytes;
         self
     }
+
+    /// This configuration with `client_keys` ([`ClientKeys::new`]): a request must present
+    /// one of them. An empty list leaves the proxy open.
+    #[must_use]
+    pub fn with_client_keys(mut self, client_keys: impl Into<ClientKeys>) -> Self {
+        self.client_keys = client_keys.into();
+        self
+    }
+
+    /// This configuration with `origin` among [`ProxyConfig::allowed_origins`].
+    #[must_use]
+    pub fn with_allowed_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins.push(origin.into());
+        self
+    }
+
+    /// This configuration with `max_connections` (0: no cap).
+    #[must_use]
+    pub fn with_max_connections(mut self, max_connections: usize) -> Self {
+        self.max_connections = max_connections;
+        self
+    }
+
+    /// This configuration with `max_upstream_concurrency` (0: no cap).
+    #[must_use]
+    pub fn with_max_upstream_concurrency(mut self, max_upstream_concurrency: usize) -> Self {
+        self.max_upstream_concurrency = max_upstream_concurrency;
+        self
+    }
+
+    /// This configuration with `header_timeout` (zero: none).
+    #[must_use]
+    pub fn with_header_timeout(mut self, header_timeout: Duration) -> Self {
+        self.header_timeout = header_timeout;
+        self
+    }
+
+    /// This configuration with `body_timeout` (zero: none).
+    #[must_use]
+    pub fn with_body_timeout(mut self, body_timeout: Duration) -> Self {
+        self.body_timeout = body_timeout;
+        self
+    }
+
+    /// This configuration with the upstream's idle time-out
+    /// ([`OpenAiConfig::idle_timeout`]): the longest wait for the upstream's answer
+    /// header or for the next bytes of its stream, and for a connection to it.
+    #[must_use]
+    pub fn with_upstream_timeout(mut self, timeout: Duration) -> Self {
+        self.upstream.idle_timeout = timeout;
+        self
+    }
 }
 
 /// What every handler shares.
@@ -263,10 +420,39 @@ struct Shared {
     model: OpenAiModel,
     /// For `GET /v1/models`.
     http: reqwest::Client,
+    /// One permit per upstream request under way.
+    upstream_slots: Arc<Semaphore>,
+}
+
+impl Shared {
+    /// A permit for one upstream request, or [`ProxyError::Busy`].
+    fn upstream_slot(&self) -> Result<OwnedSemaphorePermit, ProxyError> {
+        self.upstream_slots
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| ProxyError::Busy {
+                limit: self.config.max_upstream_concurrency,
+            })
+    }
+}
+
+impl<K: AsRef<str>> From<Vec<K>> for ClientKeys {
+    fn from(keys: Vec<K>) -> Self {
+        ClientKeys::new(keys)
+    }
+}
+
+impl<K: AsRef<str>, const N: usize> From<[K; N]> for ClientKeys {
+    fn from(keys: [K; N]) -> Self {
+        ClientKeys::new(keys)
+    }
 }
 
 /// The proxy as an axum [`Router`] (a tower service): mount it in an application or serve
-/// it with [`serve`]. Any other path answers 404 with an OpenAI error body.
+/// it with [`serve`]. Any other path answers 404 with an OpenAI error body. The router
+/// applies the client keys, the `Origin` and `Content-Type` rules, the body time-out and
+/// the upstream concurrency cap; the connection cap and the header time-out are
+/// [`serve`]'s.
 ///
 /// # Errors
 /// [`OpenAiError::Client`] when the HTTP client cannot be built.
@@ -277,22 +463,60 @@ pub fn router(config: ProxyConfig) -> Result<Router, OpenAiError> {
         .build()
         .map_err(|e| OpenAiError::Client(e.to_string()))?;
     let limit = config.max_request_bytes;
+    let upstream_slots = Arc::new(Semaphore::new(match config.max_upstream_concurrency {
+        0 => Semaphore::MAX_PERMITS,
+        n => n.min(Semaphore::MAX_PERMITS),
+    }));
+    let cors = cors(&config.allowed_origins);
     let shared = Arc::new(Shared {
         config,
         model,
         http,
+        upstream_slots,
     });
-    Ok(Router::new()
+    let guarded = Router::new()
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/models", get(models))
         .route("/v1/models/{*id}", get(model_by_id))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
-        .with_state(shared))
+        .layer(axum::middleware::from_fn_with_state(
+            shared.clone(),
+            access::guard,
+        ));
+    let app = Router::new()
+        .route("/health", get(health))
+        .merge(guarded)
+        .with_state(shared);
+    Ok(match cors {
+        Some(cors) => app.layer(cors),
+        None => app,
+    })
+}
+
+/// The CORS answers for the allowed origins (none: no CORS layer, and a browser's
+/// preflight gets 404/405).
+fn cors(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    let origins: Vec<HeaderValue> = origins
+        .iter()
+        .filter_map(|origin| HeaderValue::from_str(origin).ok())
+        .collect();
+    if origins.is_empty() {
+        return None;
+    }
+    Some(
+        CorsLayer::new()
+            .allow_origin(AllowOrigin::list(origins))
+            .allow_methods([Method::GET, Method::POST])
+            .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
+            .expose_headers([header::HeaderName::from_static("x-request-id")]),
+    )
 }
 
 /// Serves the proxy on `listener` until `shutdown` completes (then finishes the requests
-/// in flight).
+/// in flight), HTTP/1.1, with [`ProxyConfig::max_connections`] and
+/// [`ProxyConfig::header_timeout`].
 ///
 /// # Errors
 /// The router's error, or an I/O error of the server.
@@ -301,32 +525,55 @@ pub async fn serve(
     config: ProxyConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let limits = server::Limits {
+        max_connections: config.max_connections,
+        header_timeout: config.header_timeout,
+    };
     let app = router(config).map_err(std::io::Error::other)?;
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    server::run(listener, app, limits, shutdown).await
+}
+
+/// `GET /health`: `{"status":"ok"}`, without a key and without asking the upstream.
+async fn health() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        r#"{"status":"ok"}"#,
+    )
+        .into_response()
 }
 
 async fn not_found(uri: Uri) -> Response {
     ProxyError::NotFound(uri.path().to_owned()).into_response()
 }
 
-async fn chat_completions(
-    State(shared): State<Arc<Shared>>,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    match complete(&shared, body).await {
-        Ok(response) => response,
-        Err(error) => error.into_response(),
+async fn chat_completions(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let info = request.extensions().get::<RequestInfo>().cloned();
+    let mut summary = Summary::default();
+    match complete(&shared, request, info, &mut summary).await {
+        Ok(mut response) => {
+            response.extensions_mut().insert(summary);
+            response
+        }
+        Err(error) => {
+            summary.outcome = Some(error.code().to_owned());
+            let mut response = error.into_response();
+            response.extensions_mut().insert(summary);
+            response
+        }
     }
 }
 
-async fn complete(
-    shared: &Shared,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ProxyError> {
-    let config = &shared.config;
-    let body = body.map_err(|rejection| {
+/// The request's body, within the size limit and the body time-out.
+async fn read_body(config: &ProxyConfig, request: Request) -> Result<Bytes, ProxyError> {
+    let read = Bytes::from_request(request, &());
+    let body = if config.body_timeout.is_zero() {
+        read.await
+    } else {
+        tokio::time::timeout(config.body_timeout, read)
+            .await
+            .map_err(|_| ProxyError::RequestTimeout(config.body_timeout))?
+    };
+    body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ProxyError::BodyTooLarge {
                 limit: config.max_request_bytes,
@@ -334,8 +581,20 @@ async fn complete(
         } else {
             ProxyError::invalid("invalid_json", rejection.body_text())
         }
-    })?;
+    })
+}
+
+async fn complete(
+    shared: &Shared,
+    request: Request,
+    info: Option<RequestInfo>,
+    summary: &mut Summary,
+) -> Result<Response, ProxyError> {
+    let config = &shared.config;
+    let body = read_body(config, request).await?;
     let request = request::translate(&body, config.protocol, &config.upstream.model)?;
+    summary.model = Some(request.model.clone());
+    let slot = shared.upstream_slot()?;
     let Translated {
         model: model_name,
         messages,
@@ -390,21 +649,41 @@ async fn complete(
         other => other,
     };
     if stream {
-        Ok(stream_response(
+        let log = info.map(|info| RequestLog::new(info, 200, std::mem::take(summary)));
+        let mut response = stream_response(
             first,
             upstream,
             translator,
             ChunkWriter::new(&id, &model_name),
             include_usage,
-        ))
+            Held {
+                slot: Some(slot),
+                log,
+            },
+        );
+        response.extensions_mut().insert(LogsItself);
+        Ok(response)
     } else {
-        let value = gather(first, upstream, translator, &id, &model_name).await?;
+        let (value, translator) = gather(first, upstream, translator, &id, &model_name).await?;
+        drop(slot);
+        summary.calls = translator.calls();
+        summary.usage = translator.usage().cloned();
+        summary.outcome = value["choices"][0]["finish_reason"]
+            .as_str()
+            .map(str::to_owned);
         Ok((
             [(header::CONTENT_TYPE, "application/json")],
             value.to_string(),
         )
             .into_response())
     }
+}
+
+/// What a streamed response holds until it ends: its upstream slot and its log line.
+struct Held {
+    /// `None` once the upstream request is closed.
+    slot: Option<OwnedSemaphorePermit>,
+    log: Option<RequestLog>,
 }
 
 type Upstream = BoxStream<'static, Result<ModelItem, BoxError>>;
@@ -416,7 +695,7 @@ async fn gather(
     mut translator: Translator,
     id: &str,
     model: &str,
-) -> Result<serde_json::Value, ProxyError> {
+) -> Result<(serde_json::Value, Translator), ProxyError> {
     let mut completion = Completion::default();
     let mut next = first;
     while let Some(item) = next {
@@ -443,7 +722,7 @@ async fn gather(
     if let Some(usage) = translator.usage() {
         value["usage"] = serde_json::Value::Object(usage.clone());
     }
-    Ok(value)
+    Ok((value, translator))
 }
 
 /// The state of one streamed response.
@@ -456,6 +735,9 @@ struct Streaming {
     /// The client asked for `usage` (`stream_options.include_usage`).
     include_usage: bool,
     done: bool,
+    /// Released when the response ends or is dropped (the client went away): the
+    /// upstream slot, and the log line, written then.
+    held: Held,
 }
 
 impl Streaming {
@@ -475,6 +757,7 @@ impl Streaming {
                     // The turn ended at the call (SPEC §5): close the upstream request
                     // now; the next step finishes the reply.
                     self.upstream = None;
+                    self.held.slot = None;
                 }
             }
             Some(Err(error)) => {
@@ -482,6 +765,7 @@ impl Streaming {
                 self.drain_into(&mut events);
                 let error = ProxyError::from_upstream(&*error);
                 events.push(Event::default().data(error.body().to_string()));
+                self.log(error.code());
                 self.done = true;
             }
             None => {
@@ -491,7 +775,9 @@ impl Streaming {
                     // A streamed call the block did not confirm: chunks cannot be taken
                     // back, so the reply ends as a broken stream.
                     events.push(Event::default().data(error.body().to_string()));
+                    self.log(error.code());
                 } else {
+                    self.log(&finish_reason);
                     let mut finish = self.writer.finish(&finish_reason);
                     match self.translator.usage() {
                         Some(usage) if self.include_usage => {
@@ -513,6 +799,13 @@ impl Streaming {
         events
     }
 
+    /// Fills in the log line's outcome (written when the response is dropped).
+    fn log(&mut self, outcome: &str) {
+        if let Some(log) = &mut self.held.log {
+            log.summary.outcome = Some(outcome.to_owned());
+        }
+    }
+
     fn drain_into(&mut self, events: &mut Vec<Event>) {
         for piece in self.translator.drain() {
             events.push(json_event(&self.writer.piece(piece)));
@@ -532,8 +825,13 @@ fn stream_response(
     translator: Translator,
     writer: ChunkWriter,
     include_usage: bool,
+    mut held: Held,
 ) -> Response {
     let role = json_event(&writer.role());
+    if let Some(log) = &mut held.log {
+        // Until the reply ends, the outcome is that the client went away.
+        log.summary.outcome = Some("client_closed".to_owned());
+    }
     let state = Streaming {
         first: Some(first),
         upstream: Some(upstream),
@@ -541,6 +839,7 @@ fn stream_response(
         writer,
         include_usage,
         done: false,
+        held,
     };
     let events = stream::unfold(state, |mut state| async move {
         if state.done {
@@ -554,6 +853,15 @@ fn stream_response(
         .chain(events)
         .map(Ok::<Event, Infallible>);
     Sse::new(all).into_response()
+}
+
+impl Drop for Streaming {
+    fn drop(&mut self) {
+        if let Some(log) = &mut self.held.log {
+            log.summary.calls = self.translator.calls();
+            log.summary.usage = self.translator.usage().cloned();
+        }
+    }
 }
 
 async fn models(State(shared): State<Arc<Shared>>) -> Response {
@@ -590,6 +898,10 @@ fn model_segment(id: &str) -> Option<String> {
 /// `GET {upstream}/models{suffix}`, answered with the upstream's status, content type and
 /// body (streamed, not buffered).
 async fn pass_models(shared: &Shared, suffix: &str) -> Response {
+    let _slot = match shared.upstream_slot() {
+        Ok(slot) => slot,
+        Err(error) => return error.into_response(),
+    };
     let upstream = &shared.config.upstream;
     let url = format!("{}/models{suffix}", upstream.base_url.trim_end_matches('/'));
     let mut request = shared.http.get(url);

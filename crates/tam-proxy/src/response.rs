@@ -90,6 +90,10 @@ pub(crate) struct Translator {
     /// The last bytes of the upstream's text (up to 64): a reply that ends with the end
     /// marker was not stopped at it.
     tail: String,
+    /// Bytes of text fed to the decoder so far.
+    fed: usize,
+    /// The decoder's block size limit: a block larger than this has its bytes dropped.
+    block_limit: usize,
 }
 
 struct Emitter {
@@ -101,6 +105,9 @@ struct Emitter {
     next_index: usize,
     /// Upstream native index → the client's index.
     native: Vec<(usize, usize)>,
+    /// Native calls to tools the request did not offer: upstream index, name, arguments.
+    /// They come back as text at the end, never as calls.
+    refused_native: Vec<(usize, String, String)>,
     call_id_base: String,
     pieces: Vec<Piece>,
     /// Stream calls and string arguments while blocks are written.
@@ -122,6 +129,8 @@ struct Emitter {
     turn_over: bool,
     /// Calls emitted before the open block began (a streamed call counts from its start).
     calls_before_block: usize,
+    /// Where the open block began, in bytes of the reply's text.
+    block_start: usize,
     /// The reply was cut (`length`, a transport error) and the decoder is handing over
     /// the block open at the cut: its streamed calls end unfinished, not in a failure.
     cutting: bool,
@@ -275,6 +284,12 @@ impl Translator {
         call_id_base: String,
     ) -> Self {
         let tam_end = tam.dialect.end_marker();
+        // The decoder's limit: TAM alone has its own, ACTION and both protocols at once
+        // the ACTION one.
+        let block_limit = match protocol {
+            Protocol::Action | Protocol::Auto => action.max_block_bytes,
+            _ => tam.max_block_bytes,
+        };
         Self {
             decoder: decode.then(|| block_decoder(protocol, tam, action)),
             emitter: Emitter {
@@ -284,6 +299,7 @@ impl Translator {
                 calls: 0,
                 next_index: 0,
                 native: Vec::new(),
+                refused_native: Vec::new(),
                 call_id_base,
                 pieces: Vec::new(),
                 stream_args,
@@ -294,12 +310,15 @@ impl Translator {
                 in_block: None,
                 turn_over: false,
                 calls_before_block: 0,
+                block_start: 0,
                 cutting: false,
             },
             finish: None,
             tam_end,
             usage: None,
             tail: String::new(),
+            fed: 0,
+            block_limit,
         }
     }
 
@@ -312,6 +331,7 @@ impl Translator {
             _ if self.emitter.turn_over => {}
             ModelItem::Text(text) => {
                 keep_tail(&mut self.tail, &text);
+                self.fed += text.len();
                 match &mut self.decoder {
                     Some(decoder) => decoder.feed(&text, |event| self.emitter.event(event)),
                     None => self.emitter.content(&text),
@@ -327,6 +347,11 @@ impl Translator {
     /// upstream (dropping its stream closes the request) and finishes the reply.
     pub(crate) fn turn_over(&self) -> bool {
         self.emitter.turn_over
+    }
+
+    /// The calls emitted so far (decoded and native).
+    pub(crate) fn calls(&self) -> usize {
+        self.emitter.calls
     }
 
     /// The upstream's `usage`, when it sent one.
@@ -364,8 +389,11 @@ impl Translator {
                 _ => ACTION_END,
             };
             // A reply that ends with the marker was not stopped at it (the server ignored
-            // the stop sequence): the block stays as the model wrote it.
-            if !self.tail.ends_with(marker) {
+            // the stop sequence): the block stays as the model wrote it. A block the
+            // marker would take past the size limit has had its bytes dropped: it is a
+            // block that never closed, and the decoder's finish says so.
+            let size = self.fed.saturating_sub(self.emitter.block_start) + marker.len();
+            if !self.tail.ends_with(marker) && size <= self.block_limit {
                 for event in close_stopped_block(decoder, marker) {
                     self.emitter.event(event);
                 }
@@ -382,12 +410,24 @@ impl Translator {
         if self.emitter.unfinished && !cut && self.emitter.failure.is_none() {
             self.emitter.failure = Some("a block whose call was streamed did not close".to_owned());
         }
+        // A native call at a cut may have lost the end of its arguments: the reply is
+        // not a finished call.
+        if cut && !self.emitter.native.is_empty() {
+            self.emitter.unfinished = true;
+        }
+        for (_, name, arguments) in std::mem::take(&mut self.emitter.refused_native) {
+            self.emitter
+                .content(&format!("Tool call: {name} {arguments}"));
+        }
         if self.emitter.calls > 0 && !self.emitter.unfinished {
             "tool_calls".to_owned()
         } else {
-            self.finish
-                .as_ref()
-                .map_or_else(|| "stop".to_owned(), |r| r.as_str().to_owned())
+            match &self.finish {
+                // No call reached the client: the upstream's own `tool_calls` finish
+                // named calls that were not passed on.
+                Some(FinishReason::ToolCalls) | None => "stop".to_owned(),
+                Some(reason) => reason.as_str().to_owned(),
+            }
         }
     }
 
@@ -458,9 +498,10 @@ impl Emitter {
             return;
         }
         match &event {
-            MixedEvent::BlockStart { protocol, .. } => {
+            MixedEvent::BlockStart { protocol, span } => {
                 self.in_block = Some(*protocol);
                 self.calls_before_block = self.calls;
+                self.block_start = span.start;
             }
             MixedEvent::Text { .. }
             | MixedEvent::TamBlock(_)
@@ -522,13 +563,21 @@ impl Emitter {
                     self.block(calls, &block.diagnostics, &block.raw);
                 }
             }
-            // A block cut or never closed: its text, which the decoder did not emit.
+            // A block cut or never closed: its text, which the decoder did not emit. One
+            // whose bytes the decoder dropped (over its size limit) leaves an error
+            // without its text: a note says so. Either way a call streamed from it is
+            // never completed.
             MixedEvent::Diagnostic(diagnostic) => {
                 if let Some(raw) = &diagnostic.raw {
                     if self.open.take().is_some_and(|o| !o.streamed.is_empty()) {
                         self.unfinished = true;
                     }
                     self.content(raw);
+                } else if diagnostic.is_error() {
+                    if self.open.take().is_some_and(|o| !o.streamed.is_empty()) {
+                        self.unfinished = true;
+                    }
+                    self.block_text("", std::slice::from_ref(&diagnostic));
                 }
             }
             // A later TAM call begins (of a chain, or a call started by a repeated key):
@@ -815,9 +864,32 @@ impl Emitter {
         });
     }
 
+    /// A native call chunk: a call to an offered tool passes through (its index mapped
+    /// after the proxy's own); one to a tool the request did not offer is held, and comes
+    /// back as text at the end.
     fn native_chunk(&mut self, chunk: ToolCallChunk) {
+        if let Some((_, _, arguments)) = self
+            .refused_native
+            .iter_mut()
+            .find(|(up, _, _)| *up == chunk.index)
+        {
+            arguments.push_str(&chunk.arguments);
+            return;
+        }
         let index = match self.native.iter().find(|(up, _)| *up == chunk.index) {
             Some(&(_, index)) => index,
+            None if chunk
+                .name
+                .as_deref()
+                .is_none_or(|name| self.offered.get(name).is_none()) =>
+            {
+                self.refused_native.push((
+                    chunk.index,
+                    chunk.name.unwrap_or_default(),
+                    chunk.arguments,
+                ));
+                return;
+            }
             None => {
                 let index = self.next_index;
                 self.next_index += 1;
@@ -1146,7 +1218,7 @@ mod tests {
         assert_eq!(reason, "stop");
     }
 
-    /// Native chunks the upstream sends pass through with indexes of their own; a decoded
+    /// Native chunks of an offered tool pass through with indexes of their own; a decoded
     /// call after them takes the next index and ends the turn: native chunks after it are
     /// not passed on.
     #[test]
@@ -1155,11 +1227,14 @@ mod tests {
         t.feed(ModelItem::ToolCallChunk(ToolCallChunk::new(
             0,
             Some("up_1".into()),
-            Some("other".into()),
-            "{\"a\":",
+            Some("get_weather".into()),
+            "{\"city\":",
         )));
         t.feed(ModelItem::ToolCallChunk(ToolCallChunk::new(
-            0, None, None, "1}",
+            0,
+            None,
+            None,
+            "\"Rome\"}",
         )));
         t.feed(ModelItem::Text(
             "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\n<|[END_TOOL]|>".into(),
@@ -1180,15 +1255,15 @@ mod tests {
                 Piece::CallStart {
                     index: 0,
                     id: "up_1".into(),
-                    name: "other".into()
+                    name: "get_weather".into()
                 },
                 Piece::CallArguments {
                     index: 0,
-                    text: "{\"a\":".into()
+                    text: "{\"city\":".into()
                 },
                 Piece::CallArguments {
                     index: 0,
-                    text: "1}".into()
+                    text: "\"Rome\"}".into()
                 },
                 start,
                 args,

@@ -36,6 +36,8 @@ pub enum Reply {
     },
     /// An error status with a JSON body.
     Status { status: u16, body: Value },
+    /// `200 application/json` with `body`: a server that ignores `stream`.
+    Json(Value),
     /// Like `Events` without pauses, but the event at `hold_at` waits until the test calls
     /// `release.notify_one()`: what the proxy sent before it is what it sent early.
     Held {
@@ -205,6 +207,11 @@ async fn chat(State(state): State<Upstream>, headers: HeaderMap, body: Bytes) ->
     let reply = (state.script)(&body);
     state.requests.lock().unwrap().push((body, authorization));
     match reply {
+        Reply::Json(body) => (
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response(),
         Reply::Status { status, body } => (
             StatusCode::from_u16(status).unwrap(),
             [(header::CONTENT_TYPE, "application/json")],
@@ -294,9 +301,12 @@ pub async fn start_proxy(upstream: &ScriptedUpstream, protocol: Protocol) -> Str
     .await
 }
 
-/// A proxy with `config`, on 127.0.0.1; its `/v1` base URL.
+/// A proxy with `config`, on 127.0.0.1, its listener's backlog 1024 as `tam serve`'s; its
+/// `/v1` base URL.
 pub async fn start_proxy_with(config: ProxyConfig) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(1024).unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     tokio::spawn(async move {
         let _ = tam_proxy::serve(listener, config, std::future::pending()).await;
