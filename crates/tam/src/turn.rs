@@ -36,7 +36,9 @@ pub fn stop_sequences(
 /// marker out, so `marker` (the block's end marker) is fed to `decoder` as the model wrote
 /// it. When the block then gives calls, its events are returned as decoded. When it gives
 /// none (a prose mention, a block without a command), the marker is not shown: the events
-/// are one text event holding what the model wrote, without the marker.
+/// are one text event holding what the model wrote, without the marker, then what carries
+/// no text of its own: a block over the size limit (no calls, its `block_too_large`
+/// error), a diagnostic without raw text.
 pub fn close_stopped_block(decoder: &mut Decoder, marker: &str) -> Vec<Event<'static>> {
     let mut events = Vec::new();
     decoder.feed(marker, |event| events.push(event.into_owned()));
@@ -50,7 +52,21 @@ pub fn close_stopped_block(decoder: &mut Decoder, marker: &str) -> Vec<Event<'st
     }
     let mut text = String::new();
     let mut span: Option<Span> = None;
+    // What carries no text of its own — a block over the size limit (its bytes are not
+    // kept: the block holds only its `block_too_large` error), a diagnostic without raw
+    // text — tells something the text does not: it is kept, after the text.
+    let mut kept = Vec::new();
     for event in &events {
+        let textless = match event {
+            Event::TamBlock(block) => block.raw.is_empty(),
+            Event::ActionBlock(block) => block.raw.is_empty(),
+            Event::Diagnostic(diagnostic) => diagnostic.raw.is_none(),
+            _ => false,
+        };
+        if textless {
+            kept.push(event.clone());
+            continue;
+        }
         let piece: &str = match event {
             Event::Text { text, .. } => text,
             Event::TamBlock(block) => &block.raw,
@@ -71,11 +87,13 @@ pub fn close_stopped_block(decoder: &mut Decoder, marker: &str) -> Vec<Event<'st
     if let Some(kept) = text.strip_suffix(marker) {
         text.truncate(kept.len());
     }
-    match span {
+    let mut out = match span {
         Some(span) if !text.is_empty() => vec![Event::Text {
             text: text.into(),
             span: Span::new(span.start, span.end.saturating_sub(marker.len())),
         }],
         _ => Vec::new(),
-    }
+    };
+    out.extend(kept);
+    out
 }

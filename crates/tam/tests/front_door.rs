@@ -196,3 +196,26 @@ fn the_codec_gives_the_decoders_events() {
     }
     assert_eq!(tools(&events), ["GetWeather", "Write"]);
 }
+
+#[test]
+fn a_stopped_block_over_the_size_limit_keeps_its_diagnostic() {
+    let mut config = Config::for_protocol(Protocol::Action);
+    config.action.max_block_bytes = 64;
+    let mut decoder = Decoder::new(config);
+    let mut seen = Vec::new();
+    let body = "x".repeat(200);
+    decoder.feed(
+        &format!("<ACTION><Write><text>{body}</text></Write>"),
+        |e| seen.push(e.into_owned()),
+    );
+    let closed = close_stopped_block(&mut decoder, ACTION_END);
+    assert!(tools(&closed).is_empty(), "{closed:?}");
+    let all: Vec<&Event<'_>> = seen.iter().chain(&closed).collect();
+    assert!(
+        all.iter().any(|e| matches!(
+            e,
+            Event::ActionBlock(b) if b.diagnostics.iter().any(|d| d.code.as_str() == "block_too_large")
+        )),
+        "{all:?}"
+    );
+}
