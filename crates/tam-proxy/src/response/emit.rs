@@ -1,0 +1,656 @@
+//! Writing the decoded reply as OpenAI chunks while it streams: prose, calls, string
+//! arguments piece by piece.
+
+use serde_json::{Map, Value};
+use tam::{BlockKind as MixedProtocol, Event as MixedEvent};
+use tam_parse::Diagnostic;
+
+use crate::history::{PastCall, render_calls};
+use crate::request::OfferedTools;
+use tam_model::ToolCallChunk;
+use tool_dispatch::ToolCall;
+
+use crate::Protocol;
+
+use super::*;
+
+pub(super) struct Emitter {
+    pub(super) offered: OfferedTools,
+    pub(super) protocol: Protocol,
+    pub(super) max_calls: usize,
+    /// Calls emitted so far (decoded and native).
+    pub(super) calls: usize,
+    pub(super) next_index: usize,
+    /// Upstream native index → the client's index.
+    pub(super) native: Vec<(usize, usize)>,
+    /// Native calls to tools the request did not offer: upstream index, name, arguments.
+    /// They come back as text at the end, never as calls.
+    pub(super) refused_native: Vec<(usize, String, String)>,
+    pub(super) call_id_base: String,
+    pub(super) pieces: Vec<Piece>,
+    /// Stream calls and string arguments while blocks are written.
+    pub(super) stream_args: bool,
+    /// The block being written, while `stream_args`.
+    pub(super) open: Option<OpenBlock>,
+    /// ACTION blocks closed so far (only the first holds calls).
+    pub(super) action_blocks: usize,
+    /// A streamed call's arguments were never completed (its block was cut, failed or
+    /// differed from what streamed).
+    pub(super) unfinished: bool,
+    /// Why the reply must end with an error event instead of a finish chunk.
+    pub(super) failure: Option<String>,
+    /// The protocol of the block open now (from its start marker to its close, or until it
+    /// turned out to be prose).
+    pub(super) in_block: Option<MixedProtocol>,
+    /// A block with calls closed: the model's turn is over (SPEC §5). Nothing decoded
+    /// after it is shown or called.
+    pub(super) turn_over: bool,
+    /// Calls emitted before the open block began (a streamed call counts from its start).
+    pub(super) calls_before_block: usize,
+    /// Where the open block began, in bytes of the reply's text.
+    pub(super) block_start: usize,
+    /// The reply was cut (`length`, a transport error) and the decoder is handing over
+    /// the block open at the cut: its streamed calls end unfinished, not in a failure.
+    pub(super) cutting: bool,
+}
+
+/// A block being written: its calls whose chunks went out already.
+pub(super) struct OpenBlock {
+    pub(super) protocol: MixedProtocol,
+    pub(super) streamed: Vec<Streamed>,
+    /// The slot in `streamed` of the call whose parameters are being written.
+    pub(super) current: Option<usize>,
+    /// The string parameter streaming now.
+    pub(super) param: Option<StreamingParam>,
+}
+
+/// A call whose first chunk went out while its block was open.
+pub(super) struct Streamed {
+    /// Its place in the block (ACTION call index; TAM: 0, the unchained `command`).
+    pub(super) at: usize,
+    /// The client's index.
+    pub(super) index: usize,
+    pub(super) tool: String,
+    /// The string values streamed, by key, as sent.
+    pub(super) values: Vec<(String, String)>,
+    /// The arguments' `{` went out.
+    pub(super) opened: bool,
+}
+
+/// A string parameter whose value streams.
+pub(super) struct StreamingParam {
+    pub(super) key: String,
+    /// The value as sent so far.
+    pub(super) value: String,
+    /// ACTION: edge whitespace is held back (the block's value is trimmed).
+    pub(super) trim: bool,
+    /// ACTION: a character other than whitespace went out.
+    pub(super) started: bool,
+    /// ACTION: whitespace held back, each run with whether it is CDATA content.
+    pub(super) held: Vec<(String, bool)>,
+    /// ACTION: where the previous piece ended, and whether its run is CDATA content.
+    pub(super) prev_end: usize,
+    pub(super) cdata: bool,
+    /// ACTION: the value begins with CDATA: one line break right after `<![CDATA[` is
+    /// dropped (`pending_cr`: a `\r` waits for the next piece).
+    pub(super) strip_newline: bool,
+    pub(super) pending_cr: bool,
+}
+
+/// One ACTION piece of a streaming string value into `out`, by the block's edge rules
+/// (action-xml's crate docs): a value's leading text whitespace and blank text runs are
+/// dropped, a leading CDATA section loses one line break, trailing whitespace is held
+/// until more text follows (the rest is decided at [`Emitter::param_end`]).
+///
+/// Pieces carry no CDATA flag: a run of pieces that starts after a gap of exactly 9
+/// bytes (`<![CDATA[`) or 12 (`]]><![CDATA[`) from the previous piece is taken as CDATA
+/// content. A comment of exactly that length would be taken for one; the block's check
+/// at close catches any difference.
+pub(super) fn action_piece(
+    param: &mut StreamingParam,
+    text: &str,
+    span: tam_parse::Span,
+    out: &mut String,
+) {
+    if span.start != param.prev_end {
+        param.cdata = matches!(span.start.saturating_sub(param.prev_end), 9 | 12);
+        if param.cdata && !param.started {
+            param.started = true;
+            param.held.clear();
+            param.strip_newline = true;
+        }
+    }
+    param.prev_end = span.end;
+    let mut owned;
+    let mut text = text;
+    if param.strip_newline {
+        if param.pending_cr {
+            param.pending_cr = false;
+            if let Some(rest) = text.strip_prefix('\n') {
+                text = rest;
+            } else {
+                owned = String::from("\r");
+                owned.push_str(text);
+                text = &owned;
+            }
+            param.strip_newline = false;
+        } else if text == "\r" {
+            param.pending_cr = true;
+            return;
+        } else if let Some(rest) = text
+            .strip_prefix("\r\n")
+            .or_else(|| text.strip_prefix('\n'))
+        {
+            text = rest;
+            param.strip_newline = false;
+        } else if !text.is_empty() {
+            param.strip_newline = false;
+        }
+    }
+    let body = text.trim_matches(is_xml_space);
+    if body.is_empty() {
+        if param.started && !text.is_empty() {
+            param.held.push((text.to_owned(), param.cdata));
+        }
+        return;
+    }
+    let lead = &text[..text.len() - text.trim_start_matches(is_xml_space).len()];
+    let trail = &text[text.trim_end_matches(is_xml_space).len()..];
+    if param.started {
+        for (ws, _) in param.held.drain(..) {
+            out.push_str(&ws);
+        }
+        out.push_str(lead);
+    }
+    param.started = true;
+    out.push_str(body);
+    if !trail.is_empty() {
+        param.held.push((trail.to_owned(), param.cdata));
+    }
+}
+
+/// XML whitespace: what ACTION trims from a string value's edges.
+pub(super) fn is_xml_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r')
+}
+
+/// `text` as the inside of a JSON string (escaping works character by character, so the
+/// escaped pieces of a value join to the escaped value).
+pub(super) fn json_inside(text: &str) -> String {
+    let quoted = Value::String(text.to_owned()).to_string();
+    quoted[1..quoted.len() - 1].to_owned()
+}
+
+/// Whether `key` is a property of `tool`'s schema whose type is exactly `"string"`.
+pub(super) fn is_string_property(tool: &tool_schema::CompiledTool, key: &str) -> bool {
+    tool.definition()
+        .parameters
+        .get("properties")
+        .and_then(|p| p.get(key))
+        .and_then(|p| p.get("type"))
+        .and_then(Value::as_str)
+        == Some("string")
+}
+
+impl Emitter {
+    pub(super) fn content(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        match self.pieces.last_mut() {
+            Some(Piece::Content(previous)) => previous.push_str(text),
+            _ => self.pieces.push(Piece::Content(text.to_owned())),
+        }
+    }
+
+    /// Reasoning the decoder split out of the text (a `<think>` section).
+    pub(super) fn reasoning(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        match self.pieces.last_mut() {
+            Some(Piece::Reasoning(previous)) => previous.push_str(text),
+            _ => self.pieces.push(Piece::Reasoning(text.to_owned())),
+        }
+    }
+
+    /// A piece of call `index`'s arguments (joined to the previous piece of the same call).
+    pub(super) fn arguments(&mut self, index: usize, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        match self.pieces.last_mut() {
+            Some(Piece::CallArguments {
+                index: i,
+                text: previous,
+            }) if *i == index => {
+                previous.push_str(text);
+            }
+            _ => self.pieces.push(Piece::CallArguments {
+                index,
+                text: text.to_owned(),
+            }),
+        }
+    }
+
+    pub(super) fn event(&mut self, event: MixedEvent<'_>) {
+        if self.turn_over {
+            return;
+        }
+        match &event {
+            MixedEvent::BlockStart { protocol, span } => {
+                self.in_block = Some(*protocol);
+                self.calls_before_block = self.calls;
+                self.block_start = span.start;
+            }
+            MixedEvent::Text { .. }
+            | MixedEvent::TamBlock(_)
+            | MixedEvent::ActionBlock(_)
+            | MixedEvent::Diagnostic(_) => self.in_block = None,
+            _ => {}
+        }
+        let closes = matches!(event, MixedEvent::TamBlock(_) | MixedEvent::ActionBlock(_));
+        self.decoded_event(event);
+        // A block that gave calls (whole, or streamed and completed) ends the turn.
+        if closes && self.calls > self.calls_before_block && self.failure.is_none() {
+            self.turn_over = true;
+        }
+    }
+
+    pub(super) fn decoded_event(&mut self, event: MixedEvent<'_>) {
+        match event {
+            MixedEvent::Text { text, .. } => self.content(&text),
+            // A `<think>` section of the text: reasoning, never calls.
+            MixedEvent::Reasoning { text, .. } => self.reasoning(&text),
+            MixedEvent::ReasoningStart { .. } | MixedEvent::ReasoningEnd { .. } => {}
+            MixedEvent::BlockStart { protocol, .. } => {
+                self.open = self.stream_args.then_some(OpenBlock {
+                    protocol,
+                    streamed: Vec::new(),
+                    current: None,
+                    param: None,
+                });
+            }
+            MixedEvent::CallStart { index, tool, .. } if self.action_blocks == 0 => {
+                self.stream_call(MixedProtocol::Action, index, &tool);
+            }
+            MixedEvent::CommandSeen { call: 0, tool, .. } => {
+                self.stream_call(MixedProtocol::Tam, 0, &tool);
+            }
+            MixedEvent::ParamStart { key, span, .. } => self.param_start(&key, span.end),
+            MixedEvent::ParamText { text, span, .. } => self.param_text(&text, span),
+            MixedEvent::ParamEnd { .. } => self.param_end(),
+            MixedEvent::CallEnd { .. } => {
+                if let Some(open) = &mut self.open {
+                    open.current = None;
+                    open.param = None;
+                }
+            }
+            // The one conversion of a decoded call, the agent's: TAM keys matched
+            // canonically, ACTION parameters with their element sources.
+            MixedEvent::TamBlock(block) => {
+                let calls = ToolCall::from_tam_block(&block);
+                self.block(calls, &block.diagnostics, &block.raw);
+            }
+            MixedEvent::ActionBlock(block) => {
+                self.action_blocks += 1;
+                if block.index > 0 {
+                    // Only the first ACTION block of a reply holds calls (SPEC §3).
+                    self.open = None;
+                    self.block_text(&block.raw, &block.diagnostics);
+                } else {
+                    let calls = ToolCall::from_action_block(&block);
+                    self.block(calls, &block.diagnostics, &block.raw);
+                }
+            }
+            // A block cut or never closed: its text, which the decoder did not emit. One
+            // whose bytes the decoder dropped (over its size limit) leaves an error
+            // without its text: a note says so. Either way a call streamed from it is
+            // never completed.
+            MixedEvent::Diagnostic(diagnostic) => {
+                if let Some(raw) = &diagnostic.raw {
+                    if self.open.take().is_some_and(|o| !o.streamed.is_empty()) {
+                        self.unfinished = true;
+                    }
+                    self.content(raw);
+                } else if diagnostic.is_error() {
+                    if self.open.take().is_some_and(|o| !o.streamed.is_empty()) {
+                        self.unfinished = true;
+                    }
+                    self.block_text("", std::slice::from_ref(&diagnostic));
+                }
+            }
+            // A later TAM call begins (of a chain, or a call started by a repeated key):
+            // what follows is not the streamed call's; it comes with the block.
+            MixedEvent::CommandSeen { .. } => {
+                if let Some(open) = &mut self.open
+                    && open.protocol == MixedProtocol::Tam
+                {
+                    open.current = None;
+                    open.param = None;
+                }
+            }
+            // Calls that do not stream: a call in an ACTION block after the first (they
+            // come with their block, or not at all).
+            MixedEvent::CallStart { .. } => {}
+        }
+    }
+
+    /// A call's tool id is known while its block is open: its first chunk goes out when
+    /// the tool is offered and the call limit allows (TAM: the block's first call only).
+    pub(super) fn stream_call(&mut self, protocol: MixedProtocol, at: usize, tool: &str) {
+        let allowed = self.offered.get(tool).is_some() && self.calls < self.max_calls;
+        let Some(open) = &mut self.open else { return };
+        open.current = None;
+        open.param = None;
+        if open.protocol != protocol
+            || !allowed
+            || (protocol == MixedProtocol::Tam && !open.streamed.is_empty())
+        {
+            return;
+        }
+        let index = self.next_index;
+        self.next_index += 1;
+        self.calls += 1;
+        open.streamed.push(Streamed {
+            at,
+            index,
+            tool: tool.to_owned(),
+            values: Vec::new(),
+            opened: false,
+        });
+        open.current = Some(open.streamed.len() - 1);
+        self.pieces.push(Piece::CallStart {
+            index,
+            id: format!("call_{}_{index}", self.call_id_base),
+            name: tool.to_owned(),
+        });
+    }
+
+    /// A parameter begins: it streams when its call streams, its key is a `string`
+    /// property of the tool's schema (exactly) and it was not streamed before.
+    pub(super) fn param_start(&mut self, key: &str, tag_end: usize) {
+        let Some(open) = &mut self.open else { return };
+        open.param = None;
+        let Some(slot) = open.current else { return };
+        let call = &mut open.streamed[slot];
+        let streams = call.values.iter().all(|(k, _)| k != key)
+            && self
+                .offered
+                .get(&call.tool)
+                .is_some_and(|tool| is_string_property(tool, key));
+        if !streams {
+            return;
+        }
+        let prefix = format!(
+            "{}{}:\"",
+            if call.opened { "," } else { "{" },
+            Value::String(key.to_owned())
+        );
+        call.opened = true;
+        let index = call.index;
+        open.param = Some(StreamingParam {
+            key: key.to_owned(),
+            value: String::new(),
+            trim: open.protocol == MixedProtocol::Action,
+            started: false,
+            held: Vec::new(),
+            prev_end: tag_end,
+            cdata: false,
+            strip_newline: false,
+            pending_cr: false,
+        });
+        self.arguments(index, &prefix);
+    }
+
+    /// A piece of a streaming value goes out (ACTION: edge whitespace held back).
+    pub(super) fn param_text(&mut self, text: &str, span: tam_parse::Span) {
+        let Some(open) = &mut self.open else { return };
+        let (Some(param), Some(slot)) = (&mut open.param, open.current) else {
+            return;
+        };
+        let index = open.streamed[slot].index;
+        let mut out = String::new();
+        if !param.trim {
+            out.push_str(text);
+        } else {
+            action_piece(param, text, span, &mut out);
+        }
+        param.value.push_str(&out);
+        let escaped = json_inside(&out);
+        self.arguments(index, &escaped);
+    }
+
+    /// A streaming value closed: its closing quote (ACTION: trailing CDATA whitespace).
+    pub(super) fn param_end(&mut self) {
+        let Some(open) = &mut self.open else { return };
+        let (Some(mut param), Some(slot)) = (open.param.take(), open.current) else {
+            return;
+        };
+        let mut out = String::new();
+        // Trailing whitespace: a text run's is trimmed; the last CDATA run's is kept,
+        // except blanks after its last line break.
+        if let Some(last) = param.held.iter().rposition(|(_, cdata)| *cdata) {
+            let tail: String = param.held[..=last]
+                .iter()
+                .map(|(ws, _)| ws.as_str())
+                .collect();
+            let kept = tail.trim_end_matches([' ', '\t']);
+            out.push_str(if kept.ends_with('\n') { kept } else { &tail });
+        }
+        param.value.push_str(&out);
+        let call = &mut open.streamed[slot];
+        call.values.push((param.key, param.value));
+        let index = call.index;
+        let text = format!("{}\"", json_inside(&out));
+        self.arguments(index, &text);
+    }
+
+    /// A closed block: calls when it decoded cleanly and every call names an offered tool,
+    /// else its text. A block whose calls streamed completes them (module docs).
+    pub(super) fn block(&mut self, calls: Vec<ToolCall>, diagnostics: &[Diagnostic], raw: &str) {
+        let streamed = self.open.take().map(|o| o.streamed).unwrap_or_default();
+        let clean = !calls.is_empty() && !diagnostics.iter().any(Diagnostic::is_error);
+        let offered = calls.iter().all(|c| self.offered.get(&c.tool).is_some());
+        if !streamed.is_empty() {
+            return self.complete_streamed(streamed, calls, clean && offered, diagnostics, raw);
+        }
+        if !clean || !offered {
+            return self.block_text(raw, diagnostics);
+        }
+        self.calls_or_text(calls);
+    }
+
+    /// Calls within the limit, the rest written back as text.
+    pub(super) fn calls_or_text(&mut self, calls: Vec<ToolCall>) {
+        let mut over = Vec::new();
+        for call in calls {
+            if self.calls >= self.max_calls {
+                over.push(call);
+            } else {
+                self.call(call);
+            }
+        }
+        if !over.is_empty() {
+            // Past the call limit (`parallel_tool_calls: false`): written back as text.
+            let past: Vec<PastCall> = over
+                .into_iter()
+                .map(|call| PastCall {
+                    raw_args: Value::Object(call.args.clone()).to_string(),
+                    name: call.tool,
+                    args: Some(call.args),
+                })
+                .collect();
+            let text = render_calls(self.protocol, &past);
+            self.content(&text);
+        }
+    }
+
+    /// The block of streamed calls closed: when it is calls and every streamed value is
+    /// its final value, each streamed call's remaining (typed) arguments and `}`, other
+    /// calls as usual; else the block's text and a failure.
+    pub(super) fn complete_streamed(
+        &mut self,
+        streamed: Vec<Streamed>,
+        calls: Vec<ToolCall>,
+        clean: bool,
+        diagnostics: &[Diagnostic],
+        raw: &str,
+    ) {
+        let finals: Vec<Map<String, Value>> = calls.iter().map(|c| self.final_args(c)).collect();
+        let mismatch = streamed.iter().find_map(|s| {
+            let Some(call) = calls.get(s.at) else {
+                return Some(format!("call {} of the block is gone", s.at));
+            };
+            if call.tool != s.tool {
+                return Some(format!("call {} names {} now", s.at, call.tool));
+            }
+            s.values.iter().find_map(|(key, value)| {
+                (finals[s.at].get(key) != Some(&Value::String(value.clone()))).then(|| {
+                    format!(
+                        "{}: the block's value of '{key}' is not the one streamed",
+                        s.tool
+                    )
+                })
+            })
+        });
+        if self.cutting && !clean {
+            // The block open at a cut: its calls are never completed and the reply ends
+            // with `length` (or the transport error), as when the decoder reports the cut
+            // block as a diagnostic.
+            self.unfinished = true;
+            return self.block_text(raw, diagnostics);
+        }
+        if !clean || mismatch.is_some() {
+            self.unfinished = true;
+            self.failure = Some(mismatch.unwrap_or_else(|| {
+                "a block whose call was streamed is not a call (a decode error or a tool not offered)".to_owned()
+            }));
+            return self.block_text(raw, diagnostics);
+        }
+        let mut rest = Vec::new();
+        for (at, (call, args)) in calls.into_iter().zip(finals).enumerate() {
+            let Some(s) = streamed.iter().find(|s| s.at == at) else {
+                rest.push(call);
+                continue;
+            };
+            let mut text = String::new();
+            for (key, value) in &args {
+                if s.values.iter().any(|(k, _)| k == key) {
+                    continue;
+                }
+                text.push(if s.opened || !text.is_empty() {
+                    ','
+                } else {
+                    '{'
+                });
+                text.push_str(&Value::String(key.clone()).to_string());
+                text.push(':');
+                text.push_str(&value.to_string());
+            }
+            if !s.opened && text.is_empty() {
+                text.push('{');
+            }
+            text.push('}');
+            self.arguments(s.index, &text);
+        }
+        self.calls_or_text(rest);
+    }
+
+    /// A block that is not calls: its raw text, or (a block over the decoder's size limit,
+    /// whose bytes the decoder dropped) a note saying so.
+    pub(super) fn block_text(&mut self, raw: &str, diagnostics: &[Diagnostic]) {
+        if raw.is_empty() {
+            if let Some(error) = diagnostics.iter().find(|d| d.is_error()) {
+                let note = format!("[tool block not shown ({}): {}]", error.code, error.message);
+                self.content(&note);
+            }
+        } else {
+            self.content(raw);
+        }
+    }
+
+    /// A call's final arguments: coerced by its tool's schema, per argument (SPEC §4):
+    /// when some do not validate, those stay as the model wrote them and the others are
+    /// still typed (the client validates and answers).
+    pub(super) fn final_args(&self, call: &ToolCall) -> Map<String, Value> {
+        match self.offered.get(&call.tool) {
+            // A parameter declared a string takes an ACTION element's source text where
+            // the XML reading gave an object or an array (HTML, code with tags).
+            Some(tool) => match tool.coerce_with_source(call.args.clone(), call.key_match, |key| {
+                call.sources.get(key).map(String::as_str)
+            }) {
+                Ok(coerced) => coerced,
+                Err(errors) => errors.into_arguments(),
+            },
+            None => call.args.clone(),
+        }
+    }
+
+    /// One call to an offered tool, whole: its first chunk and its final arguments.
+    pub(super) fn call(&mut self, call: ToolCall) {
+        let arguments = self.final_args(&call);
+        let index = self.next_index;
+        self.next_index += 1;
+        self.calls += 1;
+        self.pieces.push(Piece::CallStart {
+            index,
+            id: format!("call_{}_{index}", self.call_id_base),
+            name: call.tool,
+        });
+        self.pieces.push(Piece::CallArguments {
+            index,
+            text: Value::Object(arguments).to_string(),
+        });
+    }
+
+    /// A native call chunk: a call to an offered tool passes through (its index mapped
+    /// after the proxy's own); one to a tool the request did not offer is held, and comes
+    /// back as text at the end.
+    pub(super) fn native_chunk(&mut self, chunk: ToolCallChunk) {
+        if let Some((_, _, arguments)) = self
+            .refused_native
+            .iter_mut()
+            .find(|(up, _, _)| *up == chunk.index)
+        {
+            arguments.push_str(&chunk.arguments);
+            return;
+        }
+        let index = match self.native.iter().find(|(up, _)| *up == chunk.index) {
+            Some(&(_, index)) => index,
+            None if chunk
+                .name
+                .as_deref()
+                .is_none_or(|name| self.offered.get(name).is_none()) =>
+            {
+                self.refused_native.push((
+                    chunk.index,
+                    chunk.name.unwrap_or_default(),
+                    chunk.arguments,
+                ));
+                return;
+            }
+            None => {
+                let index = self.next_index;
+                self.next_index += 1;
+                self.calls += 1;
+                self.native.push((chunk.index, index));
+                self.pieces.push(Piece::CallStart {
+                    index,
+                    id: chunk
+                        .id
+                        .clone()
+                        .unwrap_or_else(|| format!("call_{}_{index}", self.call_id_base)),
+                    name: chunk.name.clone().unwrap_or_default(),
+                });
+                index
+            }
+        };
+        if !chunk.arguments.is_empty() {
+            self.pieces.push(Piece::CallArguments {
+                index,
+                text: chunk.arguments,
+            });
+        }
+    }
+}

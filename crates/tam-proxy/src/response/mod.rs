@@ -1,0 +1,279 @@
+//! The upstream's stream turned into the client's: a sans-IO [`Translator`] that decodes
+//! the upstream's text into prose and calls ([`Piece`]s), a [`ChunkWriter`] that writes
+//! pieces as `chat.completion.chunk` objects, and a [`Completion`] that gathers them into
+//! one `chat.completion`.
+
+use serde_json::{Map, Value};
+use tam::{BlockKind as MixedProtocol, Config as MixedConfig, Decoder as OutputDecoder};
+
+use crate::ProxyError;
+use crate::request::OfferedTools;
+use tam::turn::{ACTION_END, close_stopped_block, stop_sequences};
+use tam_model::{FinishReason, ModelItem};
+
+use crate::Protocol;
+
+mod emit;
+#[cfg(test)]
+mod tests;
+mod wire;
+
+use emit::*;
+pub(crate) use wire::{ChunkWriter, Completion, unique_id};
+
+/// Keeps the last 64 bytes (or a little more, at a character boundary) of a stream's text.
+fn keep_tail(tail: &mut String, text: &str) {
+    const KEEP: usize = 64;
+    tail.push_str(text);
+    if tail.len() > 2 * KEEP {
+        let mut cut = tail.len() - KEEP;
+        while !tail.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        tail.drain(..cut);
+    }
+}
+
+/// One thing to tell the client, in stream order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Piece {
+    /// Prose (`delta.content`).
+    Content(String),
+    /// Reasoning (`delta.reasoning_content`).
+    Reasoning(String),
+    /// A call begins: its first `tool_calls` chunk.
+    CallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    /// A piece of a call's arguments' JSON text.
+    CallArguments { index: usize, text: String },
+}
+
+/// The protocol decoder of one response: the front door for the proxy's protocol, with
+/// argument events on.
+fn block_decoder(
+    protocol: Protocol,
+    tam: tam_parse::Config,
+    action: action_xml::Config,
+) -> OutputDecoder {
+    let choice = match protocol {
+        Protocol::Action => Protocol::Action,
+        Protocol::Auto => Protocol::Auto,
+        _ => Protocol::Tam,
+    };
+    let mut config = MixedConfig::for_protocol(choice).with_param_events(true);
+    config.tam = tam;
+    config.action = action;
+    OutputDecoder::new(config)
+}
+
+/// Turns one upstream reply into [`Piece`]s.
+///
+/// Text goes through the protocol decoder (unless the request turned decoding off): prose
+/// comes out as it is decided, a closed block whose calls all name offered tools as calls,
+/// anything else as its raw text. Reasoning passes through; native tool-call chunks the
+/// upstream sent anyway pass through with their own indexes mapped after the proxy's.
+///
+/// With `stream_args` (streaming requests), calls and their string arguments stream while
+/// the block is written, by the rules of the module docs ("Arguments that stream").
+pub(crate) struct Translator {
+    decoder: Option<OutputDecoder>,
+    emitter: Emitter,
+    finish: Option<FinishReason>,
+    /// The TAM dialect's end marker: a `stop` finish inside a TAM block closes it with this.
+    tam_end: &'static str,
+    /// The upstream's `usage`, when it sent one.
+    usage: Option<Map<String, Value>>,
+    /// The last bytes of the upstream's text (up to 64): a reply that ends with the end
+    /// marker was not stopped at it.
+    tail: String,
+    /// Bytes of text fed to the decoder so far.
+    fed: usize,
+    /// The decoder's block size limit: a block larger than this has its bytes dropped.
+    block_limit: usize,
+}
+
+impl Translator {
+    /// A translator for one reply. `decode` false passes text through undecoded;
+    /// `stream_args` streams calls and string arguments while blocks are written.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        protocol: Protocol,
+        decode: bool,
+        stream_args: bool,
+        offered: OfferedTools,
+        max_calls: usize,
+        tam: tam_parse::Config,
+        action: action_xml::Config,
+        call_id_base: String,
+    ) -> Self {
+        let tam_end = tam.dialect.end_marker();
+        // The decoder's limit: TAM alone has its own, ACTION and both protocols at once
+        // the ACTION one.
+        let block_limit = match protocol {
+            Protocol::Action | Protocol::Auto => action.max_block_bytes,
+            _ => tam.max_block_bytes,
+        };
+        Self {
+            decoder: decode.then(|| block_decoder(protocol, tam, action)),
+            emitter: Emitter {
+                offered,
+                protocol,
+                max_calls,
+                calls: 0,
+                next_index: 0,
+                native: Vec::new(),
+                refused_native: Vec::new(),
+                call_id_base,
+                pieces: Vec::new(),
+                stream_args,
+                open: None,
+                action_blocks: 0,
+                unfinished: false,
+                failure: None,
+                in_block: None,
+                turn_over: false,
+                calls_before_block: 0,
+                block_start: 0,
+                cutting: false,
+            },
+            finish: None,
+            tam_end,
+            usage: None,
+            tail: String::new(),
+            fed: 0,
+            block_limit,
+        }
+    }
+
+    /// Reads one item of the upstream's stream. After the model's turn is over
+    /// ([`Translator::turn_over`]) its text and native calls are dropped: the reply ends
+    /// at the block (SPEC §5).
+    pub(crate) fn feed(&mut self, item: ModelItem) {
+        match item {
+            ModelItem::Usage(usage) => self.usage = Some(usage),
+            _ if self.emitter.turn_over => {}
+            ModelItem::Text(text) => {
+                keep_tail(&mut self.tail, &text);
+                self.fed += text.len();
+                match &mut self.decoder {
+                    Some(decoder) => decoder.feed(&text, |event| self.emitter.event(event)),
+                    None => self.emitter.content(&text),
+                }
+            }
+            ModelItem::Reasoning(text) => self.emitter.pieces.push(Piece::Reasoning(text)),
+            ModelItem::ToolCallChunk(chunk) => self.emitter.native_chunk(chunk),
+            ModelItem::Finish(reason) => self.finish = Some(reason),
+        }
+    }
+
+    /// A block with calls closed: the model's turn is over. The caller stops reading the
+    /// upstream (dropping its stream closes the request) and finishes the reply.
+    pub(crate) fn turn_over(&self) -> bool {
+        self.emitter.turn_over
+    }
+
+    /// The calls emitted so far (decoded and native).
+    pub(crate) fn calls(&self) -> usize {
+        self.emitter.calls
+    }
+
+    /// The upstream's `usage`, when it sent one.
+    pub(crate) fn usage(&self) -> Option<&Map<String, Value>> {
+        self.usage.as_ref()
+    }
+
+    /// The stop sequences the upstream is asked to stop at: the end marker of each protocol
+    /// the reply is decoded in, so the model's turn ends at its block (SPEC §5). Empty when
+    /// the reply is not decoded.
+    pub(crate) fn stop_sequences(&self) -> Vec<String> {
+        let Some(decoder) = &self.decoder else {
+            return Vec::new();
+        };
+        stop_sequences(decoder.protocol(), self.tam_end, [])
+    }
+
+    /// Ends the reply. `failed` (a transport error) and a `length` finish cut it: no call
+    /// from a block open at the cut, whose text comes back as content (SPEC §5). Returns the
+    /// `finish_reason`: `tool_calls` when a call was emitted and every streamed call was
+    /// completed, else the upstream's (`stop` when it sent none).
+    pub(crate) fn finish(&mut self, failed: bool) -> String {
+        let cut = failed || self.finish.as_ref().is_some_and(FinishReason::is_cut);
+        // A server that honours the stop sequence leaves the end marker out: at a `stop`
+        // finish, a block still open is closed by its marker. Its decoder decides whether
+        // the block holds calls (a value or a call element still open is no call).
+        if !cut
+            && !self.emitter.turn_over
+            && self.finish == Some(FinishReason::Stop)
+            && let Some(protocol) = self.emitter.in_block
+            && let Some(decoder) = &mut self.decoder
+        {
+            let marker = match protocol {
+                MixedProtocol::Tam => self.tam_end,
+                _ => ACTION_END,
+            };
+            // A reply that ends with the marker was not stopped at it (the server ignored
+            // the stop sequence): the block stays as the model wrote it. A block the
+            // marker would take past the size limit has had its bytes dropped: it is a
+            // block that never closed, and the decoder's finish says so.
+            let size = self.fed.saturating_sub(self.emitter.block_start) + marker.len();
+            if !self.tail.ends_with(marker) && size <= self.block_limit {
+                for event in close_stopped_block(decoder, marker) {
+                    self.emitter.event(event);
+                }
+            }
+        }
+        if let Some(decoder) = self.decoder.take() {
+            if cut {
+                self.emitter.cutting = true;
+                decoder.finish_cut(|event| self.emitter.event(event));
+            } else {
+                decoder.finish(|event| self.emitter.event(event));
+            }
+        }
+        if self.emitter.unfinished && !cut && self.emitter.failure.is_none() {
+            self.emitter.failure = Some("a block whose call was streamed did not close".to_owned());
+        }
+        // A native call at a cut may have lost the end of its arguments: the reply is
+        // not a finished call.
+        if cut && !self.emitter.native.is_empty() {
+            self.emitter.unfinished = true;
+        }
+        for (_, name, arguments) in std::mem::take(&mut self.emitter.refused_native) {
+            self.emitter
+                .content(&format!("Tool call: {name} {arguments}"));
+        }
+        if self.emitter.calls > 0 && !self.emitter.unfinished {
+            "tool_calls".to_owned()
+        } else {
+            match &self.finish {
+                // No call reached the client: the upstream's own `tool_calls` finish
+                // named calls that were not passed on.
+                Some(FinishReason::ToolCalls) | None => "stop".to_owned(),
+                Some(reason) => reason.as_str().to_owned(),
+            }
+        }
+    }
+
+    /// After [`Translator::finish`]: the error that ends the reply instead of a finish
+    /// chunk, when a streamed call could not be completed as its block decoded
+    /// (`streamed_call_invalid`).
+    pub(crate) fn failure(&self) -> Option<ProxyError> {
+        self.emitter
+            .failure
+            .as_ref()
+            .map(|message| ProxyError::BadUpstream {
+                code: "streamed_call_invalid",
+                message: format!(
+                    "{message}: the call's argument chunks already sent are void (do not run it)"
+                ),
+            })
+    }
+
+    /// The pieces made since the last call, in order.
+    pub(crate) fn drain(&mut self) -> std::vec::Drain<'_, Piece> {
+        self.emitter.pieces.drain(..)
+    }
+}

@@ -1,0 +1,462 @@
+//! The reply translator, tested without a server.
+
+use serde_json::json;
+use tam_model::ToolCallChunk;
+
+use super::*;
+use crate::request::translate;
+
+/// The offered tools of a request with `get_weather(city: string, days: integer)`.
+fn offered() -> OfferedTools {
+    let body = serde_json::json!({
+        "model": "m", "messages": [],
+        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}],
+    });
+    translate(body.to_string().as_bytes(), Protocol::Tam, "")
+        .unwrap()
+        .offered
+}
+
+fn translator(protocol: Protocol) -> Translator {
+    Translator::new(
+        protocol,
+        true,
+        false,
+        offered(),
+        usize::MAX,
+        tam_parse::Config::default(),
+        action_xml::Config::default(),
+        "t".into(),
+    )
+}
+
+/// Pieces of `deltas` with adjacent content joined, and the finish reason.
+fn run(protocol: Protocol, deltas: &[&str], finish: Option<FinishReason>) -> (Vec<Piece>, String) {
+    let mut t = translator(protocol);
+    let mut pieces: Vec<Piece> = Vec::new();
+    let mut push = |piece: Piece| match (pieces.last_mut(), piece) {
+        (Some(Piece::Content(previous)), Piece::Content(text))
+        | (Some(Piece::Reasoning(previous)), Piece::Reasoning(text)) => {
+            previous.push_str(&text);
+        }
+        (_, piece) => pieces.push(piece),
+    };
+    for delta in deltas {
+        t.feed(ModelItem::Text((*delta).to_owned()));
+        t.drain().for_each(&mut push);
+    }
+    if let Some(finish) = finish {
+        t.feed(ModelItem::Finish(finish));
+    }
+    let reason = t.finish(false);
+    t.drain().for_each(&mut push);
+    (pieces, reason)
+}
+
+/// The same pieces whole, in 1-character deltas and split at every character boundary.
+fn every_split(protocol: Protocol, text: &str) -> (Vec<Piece>, String) {
+    let whole = run(protocol, &[text], None);
+    let chars: Vec<String> = text.chars().map(String::from).collect();
+    let refs: Vec<&str> = chars.iter().map(String::as_str).collect();
+    assert_eq!(run(protocol, &refs, None), whole, "1-char deltas");
+    for (at, _) in text.char_indices().skip(1) {
+        assert_eq!(
+            run(protocol, &[&text[..at], &text[at..]], None),
+            whole,
+            "split at {at}"
+        );
+    }
+    whole
+}
+
+fn call(index: usize, name: &str, args: &str) -> [Piece; 2] {
+    [
+        Piece::CallStart {
+            index,
+            id: format!("call_t_{index}"),
+            name: name.into(),
+        },
+        Piece::CallArguments {
+            index,
+            text: args.into(),
+        },
+    ]
+}
+
+/// The turn ends at the call: what follows the block (here `Bye 日本`) is not shown.
+#[test]
+fn tam_calls_and_prose_are_the_same_for_every_split() {
+    let text = "Look: a<b.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」3「末」\n<|[END_TOOL]|>\nBye 日本";
+    let (pieces, reason) = every_split(Protocol::Tam, text);
+    let [start, args] = call(0, "get_weather", r#"{"city":"Paris","days":3}"#);
+    assert_eq!(
+        pieces,
+        [Piece::Content("Look: a<b.\n".into()), start, args,]
+    );
+    assert_eq!(reason, "tool_calls");
+}
+
+#[test]
+fn action_calls_and_extra_blocks_are_the_same_for_every_split() {
+    let block = "<ACTION><get_weather><city>Rome &amp; Co</city></get_weather></ACTION>";
+    let text = format!("Ok.\n{block}\n{block}");
+    let (pieces, reason) = every_split(Protocol::Action, &text);
+    let [start, args] = call(0, "get_weather", r#"{"city":"Rome & Co"}"#);
+    assert_eq!(pieces, [Piece::Content("Ok.\n".into()), start, args,]);
+    assert_eq!(reason, "tool_calls");
+}
+
+/// Both protocols decode in one reply; a block that gives no call (a tool not offered)
+/// is its text and does not end the turn, the first block with calls does.
+#[test]
+fn both_protocols_decode_in_one_reply() {
+    let tam = "<|[REQUEST_TOOL]|>\ncommand:「始」get_time「末」\n<|[END_TOOL]|>";
+    let text = format!(
+        "A.\n{tam}\nB.\n<ACTION><get_weather><days>2</days></get_weather></ACTION>\nC.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\n<|[END_TOOL]|>"
+    );
+    let (pieces, reason) = every_split(Protocol::Auto, &text);
+    let [start, args] = call(0, "get_weather", r#"{"days":2}"#);
+    assert_eq!(
+        pieces,
+        [Piece::Content(format!("A.\n{tam}\nB.\n")), start, args]
+    );
+    assert_eq!(reason, "tool_calls");
+}
+
+/// A `<think>` section of the text is reasoning (`delta.reasoning_content`), and the
+/// block inside it is no call; a block after it is.
+#[test]
+fn a_think_section_is_reasoning_not_calls() {
+    let block = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n<|[END_TOOL]|>";
+    let text = format!("<think>\nplan {block}\n</think>\nOk.\n{block}");
+    let (pieces, reason) = every_split(Protocol::Tam, &text);
+    let [start, args] = call(0, "get_weather", r#"{"city":"Paris"}"#);
+    assert_eq!(
+        pieces,
+        [
+            Piece::Reasoning(format!("\nplan {block}\n")),
+            Piece::Content("\nOk.\n".into()),
+            start,
+            args,
+        ]
+    );
+    assert_eq!(reason, "tool_calls");
+}
+
+#[test]
+fn a_cut_block_is_content_and_no_call() {
+    let text =
+        "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n<|[END_TOOL]";
+    let (pieces, reason) = run(Protocol::Tam, &[text], Some(FinishReason::Length));
+    assert_eq!(pieces, [Piece::Content(text.into())]);
+    assert_eq!(reason, "length");
+    // The same text, finished normally: no end marker, still no call.
+    let (pieces, reason) = run(Protocol::Tam, &[text], None);
+    assert_eq!(pieces, [Piece::Content(text.into())]);
+    assert_eq!(reason, "stop");
+}
+
+/// Native chunks of an offered tool pass through with indexes of their own; a decoded
+/// call after them takes the next index and ends the turn: native chunks after it are
+/// not passed on.
+#[test]
+fn native_chunks_pass_through_before_decoded_calls() {
+    let mut t = translator(Protocol::Tam);
+    t.feed(ModelItem::ToolCallChunk(ToolCallChunk::new(
+        0,
+        Some("up_1".into()),
+        Some("get_weather".into()),
+        "{\"city\":",
+    )));
+    t.feed(ModelItem::ToolCallChunk(ToolCallChunk::new(
+        0,
+        None,
+        None,
+        "\"Rome\"}",
+    )));
+    t.feed(ModelItem::Text(
+        "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\n<|[END_TOOL]|>".into(),
+    ));
+    assert!(t.turn_over());
+    t.feed(ModelItem::ToolCallChunk(ToolCallChunk::new(
+        1,
+        Some("up_2".into()),
+        Some("late".into()),
+        "{}",
+    )));
+    let reason = t.finish(false);
+    let pieces: Vec<Piece> = t.drain().collect();
+    let [start, args] = call(1, "get_weather", "{}");
+    assert_eq!(
+        pieces,
+        [
+            Piece::CallStart {
+                index: 0,
+                id: "up_1".into(),
+                name: "get_weather".into()
+            },
+            Piece::CallArguments {
+                index: 0,
+                text: "{\"city\":".into()
+            },
+            Piece::CallArguments {
+                index: 0,
+                text: "\"Rome\"}".into()
+            },
+            start,
+            args,
+        ]
+    );
+    assert_eq!(reason, "tool_calls");
+}
+
+/// The offered tools of a request with `write_file(path: string, content: string,
+/// mode: integer)`.
+fn writer_tools() -> OfferedTools {
+    let body = serde_json::json!({
+        "model": "m", "messages": [],
+        "tools": [{"type": "function", "function": {"name": "write_file", "parameters": {
+            "type": "object", "properties": {"path": {"type": "string"},
+            "content": {"type": "string"}, "mode": {"type": "integer"}}}}}],
+    });
+    translate(body.to_string().as_bytes(), Protocol::Tam, "")
+        .unwrap()
+        .offered
+}
+
+/// A streaming translator's pieces after each delta (adjacent arguments of one call
+/// and adjacent content joined within a delta), the finish reason and the failure.
+fn run_streaming(
+    protocol: Protocol,
+    deltas: &[&str],
+    finish: Option<FinishReason>,
+) -> (Vec<Vec<Piece>>, String, Option<String>) {
+    let mut t = Translator::new(
+        protocol,
+        true,
+        true,
+        writer_tools(),
+        usize::MAX,
+        tam_parse::Config::default(),
+        action_xml::Config::default(),
+        "t".into(),
+    );
+    let mut per_delta = Vec::new();
+    for delta in deltas {
+        t.feed(ModelItem::Text((*delta).to_owned()));
+        per_delta.push(t.drain().collect());
+    }
+    if let Some(finish) = finish {
+        t.feed(ModelItem::Finish(finish));
+    }
+    let reason = t.finish(false);
+    per_delta.push(t.drain().collect());
+    let failure = t.failure().map(|e| e.code().to_owned());
+    (per_delta, reason, failure)
+}
+
+/// Content, and each call's (name, arguments text), of all pieces.
+fn gathered(pieces: &[Vec<Piece>]) -> (String, Vec<(String, String)>) {
+    let mut content = String::new();
+    let mut calls: Vec<(String, String)> = Vec::new();
+    for piece in pieces.iter().flatten() {
+        match piece {
+            Piece::Content(text) => content.push_str(text),
+            Piece::CallStart { index, name, .. } => {
+                assert_eq!(*index, calls.len());
+                calls.push((name.clone(), String::new()));
+            }
+            Piece::CallArguments { index, text } => calls[*index].1.push_str(text),
+            Piece::Reasoning(_) => {}
+        }
+    }
+    (content, calls)
+}
+
+/// Streams `text` whole, in 1-char deltas and split at every character boundary:
+/// the same content and calls every time; returns them.
+fn streams_the_same(protocol: Protocol, text: &str) -> (String, Vec<(String, String)>) {
+    let (whole, reason, failure) = run_streaming(protocol, &[text], None);
+    assert_eq!((reason.as_str(), failure), ("tool_calls", None));
+    let whole = gathered(&whole);
+    let chars: Vec<String> = text.chars().map(String::from).collect();
+    let refs: Vec<&str> = chars.iter().map(String::as_str).collect();
+    let (pieces, reason, failure) = run_streaming(protocol, &refs, None);
+    assert_eq!((reason.as_str(), failure), ("tool_calls", None));
+    assert_eq!(gathered(&pieces), whole, "1-char deltas");
+    for (at, _) in text.char_indices().skip(1) {
+        let (pieces, reason, failure) = run_streaming(protocol, &[&text[..at], &text[at..]], None);
+        assert_eq!(
+            (reason.as_str(), failure),
+            ("tool_calls", None),
+            "split at {at}"
+        );
+        assert_eq!(gathered(&pieces), whole, "split at {at}");
+    }
+    whole
+}
+
+/// How many argument pieces of call 0 went out before delta `upto` (exclusive).
+fn argument_pieces_before(pieces: &[Vec<Piece>], upto: usize) -> String {
+    pieces[..upto]
+        .iter()
+        .flatten()
+        .filter_map(|p| match p {
+            Piece::CallArguments { index: 0, text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+const CODE: &str =
+    "fn main() {\n    let v: Vec<u8> = vec![1 & 2];\n    println!(\"<b>{v:?}</b>\");\n}\n";
+
+#[test]
+fn tam_string_arguments_stream_before_the_end_marker() {
+    let text = format!(
+        "Writing.\n<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」src/main.rs「末」\ncontent:「始」{CODE}「末」\nmode:「始」644「末」\n<|[END_TOOL]|>\nDone."
+    );
+    let (content, calls) = streams_the_same(Protocol::Tam, &text);
+    // The turn ended at the call: `Done.` is not shown.
+    assert_eq!(content, "Writing.\n");
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].0, "write_file");
+    let args: Value = serde_json::from_str(&calls[0].1).unwrap();
+    assert_eq!(
+        args,
+        json!({"path": "src/main.rs", "content": CODE, "mode": 644})
+    );
+
+    // Fed in 5-char deltas, the content value goes out in several pieces before the
+    // end marker arrives.
+    let chars: Vec<char> = text.chars().collect();
+    let deltas: Vec<String> = chars.chunks(5).map(|c| c.iter().collect()).collect();
+    let refs: Vec<&str> = deltas.iter().map(String::as_str).collect();
+    let end = deltas
+        .iter()
+        .scan(String::new(), |seen, d| {
+            seen.push_str(d);
+            Some(seen.contains("<|[END_TOOL]"))
+        })
+        .position(|has| has)
+        .unwrap();
+    let (pieces, _, _) = run_streaming(Protocol::Tam, &refs, None);
+    let early = argument_pieces_before(&pieces, end);
+    assert!(
+        early.starts_with(r#"{"path":"src/main.rs","content":"fn main() {\n"#),
+        "{early}"
+    );
+    let early_pieces = pieces[..end]
+        .iter()
+        .flatten()
+        .filter(|p| matches!(p, Piece::CallArguments { .. }))
+        .count();
+    assert!(
+        early_pieces >= 5,
+        "{early_pieces} pieces before the end marker"
+    );
+    // The typed `mode` comes at the close.
+    assert!(!early.contains("mode"), "{early}");
+}
+
+#[test]
+fn action_string_arguments_stream_trimmed_and_cdata_edges_kept() {
+    let text = format!(
+        "Ok.\n<ACTION>\n  <write_file>\n    <path>\n      src/a &amp; b.rs\n    </path>\n    <content><![CDATA[\n{CODE}]]></content>\n    <mode>644</mode>\n  </write_file>\n</ACTION>"
+    );
+    let (content, calls) = streams_the_same(Protocol::Action, &text);
+    assert_eq!(content, "Ok.\n");
+    let args: Value = serde_json::from_str(&calls[0].1).unwrap();
+    assert_eq!(
+        args,
+        json!({"path": "src/a & b.rs", "content": CODE, "mode": 644})
+    );
+    // CDATA keeps its leading blanks and its last line break; blank text around it
+    // goes.
+    let indented = "<ACTION><write_file><content>\n  <![CDATA[  x < y\n  ]]>\n</content><path>p</path></write_file></ACTION>";
+    let (_, indented_calls) = streams_the_same(Protocol::Action, indented);
+    let args: Value = serde_json::from_str(&indented_calls[0].1).unwrap();
+    assert_eq!(args, json!({"content": "  x < y\n", "path": "p"}));
+    // The same through Both.
+    let (_, both) = streams_the_same(Protocol::Auto, &text);
+    assert_eq!(both, calls);
+}
+
+#[test]
+fn a_block_cut_after_its_call_streamed_finishes_with_length_and_no_call_closes() {
+    let text = format!("<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\ncontent:「始」{CODE}");
+    let (pieces, reason, failure) =
+        run_streaming(Protocol::Tam, &[&text], Some(FinishReason::Length));
+    assert_eq!(reason, "length");
+    assert_eq!(failure, None);
+    let (content, calls) = gathered(&pieces);
+    assert_eq!(content, text, "the cut block's text comes back");
+    assert_eq!(calls.len(), 1);
+    assert!(
+        serde_json::from_str::<Value>(&calls[0].1).is_err(),
+        "never closed"
+    );
+}
+
+/// The same in ACTION, as a real model wrote it: calls streamed one after the other
+/// until `max_tokens` cut the block mid-call. A cut, not a stream error: `length`,
+/// the block's text, no call completed (the cut ACTION block comes back from the
+/// decoder as a block without calls, not as a diagnostic).
+#[test]
+fn an_action_block_cut_after_its_calls_streamed_finishes_with_length() {
+    let call = |mode: u32| {
+        format!("<write_file><path>a{mode}.rs</path><content>{CODE}</content></write_file>\n")
+    };
+    let text = format!("<ACTION>\n{}{}<write_file><path>a", call(1), call(2));
+    let (pieces, reason, failure) =
+        run_streaming(Protocol::Action, &[&text], Some(FinishReason::Length));
+    assert_eq!(failure, None);
+    assert_eq!(reason, "length");
+    let (content, calls) = gathered(&pieces);
+    assert_eq!(content, text, "the cut block's text comes back");
+    assert!(!calls.is_empty());
+    for (_, arguments) in &calls {
+        assert!(
+            serde_json::from_str::<Value>(arguments).is_err(),
+            "never closed: {arguments}"
+        );
+    }
+}
+
+#[test]
+fn a_streamed_call_its_block_does_not_confirm_ends_in_a_failure() {
+    // A second call to a tool not offered: the block is not calls.
+    let text = "<ACTION><write_file><path>a</path></write_file><rm><p>/</p></rm></ACTION>";
+    let (pieces, reason, failure) = run_streaming(Protocol::Action, &[text], None);
+    assert_eq!(failure.as_deref(), Some("streamed_call_invalid"));
+    assert_eq!(reason, "stop");
+    let (content, calls) = gathered(&pieces);
+    assert_eq!(content, text);
+    assert_eq!(calls[0].0, "write_file");
+    // A block never closed at a normal end: also a failure, never a finished call.
+    let open = "<ACTION><write_file><path>a</path>";
+    let (pieces, reason, failure) = run_streaming(Protocol::Action, &[open], None);
+    assert_eq!(
+        (reason.as_str(), failure.as_deref()),
+        ("stop", Some("streamed_call_invalid"))
+    );
+    assert_eq!(gathered(&pieces).0, open);
+}
+
+#[test]
+fn unoffered_tools_and_non_string_parameters_do_not_stream() {
+    let text =
+        "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\nmode:「始」7「末」\n<|[END_TOOL]|>";
+    let (pieces, reason, _) = run_streaming(Protocol::Tam, &[text], None);
+    assert_eq!(reason, "tool_calls");
+    let (_, calls) = gathered(&pieces);
+    assert_eq!(
+        calls,
+        [("write_file".to_owned(), r#"{"mode":7}"#.to_owned())]
+    );
+    let other = "<|[REQUEST_TOOL]|>\ncommand:「始」rm「末」\np:「始」/「末」\n<|[END_TOOL]|>";
+    let (pieces, reason, failure) = run_streaming(Protocol::Tam, &[other], None);
+    assert_eq!((reason.as_str(), failure), ("stop", None));
+    assert_eq!(gathered(&pieces), (other.to_owned(), Vec::new()));
+}
