@@ -1,0 +1,446 @@
+//! The routes: health, chat completions (whole or streamed), models.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{FromRequest, Path, Request, State};
+use axum::http::{StatusCode, Uri, header};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use futures_util::stream::{self, BoxStream};
+use tokio::sync::OwnedSemaphorePermit;
+
+use access::{LogsItself, RequestInfo, RequestLog, Summary};
+
+use request::Translated;
+use response::{ChunkWriter, Completion, Translator, unique_id};
+use tam_model::{BoxError, LanguageModel, ModelItem, ModelRequest};
+
+use crate::*;
+
+/// `GET /health`: `{"status":"ok"}`, without a key and without asking the upstream.
+pub(crate) async fn health() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        r#"{"status":"ok"}"#,
+    )
+        .into_response()
+}
+
+pub(crate) async fn not_found(uri: Uri) -> Response {
+    ProxyError::NotFound(uri.path().to_owned()).into_response()
+}
+
+pub(crate) async fn chat_completions(
+    State(shared): State<Arc<Shared>>,
+    request: Request,
+) -> Response {
+    let info = request.extensions().get::<RequestInfo>().cloned();
+    let mut summary = Summary::default();
+    match complete(&shared, request, info, &mut summary).await {
+        Ok(mut response) => {
+            response.extensions_mut().insert(summary);
+            response
+        }
+        Err(error) => {
+            summary.outcome = Some(error.code().to_owned());
+            let mut response = error.into_response();
+            response.extensions_mut().insert(summary);
+            response
+        }
+    }
+}
+
+/// The request's body, within the size limit and the body time-out.
+pub(crate) async fn read_body(config: &ProxyConfig, request: Request) -> Result<Bytes, ProxyError> {
+    let read = Bytes::from_request(request, &());
+    let body = if config.body_timeout.is_zero() {
+        read.await
+    } else {
+        tokio::time::timeout(config.body_timeout, read)
+            .await
+            .map_err(|_| ProxyError::RequestTimeout(config.body_timeout))?
+    };
+    body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ProxyError::BodyTooLarge {
+                limit: config.max_request_bytes,
+            }
+        } else {
+            ProxyError::invalid("invalid_json", rejection.body_text())
+        }
+    })
+}
+
+pub(crate) async fn complete(
+    shared: &Shared,
+    request: Request,
+    info: Option<RequestInfo>,
+    summary: &mut Summary,
+) -> Result<Response, ProxyError> {
+    let config = &shared.config;
+    let body = read_body(config, request).await?;
+    let request = request::translate(&body, config.protocol, &config.upstream.model)?;
+    summary.model = Some(request.model.clone());
+    let slot = shared.upstream_slot()?;
+    let Translated {
+        model: model_name,
+        messages,
+        mut options,
+        mut extra,
+        stream,
+        include_usage,
+        offered,
+        decode,
+        max_calls,
+    } = request;
+    let id = unique_id();
+    let translator = Translator::new(
+        config.protocol,
+        decode,
+        stream,
+        offered,
+        max_calls,
+        config.tam,
+        config.action,
+        id.clone(),
+    );
+    // The model's turn ends at its call (SPEC §5): the protocol's end markers go upstream
+    // as stop sequences, before the client's own.
+    let mut stop = translator.stop_sequences();
+    if !stop.is_empty() {
+        for own in options.stop.drain(..) {
+            if !stop.contains(&own) {
+                stop.push(own);
+            }
+        }
+        options.stop = stop;
+    }
+    // Usage is always asked for (the proxy streams from the upstream), and reported to the
+    // client as OpenAI does: in a whole reply, and in a stream when the client asked.
+    extra.insert(
+        "stream_options".into(),
+        serde_json::json!({"include_usage": true}),
+    );
+    let mut upstream_config = config.upstream.clone();
+    upstream_config.model.clone_from(&model_name);
+    // The client's fields first; the operator's `extra_body` wins.
+    let mut fields = extra;
+    fields.extend(std::mem::take(&mut upstream_config.extra_body));
+    upstream_config.extra_body = fields;
+    let model = shared.model.with_config(upstream_config);
+    let mut upstream = model.stream(&ModelRequest::new(messages, options));
+
+    // The first item decides the status: an upstream error is answered with its own.
+    let first = match upstream.next().await {
+        Some(Err(error)) => return Err(ProxyError::from_upstream(&*error)),
+        other => other,
+    };
+    if stream {
+        let log = info.map(|info| RequestLog::new(info, 200, std::mem::take(summary)));
+        let mut response = stream_response(
+            first,
+            upstream,
+            translator,
+            ChunkWriter::new(&id, &model_name),
+            include_usage,
+            Held {
+                slot: Some(slot),
+                log,
+            },
+        );
+        response.extensions_mut().insert(LogsItself);
+        Ok(response)
+    } else {
+        let (value, translator) = gather(first, upstream, translator, &id, &model_name).await?;
+        drop(slot);
+        summary.calls = translator.calls();
+        summary.usage = translator.usage().cloned();
+        summary.outcome = value["choices"][0]["finish_reason"]
+            .as_str()
+            .map(str::to_owned);
+        Ok((
+            [(header::CONTENT_TYPE, "application/json")],
+            value.to_string(),
+        )
+            .into_response())
+    }
+}
+
+/// What a streamed response holds until it ends: its upstream slot and its log line.
+pub(crate) struct Held {
+    /// `None` once the upstream request is closed.
+    pub(crate) slot: Option<OwnedSemaphorePermit>,
+    pub(crate) log: Option<RequestLog>,
+}
+
+type Upstream = BoxStream<'static, Result<ModelItem, BoxError>>;
+
+/// A request without `stream`: the whole reply in one `chat.completion`.
+pub(crate) async fn gather(
+    first: Option<Result<ModelItem, BoxError>>,
+    mut upstream: Upstream,
+    mut translator: Translator,
+    id: &str,
+    model: &str,
+) -> Result<(serde_json::Value, Translator), ProxyError> {
+    let mut completion = Completion::default();
+    let mut next = first;
+    while let Some(item) = next {
+        match item {
+            Ok(item) => translator.feed(item),
+            Err(error) => return Err(ProxyError::from_upstream(&*error)),
+        }
+        for piece in translator.drain() {
+            completion.push(piece);
+        }
+        if translator.turn_over() {
+            // The turn ended at the call: the upstream request is closed now, whatever
+            // the model would write next (SPEC §5).
+            break;
+        }
+        next = upstream.next().await;
+    }
+    drop(upstream);
+    let finish_reason = translator.finish(false);
+    for piece in translator.drain() {
+        completion.push(piece);
+    }
+    let mut value = completion.into_json(id, model, &finish_reason);
+    if let Some(usage) = translator.usage() {
+        value["usage"] = serde_json::Value::Object(usage.clone());
+    }
+    Ok((value, translator))
+}
+
+/// The state of one streamed response.
+pub(crate) struct Streaming {
+    pub(crate) first: Option<Option<Result<ModelItem, BoxError>>>,
+    /// `None` once the turn ended at a call: the upstream request is dropped then.
+    pub(crate) upstream: Option<Upstream>,
+    pub(crate) translator: Translator,
+    pub(crate) writer: ChunkWriter,
+    /// The client asked for `usage` (`stream_options.include_usage`).
+    pub(crate) include_usage: bool,
+    pub(crate) done: bool,
+    /// Released when the response ends or is dropped (the client went away): the
+    /// upstream slot, and the log line, written then.
+    pub(crate) held: Held,
+}
+
+impl Streaming {
+    /// The events of the next upstream item (none, or the last ones).
+    pub(crate) async fn step(&mut self) -> Vec<Event> {
+        let next = match (self.first.take(), &mut self.upstream) {
+            (Some(first), _) => first,
+            (None, Some(upstream)) => upstream.next().await,
+            (None, None) => None,
+        };
+        let mut events = Vec::new();
+        match next {
+            Some(Ok(item)) => {
+                self.translator.feed(item);
+                self.drain_into(&mut events);
+                if self.translator.turn_over() {
+                    // The turn ended at the call (SPEC §5): close the upstream request
+                    // now; the next step finishes the reply.
+                    self.upstream = None;
+                    self.held.slot = None;
+                }
+            }
+            Some(Err(error)) => {
+                self.translator.finish(true);
+                self.drain_into(&mut events);
+                let error = ProxyError::from_upstream(&*error);
+                events.push(Event::default().data(error.body().to_string()));
+                self.log(error.code());
+                self.done = true;
+            }
+            None => {
+                let finish_reason = self.translator.finish(false);
+                self.drain_into(&mut events);
+                if let Some(error) = self.translator.failure() {
+                    // A streamed call the block did not confirm: chunks cannot be taken
+                    // back, so the reply ends as a broken stream.
+                    events.push(Event::default().data(error.body().to_string()));
+                    self.log(error.code());
+                } else {
+                    self.log(&finish_reason);
+                    let mut finish = self.writer.finish(&finish_reason);
+                    match self.translator.usage() {
+                        Some(usage) if self.include_usage => {
+                            events.push(json_event(&finish));
+                            events.push(json_event(&self.writer.usage(usage)));
+                        }
+                        // Not asked for: on the finish chunk, as llama-server sends it.
+                        Some(usage) => {
+                            finish["usage"] = serde_json::Value::Object(usage.clone());
+                            events.push(json_event(&finish));
+                        }
+                        None => events.push(json_event(&finish)),
+                    }
+                    events.push(Event::default().data("[DONE]"));
+                }
+                self.done = true;
+            }
+        }
+        events
+    }
+
+    /// Fills in the log line's outcome (written when the response is dropped).
+    pub(crate) fn log(&mut self, outcome: &str) {
+        if let Some(log) = &mut self.held.log {
+            log.summary.outcome = Some(outcome.to_owned());
+        }
+    }
+
+    pub(crate) fn drain_into(&mut self, events: &mut Vec<Event>) {
+        for piece in self.translator.drain() {
+            events.push(json_event(&self.writer.piece(piece)));
+        }
+    }
+}
+
+pub(crate) fn json_event(value: &serde_json::Value) -> Event {
+    Event::default().data(value.to_string())
+}
+
+/// A request with `stream: true`: one event per piece, as the upstream streams. Dropping
+/// the response (the client went away) drops the upstream stream and its connection.
+pub(crate) fn stream_response(
+    first: Option<Result<ModelItem, BoxError>>,
+    upstream: Upstream,
+    translator: Translator,
+    writer: ChunkWriter,
+    include_usage: bool,
+    mut held: Held,
+) -> Response {
+    let role = json_event(&writer.role());
+    if let Some(log) = &mut held.log {
+        // Until the reply ends, the outcome is that the client went away.
+        log.summary.outcome = Some("client_closed".to_owned());
+    }
+    let state = Streaming {
+        first: Some(first),
+        upstream: Some(upstream),
+        translator,
+        writer,
+        include_usage,
+        done: false,
+        held,
+    };
+    let events = stream::unfold(state, |mut state| async move {
+        if state.done {
+            return None;
+        }
+        let events = state.step().await;
+        Some((stream::iter(events), state))
+    })
+    .flatten();
+    let all = stream::once(async { role })
+        .chain(events)
+        .map(Ok::<Event, Infallible>);
+    Sse::new(all).into_response()
+}
+
+impl Drop for Streaming {
+    fn drop(&mut self) {
+        if let Some(log) = &mut self.held.log {
+            log.summary.calls = self.translator.calls();
+            log.summary.usage = self.translator.usage().cloned();
+        }
+    }
+}
+
+pub(crate) async fn models(State(shared): State<Arc<Shared>>) -> Response {
+    pass_models(&shared, "").await
+}
+
+pub(crate) async fn model_by_id(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+) -> Response {
+    match model_segment(&id) {
+        Some(segment) => pass_models(&shared, &format!("/{segment}")).await,
+        None => ProxyError::invalid("invalid_model", format!("'{id}' is not a model id"))
+            .into_response(),
+    }
+}
+
+/// A model id as one path segment of `{upstream}/models/…`: every byte but the URL's
+/// unreserved ones percent-encoded (a `/` in the id included), so the id can never name
+/// another path on the upstream (`../../admin/keys` stays inside `/models`). `None` for
+/// an empty id and for `.` and `..`, which a URL reads as a step up.
+pub(crate) fn model_segment(id: &str) -> Option<String> {
+    if id.is_empty() || id == "." || id == ".." {
+        return None;
+    }
+    let mut out = String::with_capacity(id.len());
+    for byte in id.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    Some(out)
+}
+
+/// `GET {upstream}/models{suffix}`, answered with the upstream's status, content type and
+/// body (streamed, not buffered).
+pub(crate) async fn pass_models(shared: &Shared, suffix: &str) -> Response {
+    let _slot = match shared.upstream_slot() {
+        Ok(slot) => slot,
+        Err(error) => return error.into_response(),
+    };
+    let upstream = &shared.config.upstream;
+    let url = format!("{}/models{suffix}", upstream.base_url.trim_end_matches('/'));
+    let mut request = shared.http.get(url);
+    if let Some(key) = &upstream.api_key {
+        request = request.bearer_auth(key);
+    }
+    let response = match tokio::time::timeout(upstream.idle_timeout, request.send()).await {
+        Err(_) => {
+            return ProxyError::Timeout(format!(
+                "no answer from the upstream for {:?}",
+                upstream.idle_timeout
+            ))
+            .into_response();
+        }
+        Ok(Err(error)) => return ProxyError::Unreachable(error.to_string()).into_response(),
+        Ok(Ok(response)) => response,
+    };
+    let status =
+        StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    let content_type = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .cloned()
+        .unwrap_or_else(|| header::HeaderValue::from_static("application/json"));
+    let body = Body::from_stream(response.bytes_stream());
+    (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::model_segment;
+
+    #[test]
+    fn a_model_id_is_one_segment_that_cannot_step_out() {
+        assert_eq!(model_segment("qwen").as_deref(), Some("qwen"));
+        assert_eq!(
+            model_segment("../../admin/keys").as_deref(),
+            Some("..%2F..%2Fadmin%2Fkeys")
+        );
+        assert_eq!(
+            model_segment("meta-llama/Llama 3?x#y").as_deref(),
+            Some("meta-llama%2FLlama%203%3Fx%23y")
+        );
+        assert_eq!(model_segment("模型").as_deref(), Some("%E6%A8%A1%E5%9E%8B"));
+        for refused in ["", ".", ".."] {
+            assert_eq!(model_segment(refused), None, "{refused:?}");
+        }
+    }
+}
