@@ -1,6 +1,6 @@
 //! The conversation's native tool calls and tool results as the text protocol writes them:
 //! an assistant message's `tool_calls` become the block the model would have written, a
-//! `tool` message the observation line the agent loop would have fed back (SPEC §5).
+//! `tool` message the observation line the agent loop would have fed back.
 
 use serde_json::{Map, Value};
 use tam_parse::Dialect;

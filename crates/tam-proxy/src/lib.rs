@@ -123,8 +123,8 @@
 //!
 //! * Prose → `delta.content`, as early as the decoder decides it (it holds back at most a
 //!   possible marker prefix); `reasoning_content` / `reasoning` → `delta.reasoning_content`,
-//!   and so does a `<think>…</think>` section of the text (the decoder's reasoning, SPEC
-//!   §2.2: never decoded into calls).
+//!   and so does a `<think>…</think>` section of the text (the decoder's reasoning:
+//!   never decoded into calls).
 //! * A closed block whose calls all name offered tools (names compared exactly) and that
 //!   decoded without an error → one call per block call, in order: a chunk with `index`,
 //!   `id` (`call_…`, unique in the process), `type: "function"`, `function.name` and empty
@@ -149,12 +149,12 @@
 //! * `finish_reason` is `tool_calls` when any call was emitted (and every streamed call
 //!   was completed), else the upstream's (`stop` for an upstream `tool_calls` whose calls
 //!   were not passed on). A `length` finish or a transport error cuts the reply: no call
-//!   from a block open at the cut (SPEC §5), and a reply with native calls is not
+//!   from a block open at the cut, and a reply with native calls is not
 //!   `tool_calls` (their arguments may be cut short): it finishes `length`.
 //!
 //! # Arguments that stream
 //!
-//! SPEC §8 wants long string values streamed while the model writes them. A streaming
+//! Long string values stream while the model writes them. A streaming
 //! request's reply is decoded with the parsers' argument events, by these rules:
 //!
 //! * **When a call is a call.** As soon as the tool id is known and offered and the call

@@ -107,7 +107,7 @@ pub(crate) async fn complete(
         config.action,
         id.clone(),
     );
-    // The model's turn ends at its call (SPEC §5): the protocol's end markers go upstream
+    // The model's turn ends at its call: the protocol's end markers go upstream
     // as stop sequences, before the client's own.
     let mut stop = translator.stop_sequences();
     if !stop.is_empty() {
@@ -198,7 +198,7 @@ pub(crate) async fn gather(
         }
         if translator.turn_over() {
             // The turn ended at the call: the upstream request is closed now, whatever
-            // the model would write next (SPEC §5).
+            // the model would write next.
             break;
         }
         next = upstream.next().await;
@@ -244,7 +244,7 @@ impl Streaming {
                 self.translator.feed(item);
                 self.drain_into(&mut events);
                 if self.translator.turn_over() {
-                    // The turn ended at the call (SPEC §5): close the upstream request
+                    // The turn ended at the call: close the upstream request
                     // now; the next step finishes the reply.
                     self.upstream = None;
                     self.held.slot = None;

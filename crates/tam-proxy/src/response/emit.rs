@@ -42,7 +42,7 @@ pub(super) struct Emitter {
     /// The protocol of the block open now (from its start marker to its close, or until it
     /// turned out to be prose).
     pub(super) in_block: Option<MixedProtocol>,
-    /// A block with calls closed: the model's turn is over (SPEC §5). Nothing decoded
+    /// A block with calls closed: the model's turn is over. Nothing decoded
     /// after it is shown or called.
     pub(super) turn_over: bool,
     /// Calls emitted before the open block began (a streamed call counts from its start).
@@ -295,7 +295,7 @@ impl Emitter {
             MixedEvent::ActionBlock(block) => {
                 self.action_blocks += 1;
                 if block.index > 0 {
-                    // Only the first ACTION block of a reply holds calls (SPEC §3).
+                    // Only the first ACTION block of a reply holds calls.
                     self.open = None;
                     self.block_text(&block.raw, &block.diagnostics);
                 } else {
@@ -570,7 +570,7 @@ impl Emitter {
         }
     }
 
-    /// A call's final arguments: coerced by its tool's schema, per argument (SPEC §4):
+    /// A call's final arguments: coerced by its tool's schema, per argument:
     /// when some do not validate, those stay as the model wrote them and the others are
     /// still typed (the client validates and answers).
     pub(super) fn final_args(&self, call: &ToolCall) -> Map<String, Value> {

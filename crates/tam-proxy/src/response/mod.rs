@@ -150,7 +150,7 @@ impl Translator {
 
     /// Reads one item of the upstream's stream. After the model's turn is over
     /// ([`Translator::turn_over`]) its text and native calls are dropped: the reply ends
-    /// at the block (SPEC §5).
+    /// at the block.
     pub(crate) fn feed(&mut self, item: ModelItem) {
         match item {
             ModelItem::Usage(usage) => self.usage = Some(usage),
@@ -186,7 +186,7 @@ impl Translator {
     }
 
     /// The stop sequences the upstream is asked to stop at: the end marker of each protocol
-    /// the reply is decoded in, so the model's turn ends at its block (SPEC §5). Empty when
+    /// the reply is decoded in, so the model's turn ends at its block. Empty when
     /// the reply is not decoded.
     pub(crate) fn stop_sequences(&self) -> Vec<String> {
         let Some(decoder) = &self.decoder else {
@@ -196,7 +196,7 @@ impl Translator {
     }
 
     /// Ends the reply. `failed` (a transport error) and a `length` finish cut it: no call
-    /// from a block open at the cut, whose text comes back as content (SPEC §5). Returns the
+    /// from a block open at the cut, whose text comes back as content. Returns the
     /// `finish_reason`: `tool_calls` when a call was emitted and every streamed call was
     /// completed, else the upstream's (`stop` when it sent none).
     pub(crate) fn finish(&mut self, failed: bool) -> String {
