@@ -1,89 +1,14 @@
-//! Both protocols in one stream: TAM blocks (tam-parse) and ACTION blocks, found by one
-//! scanner whose grammar has both syntaxes.
+//! What the both-protocol decoder reports, and how each protocol's events become it.
 
 use std::borrow::Cow;
-use std::ops::Range;
-use std::sync::{Arc, OnceLock};
 
-use tam_parse::scan::{BlockView, ClosedBlock, Grammar, Quote, ScanHandler, Scanner};
-use tam_parse::{BlockParser, ByteString, Diagnostic, Dialect, Span};
+use tam_parse::{ByteString, Diagnostic, Span};
 
 use crate::call::ActionBlock;
-use crate::config::{Config, block_syntax};
-use crate::decoder::{ActionLayer, invalid_utf8, quoted_tag};
 use crate::event::Event;
-use crate::position::StreamCursor;
-use crate::protocol::{Protocol, ProtocolChoice};
+use crate::protocol::Protocol;
 
-/// Block kind of TAM blocks in the mixed grammar.
-const KIND_TAM: usize = 0;
-
-/// Settings of a [`MixedDecoder`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct MixedConfig {
-    /// TAM settings: dialect and per-block limits (`max_calls`, `max_key_len`). Its
-    /// `param_events` is overridden by [`MixedConfig::param_events`].
-    pub tam: tam_parse::Config,
-    /// ACTION settings. Its `max_block_bytes` is the block size limit of both protocols
-    /// (the scanner has one).
-    pub action: Config,
-    /// Stream arguments for both protocols: [`MixedEvent::CallStart`],
-    /// [`MixedEvent::ParamStart`], [`MixedEvent::ParamText`], [`MixedEvent::ParamEnd`] and
-    /// [`MixedEvent::CallEnd`] while blocks are written. Off, none of them is emitted.
-    /// Default: `true` (measured cost: see the crate docs, "Both protocols in one
-    /// stream").
-    pub param_events: bool,
-    /// Which protocol(s) an `tam::Decoder` looks for. Default:
-    /// [`ProtocolChoice::Auto`]. [`MixedDecoder`] ignores it: it always reads both.
-    pub protocol: ProtocolChoice,
-    /// Read `<think>` … `</think>` and `<thinking>` … `</thinking>` sections as reasoning
-    /// ([`MixedEvent::ReasoningStart`], [`MixedEvent::Reasoning`],
-    /// [`MixedEvent::ReasoningEnd`]) for every protocol choice, never as calls (SPEC §2.2):
-    /// the open tag counts where it is the first non-blank text of a prose line outside a
-    /// code fence (models write it at the very start of the reply, sometimes after blank
-    /// lines), and the section runs to its matching close tag or to the end of the stream.
-    /// Overrides `tam.reasoning_tags` and `action.reasoning_tags`. Default: `true`: the
-    /// front door is what `tam decode`, `tam serve` and the agent read a model's reply
-    /// with, and all of them must keep reasoning apart from calls.
-    pub reasoning_tags: bool,
-}
-
-impl Default for MixedConfig {
-    fn default() -> Self {
-        MixedConfig {
-            tam: tam_parse::Config::default(),
-            action: Config::default(),
-            param_events: true,
-            protocol: ProtocolChoice::default(),
-            reasoning_tags: true,
-        }
-    }
-}
-
-impl MixedConfig {
-    /// The defaults for `protocol`.
-    pub fn for_protocol(protocol: ProtocolChoice) -> Self {
-        MixedConfig {
-            protocol,
-            ..MixedConfig::default()
-        }
-    }
-
-    /// These settings with argument streaming ([`MixedConfig::param_events`]) on or off.
-    pub fn with_param_events(mut self, on: bool) -> Self {
-        self.param_events = on;
-        self
-    }
-
-    /// These settings with reasoning sections ([`MixedConfig::reasoning_tags`]) on or off.
-    pub fn with_reasoning_tags(mut self, on: bool) -> Self {
-        self.reasoning_tags = on;
-        self
-    }
-}
-
-/// What a [`MixedDecoder`] (and the `tam::Decoder`) reports, in
+/// What a [`MixedDecoder`](crate::MixedDecoder) (and the `tam::Decoder`) reports, in
 /// stream order.
 ///
 /// With feature `serde`, an event serializes as its `tam decode` line (SPEC §6; see
@@ -91,12 +16,12 @@ impl MixedConfig {
 /// `{"type":"reasoning","text"}`, `ReasoningStart`/`ReasoningEnd` as
 /// `{"type":"reasoning_start"|"reasoning_end","span"}`, `TamBlock` and
 /// `ActionBlock` as `{"type":"tool_calls","protocol","span","calls":[{"tool","args"}],
-/// "diagnostics"}`, `Diagnostic` as `{"type":"diagnostic",…}` with the [`Diagnostic`]'s
+/// "diagnostics"}`, `Diagnostic` as `{"type":"diagnostic",…}` with the [`Diagnostic`](crate::Diagnostic)'s
 /// fields, and the progress events as `block_start`, `command_seen` (with `"protocol":
 /// "tam"`), `call_start`, `param_start`, `param_text`, `param_end`, `call_end`, each with
 /// its `protocol`. That form is lossy (a text event's span, a block's raw text, call
 /// spans and indices are left out), so there is no `Deserialize`: serialize the
-/// [`tam_parse::Block`] or [`ActionBlock`] itself for everything.
+/// [`tam_parse::Block`] or [`ActionBlock`](crate::ActionBlock) itself for everything.
 #[derive(Debug, Clone, PartialEq)]
 pub enum MixedEvent<'a> {
     /// Prose outside blocks. Adjacent text events may be split anywhere.
@@ -113,11 +38,11 @@ pub enum MixedEvent<'a> {
         /// The marker's span.
         span: Span,
     },
-    /// A TAM command value closed (for UIs; the [`MixedEvent::TamBlock`] is authoritative).
-    /// This is TAM's "call begins" event: TAM has no [`MixedEvent::CallStart`] because the
+    /// A TAM command value closed (for UIs; the [`MixedEvent::TamBlock`](crate::MixedEvent::TamBlock) is authoritative).
+    /// This is TAM's "call begins" event: TAM has no [`MixedEvent::CallStart`](crate::MixedEvent::CallStart) because the
     /// tool id is known only when the command value closes, after its parameters may have
-    /// streamed, and no [`MixedEvent::CallEnd`] because which call a chained key belongs
-    /// to is decided at the block's end. Emitted whatever [`MixedConfig::param_events`] says.
+    /// streamed, and no [`MixedEvent::CallEnd`](crate::MixedEvent::CallEnd) because which call a chained key belongs
+    /// to is decided at the block's end. Emitted whatever [`MixedConfig::param_events`](crate::MixedConfig::param_events) says.
     CommandSeen {
         /// Chain number.
         call: u64,
@@ -133,7 +58,7 @@ pub enum MixedEvent<'a> {
     /// A problem outside any block: an unterminated TAM block, invalid UTF-8, an
     /// `<ACTION>` mention in prose (`marker_in_prose`).
     Diagnostic(Diagnostic),
-    /// A reasoning section opens ([`MixedConfig::reasoning_tags`]): `span` covers its open
+    /// A reasoning section opens ([`MixedConfig::reasoning_tags`](crate::MixedConfig::reasoning_tags)): `span` covers its open
     /// tag (`<think>`, `<thinking>`).
     ReasoningStart {
         /// The open tag's span.
@@ -153,10 +78,10 @@ pub enum MixedEvent<'a> {
         /// The close tag's span.
         span: Span,
     },
-    /// An ACTION call element's start tag is complete ([`Event::CallStart`]). TAM reports
-    /// [`MixedEvent::CommandSeen`] instead.
+    /// An ACTION call element's start tag is complete ([`Event::CallStart`](crate::Event::CallStart)). TAM reports
+    /// [`MixedEvent::CommandSeen`](crate::MixedEvent::CommandSeen) instead.
     CallStart {
-        /// The block's protocol (always [`Protocol::Action`]).
+        /// The block's protocol (always [`Protocol::Action`](crate::Protocol::Action)).
         protocol: Protocol,
         /// The call's place in its block, from 0.
         index: usize,
@@ -165,7 +90,7 @@ pub enum MixedEvent<'a> {
         /// The start tag.
         span: Span,
     },
-    /// A parameter's value begins (ACTION [`Event::ParamStart`], TAM
+    /// A parameter's value begins (ACTION [`Event::ParamStart`](crate::Event::ParamStart), TAM
     /// [`tam_parse::Event::ParamStart`]); `span` is the open tag (ACTION) or the key (TAM).
     ParamStart {
         /// The block's protocol.
@@ -175,7 +100,7 @@ pub enum MixedEvent<'a> {
         /// The start tag (ACTION) or the key (TAM).
         span: Span,
     },
-    /// A piece of a parameter's value, borrowed (ACTION [`Event::ParamText`], TAM
+    /// A piece of a parameter's value, borrowed (ACTION [`Event::ParamText`](crate::Event::ParamText), TAM
     /// [`tam_parse::Event::ParamText`]). The pieces of one parameter concatenated are its
     /// final value: exactly the TAM value, and the ACTION element's decoded text content.
     ParamText {
@@ -186,14 +111,14 @@ pub enum MixedEvent<'a> {
         /// Where it was written.
         span: Span,
     },
-    /// A parameter's value closed ([`Event::ParamEnd`], [`tam_parse::Event::ParamEnd`]).
+    /// A parameter's value closed ([`Event::ParamEnd`](crate::Event::ParamEnd), [`tam_parse::Event::ParamEnd`]).
     ParamEnd {
         /// The block's protocol.
         protocol: Protocol,
         /// The whole parameter element (ACTION) or entry, key to close marker (TAM).
         span: Span,
     },
-    /// An ACTION call element closed ([`Event::CallEnd`]).
+    /// An ACTION call element closed ([`Event::CallEnd`](crate::Event::CallEnd)).
     CallEnd {
         /// The block's protocol.
         protocol: Protocol,
@@ -301,28 +226,6 @@ impl MixedEvent<'_> {
     }
 }
 
-/// The grammar with TAM blocks of `dialect` as kind 0 and ACTION blocks as kind 1 (built
-/// once per dialect and process).
-pub fn mixed_grammar(dialect: Dialect) -> Arc<Grammar> {
-    static TAM: OnceLock<Arc<Grammar>> = OnceLock::new();
-    static VCP: OnceLock<Arc<Grammar>> = OnceLock::new();
-    let cell = match dialect {
-        Dialect::Tam => &TAM,
-        Dialect::Vcp => &VCP,
-    };
-    Arc::clone(cell.get_or_init(|| {
-        Grammar::new(vec![dialect.block_syntax(), block_syntax()])
-            .expect("the mixed grammar is valid")
-    }))
-}
-
-/// Turns TAM events into mixed ones.
-fn forward_tam<'a, F: FnMut(MixedEvent<'_>)>(
-    out: &'a mut F,
-) -> impl FnMut(tam_parse::Event<'_>) + 'a {
-    move |event| out(MixedEvent::from(event))
-}
-
 /// A TAM decoder's event as the mixed decoder reports it. `tam_parse::Event` is
 /// exhaustive: a new TAM event is a breaking change that this `match` must learn.
 impl<'a> From<tam_parse::Event<'a>> for MixedEvent<'a> {
@@ -402,270 +305,9 @@ impl<'a> From<Event<'a>> for MixedEvent<'a> {
     }
 }
 
-/// `out`, without argument events unless `param_events` (off, neither layer computes them;
-/// the filter is what guarantees it).
-fn filter<F: FnMut(MixedEvent<'_>)>(param_events: bool, mut out: F) -> impl FnMut(MixedEvent<'_>) {
-    move |event| {
-        if param_events || !event.is_argument_event() {
-            out(event);
-        }
-    }
-}
-
-struct MixedSink<'s, F> {
-    tam: &'s mut BlockParser,
-    action: &'s mut ActionLayer,
-    open_kind: &'s mut Option<usize>,
-    cursor: &'s StreamCursor,
-    delta: &'s [u8],
-    out: &'s mut F,
-}
-
-impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
-    fn text(&mut self, text: &str, span: Span) {
-        (self.out)(MixedEvent::Text {
-            text: Cow::Borrowed(text),
-            span,
-        });
-    }
-
-    fn quoted_marker(&mut self, kind: usize, marker: Span, quote: Quote) {
-        if kind == KIND_TAM {
-            self.tam
-                .quoted_marker(marker, quote, &mut forward_tam(self.out));
-        } else {
-            (self.out)(MixedEvent::Diagnostic(quoted_tag(marker, quote)));
-        }
-    }
-
-    fn reasoning_start(&mut self, _tag: &str, span: Span) {
-        (self.out)(MixedEvent::ReasoningStart { span });
-    }
-
-    fn reasoning(&mut self, text: &str, span: Span) {
-        (self.out)(MixedEvent::Reasoning {
-            text: Cow::Borrowed(text),
-            span,
-        });
-    }
-
-    fn reasoning_end(&mut self, _tag: &str, span: Span) {
-        (self.out)(MixedEvent::ReasoningEnd { span });
-    }
-
-    fn block_opened(&mut self, kind: usize, marker: Span) {
-        *self.open_kind = Some(kind);
-        if kind == KIND_TAM {
-            self.tam.block_opened(marker, &mut forward_tam(self.out));
-        } else {
-            let start = self.cursor.at(self.delta, marker.start);
-            self.action.block_opened(marker, start);
-            (self.out)(MixedEvent::BlockStart {
-                protocol: Protocol::Action,
-                span: marker,
-            });
-        }
-    }
-
-    fn accept_region(&mut self, view: &BlockView<'_>, region: usize, marker: Range<usize>) -> bool {
-        view.kind() != KIND_TAM || self.tam.accept_region(view, region, marker)
-    }
-
-    fn region_opened(&mut self, view: &BlockView<'_>, region: usize, marker: Range<usize>) {
-        if view.kind() == KIND_TAM {
-            self.tam.region_opened(view, region, marker);
-        } else {
-            self.action.region_opened(region, marker);
-        }
-    }
-
-    fn block_progress(&mut self, view: &BlockView<'_>, settled: usize) {
-        if view.kind() == KIND_TAM {
-            self.tam
-                .block_progress(view, settled, &mut forward_tam(self.out));
-        } else {
-            let out = &mut *self.out;
-            self.action
-                .progress(view, settled, &mut |e: Event<'_>| out(MixedEvent::from(e)));
-        }
-    }
-
-    fn region_closed(
-        &mut self,
-        view: &BlockView<'_>,
-        region: usize,
-        content: Range<usize>,
-        marker: Range<usize>,
-    ) {
-        if view.kind() == KIND_TAM {
-            self.tam
-                .region_closed(view, region, content, marker, &mut forward_tam(self.out));
-        } else {
-            self.action.region_closed(content, marker);
-        }
-    }
-
-    fn block_closed(&mut self, closed: ClosedBlock) {
-        *self.open_kind = None;
-        if closed.kind == KIND_TAM {
-            self.tam.block_closed(closed, &mut forward_tam(self.out));
-        } else {
-            let out = &mut *self.out;
-            self.action
-                .block_closed(&closed, &mut |e: Event<'_>| out(MixedEvent::from(e)));
-        }
-    }
-
-    fn invalid_utf8(&mut self, bytes: &[u8], span: Span, in_block: bool) {
-        match (in_block, *self.open_kind) {
-            (true, Some(KIND_TAM)) => {
-                self.tam
-                    .invalid_utf8(bytes, span, true, &mut forward_tam(self.out));
-            }
-            (true, _) => self.action.invalid_utf8_in_block(invalid_utf8(bytes, span)),
-            (false, _) => {
-                (self.out)(MixedEvent::Diagnostic(invalid_utf8(bytes, span)));
-            }
-        }
-    }
-}
-
-/// A streaming decoder for output that may hold TAM blocks and ACTION blocks, in any
-/// order: one scanner, one pass, the events of both protocols in stream order.
-///
-/// ```
-/// use action_xml::{MixedConfig, MixedDecoder, MixedEvent};
-///
-/// let mut decoder = MixedDecoder::new(MixedConfig::default());
-/// let mut tools = Vec::new();
-/// let mut on_event = |e: MixedEvent<'_>| match e {
-///     MixedEvent::TamBlock(b) => tools.extend(b.calls.iter().map(|c| c.tool.to_string())),
-///     MixedEvent::ActionBlock(b) => tools.extend(b.calls.iter().map(|c| c.tool.clone())),
-///     _ => {}
-/// };
-/// decoder.feed("<|[REQUEST_TOOL]|>command:「始」A「末」<|[END_TOOL]|>", &mut on_event);
-/// decoder.feed("<ACTION><B/></ACTION>", &mut on_event);
-/// decoder.finish(&mut on_event);
-/// assert_eq!(tools, ["A", "B"]);
-/// ```
-#[derive(Debug)]
-pub struct MixedDecoder {
-    scanner: Scanner,
-    tam: BlockParser,
-    action: ActionLayer,
-    open_kind: Option<usize>,
-    cursor: StreamCursor,
-    param_events: bool,
-}
-
-impl Default for MixedDecoder {
-    fn default() -> Self {
-        MixedDecoder::new(MixedConfig::default())
-    }
-}
-
-impl MixedDecoder {
-    /// A decoder with `config`.
-    pub fn new(config: MixedConfig) -> Self {
-        let limit = config.action.max_block_bytes;
-        let mut tam = config.tam;
-        tam.max_block_bytes = limit;
-        tam.param_events = config.param_events;
-        MixedDecoder {
-            scanner: Scanner::new(mixed_grammar(tam.dialect), limit)
-                .with_reasoning(config.reasoning_tags),
-            tam: BlockParser::new(tam),
-            action: ActionLayer::new(config.action, config.param_events),
-            open_kind: None,
-            cursor: StreamCursor::default(),
-            param_events: config.param_events,
-        }
-    }
-
-    /// Whether argument events are emitted ([`MixedConfig::param_events`]).
-    pub fn param_events(&self) -> bool {
-        self.param_events
-    }
-
-    /// Stream offset of the next byte to be fed.
-    pub fn position(&self) -> usize {
-        self.scanner.position()
-    }
-
-    /// Bytes held: prose held back (a possible marker prefix) or the open block.
-    pub fn buffered(&self) -> usize {
-        self.scanner.buffered()
-    }
-
-    /// The scanner and a sink for one delta, borrowed apart.
-    fn parts<'s, F>(
-        &'s mut self,
-        delta: &'s [u8],
-        out: &'s mut F,
-    ) -> (&'s mut Scanner, MixedSink<'s, F>) {
-        let sink = MixedSink {
-            tam: &mut self.tam,
-            action: &mut self.action,
-            open_kind: &mut self.open_kind,
-            cursor: &self.cursor,
-            delta,
-            out,
-        };
-        (&mut self.scanner, sink)
-    }
-
-    /// Feeds one text delta; events go to `on_event` as soon as they are decided.
-    pub fn feed(&mut self, delta: &str, on_event: impl FnMut(MixedEvent<'_>)) {
-        let mut on_event = filter(self.param_events, on_event);
-        let (scanner, mut sink) = self.parts(delta.as_bytes(), &mut on_event);
-        scanner.feed(delta, &mut sink);
-        self.cursor.finish_delta(delta.as_bytes());
-    }
-
-    /// Feeds one byte delta (a UTF-8 character may be split across deltas).
-    pub fn feed_bytes(&mut self, delta: &[u8], on_event: impl FnMut(MixedEvent<'_>)) {
-        let mut on_event = filter(self.param_events, on_event);
-        let (scanner, mut sink) = self.parts(delta, &mut on_event);
-        scanner.feed_bytes(delta, &mut sink);
-        self.cursor.finish_delta(delta);
-    }
-
-    /// Ends the stream: emits held-back prose and closes a block left open.
-    pub fn finish(mut self, on_event: impl FnMut(MixedEvent<'_>)) {
-        self.finish_in_place(on_event);
-    }
-
-    /// Like [`MixedDecoder::finish`], leaving the decoder ready for a new stream.
-    pub fn finish_in_place(&mut self, on_event: impl FnMut(MixedEvent<'_>)) {
-        let mut on_event = filter(self.param_events, on_event);
-        let (scanner, mut sink) = self.parts(&[], &mut on_event);
-        scanner.finish(&mut sink);
-        self.action.reset();
-        self.open_kind = None;
-        self.cursor = StreamCursor::default();
-    }
-
-    /// Ends a stream that was cut (`finish_reason: "length"`, a transport error): like
-    /// [`MixedDecoder::finish`], but no end-of-stream repair applies to a block open at the
-    /// cut (SPEC §5): it yields no call.
-    pub fn finish_cut(mut self, on_event: impl FnMut(MixedEvent<'_>)) {
-        self.finish_cut_in_place(on_event);
-    }
-
-    /// Like [`MixedDecoder::finish_cut`], leaving the decoder ready for a new stream.
-    pub fn finish_cut_in_place(&mut self, on_event: impl FnMut(MixedEvent<'_>)) {
-        let mut on_event = filter(self.param_events, on_event);
-        let (scanner, mut sink) = self.parts(&[], &mut on_event);
-        scanner.finish_cut(&mut sink);
-        self.action.reset();
-        self.open_kind = None;
-        self.cursor = StreamCursor::default();
-    }
-}
-
 #[cfg(feature = "serde")]
 mod wire {
-    //! [`MixedEvent`]'s serde form: the `tam decode` line of SPEC §6. The line is an
+    //! [`MixedEvent`](crate::MixedEvent)'s serde form: the `tam decode` line of SPEC §6. The line is an
     //! internally tagged enum of borrowed fields; spans, protocols, diagnostics and ACTION
     //! arguments are serialized by their own types' impls. Only the call shape is built
     //! here: SPEC §6 lists a call as `{"tool", "args": {K: V}}`, where TAM values are the
