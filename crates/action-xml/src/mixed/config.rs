@@ -24,7 +24,7 @@ pub struct MixedConfig {
     pub protocol: ProtocolChoice,
     /// Read `<think>` … `</think>` and `<thinking>` … `</thinking>` sections as reasoning
     /// ([`MixedEvent::ReasoningStart`](crate::MixedEvent::ReasoningStart), [`MixedEvent::Reasoning`](crate::MixedEvent::Reasoning),
-    /// [`MixedEvent::ReasoningEnd`](crate::MixedEvent::ReasoningEnd)) for every protocol choice, never as calls (SPEC §2.2):
+    /// [`MixedEvent::ReasoningEnd`](crate::MixedEvent::ReasoningEnd)) for every protocol choice, never as calls:
     /// the open tag counts where it is the first non-blank text of a prose line outside a
     /// code fence (models write it at the very start of the reply, sometimes after blank
     /// lines), and the section runs to its matching close tag or to the end of the stream.

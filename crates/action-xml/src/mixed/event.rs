@@ -11,7 +11,7 @@ use crate::protocol::Protocol;
 /// What a [`MixedDecoder`](crate::MixedDecoder) (and the `tam::Decoder`) reports, in
 /// stream order.
 ///
-/// With feature `serde`, an event serializes as its `tam decode` line (SPEC §6; see
+/// With feature `serde`, an event serializes as its `tam decode` line (see
 /// "Serde" in the crate docs): `Text` as `{"type":"text","text"}`, `Reasoning` as
 /// `{"type":"reasoning","text"}`, `ReasoningStart`/`ReasoningEnd` as
 /// `{"type":"reasoning_start"|"reasoning_end","span"}`, `TamBlock` and
@@ -307,10 +307,10 @@ impl<'a> From<Event<'a>> for MixedEvent<'a> {
 
 #[cfg(feature = "serde")]
 mod wire {
-    //! [`MixedEvent`](crate::MixedEvent)'s serde form: the `tam decode` line of SPEC §6. The line is an
+    //! [`MixedEvent`](crate::MixedEvent)'s serde form: the `tam decode` line. The line is an
     //! internally tagged enum of borrowed fields; spans, protocols, diagnostics and ACTION
     //! arguments are serialized by their own types' impls. Only the call shape is built
-    //! here: SPEC §6 lists a call as `{"tool", "args": {K: V}}`, where TAM values are the
+    //! here: a call is `{"tool", "args": {K: V}}`, where TAM values are the
     //! strings under each key as written (chain suffix stripped: [`Param::key`]) and ACTION
     //! values are [`ActionCall::args`].
 

@@ -136,7 +136,7 @@ impl MixedDecoder {
 
     /// Ends a stream that was cut (`finish_reason: "length"`, a transport error): like
     /// [`MixedDecoder::finish`](crate::MixedDecoder::finish), but no end-of-stream repair applies to a block open at the
-    /// cut (SPEC §5): it yields no call.
+    /// cut: it yields no call.
     pub fn finish_cut(mut self, on_event: impl FnMut(MixedEvent<'_>)) {
         self.finish_cut_in_place(on_event);
     }
