@@ -381,8 +381,8 @@ fn has_type(types: &Value, value: &Value) -> bool {
 }
 
 /// Per-argument coercion: each argument whose key is exactly a declared property is
-/// either exactly as written (something was reported at or inside it) or of a declared
-/// type (nothing was). Checked only where paths cannot be confused: no repeated key (even
+/// either exactly as written (something was reported at or inside it), left out (the text
+/// `None` or `null` for an optional property), or of a declared type (nothing was). Checked only where paths cannot be confused: no repeated key (even
 /// canonically) and no `.` or `[` in any key or property name.
 fn check_per_argument(
     parameters: &Value,
@@ -421,6 +421,16 @@ fn check_per_argument(
                 "'{key}' reported but not kept as written"
             );
         } else {
+            // `None` or `null` written for an optional property that does not take null
+            // leaves it out (its default, if any, takes its place).
+            let says_absent = matches!(written, Value::String(text) if matches!(text.trim(), "None" | "null"))
+                && !parameters
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .is_some_and(|required| required.iter().any(|name| name == key.as_str()));
+            if says_absent && value.is_none_or(|v| Some(v) == property.get("default")) {
+                continue;
+            }
             let value = value.unwrap_or_else(|| panic!("'{key}' typed but missing"));
             if let Some(types) = property.get("type") {
                 assert!(
