@@ -371,3 +371,18 @@ mod serde_impls {
         }
     }
 }
+
+/// The first `max_chars` characters of `text`, with `…` after them when `text` was longer:
+/// how diagnostics and error messages quote the model's text (callers trim it first when
+/// the edges are not worth showing).
+///
+/// ```
+/// assert_eq!(tam_parse::preview("日本語のテキスト", 3), "日本語…");
+/// assert_eq!(tam_parse::preview("short", 60), "short");
+/// ```
+pub fn preview(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}

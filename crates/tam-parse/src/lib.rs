@@ -301,7 +301,7 @@ pub use decoder::{
     BlockParser, Config, Decoder, Dialect, ESCAPE_CLOSE, ESCAPE_OPEN, Event, VALUE_CLOSE,
     VALUE_OPEN, decode,
 };
-pub use diagnostic::{Code, Diagnostic, Severity, Span};
+pub use diagnostic::{Code, Diagnostic, Severity, Span, preview};
 pub use drive::StreamDecoder;
 pub use entry::canonical_key;
 pub use render::{RenderError, render_block, render_call};

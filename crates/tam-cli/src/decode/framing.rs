@@ -39,10 +39,7 @@ const LINE_TOO_LONG: Code = Code::new("line_too_long");
 const PREVIEW_CHARS: usize = 60;
 
 fn preview(text: &str) -> String {
-    match text.char_indices().nth(PREVIEW_CHARS) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
-    }
+    tam_parse::preview(text, PREVIEW_CHARS)
 }
 
 /// The text of a line: the bytes themselves when they are UTF-8, else a lossy copy after

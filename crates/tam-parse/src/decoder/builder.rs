@@ -288,13 +288,9 @@ pub(super) struct BlockBuilder {
     pub(super) param_events: bool,
 }
 
+/// A trimmed quote of at most 40 characters of the model's text, for a message.
 pub(super) fn preview(text: &str) -> String {
-    const MAX: usize = 40;
-    let t = text.trim();
-    match t.char_indices().nth(MAX) {
-        Some((i, _)) => format!("{}…", &t[..i]),
-        None => t.to_owned(),
-    }
+    crate::preview(text.trim(), 40)
 }
 
 pub(super) fn flush_stray(
