@@ -38,14 +38,84 @@ pub(crate) struct Cursor {
     column_chars: usize,
 }
 
+/// Up to this many bytes, [`Cursor::advance`] looks at them one by one.
+const TINY: usize = 8;
+
+/// Up to this many bytes, [`Cursor::advance`] counts without `memchr` (whose set-up
+/// costs more than a short count).
+const SHORT: usize = 256;
+
 /// Characters in `bytes`: bytes that are not UTF-8 continuation bytes.
 fn count_chars(bytes: &[u8]) -> usize {
-    bytes.iter().filter(|&&b| (b as i8) >= -0x40).count()
+    bytes.chunks(SHORT).map(|b| count_short(b).1).sum()
+}
+
+/// Line feeds and characters in `bytes` (at most [`SHORT`] of them), eight bytes at a
+/// time: each byte of a `u64` word says 0 or 1, and the words are summed byte by byte (no
+/// byte sum can pass 255 within [`SHORT`] bytes), then across.
+fn count_short(bytes: &[u8]) -> (usize, usize) {
+    debug_assert!(bytes.len() <= SHORT);
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    const LF: u64 = 0x0A0A_0A0A_0A0A_0A0A;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let (mut lf_bytes, mut continuation) = (0u64, 0u64);
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let x = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+        let y = x ^ LF;
+        // The high bit of each byte of `y` or of its low seven bits: the byte is not zero.
+        let nonzero = ((y & LOW7) + LOW7) | y;
+        lf_bytes += (!nonzero >> 7) & ONES;
+        // A continuation byte is 10xxxxxx: bit 7 set, bit 6 clear.
+        continuation += ((x & !(x << 1)) >> 7) & ONES;
+    }
+    let across = |sums: u64| {
+        let pairs = (sums & 0x00FF_00FF_00FF_00FF) + ((sums >> 8) & 0x00FF_00FF_00FF_00FF);
+        (pairs.wrapping_mul(0x0001_0001_0001_0001) >> 48) as usize
+    };
+    let (mut newlines, mut continued) = (across(lf_bytes), across(continuation));
+    for &b in words.remainder() {
+        newlines += usize::from(b == b'\n');
+        continued += usize::from((b as i8) < -0x40);
+    }
+    (newlines, bytes.len() - continued)
 }
 
 impl Cursor {
     /// Moves past `bytes`.
+    #[inline]
     pub(crate) fn advance(&mut self, bytes: &[u8]) {
+        if bytes.len() <= TINY {
+            // A token or two: a plain pass costs less than setting up any search.
+            for &b in bytes {
+                if b == b'\n' {
+                    self.newlines += 1;
+                    self.column_chars = 0;
+                } else {
+                    self.column_chars += usize::from((b as i8) >= -0x40);
+                }
+            }
+            return;
+        }
+        self.advance_more(bytes);
+    }
+
+    /// [`Cursor::advance`] past more than [`TINY`] bytes.
+    #[inline(never)]
+    fn advance_more(&mut self, bytes: &[u8]) {
+        if bytes.len() <= SHORT {
+            // Token-sized: line breaks and characters counted eight bytes at a time, and a
+            // look back for the last line break only when there is one.
+            let (newlines, chars) = count_short(bytes);
+            if newlines == 0 {
+                self.column_chars += chars;
+            } else {
+                let last = bytes.iter().rposition(|&b| b == b'\n').unwrap_or(0);
+                self.newlines += newlines;
+                self.column_chars = count_chars(&bytes[last + 1..]);
+            }
+            return;
+        }
         match memchr::memrchr(b'\n', bytes) {
             Some(last) => {
                 self.newlines += memchr::memchr_iter(b'\n', bytes).count();
@@ -83,10 +153,12 @@ pub(crate) struct StreamCursor {
     at_delta: Cursor,
     /// Stream offset of the start of the delta being fed.
     delta_start: usize,
-    /// The last position asked for in the delta being fed (bytes into the delta, cursor
-    /// there): the next question about a later offset starts from it, so that asking for
-    /// every block of one delta costs one pass over the delta, not one per block.
-    last: std::cell::Cell<(usize, Cursor)>,
+    /// The last position asked for in the delta being fed (the delta's `delta_start`,
+    /// bytes into the delta, cursor there): the next question about a later offset in the
+    /// same delta starts from it, so that asking for every block of one delta costs one
+    /// pass over the delta, not one per block. (A question in a later delta, whose
+    /// `delta_start` is larger, starts from the delta's start.)
+    last: std::cell::Cell<(usize, usize, Cursor)>,
     /// Bytes of deltas looked at to answer [`StreamCursor::at`], over the stream (a test
     /// checks that it stays within the stream's length: one pass, whatever the number of
     /// blocks in a delta).
@@ -102,12 +174,12 @@ impl StreamCursor {
         if offset >= self.delta_start {
             let n = (offset - self.delta_start).min(delta.len());
             let (from, cursor) = match self.last.get() {
-                (from, cursor) if from <= n => (from, cursor),
+                (start, from, cursor) if start == self.delta_start && from <= n => (from, cursor),
                 _ => (0, self.at_delta),
             };
             let cursor = cursor.after(&delta[from..n]);
             self.scanned.set(self.scanned.get() + (n - from));
-            self.last.set((n, cursor));
+            self.last.set((self.delta_start, n, cursor));
             cursor
         } else {
             self.at_delta.back_on_line(self.delta_start - offset)
@@ -121,16 +193,43 @@ impl StreamCursor {
     }
 
     /// Moves past a delta of `delta.len()` bytes (after the scanner has seen it).
+    #[inline]
     pub(crate) fn finish_delta(&mut self, delta: &[u8]) {
         self.at_delta.advance(delta);
         self.delta_start += delta.len();
-        self.last.set((0, self.at_delta));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// Every way [`Cursor::advance`] counts (byte by byte, short counts, `memchr`)
+        /// gives the cursor a plain walk over the bytes gives, however they are cut.
+        #[test]
+        fn advance_counts_as_a_plain_walk(
+            bytes in proptest::collection::vec(
+                proptest::sample::select(vec![b'a', b'\n', 0xE4, 0xB8, 0xAD, 0xFF, b' ']),
+                0..700,
+            ),
+            cut in 0usize..700,
+        ) {
+            let mut plain = Cursor::default();
+            for &b in &bytes {
+                if b == b'\n' {
+                    plain.newlines += 1;
+                    plain.column_chars = 0;
+                } else if (b as i8) >= -0x40 {
+                    plain.column_chars += 1;
+                }
+            }
+            let cut = cut.min(bytes.len());
+            let (a, b) = bytes.split_at(cut);
+            proptest::prop_assert_eq!(Cursor::default().after(&bytes), plain);
+            proptest::prop_assert_eq!(Cursor::default().after(a).after(b), plain);
+        }
+    }
 
     #[test]
     fn counts_lines_and_characters() {
