@@ -78,6 +78,7 @@ impl ActionLayer {
     }
 
     /// The open block grew: streams what `view.buf()[..settled]` adds.
+    #[inline]
     pub(crate) fn progress(
         &mut self,
         view: &BlockView<'_>,

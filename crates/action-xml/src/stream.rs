@@ -117,6 +117,10 @@ enum Look {
 /// again when a delta ends inside one.
 const MAX_TAG: usize = 4096;
 
+/// Up to this many new bytes, [`Streamer::advance`] looks at them one by one for a `<` or
+/// `&` before taking the general way.
+const SHORT_PIECE: usize = 64;
+
 /// The longest reference that needs no DTD (`&#x10FFFF;` is 10 bytes), plus slack.
 const LONGEST_REFERENCE: usize = 12;
 
@@ -199,7 +203,45 @@ impl Streamer {
     /// Reads `buf[..settled]` on from where it stopped. `regions` are the block's closed
     /// regions so far and `open_region` the one open (kind, opener start); `span` turns
     /// buffer ranges into stream spans.
+    #[inline(always)]
     pub(crate) fn advance(
+        &mut self,
+        buf: &str,
+        settled: usize,
+        regions: &[RegionRef],
+        open_region: Option<(RegionKind, usize)>,
+        span: &dyn Fn(Range<usize>) -> Span,
+        out: &mut dyn FnMut(Event<'_>),
+    ) {
+        // A token-sized delta inside a value, the common case: no region open or waiting,
+        // and no `<` or `&` in what arrived. It is one piece, borrowed — what the loop of
+        // [`Streamer::read`] would hand out, for a look at a few bytes.
+        if self.start == Start::Element
+            && matches!(self.state, State::Param { .. })
+            && self.next_region == regions.len()
+            && open_region.is_none()
+        {
+            let settled = settled.min(buf.len());
+            let Some(new) = buf.as_bytes().get(self.pos..settled) else {
+                return;
+            };
+            if new.len() <= SHORT_PIECE && !new.iter().any(|&c| c == b'<' || c == b'&') {
+                if !new.is_empty() {
+                    out(Event::ParamText {
+                        text: Cow::Borrowed(&buf[self.pos..settled]),
+                        span: span(self.pos..settled),
+                    });
+                    self.pos = settled;
+                }
+                return;
+            }
+        }
+        self.advance_on(buf, settled, regions, open_region, span, out);
+    }
+
+    /// [`Streamer::advance`] in general.
+    #[inline(never)]
+    fn advance_on(
         &mut self,
         buf: &str,
         settled: usize,
