@@ -14,7 +14,9 @@ use tam_parse::{ByteString, Diagnostic, Span};
 
 use crate::call::{ActionCall, ActionParam};
 use crate::codes;
-use crate::prescan::{CdataRef, Prepared};
+use crate::prescan::{
+    BARE_AMPERSAND, CdataRef, Prepared, Repair, Tally, UNESCAPED_LT, VALUE_DEPTH,
+};
 use crate::xml_chars::{decode_text, is_blank, is_xml_space, name_end, reference_len, trim_xml};
 
 /// Converts the tree of one block, collecting warnings.
@@ -378,8 +380,6 @@ struct Elem {
     end: usize,
     /// The index after its subtree: its next sibling's, when it has one.
     next: usize,
-    /// The element it is in.
-    parent: Option<usize>,
     /// Its child elements.
     elements: usize,
     /// True when every child element is named `item`.
@@ -388,10 +388,33 @@ struct Elem {
     text: bool,
 }
 
-/// Reads the calls of a block body straight from its text ([`next_piece`]), without a DOM,
-/// when the body is within the plain subset of XML that models write: elements without
-/// attributes or prefixes, text, references that need no DTD, CDATA. The values are those
-/// [`TreeReader`] reads from roxmltree's tree of the same body.
+/// What [`read_direct`] read: the calls, and the repairs the pre-scan would have made inside
+/// values (`bare_ampersand`, `unescaped_lt`), to report as it would.
+pub(crate) struct Direct {
+    pub calls: Vec<ActionCall>,
+    /// Bare `&`s and `<`s read as text, as the pre-scan counts them (body offsets).
+    amp: Tally,
+    lt: Tally,
+}
+
+impl Direct {
+    /// The repairs, in the order the pre-scan reports them.
+    pub(crate) fn repairs(&self) -> impl Iterator<Item = Repair> + '_ {
+        let amp = self.amp.repair(codes::BARE_AMPERSAND, BARE_AMPERSAND);
+        let lt = self.lt.repair(codes::UNESCAPED_LT, UNESCAPED_LT);
+        amp.into_iter().chain(lt)
+    }
+}
+
+/// Reads the calls of a block body straight from its text ([`piece_at`]), without a DOM,
+/// when the body is within the subset of XML that models write: elements without
+/// attributes or prefixes, text, references that need no DTD, CDATA — and, inside values,
+/// what code brings in and the pre-scan repairs the same way everywhere: a bare `&`, a `<`
+/// that begins no tag (`a < b`, `impl<'a>`, `HashMap<K, V>`), an element never closed in
+/// the value (`Vec<String>`: nothing may have been kept inside it), a close tag that
+/// matches nothing (`"</div>"`). Those are text, and [`Direct`] counts them as the pre-scan
+/// does, in the same order, so the warnings are the same. The values are those
+/// [`TreeReader`] reads from roxmltree's tree of the same body (after the pre-scan).
 ///
 /// `None` — the caller then takes the roxmltree path — for anything else: comments,
 /// processing instructions, declarations, attributes, a prefixed name, a name starting
@@ -399,34 +422,37 @@ struct Elem {
 /// warning), an `<ACTION>` call (`nested_action_tag`), a character XML forbids, `]]>` in
 /// text, a reference roxmltree would refuse, a tag that does not match, nesting beyond
 /// `max_depth` or possibly more than `max_nodes` nodes. Every check is at least as strict
-/// as roxmltree's, so a body read here is one roxmltree accepts and the full pre-scan
-/// leaves alone: the result is the same, with no diagnostic (property-tested against
-/// the roxmltree path).
+/// as roxmltree's, so a body read here is one roxmltree accepts once the pre-scan repaired
+/// it (property-tested against the roxmltree paths, warnings included).
 pub(crate) fn read_direct(
     raw: &ByteString,
     body: Range<usize>,
     offsets: &OffsetMap,
     max_depth: usize,
     max_nodes: u32,
-) -> Option<Vec<ActionCall>> {
+) -> Option<Direct> {
     let body_start = body.start;
     let body = &raw[body];
-    let (elems, cdata) = flat_tree(body, max_depth, max_nodes)?;
+    let flat = flat_tree(body, max_depth, max_nodes)?;
     let reader = DirectReader {
         raw,
         body,
         body_start,
         offsets,
-        elems: &elems,
-        cdata: &cdata,
+        elems: &flat.elems,
+        cdata: &flat.cdata,
     };
     let mut calls = Vec::new();
     let mut i = 0;
-    while i < elems.len() {
+    while i < flat.elems.len() {
         calls.push(reader.call(i));
-        i = elems[i].next;
+        i = flat.elems[i].next;
     }
-    Some(calls)
+    Some(Direct {
+        calls,
+        amp: flat.amp,
+        lt: flat.lt,
+    })
 }
 
 /// True when `s` holds no character that XML 1.0 forbids (C0 controls other than tab,
@@ -447,47 +473,39 @@ fn xml_chars_only(s: &str) -> bool {
         .all(|i| b.get(i + 1) != Some(&0xBF) || !matches!(b.get(i + 2), Some(0xBE | 0xBF)))
 }
 
-/// One markup or text piece of a plain body, as [`next_piece`] cuts it.
+/// One markup or text piece of a body, as [`piece_at`] cuts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Piece {
-    /// `<…>` not starting with `</`, `<!` or `<?`; `empty` when it ends with `/>`. What is
-    /// between the `<` and the `>` is checked by the caller (a name, then blanks).
-    Start { empty: bool },
-    /// `</…>`.
-    End,
+    /// `<name>` or `<name/>` (`empty`), blanks allowed before the `>`: the name ends at
+    /// `name_end`.
+    Start { name_end: usize, empty: bool },
+    /// `</name>`, blanks allowed before the `>`.
+    End { name_end: usize },
     /// Text up to the next `<` or `&` (or the end).
     Text,
     /// An entity or character reference that needs no DTD ([`reference_len`]).
     Reference,
     /// `<![CDATA[` … `]]>`.
     CData,
+    /// A `<` that begins no tag: text where the pre-scan reads it as text.
+    Lt,
+    /// An `&` that begins no reference that needs no DTD: text (`bare_ampersand`) where
+    /// the pre-scan reads it as text.
+    Amp,
 }
 
-/// The piece of `b` that begins at `at` and where it ends, or `None` for anything outside
-/// the plain subset (a comment, a processing instruction, a declaration, a `<` with no
-/// `>` after it, an `&` that is not a reference that needs no DTD). Every piece ends at a
-/// `>`, a `;`, before a `<` or `&`, or at the end: at a character boundary. A tag ends at
-/// its first `>`: a quote before it could only be an attribute's, which the caller refuses
-/// whichever `>` ends the tag.
-fn next_piece(b: &[u8], at: usize) -> Option<(Piece, usize)> {
-    const CDATA_OPEN: &[u8] = b"<![CDATA[";
-    let tag_end = |from: usize| memchr::memchr(b'>', &b[from..]).map(|i| from + i + 1);
+/// The piece of `body` that begins at `at` and where it ends, or `None` for what
+/// [`read_direct`] does not take (a comment, a processing instruction, a start tag with
+/// attributes). Every piece ends at a `>`, a `;`, before a `<` or `&`, after a `<` or `&`
+/// that is text, or at the end: at a character boundary.
+fn piece_at(body: &str, at: usize) -> Option<(Piece, usize)> {
+    let b = body.as_bytes();
     match b[at] {
-        b'<' => match b.get(at + 1)? {
-            b'/' => Some((Piece::End, tag_end(at + 2)?)),
-            b'!' if b[at..].starts_with(CDATA_OPEN) => {
-                let content = at + CDATA_OPEN.len();
-                let close = memchr::memmem::find(&b[content..], b"]]>")?;
-                Some((Piece::CData, content + close + 3))
-            }
-            b'!' | b'?' => None,
-            _ => {
-                let end = tag_end(at + 1)?;
-                let empty = b[end - 2] == b'/' && end - 2 > at;
-                Some((Piece::Start { empty }, end))
-            }
-        },
-        b'&' => Some((Piece::Reference, at + reference_len(b, at)?)),
+        b'<' => lt_piece(body, at),
+        b'&' => Some(match reference_len(b, at) {
+            Some(len) => (Piece::Reference, at + len),
+            None => (Piece::Amp, at + 1),
+        }),
         _ => {
             let end = memchr::memchr2(b'<', b'&', &b[at..]).map_or(b.len(), |i| at + i);
             Some((Piece::Text, end))
@@ -495,27 +513,140 @@ fn next_piece(b: &[u8], at: usize) -> Option<(Piece, usize)> {
     }
 }
 
-/// The element list and CDATA sections of `body`, or `None` when it is outside the subset
-/// that [`read_direct`] reads.
-fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>, Vec<CdataRef>)> {
+/// The piece a `<` at `at` begins, read as the pre-scan reads it (`Prescan::markup`,
+/// `start_tag`, `close_tag`, regions aside): a start tag of a name, blanks, then `>` or
+/// `/>`; a close tag of a name, blanks, then `>`; a CDATA section; or a `<` that begins no
+/// tag — not followed by a name (`a < b`, `impl<'a>`, `<=`), a name then something that
+/// is neither blanks, `>`, `/>` nor an attribute (`HashMap<String, bool>`), a tag the body
+/// ends in. A start tag with attributes, a comment or a processing instruction: `None`.
+fn lt_piece(body: &str, at: usize) -> Option<(Piece, usize)> {
+    const CDATA_OPEN: &[u8] = b"<![CDATA[";
+    let b = body.as_bytes();
+    let text = Some((Piece::Lt, at + 1));
+    let skip_space = |mut j: usize| {
+        while b.get(j).is_some_and(|&c| is_xml_space(c)) {
+            j += 1;
+        }
+        j
+    };
+    match b.get(at + 1) {
+        Some(b'!') => {
+            if b[at..].starts_with(CDATA_OPEN) {
+                let content = at + CDATA_OPEN.len();
+                let close = memchr::memmem::find(&b[content..], b"]]>")?;
+                return Some((Piece::CData, content + close + 3));
+            }
+            // A comment is a region the pre-scan drops; anything else is text.
+            (!b[at..].starts_with(b"<!--")).then_some((Piece::Lt, at + 1))
+        }
+        Some(b'?') => None,
+        Some(b'/') => {
+            let name = name_end(body, at + 2);
+            if name == at + 2 {
+                return text;
+            }
+            let j = skip_space(name);
+            match b.get(j) {
+                Some(b'>') => Some((Piece::End { name_end: name }, j + 1)),
+                _ => text,
+            }
+        }
+        Some(_) => {
+            let name = name_end(body, at + 1);
+            if name == at + 1 {
+                return text;
+            }
+            let mut j = name;
+            let mut attributes = false;
+            loop {
+                let after = skip_space(j);
+                let had_space = after > j;
+                j = after;
+                match b.get(j) {
+                    None => return text,
+                    Some(b'>') => {
+                        let tag = Piece::Start {
+                            name_end: name,
+                            empty: false,
+                        };
+                        return (!attributes).then_some((tag, j + 1));
+                    }
+                    Some(b'/') => {
+                        if b.get(j + 1) != Some(&b'>') {
+                            return text;
+                        }
+                        let tag = Piece::Start {
+                            name_end: name,
+                            empty: true,
+                        };
+                        return (!attributes).then_some((tag, j + 2));
+                    }
+                    Some(_) if !had_space => return text,
+                    Some(_) => {}
+                }
+                // An attribute, `name = "value"` (or 'value') without `<` in the value: the
+                // tag may still be one.
+                let attribute = name_end(body, j);
+                if attribute == j {
+                    return text;
+                }
+                j = skip_space(attribute);
+                if b.get(j) != Some(&b'=') {
+                    return text;
+                }
+                j = skip_space(j + 1);
+                let quote = match b.get(j) {
+                    Some(&q @ (b'"' | b'\'')) => q,
+                    _ => return text,
+                };
+                // The value ends at the next quote; a `<` before it, or no quote at all,
+                // makes the tag text.
+                match memchr::memchr2(quote, b'<', &b[j + 1..]) {
+                    Some(len) if b[j + 1 + len] == quote => j += 1 + len + 1,
+                    _ => return text,
+                }
+                attributes = true;
+            }
+        }
+        None => text,
+    }
+}
+
+/// An element open while [`flat_tree`] reads: its index, and the close tags inside it
+/// that match no open element (text, once it closes properly).
+struct Open {
+    index: usize,
+    unmatched: Tally,
+}
+
+/// What [`flat_tree`] makes of a body.
+struct Flat {
+    elems: Vec<Elem>,
+    cdata: Vec<CdataRef>,
+    /// Bare `&`s and `<`s read as text, in the pre-scan's order.
+    amp: Tally,
+    lt: Tally,
+}
+
+/// The element list and CDATA sections of `body`, with the pre-scan's repairs inside values
+/// counted, or `None` when it is outside the subset that [`read_direct`] reads.
+fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
     if body.starts_with('\u{FEFF}') || !xml_chars_only(body) {
         // A leading byte order mark is text to roxmltree. A character XML forbids (anywhere: in text, CDATA or a tag) is roxmltree's error to report.
         return None;
     }
     let bytes = body.as_bytes();
-    // About one element per two `<` (a start and a close tag): one allocation, no growth.
-    let tags = memchr::memchr_iter(b'<', bytes).count();
-    let mut elems: Vec<Elem> = Vec::with_capacity(tags / 2 + 1);
+    let mut elems: Vec<Elem> = Vec::new();
     let mut cdata: Vec<CdataRef> = Vec::new();
-    // The innermost open element and how many are open (parents are linked in `elems`).
-    let mut open: Option<usize> = None;
-    let mut depth = 0usize;
+    // The open elements, the call first (parents are linked in `elems` too).
+    let mut stack: Vec<Open> = Vec::new();
+    let (mut amp, mut lt) = (Tally::default(), Tally::default());
     // Nodes roxmltree would make, counted high: the root, `<ACTION>`, every element and
     // every text piece (roxmltree merges adjacent ones), plus one.
     let mut nodes = 3usize;
     let mut pos = 0usize;
     while pos < bytes.len() {
-        let (piece, end) = next_piece(bytes, pos)?;
+        let (piece, end) = piece_at(body, pos)?;
         let raw = body.get(pos..end)?;
         let at = pos;
         pos = end;
@@ -523,24 +654,18 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
         // A piece of text that is not blank, for its parent.
         let mut text = false;
         match piece {
-            Piece::Start { empty } => {
-                let name_start = at + 1;
-                let name = name_start..name_end(body, name_start);
+            Piece::Start { name_end, empty } => {
+                let name = at + 1..name_end;
                 let n = &bytes[name.clone()];
-                // The tag is `<`, the name, blanks, then `>` or `/>`: no attribute.
-                let close_len = if empty { 2 } else { 1 };
-                if n.is_empty()
-                    || raw.len() < 1 + n.len() + close_len
-                    || !raw
-                        .get(1 + n.len()..raw.len() - close_len)
-                        .is_some_and(is_blank)
-                    || has_colon(n)
+                // An element never closed in a value costs no depth (the pre-scan's rule):
+                // the depth of an element is checked when it is kept, at its close tag.
+                if has_colon(n)
                     || n.get(..3).is_some_and(|p| p.eq_ignore_ascii_case(b"xml"))
-                    || depth >= max_depth
+                    || (empty && stack.len() >= max_depth)
                 {
                     return None;
                 }
-                if let Some(parent) = open {
+                if let Some(parent) = stack.last().map(|o| o.index) {
                     let p = &mut elems[parent];
                     p.elements += 1;
                     p.all_items &= n == b"item";
@@ -554,33 +679,74 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
                     content: end..end,
                     end,
                     next: index + 1,
-                    parent: open,
                     elements: 0,
                     all_items: true,
                     text: false,
                 });
                 if !empty {
-                    open = Some(index);
-                    depth += 1;
+                    stack.push(Open {
+                        index,
+                        unmatched: Tally::default(),
+                    });
                 }
             }
-            Piece::End => {
-                let index = open?;
-                let next = elems.len();
-                let e = &mut elems[index];
-                open = e.parent;
-                depth -= 1;
-                // `</`, the name, blanks, `>`.
-                let n = &bytes[e.name.clone()];
-                let written = raw.as_bytes();
-                if written.len() < 3 + n.len()
-                    || &written[2..2 + n.len()] != n
-                    || !written[2 + n.len()..written.len() - 1]
-                        .iter()
-                        .all(|&c| is_xml_space(c))
-                {
+            Piece::End { name_end } => {
+                let name = &bytes[at + 2..name_end];
+                // Nothing open: roxmltree's error.
+                let top = stack.last()?;
+                let top_name = &bytes[elems[top.index].name.clone()];
+                if top_name != name {
+                    if top_name.eq_ignore_ascii_case(name) {
+                        // `noncanonical_tag`: the full pre-scan's.
+                        return None;
+                    }
+                    let named = |o: &Open| &bytes[elems[o.index].name.clone()] == name;
+                    match stack.iter().rposition(named) {
+                        Some(k) if k + 1 >= VALUE_DEPTH => {
+                            // The elements opened after it inside a value were never closed:
+                            // text (`Vec<String>`), their unmatched close tags too. Taken
+                            // only when nothing was kept inside them (they are the last
+                            // elements read, each in the one before).
+                            let kept = stack[k].index;
+                            if elems.len() - (kept + 1) != stack.len() - (k + 1) {
+                                return None;
+                            }
+                            for open in stack.drain(k + 1..) {
+                                let lt_at = elems[open.index].start;
+                                lt.add(lt_at..lt_at + 1);
+                                lt.merge(&open.unmatched);
+                            }
+                            elems.truncate(kept + 1);
+                            let e = &mut elems[kept];
+                            e.elements = 0;
+                            e.all_items = true;
+                            e.text = true;
+                        }
+                        // An element left open in a call or between calls: structure gone
+                        // wrong, roxmltree's error.
+                        Some(_) => return None,
+                        None => {
+                            // A close tag that matches nothing: text if the element it is in
+                            // closes properly (inside a value).
+                            if stack.len() < VALUE_DEPTH {
+                                return None;
+                            }
+                            let top = stack.last_mut()?;
+                            top.unmatched.add(at..at + 1);
+                            elems[top.index].text = true;
+                            continue;
+                        }
+                    }
+                }
+                // Every element it is in is kept too (or the read gave up): its depth is
+                // its place in the stack.
+                if stack.len() > max_depth {
                     return None;
                 }
+                let open = stack.pop()?;
+                lt.merge(&open.unmatched);
+                let next = elems.len();
+                let e = &mut elems[open.index];
                 e.content.end = at;
                 e.end = end;
                 e.next = next;
@@ -604,19 +770,33 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
                     content,
                 });
             }
+            Piece::Lt => {
+                // Outside values, the pre-scan leaves it for roxmltree to reject.
+                lt.add(at..at + 1);
+                text = true;
+            }
+            Piece::Amp => {
+                amp.add(at..at + 1);
+                text = true;
+            }
         }
         if text {
-            match open {
+            match stack.last() {
                 // Text between calls or beside a call's parameters: `stray_text`.
-                Some(parent) if depth >= 2 => elems[parent].text = true,
+                Some(parent) if stack.len() >= VALUE_DEPTH => elems[parent.index].text = true,
                 _ => return None,
             }
         }
     }
-    if open.is_some() || nodes > max_nodes as usize {
+    if !stack.is_empty() || nodes > max_nodes as usize {
         return None;
     }
-    Some((elems, cdata))
+    Some(Flat {
+        elems,
+        cdata,
+        amp,
+        lt,
+    })
 }
 
 /// True when the name `n` has a prefix. Names are short: a plain loop, not `memchr`.
@@ -919,7 +1099,7 @@ mod tests {
             }
             body.push_str("</call>");
             let raw = ByteString::from(body.clone());
-            let (elems, cdata) = flat_tree(&body, 64, 1 << 16).expect("a plain body");
+            let Flat { elems, cdata, .. } = flat_tree(&body, 64, 1 << 16).expect("a plain body");
             let offsets = OffsetMap::default();
             let reader = DirectReader {
                 raw: &raw,
