@@ -45,40 +45,18 @@ const TINY: usize = 8;
 /// costs more than a short count).
 const SHORT: usize = 256;
 
-/// Characters in `bytes`: bytes that are not UTF-8 continuation bytes.
+/// Characters in `bytes`, which hold no line feed: bytes that are not UTF-8 continuation
+/// bytes.
 fn count_chars(bytes: &[u8]) -> usize {
-    bytes.chunks(SHORT).map(|b| count_short(b).1).sum()
+    let mut cursor = Cursor::default();
+    cursor.advance_words(bytes);
+    cursor.column_chars
 }
 
-/// Line feeds and characters in `bytes` (at most [`SHORT`] of them), eight bytes at a
-/// time: each byte of a `u64` word says 0 or 1, and the words are summed byte by byte (no
-/// byte sum can pass 255 within [`SHORT`] bytes), then across.
-fn count_short(bytes: &[u8]) -> (usize, usize) {
-    debug_assert!(bytes.len() <= SHORT);
-    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-    const LF: u64 = 0x0A0A_0A0A_0A0A_0A0A;
+/// The number of bytes whose high bit is set in `mask` (a mask of high bits only).
+fn high_bits(mask: u64) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
-    let (mut lf_bytes, mut continuation) = (0u64, 0u64);
-    let mut words = bytes.chunks_exact(8);
-    for word in &mut words {
-        let x = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
-        let y = x ^ LF;
-        // The high bit of each byte of `y` or of its low seven bits: the byte is not zero.
-        let nonzero = ((y & LOW7) + LOW7) | y;
-        lf_bytes += (!nonzero >> 7) & ONES;
-        // A continuation byte is 10xxxxxx: bit 7 set, bit 6 clear.
-        continuation += ((x & !(x << 1)) >> 7) & ONES;
-    }
-    let across = |sums: u64| {
-        let pairs = (sums & 0x00FF_00FF_00FF_00FF) + ((sums >> 8) & 0x00FF_00FF_00FF_00FF);
-        (pairs.wrapping_mul(0x0001_0001_0001_0001) >> 48) as usize
-    };
-    let (mut newlines, mut continued) = (across(lf_bytes), across(continuation));
-    for &b in words.remainder() {
-        newlines += usize::from(b == b'\n');
-        continued += usize::from((b as i8) < -0x40);
-    }
-    (newlines, bytes.len() - continued)
+    ((mask >> 7).wrapping_mul(ONES) >> 56) as usize
 }
 
 impl Cursor {
@@ -104,16 +82,7 @@ impl Cursor {
     #[inline(never)]
     fn advance_more(&mut self, bytes: &[u8]) {
         if bytes.len() <= SHORT {
-            // Token-sized: line breaks and characters counted eight bytes at a time, and a
-            // look back for the last line break only when there is one.
-            let (newlines, chars) = count_short(bytes);
-            if newlines == 0 {
-                self.column_chars += chars;
-            } else {
-                let last = bytes.iter().rposition(|&b| b == b'\n').unwrap_or(0);
-                self.newlines += newlines;
-                self.column_chars = count_chars(&bytes[last + 1..]);
-            }
+            self.advance_words(bytes);
             return;
         }
         match memchr::memrchr(b'\n', bytes) {
@@ -122,6 +91,51 @@ impl Cursor {
                 self.column_chars = count_chars(&bytes[last + 1..]);
             }
             None => self.column_chars += count_chars(bytes),
+        }
+    }
+
+    /// [`Cursor::advance`] eight bytes at a time: in each `u64` word, the high bit of each
+    /// byte that is a line feed, and of each byte that begins a character (is not
+    /// 10xxxxxx), counted by one multiplication; after a word's last line feed, the
+    /// column is the characters above it.
+    fn advance_words(&mut self, bytes: &[u8]) {
+        const HIGHS: u64 = 0x8080_8080_8080_8080;
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            self.advance_word(u64::from_le_bytes(word.try_into().unwrap_or([0; 8])), HIGHS);
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            for (w, &b) in word.iter_mut().zip(rest) {
+                *w = b;
+            }
+            // The padding counts nothing.
+            let valid = HIGHS & ((1u64 << (8 * rest.len())) - 1);
+            self.advance_word(u64::from_le_bytes(word), valid);
+        }
+    }
+
+    /// [`Cursor::advance_words`] past the bytes of `x` whose high bit is in `valid`.
+    #[inline(always)]
+    fn advance_word(&mut self, x: u64, valid: u64) {
+        const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+        const LF: u64 = 0x0A0A_0A0A_0A0A_0A0A;
+        let y = x ^ LF;
+        // The high bit of each byte of `y` or of its low seven bits: not zero.
+        let lf = !(((y & LOW7) + LOW7) | y) & valid;
+        let chars = !(x & !(x << 1)) & valid;
+        if lf == 0 {
+            self.column_chars += high_bits(chars);
+        } else {
+            self.newlines += high_bits(lf);
+            let last = 63 - lf.leading_zeros();
+            let after = if last == 63 {
+                0
+            } else {
+                chars & (!0u64 << (last + 1))
+            };
+            self.column_chars = high_bits(after);
         }
     }
 
