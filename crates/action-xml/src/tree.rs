@@ -17,7 +17,9 @@ use crate::codes;
 use crate::prescan::{
     BARE_AMPERSAND, CdataRef, Prepared, Repair, Tally, UNESCAPED_LT, VALUE_DEPTH,
 };
-use crate::xml_chars::{decode_text, is_blank, is_xml_space, name_end, reference_len, trim_xml};
+use crate::xml_chars::{
+    decode_text, find2, is_blank, is_xml_space, name_end, reference_len, trim_xml,
+};
 
 /// Converts the tree of one block, collecting warnings.
 pub(crate) struct TreeReader<'p> {
@@ -481,35 +483,56 @@ enum Piece {
     Start { name_end: usize, empty: bool },
     /// `</name>`, blanks allowed before the `>`.
     End { name_end: usize },
-    /// Text up to the next `<` or `&` (or the end).
+    /// Text up to the next markup or reference (or the end).
     Text,
     /// An entity or character reference that needs no DTD ([`reference_len`]).
     Reference,
     /// `<![CDATA[` … `]]>`.
     CData,
-    /// A `<` that begins no tag: text where the pre-scan reads it as text.
+    /// A `<` that begins no tag: text ([`lt_piece`] only; [`piece_at`] makes it part of
+    /// a [`Piece::Text`]).
     Lt,
-    /// An `&` that begins no reference that needs no DTD: text (`bare_ampersand`) where
-    /// the pre-scan reads it as text.
-    Amp,
 }
 
 /// The piece of `body` that begins at `at` and where it ends, or `None` for what
 /// [`read_direct`] does not take (a comment, a processing instruction, a start tag with
-/// attributes). Every piece ends at a `>`, a `;`, before a `<` or `&`, after a `<` or `&`
-/// that is text, or at the end: at a character boundary.
-fn piece_at(body: &str, at: usize) -> Option<(Piece, usize)> {
+/// attributes). Text runs up to the next markup or reference: a bare `&` and a `<` that
+/// begins no tag are text, counted in `amp` and `lt` as they are passed (the pre-scan's
+/// repairs, if the text is where it repairs them: the caller checks). Every piece ends at
+/// a `>`, a `;`, before a `<` or `&`, or at the end: at a character boundary.
+fn piece_at(body: &str, at: usize, amp: &mut Tally, lt: &mut Tally) -> Option<(Piece, usize)> {
     let b = body.as_bytes();
     match b[at] {
-        b'<' => lt_piece(body, at),
-        b'&' => Some(match reference_len(b, at) {
-            Some(len) => (Piece::Reference, at + len),
-            None => (Piece::Amp, at + 1),
-        }),
-        _ => {
-            let end = memchr::memchr2(b'<', b'&', &b[at..]).map_or(b.len(), |i| at + i);
-            Some((Piece::Text, end))
+        b'&' => {
+            if let Some(len) = reference_len(b, at) {
+                return Some((Piece::Reference, at + len));
+            }
         }
+        b'<' => match lt_piece(body, at)? {
+            (Piece::Lt, _) => {}
+            tag => return Some(tag),
+        },
+        _ => {}
+    }
+    let mut end = at;
+    loop {
+        // `b[end]` is text: a bare `&`, a `<` that begins no tag, or any other byte.
+        match b[end] {
+            b'&' => amp.add(end..end + 1),
+            b'<' => lt.add(end..end + 1),
+            _ => {}
+        }
+        let Some(next) = find2(b, end + 1, b'<', b'&') else {
+            return Some((Piece::Text, b.len()));
+        };
+        let text = match b[next] {
+            b'&' => reference_len(b, next).is_none(),
+            _ => matches!(lt_piece(body, next), Some((Piece::Lt, _))),
+        };
+        if !text {
+            return Some((Piece::Text, next));
+        }
+        end = next;
     }
 }
 
@@ -644,9 +667,11 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
     // Nodes roxmltree would make, counted high: the root, `<ACTION>`, every element and
     // every text piece (roxmltree merges adjacent ones), plus one.
     let mut nodes = 3usize;
+    // `]]>` outside CDATA sections is looked for only where it occurs at all.
+    let cdata_end_anywhere = memchr::memmem::find(bytes, b"]]>").is_some();
     let mut pos = 0usize;
     while pos < bytes.len() {
-        let (piece, end) = piece_at(body, pos)?;
+        let (piece, end) = piece_at(body, pos, &mut amp, &mut lt)?;
         let raw = body.get(pos..end)?;
         let at = pos;
         pos = end;
@@ -754,7 +779,7 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
             Piece::Text => {
                 text = !is_blank(raw);
                 // `]]>` in text is roxmltree's error (it ends CDATA sections only).
-                if text && memchr::memchr(b'>', raw.as_bytes()).is_some() && raw.contains("]]>") {
+                if text && cdata_end_anywhere && has_cdata_end(raw.as_bytes()) {
                     return None;
                 }
             }
@@ -770,15 +795,8 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
                     content,
                 });
             }
-            Piece::Lt => {
-                // Outside values, the pre-scan leaves it for roxmltree to reject.
-                lt.add(at..at + 1);
-                text = true;
-            }
-            Piece::Amp => {
-                amp.add(at..at + 1);
-                text = true;
-            }
+            // [`piece_at`] makes a text `<` part of a text piece.
+            Piece::Lt => return None,
         }
         if text {
             match stack.last() {
@@ -797,6 +815,11 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
         amp,
         lt,
     })
+}
+
+/// True when `text` holds `]]>`: one look for each `>` (code has a few, `]]` is rare).
+fn has_cdata_end(text: &[u8]) -> bool {
+    memchr::memchr_iter(b'>', text).any(|i| i >= 2 && &text[i - 2..i] == b"]]")
 }
 
 /// True when the name `n` has a prefix. Names are short: a plain loop, not `memchr`.
