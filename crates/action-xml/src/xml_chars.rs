@@ -121,7 +121,17 @@ pub(crate) fn is_name_char_at(s: &str, at: usize) -> bool {
 /// The length of the entity or character reference at `s[at]` (an `&`), when it is one
 /// that needs no DTD: `&lt;` `&gt;` `&amp;` `&apos;` `&quot;`, `&#N;`, `&#xH;` naming a
 /// valid XML character.
+#[inline]
 pub(crate) fn reference_len(s: &[u8], at: usize) -> Option<usize> {
+    // Most `&`s in code are not references (`&&`, `&str`, `&mut`): one look tells.
+    match s.get(at + 1) {
+        Some(b'#' | b'l' | b'g' | b'a' | b'q') => reference_at(s, at),
+        _ => None,
+    }
+}
+
+/// [`reference_len`] past its first look.
+fn reference_at(s: &[u8], at: usize) -> Option<usize> {
     let rest = &s[at + 1..];
     if rest.first() == Some(&b'#') {
         let (digits, radix, head) = if rest.get(1) == Some(&b'x') {
