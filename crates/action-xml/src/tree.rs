@@ -443,6 +443,7 @@ pub(crate) fn read_direct(
         offsets,
         elems: &flat.elems,
         cdata: &flat.cdata,
+        refs: (memchr::memchr(b'\r', body.as_bytes()).is_none()).then_some(&flat.refs[..]),
     };
     let mut calls = Vec::new();
     let mut i = 0;
@@ -646,6 +647,8 @@ struct Open {
 struct Flat {
     elems: Vec<Elem>,
     cdata: Vec<CdataRef>,
+    /// Where the references (outside CDATA) begin, in order.
+    refs: Vec<usize>,
     /// Bare `&`s and `<`s read as text, in the pre-scan's order.
     amp: Tally,
     lt: Tally,
@@ -661,6 +664,7 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
     let bytes = body.as_bytes();
     let mut elems: Vec<Elem> = Vec::new();
     let mut cdata: Vec<CdataRef> = Vec::new();
+    let mut refs: Vec<usize> = Vec::new();
     // The open elements, the call first (parents are linked in `elems` too).
     let mut stack: Vec<Open> = Vec::new();
     let (mut amp, mut lt) = (Tally::default(), Tally::default());
@@ -786,6 +790,7 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
             Piece::Reference => {
                 // A reference to a blank (`&#32;`) is blank.
                 text = !reference_is_blank(raw);
+                refs.push(at);
             }
             Piece::CData => {
                 let content = at + "<![CDATA[".len()..end.checked_sub("]]>".len())?;
@@ -812,6 +817,7 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
     Some(Flat {
         elems,
         cdata,
+        refs,
         amp,
         lt,
     })
@@ -870,6 +876,9 @@ struct DirectReader<'r> {
     offsets: &'r OffsetMap,
     elems: &'r [Elem],
     cdata: &'r [CdataRef],
+    /// Where the references outside CDATA begin, in order; `None` when the body holds a
+    /// carriage return (text is then decoded by [`decode_text`], which normalises it).
+    refs: Option<&'r [usize]>,
 }
 
 impl DirectReader<'_> {
@@ -992,11 +1001,32 @@ impl DirectReader<'_> {
             return cdata_value(self.body, &self.cdata[k..], e.content.clone());
         }
         let text = &self.body[e.content.clone()];
-        if memchr::memchr2(b'&', b'\r', text.as_bytes()).is_none() {
-            return trim_xml(text).to_owned();
-        }
+        let mut decoded = match self.refs {
+            // No carriage return to normalise: the text as written between the references
+            // the reader found (code's bare `&`s are text as written).
+            Some(refs) => {
+                let from = refs.partition_point(|&r| r < e.content.start);
+                let to = refs.partition_point(|&r| r < e.content.end);
+                if from == to {
+                    return trim_xml(text).to_owned();
+                }
+                let mut out = String::with_capacity(text.len());
+                let mut at = e.content.start;
+                for &r in &refs[from..to] {
+                    out.push_str(&self.body[at..r]);
+                    let len = reference_len(self.body.as_bytes(), r).unwrap_or(1);
+                    out.push_str(&decode_text(&self.body[r..r + len]));
+                    at = r + len;
+                }
+                out.push_str(&self.body[at..e.content.end]);
+                out
+            }
+            None if memchr::memchr2(b'&', b'\r', text.as_bytes()).is_none() => {
+                return trim_xml(text).to_owned();
+            }
+            None => decode_text(text),
+        };
         // Decoded before trimming, as roxmltree's text is: `&#32;` at an edge goes too.
-        let mut decoded = decode_text(text);
         let start = decoded.len() - decoded.trim_start_matches([' ', '\t', '\n', '\r']).len();
         let end = decoded
             .trim_end_matches([' ', '\t', '\n', '\r'])
@@ -1131,6 +1161,7 @@ mod tests {
                 offsets: &offsets,
                 elems: &elems,
                 cdata: &cdata,
+                refs: None,
             };
             prop_assert_eq!(reader.sorted_object(0), reader.inserted_object(0));
         }
