@@ -100,19 +100,28 @@ impl Cursor {
     /// column is the characters above it.
     fn advance_words(&mut self, bytes: &[u8]) {
         const HIGHS: u64 = 0x8080_8080_8080_8080;
+        let load = |word: &[u8]| u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+        let n = bytes.len();
+        if n < 8 {
+            for &b in bytes {
+                if b == b'\n' {
+                    self.newlines += 1;
+                    self.column_chars = 0;
+                } else {
+                    self.column_chars += usize::from((b as i8) >= -0x40);
+                }
+            }
+            return;
+        }
         let mut words = bytes.chunks_exact(8);
         for word in &mut words {
-            self.advance_word(u64::from_le_bytes(word.try_into().unwrap_or([0; 8])), HIGHS);
+            self.advance_word(load(word), HIGHS);
         }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            for (w, &b) in word.iter_mut().zip(rest) {
-                *w = b;
-            }
-            // The padding counts nothing.
-            let valid = HIGHS & ((1u64 << (8 * rest.len())) - 1);
-            self.advance_word(u64::from_le_bytes(word), valid);
+        let rest = words.remainder().len();
+        if rest > 0 {
+            // The last eight bytes again, of which only the top `rest` are new.
+            let valid = HIGHS & (!0u64 << (8 * (8 - rest)));
+            self.advance_word(load(&bytes[n - 8..]), valid);
         }
     }
 
