@@ -151,12 +151,12 @@ impl Tally {
         self.count += 1;
     }
 
-    /// Adds the repairs of `later`, made after these.
-    pub(crate) fn merge(&mut self, later: &Tally) {
-        if self.first.is_none() {
-            self.first.clone_from(&later.first);
+    /// Adds `n` repairs, the first of them at `at`.
+    pub(crate) fn add_n(&mut self, at: Range<usize>, n: usize) {
+        if n > 0 {
+            self.first.get_or_insert(at);
+            self.count += n;
         }
-        self.count += later.count;
     }
 
     /// The repair to report, if any was made: at the first place, with the count.

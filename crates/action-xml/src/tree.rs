@@ -18,7 +18,7 @@ use crate::prescan::{
     BARE_AMPERSAND, CdataRef, Prepared, Repair, Tally, UNESCAPED_LT, VALUE_DEPTH,
 };
 use crate::xml_chars::{
-    decode_text, find2, is_blank, is_xml_space, name_end, reference_len, trim_xml,
+    decode_text, find2, is_blank, is_xml_space, name_end, push_reference, reference_len, trim_xml,
 };
 
 /// Converts the tree of one block, collecting warnings.
@@ -382,6 +382,10 @@ struct Elem {
     end: usize,
     /// The index after its subtree: its next sibling's, when it has one.
     next: usize,
+    /// The element it is in.
+    parent: Option<usize>,
+    /// Close tags in it that match nothing ([`flat_tree`] only).
+    unmatched: Unmatched,
     /// Its child elements.
     elements: usize,
     /// True when every child element is named `item`.
@@ -497,21 +501,23 @@ enum Piece {
 
 /// The piece of `body` that begins at `at` and where it ends, or `None` for what
 /// [`read_direct`] does not take (a comment, a processing instruction, a start tag with
-/// attributes). Text runs up to the next markup or reference: a bare `&` and a `<` that
-/// begins no tag are text, counted in `amp` and `lt` as they are passed (the pre-scan's
-/// repairs, if the text is where it repairs them: the caller checks). Every piece ends at
-/// a `>`, a `;`, before a `<` or `&`, or at the end: at a character boundary.
-fn piece_at(body: &str, at: usize, amp: &mut Tally, lt: &mut Tally) -> Option<(Piece, usize)> {
+/// attributes; also for a text piece followed by one). Text runs up to the next markup or
+/// reference: a bare `&` and a `<` that begins no tag are text, counted in `amp` and `lt`
+/// as they are passed (the pre-scan's repairs, if the text is where it repairs them: the
+/// caller checks). Every piece ends at a `>`, a `;`, before a `<` or `&`, or at the end: at
+/// a character boundary. `open` is the name of the element open at `at` (empty at the
+/// top).
+fn piece_at(body: &str, at: usize, open: &[u8], amp: &mut Tally, lt: &mut Tally) -> Option<Cut> {
     let b = body.as_bytes();
     match b[at] {
         b'&' => {
             if let Some(len) = reference_len(b, at) {
-                return Some((Piece::Reference, at + len));
+                return Some((Piece::Reference, at + len, None));
             }
         }
-        b'<' => match lt_piece(body, at)? {
+        b'<' => match lt_piece(body, at, open)? {
             (Piece::Lt, _) => {}
-            tag => return Some(tag),
+            (tag, end) => return Some((tag, end, None)),
         },
         _ => {}
     }
@@ -524,18 +530,25 @@ fn piece_at(body: &str, at: usize, amp: &mut Tally, lt: &mut Tally) -> Option<(P
             _ => {}
         }
         let Some(next) = find2(b, end + 1, b'<', b'&') else {
-            return Some((Piece::Text, b.len()));
+            return Some((Piece::Text, b.len(), None));
         };
-        let text = match b[next] {
-            b'&' => reference_len(b, next).is_none(),
-            _ => matches!(lt_piece(body, next), Some((Piece::Lt, _))),
-        };
-        if !text {
-            return Some((Piece::Text, next));
+        if b[next] == b'&' {
+            if reference_len(b, next).is_some() {
+                return Some((Piece::Text, next, None));
+            }
+        } else {
+            match lt_piece(body, next, open)? {
+                (Piece::Lt, _) => {}
+                tag => return Some((Piece::Text, next, Some(tag))),
+            }
         }
         end = next;
     }
 }
+
+/// A piece and where it ends, and when known already, the piece after it (the tag that
+/// ended a text piece) and where that ends.
+type Cut = (Piece, usize, Option<(Piece, usize)>);
 
 /// The piece a `<` at `at` begins, read as the pre-scan reads it (`Prescan::markup`,
 /// `start_tag`, `close_tag`, regions aside): a start tag of a name, blanks, then `>` or
@@ -543,7 +556,9 @@ fn piece_at(body: &str, at: usize, amp: &mut Tally, lt: &mut Tally) -> Option<(P
 /// tag — not followed by a name (`a < b`, `impl<'a>`, `<=`), a name then something that
 /// is neither blanks, `>`, `/>` nor an attribute (`HashMap<String, bool>`), a tag the body
 /// ends in. A start tag with attributes, a comment or a processing instruction: `None`.
-fn lt_piece(body: &str, at: usize) -> Option<(Piece, usize)> {
+/// `open` is the name of the element open there (empty at the top): its close tag is told
+/// at a glance.
+fn lt_piece(body: &str, at: usize, open: &[u8]) -> Option<(Piece, usize)> {
     const CDATA_OPEN: &[u8] = b"<![CDATA[";
     let b = body.as_bytes();
     let text = Some((Piece::Lt, at + 1));
@@ -565,6 +580,12 @@ fn lt_piece(body: &str, at: usize) -> Option<(Piece, usize)> {
         }
         Some(b'?') => None,
         Some(b'/') => {
+            // The close tag of the element open, the common case: its name was read at its
+            // start tag (a name is followed by no name character, and `>` is none).
+            let end = at + 2 + open.len();
+            if !open.is_empty() && b.get(end) == Some(&b'>') && same(&b[at + 2..end], open) {
+                return Some((Piece::End { name_end: end }, end + 1));
+            }
             let name = name_end(body, at + 2);
             if name == at + 2 {
                 return text;
@@ -579,6 +600,14 @@ fn lt_piece(body: &str, at: usize) -> Option<(Piece, usize)> {
             let name = name_end(body, at + 1);
             if name == at + 1 {
                 return text;
+            }
+            if b.get(name) == Some(&b'>') {
+                // `<name>`, the common case.
+                let tag = Piece::Start {
+                    name_end: name,
+                    empty: false,
+                };
+                return Some((tag, name + 1));
             }
             let mut j = name;
             let mut attributes = false;
@@ -636,11 +665,26 @@ fn lt_piece(body: &str, at: usize) -> Option<(Piece, usize)> {
     }
 }
 
-/// An element open while [`flat_tree`] reads: its index, and the close tags inside it
-/// that match no open element (text, once it closes properly).
-struct Open {
-    index: usize,
-    unmatched: Tally,
+/// The close tags inside an element that match no open element (text, once it closes
+/// properly, or when it turns out to be text itself): the first one and how many.
+#[derive(Debug, Clone, Copy, Default)]
+struct Unmatched {
+    first: Option<usize>,
+    count: usize,
+}
+
+impl Unmatched {
+    fn add(&mut self, at: usize) {
+        self.first.get_or_insert(at);
+        self.count += 1;
+    }
+
+    /// Counts them in `lt`, after what it holds (the pre-scan escapes them in order).
+    fn add_to(&self, lt: &mut Tally) {
+        if let Some(first) = self.first {
+            lt.add_n(first..first + 1, self.count);
+        }
+    }
 }
 
 /// What [`flat_tree`] makes of a body.
@@ -662,20 +706,34 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
         return None;
     }
     let bytes = body.as_bytes();
-    let mut elems: Vec<Elem> = Vec::new();
+    // About one element per two `<` of markup (a start and a close tag): one allocation, no
+    // growth (code's `<`s make it larger than needed, not smaller).
+    let tags = memchr::memchr_iter(b'<', bytes).count();
+    let mut elems: Vec<Elem> = Vec::with_capacity(tags / 2 + 1);
     let mut cdata: Vec<CdataRef> = Vec::new();
     let mut refs: Vec<usize> = Vec::new();
-    // The open elements, the call first (parents are linked in `elems` too).
-    let mut stack: Vec<Open> = Vec::new();
+    // The innermost open element and how many are open (parents are linked in `elems`).
+    let mut open: Option<usize> = None;
+    let mut depth = 0usize;
+    // The name of `open` (empty at the top).
+    let mut open_name = 0..0;
     let (mut amp, mut lt) = (Tally::default(), Tally::default());
     // Nodes roxmltree would make, counted high: the root, `<ACTION>`, every element and
     // every text piece (roxmltree merges adjacent ones), plus one.
     let mut nodes = 3usize;
-    // `]]>` outside CDATA sections is looked for only where it occurs at all.
-    let cdata_end_anywhere = memchr::memmem::find(bytes, b"]]>").is_some();
+    // The tag that ended the last text piece, read already.
+    let mut known: Option<(Piece, usize)> = None;
     let mut pos = 0usize;
     while pos < bytes.len() {
-        let (piece, end) = piece_at(body, pos, &mut amp, &mut lt)?;
+        let (piece, end) = match known.take() {
+            Some(tag) => tag,
+            None => {
+                let open = &bytes[open_name.clone()];
+                let (piece, end, next) = piece_at(body, pos, open, &mut amp, &mut lt)?;
+                known = next;
+                (piece, end)
+            }
+        };
         let raw = body.get(pos..end)?;
         let at = pos;
         pos = end;
@@ -690,11 +748,11 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
                 // the depth of an element is checked when it is kept, at its close tag.
                 if has_colon(n)
                     || n.get(..3).is_some_and(|p| p.eq_ignore_ascii_case(b"xml"))
-                    || (empty && stack.len() >= max_depth)
+                    || (empty && depth >= max_depth)
                 {
                     return None;
                 }
-                if let Some(parent) = stack.last().map(|o| o.index) {
+                if let Some(parent) = open {
                     let p = &mut elems[parent];
                     p.elements += 1;
                     p.all_items &= n == b"item";
@@ -708,48 +766,58 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
                     content: end..end,
                     end,
                     next: index + 1,
+                    parent: open,
                     elements: 0,
                     all_items: true,
                     text: false,
+                    unmatched: Unmatched::default(),
                 });
                 if !empty {
-                    stack.push(Open {
-                        index,
-                        unmatched: Tally::default(),
-                    });
+                    open = Some(index);
+                    open_name = elems[index].name.clone();
+                    depth += 1;
                 }
             }
             Piece::End { name_end } => {
                 let name = &bytes[at + 2..name_end];
                 // Nothing open: roxmltree's error.
-                let top = stack.last()?;
-                let top_name = &bytes[elems[top.index].name.clone()];
+                let top = open?;
+                let top_name = &bytes[elems[top].name.clone()];
                 if top_name != name {
                     if top_name.eq_ignore_ascii_case(name) {
                         // `noncanonical_tag`: the full pre-scan's.
                         return None;
                     }
-                    let named = |o: &Open| &bytes[elems[o.index].name.clone()] == name;
-                    match stack.iter().rposition(named) {
-                        Some(k) if k + 1 >= VALUE_DEPTH => {
-                            // The elements opened after it inside a value were never closed:
-                            // text (`Vec<String>`), their unmatched close tags too. Taken
-                            // only when nothing was kept inside them (they are the last
-                            // elements read, each in the one before).
-                            let kept = stack[k].index;
-                            if elems.len() - (kept + 1) != stack.len() - (k + 1) {
+                    // The innermost open element of that name, and how many are above it.
+                    let mut above = 1;
+                    let mut named = elems[top].parent;
+                    while let Some(i) = named
+                        && &bytes[elems[i].name.clone()] != name
+                    {
+                        above += 1;
+                        named = elems[i].parent;
+                    }
+                    match named {
+                        // Inside a value (it is not the call).
+                        Some(kept) if elems[kept].parent.is_some() => {
+                            // The elements opened after it were never closed: text
+                            // (`Vec<String>`), their unmatched close tags too. Taken only when
+                            // nothing was kept inside them (they are the last elements read,
+                            // each in the one before).
+                            if elems.len() - (kept + 1) != above {
                                 return None;
                             }
-                            for open in stack.drain(k + 1..) {
-                                let lt_at = elems[open.index].start;
-                                lt.add(lt_at..lt_at + 1);
-                                lt.merge(&open.unmatched);
+                            for e in &elems[kept + 1..] {
+                                lt.add(e.start..e.start + 1);
+                                e.unmatched.add_to(&mut lt);
                             }
                             elems.truncate(kept + 1);
+                            depth -= above;
                             let e = &mut elems[kept];
                             e.elements = 0;
                             e.all_items = true;
                             e.text = true;
+                            open = Some(kept);
                         }
                         // An element left open in a call or between calls: structure gone
                         // wrong, roxmltree's error.
@@ -757,33 +825,39 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
                         None => {
                             // A close tag that matches nothing: text if the element it is in
                             // closes properly (inside a value).
-                            if stack.len() < VALUE_DEPTH {
+                            if depth < VALUE_DEPTH {
                                 return None;
                             }
-                            let top = stack.last_mut()?;
-                            top.unmatched.add(at..at + 1);
-                            elems[top.index].text = true;
+                            let e = &mut elems[top];
+                            e.unmatched.add(at);
+                            e.text = true;
                             continue;
                         }
                     }
                 }
                 // Every element it is in is kept too (or the read gave up): its depth is
-                // its place in the stack.
-                if stack.len() > max_depth {
+                // the number open.
+                if depth > max_depth {
                     return None;
                 }
-                let open = stack.pop()?;
-                lt.merge(&open.unmatched);
+                let index = open?;
                 let next = elems.len();
-                let e = &mut elems[open.index];
+                let e = &mut elems[index];
+                e.unmatched.add_to(&mut lt);
                 e.content.end = at;
                 e.end = end;
                 e.next = next;
+                open = e.parent;
+                depth -= 1;
+                open_name = open.map_or(0..0, |p| elems[p].name.clone());
             }
             Piece::Text => {
                 text = !is_blank(raw);
                 // `]]>` in text is roxmltree's error (it ends CDATA sections only).
-                if text && cdata_end_anywhere && has_cdata_end(raw.as_bytes()) {
+                if text
+                    && memchr::memchr(b'>', raw.as_bytes()).is_some()
+                    && cdata_end_finder().find(raw.as_bytes()).is_some()
+                {
                     return None;
                 }
             }
@@ -804,14 +878,14 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
             Piece::Lt => return None,
         }
         if text {
-            match stack.last() {
+            match open {
                 // Text between calls or beside a call's parameters: `stray_text`.
-                Some(parent) if stack.len() >= VALUE_DEPTH => elems[parent.index].text = true,
+                Some(parent) if depth >= VALUE_DEPTH => elems[parent].text = true,
                 _ => return None,
             }
         }
     }
-    if !stack.is_empty() || nodes > max_nodes as usize {
+    if open.is_some() || nodes > max_nodes as usize {
         return None;
     }
     Some(Flat {
@@ -823,9 +897,15 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
     })
 }
 
-/// True when `text` holds `]]>`: one look for each `>` (code has a few, `]]` is rare).
-fn has_cdata_end(text: &[u8]) -> bool {
-    memchr::memchr_iter(b'>', text).any(|i| i >= 2 && &text[i - 2..i] == b"]]")
+/// A searcher for `]]>`, built once.
+fn cdata_end_finder() -> &'static memchr::memmem::Finder<'static> {
+    static FINDER: OnceLock<memchr::memmem::Finder<'static>> = OnceLock::new();
+    FINDER.get_or_init(|| memchr::memmem::Finder::new(b"]]>"))
+}
+
+/// `a == b` for short slices (names), without a call to `memcmp`.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// True when the name `n` has a prefix. Names are short: a plain loop, not `memchr`.
@@ -1015,7 +1095,7 @@ impl DirectReader<'_> {
                 for &r in &refs[from..to] {
                     out.push_str(&self.body[at..r]);
                     let len = reference_len(self.body.as_bytes(), r).unwrap_or(1);
-                    out.push_str(&decode_text(&self.body[r..r + len]));
+                    push_reference(&mut out, &self.body[r..r + len]);
                     at = r + len;
                 }
                 out.push_str(&self.body[at..e.content.end]);

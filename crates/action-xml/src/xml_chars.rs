@@ -194,6 +194,32 @@ pub(crate) fn find2(hay: &[u8], from: usize, a: u8, b: u8) -> Option<usize> {
     memchr::memchr2(a, b, hay.get(at..)?).map(|i| at + i)
 }
 
+/// Appends what `reference` (`&…;`, one [`reference_len`] accepts) stands for.
+pub(crate) fn push_reference(out: &mut String, reference: &str) {
+    let name = reference
+        .get(1..reference.len().saturating_sub(1))
+        .unwrap_or_default();
+    match name {
+        "lt" => out.push('<'),
+        "gt" => out.push('>'),
+        "amp" => out.push('&'),
+        "apos" => out.push('\''),
+        "quot" => out.push('"'),
+        _ => {
+            let (digits, radix) = match name.strip_prefix("#x") {
+                Some(h) => (h, 16),
+                None => (name.get(1..).unwrap_or_default(), 10),
+            };
+            if let Some(c) = u32::from_str_radix(digits, radix)
+                .ok()
+                .and_then(char::from_u32)
+            {
+                out.push(c);
+            }
+        }
+    }
+}
+
 /// Decodes the predefined entities and character references in `s`, and normalises line
 /// ends (`\r\n` and `\r` become `\n`) as an XML parser does in text.
 pub(crate) fn decode_text(s: &str) -> String {
@@ -219,26 +245,7 @@ pub(crate) fn decode_text(s: &str) -> String {
             continue;
         };
         out.push_str(&s[copied..i]);
-        let name = &s[i + 1..i + len - 1];
-        match name {
-            "lt" => out.push('<'),
-            "gt" => out.push('>'),
-            "amp" => out.push('&'),
-            "apos" => out.push('\''),
-            "quot" => out.push('"'),
-            _ => {
-                let (digits, radix) = match name.strip_prefix("#x") {
-                    Some(h) => (h, 16),
-                    None => (&name[1..], 10),
-                };
-                if let Some(c) = u32::from_str_radix(digits, radix)
-                    .ok()
-                    .and_then(char::from_u32)
-                {
-                    out.push(c);
-                }
-            }
-        }
+        push_reference(&mut out, &s[i..i + len]);
         at = i + len;
         copied = at;
     }
