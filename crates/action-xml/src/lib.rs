@@ -226,8 +226,8 @@
 //!   would be `stray_text`, a nested `<ACTION>`, a character XML forbids, `]]>` in text, a
 //!   bad reference, a mismatched tag, too deep, maybe too many nodes) falls back, so every
 //!   check is at least as strict as roxmltree's and nothing it reads carries another
-//!   diagnostic. (Before, code with `<` in a value took the pre-scan and roxmltree: 85 % of
-//!   the time of a 173 KB `write_to_file` fed whole.) Second, a body that needs no
+//!   diagnostic. (Before, code with `<` in a value took the pre-scan and roxmltree: 86 % of
+//!   the instructions of a 173 KB `write_to_file` fed whole.) Second, a body that needs no
 //!   repair (one look for `<`) goes to roxmltree as written; last, the repairing pre-scan
 //!   and roxmltree. Property tests build every block all three ways and compare the
 //!   results, and check that the direct reader takes every call shape models write. The
