@@ -19,13 +19,26 @@
 //! given twice (so each becomes an array): the time per name must stay flat; quadratic
 //! bookkeeping of names would multiply it by ten from the first size to the second.
 //!
+//! `deltas/code` and `deltas/plain` feed a reply holding one `write_to_file` call of 64 KiB
+//! to the ACTION decoder in deltas of 1, 4 and 30 code points (`c1`, `c4`, `c30`: token
+//! sizes, as the peer workloads cut them) with its defaults (argument events on), beside
+//! its baselines in the same run: the decoder fed the reply whole (`whole`), the same
+//! feeds with argument events off (`…_no_param_events`), and `roxmltree_body`:
+//! `roxmltree::Document::parse` of the block body with the value escaped (the same
+//! content as well-formed XML). `code` is Rust-like code with `<` and `&` in almost every
+//! line, as models write it (unescaped: the decoder repairs it); `plain` is the same size
+//! of code without them. A regression shows as a ratio: deltas against whole, argument
+//! events on against off, code against plain (`docs/performance.md`).
+//!
 //! `cargo bench -p tam-benches --bench action_xml`
 
 use std::hint::black_box;
 
 use action_xml::{Config, Decoder, Event};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use tam_benches::action::{block as action_block, body};
+use tam_benches::action::{
+    block as action_block, body, code_point_deltas, code_value, write_call, write_call_body_escaped,
+};
 
 fn parse_block(block: &str) -> usize {
     parse_block_with(block, true)
@@ -148,5 +161,98 @@ fn bench_many_members(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, bench_many_blocks, bench_many_members);
+/// The calls of `deltas` fed to a decoder with argument events `on`, and the text of the
+/// argument pieces streamed (joined).
+fn feed_deltas(deltas: &[&str], on: bool) -> (Vec<action_xml::ActionCall>, String) {
+    let mut decoder = Decoder::new(Config::default()).with_param_events(on);
+    let mut calls = Vec::new();
+    let mut streamed = String::new();
+    let mut see = |e: Event<'_>| match e {
+        Event::Block(b) => calls.extend(b.calls),
+        Event::ParamText { text, .. } => streamed.push_str(&text),
+        _ => {}
+    };
+    for d in deltas {
+        decoder.feed(d, &mut see);
+    }
+    decoder.finish(&mut see);
+    (calls, streamed)
+}
+
+/// The number of events of `deltas` fed to a decoder with argument events `on`: what a
+/// client looks at, nothing kept.
+fn count_events(deltas: &[&str], on: bool) -> usize {
+    let mut decoder = Decoder::new(Config::default()).with_param_events(on);
+    let mut n = 0;
+    let mut see = |e: Event<'_>| {
+        n += 1;
+        black_box(&e);
+    };
+    for d in deltas {
+        decoder.feed(black_box(d), &mut see);
+    }
+    decoder.finish(&mut see);
+    n
+}
+
+/// Value size of the `deltas` groups.
+const DELTAS_VALUE: usize = 64 << 10;
+
+fn bench_deltas(c: &mut Criterion) {
+    for (name, markup) in [("code", true), ("plain", false)] {
+        let value = code_value(DELTAS_VALUE, markup);
+        let reply = write_call(&value);
+        let body = write_call_body_escaped(&value);
+        let cuts: Vec<(String, Vec<&str>)> = [1, 4, 30]
+            .iter()
+            .map(|&n| (format!("c{n}"), code_point_deltas(&reply, n)))
+            .chain([("whole".to_owned(), vec![reply.as_str()])])
+            .collect();
+        // Every way of feeding reads the same call, whose content is the value (the two
+        // references in its comments decoded); the pieces streamed hold it; roxmltree reads
+        // the value from the escaped body.
+        let decoded = value.replace("&lt;", "<").replace("&amp;", "&");
+        let (want, _) = feed_deltas(&[reply.as_str()], false);
+        assert_eq!(want.len(), 1);
+        assert_eq!(want[0].get_str("content"), Some(decoded.trim()));
+        for (_, deltas) in &cuts {
+            for on in [true, false] {
+                let (calls, streamed) = feed_deltas(deltas, on);
+                assert_eq!(calls, want);
+                assert_eq!(streamed.contains(decoded.trim()), on);
+            }
+        }
+        let doc = roxmltree::Document::parse(&body).unwrap();
+        let content = doc
+            .descendants()
+            .find(|n| n.has_tag_name("content"))
+            .unwrap();
+        assert_eq!(content.text().map(str::trim), Some(value.trim()));
+
+        let mut group = c.benchmark_group(format!("action_xml/deltas/{name}"));
+        group.throughput(Throughput::Bytes(reply.len() as u64));
+        group.sample_size(20);
+        for (cut, deltas) in &cuts {
+            group.bench_function(BenchmarkId::new(cut.as_str(), reply.len()), |b| {
+                b.iter(|| count_events(deltas, true))
+            });
+            group.bench_function(
+                BenchmarkId::new(format!("{cut}_no_param_events"), reply.len()),
+                |b| b.iter(|| count_events(deltas, false)),
+            );
+        }
+        group.bench_function(BenchmarkId::new("roxmltree_body", reply.len()), |b| {
+            b.iter(|| roxmltree::Document::parse(black_box(&body)).map(|d| d.descendants().count()))
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(
+    benches,
+    bench,
+    bench_deltas,
+    bench_many_blocks,
+    bench_many_members
+);
 criterion_main!(benches);

@@ -145,6 +145,87 @@ fn get<'r>(
     r.get(&(group.to_owned(), function.to_owned(), parameter.to_string()))
 }
 
+/// The measurement of `function` in `group`, whatever its parameter (the `action_xml/deltas`
+/// groups have one size each, the reply's bytes).
+fn find<'r>(r: &'r Results, group: &str, function: &str) -> Option<&'r Measurement> {
+    r.values()
+        .find(|m| m.group == group && m.function == function)
+}
+
+/// The ACTION replies fed in deltas (`benches/benches/action_xml.rs`, `bench_deltas`).
+const ACTION_DELTA_CORPORA: [&str; 2] = ["code", "plain"];
+/// Their feeds: deltas of 1, 4 and 30 code points, and whole.
+const ACTION_FEEDS: [&str; 4] = ["c1", "c4", "c30", "whole"];
+
+fn action_deltas_group(corpus: &str) -> String {
+    format!("action_xml/deltas/{corpus}")
+}
+
+/// Goals of the ACTION decoder fed in token-sized deltas: argument events on against off
+/// (token deltas), code-heavy against plain (every feed), fed whole against roxmltree.
+fn action_delta_goals(r: &Results, goals: &mut Vec<Goal>) {
+    // Argument events on against off, at the same deltas.
+    let mut worst: Option<(f64, String)> = None;
+    let mut all = Vec::new();
+    for corpus in ACTION_DELTA_CORPORA {
+        let g = action_deltas_group(corpus);
+        for feed in &ACTION_FEEDS[..3] {
+            let on = find(r, &g, feed);
+            let off = find(r, &g, &format!("{feed}_no_param_events"));
+            if let (Some(on), Some(off)) = (on, off) {
+                let x = off.ns / on.ns;
+                all.push(format!("{corpus} {feed}: {x:.2}×"));
+                if worst.as_ref().is_none_or(|(v, _)| x < *v) {
+                    worst = Some((x, format!("{corpus} {feed}")));
+                }
+            }
+        }
+    }
+    if let Some((x, at)) = worst {
+        goals.push(Goal {
+            name: "ACTION, token deltas (1, 4, 30 code points): argument events on ≥ 0.6× off"
+                .into(),
+            measured: format!("min {x:.2}× ({at}; {})", all.join(", ")),
+            met: x >= 0.6,
+        });
+    }
+    // Code with `<` and `&` in every line against the same size without.
+    let code = action_deltas_group("code");
+    let plain = action_deltas_group("plain");
+    let mut worst: Option<(f64, &str)> = None;
+    let mut all = Vec::new();
+    for feed in ACTION_FEEDS {
+        let (Some(c), Some(p)) = (find(r, &code, feed), find(r, &plain, feed)) else {
+            continue;
+        };
+        // Per byte: the two replies differ by a few bytes.
+        let x = (c.ns / c.bytes.unwrap_or(1) as f64) / (p.ns / p.bytes.unwrap_or(1) as f64);
+        all.push(format!("{feed}: {x:.2}×"));
+        if worst.is_none_or(|(v, _)| x > v) {
+            worst = Some((x, feed));
+        }
+    }
+    if let Some((x, at)) = worst {
+        goals.push(Goal {
+            name: "ACTION, a 64 KiB value of code with `<` and `&` ≤ 1.25× the time per byte of plain code (deltas and whole)".into(),
+            measured: format!("max {x:.2}× ({at}; {})", all.join(", ")),
+            met: x <= 1.25,
+        });
+    }
+    // Fed whole against roxmltree of the same content, escaped.
+    for corpus in ACTION_DELTA_CORPORA {
+        let g = action_deltas_group(corpus);
+        if let (Some(m), Some(base)) = (find(r, &g, "whole"), find(r, &g, "roxmltree_body")) {
+            let x = m.ns / base.ns;
+            goals.push(Goal {
+                name: format!("ACTION reply fed whole ({g}) ≤ 1.5× roxmltree of the escaped body"),
+                measured: format!("{x:.2}× ({} vs {})", time_label(m.ns), time_label(base.ns)),
+                met: x <= 1.5,
+            });
+        }
+    }
+}
+
 fn size_label(bytes: usize) -> String {
     if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
@@ -482,6 +563,8 @@ fn goals(r: &Results, idle: &IdleMemory) -> Vec<Goal> {
         }
     }
 
+    action_delta_goals(r, &mut goals);
+
     let idle_heap = idle.heap_new.max(0) as usize;
     goals.push(Goal {
         name: "idle decoder ≤ 256 bytes plus its buffer".into(),
@@ -570,11 +653,68 @@ fn report(r: &Results, idle: &IdleMemory, criterion: &Path) -> String {
         md.push('\n');
     }
 
+    if ACTION_DELTA_CORPORA
+        .iter()
+        .any(|c| find(r, &action_deltas_group(c), "whole").is_some())
+    {
+        let _ = writeln!(
+            md,
+            "## ACTION in token deltas (action-xml)\n\n\
+             One `write_to_file` call in an ACTION block, its value 64 KiB of code, fed to \
+             `action_xml::Decoder` in deltas of 1, 4 and 30 code points and whole \
+             (`benches/benches/action_xml.rs`). MiB/s of reply bytes, argument events on \
+             (the default) / off; ratios: on over off, and the time per byte of `code` \
+             (`<` and `&` in almost every line) over `plain`.\n"
+        );
+        let _ = writeln!(
+            md,
+            "| reply | feed | events on | events off | on / off | code / plain |\n|---|---|---|---|---|---|"
+        );
+        for corpus in ACTION_DELTA_CORPORA {
+            let g = action_deltas_group(corpus);
+            for feed in ACTION_FEEDS {
+                let on = find(r, &g, feed);
+                let off = find(r, &g, &format!("{feed}_no_param_events"));
+                let speed = |m: Option<&Measurement>| {
+                    m.and_then(Measurement::mib_per_s)
+                        .map_or("–".into(), |v| format!("{v:.1}"))
+                };
+                let ratio = on
+                    .zip(off)
+                    .map_or("–".into(), |(on, off)| format!("{:.2}×", off.ns / on.ns));
+                let per_byte = |c: &str| {
+                    let m = find(r, &action_deltas_group(c), feed)?;
+                    Some(m.ns / m.bytes? as f64)
+                };
+                let vs_plain = match (corpus, per_byte("code"), per_byte("plain")) {
+                    ("code", Some(c), Some(p)) => format!("{:.2}×", c / p),
+                    _ => String::new(),
+                };
+                let _ = writeln!(
+                    md,
+                    "| `{corpus}` | {feed} | {} | {} | {ratio} | {vs_plain} |",
+                    speed(on),
+                    speed(off)
+                );
+            }
+            if let Some(m) = find(r, &g, "roxmltree_body") {
+                let _ = writeln!(
+                    md,
+                    "| `{corpus}` | roxmltree, escaped body | {} | | | |",
+                    m.mib_per_s().map_or("–".into(), |v| format!("{v:.1}"))
+                );
+            }
+        }
+        md.push('\n');
+    }
+
     let _ = writeln!(
         md,
         "## Other benchmarks\n\n| benchmark | time | throughput |\n|---|---|---|"
     );
-    for m in r.values().filter(|m| !m.group.starts_with("tam_decode/")) {
+    for m in r.values().filter(|m| {
+        !m.group.starts_with("tam_decode/") && !m.group.starts_with("action_xml/deltas/")
+    }) {
         let name = [m.group.as_str(), m.function.as_str(), m.parameter.as_str()]
             .iter()
             .filter(|s| !s.is_empty())

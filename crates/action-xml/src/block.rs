@@ -11,7 +11,7 @@ use crate::codes;
 use crate::config::Config;
 use crate::fence::fences_in_body;
 use crate::position::Cursor;
-use crate::prescan::{Prepared, Refusal, RegionRef, clean_document, prescan};
+use crate::prescan::{Prepared, Refusal, RegionRef, Repair, clean_document, prescan};
 use crate::tree::{TreeReader, read_direct};
 
 /// What was learnt about a block while it was open.
@@ -216,7 +216,7 @@ fn build_block_with(
     // over roxmltree alone).
     if paths.direct
         && closed_clean
-        && let Some(calls) = read_direct(
+        && let Some(direct) = read_direct(
             raw,
             body_range.clone(),
             &closed.offsets,
@@ -224,7 +224,14 @@ fn build_block_with(
             config.max_nodes,
         )
     {
-        return Built::Block(finish_block(closed, index, calls, diags, raw.clone()));
+        report_repairs(direct.repairs(), &here, &mut diags);
+        return Built::Block(finish_block(
+            closed,
+            index,
+            direct.calls,
+            diags,
+            raw.clone(),
+        ));
     }
     let regions: Vec<RegionRef> = open
         .regions
@@ -410,13 +417,7 @@ fn parse_prepared(
     at_eof: bool,
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<ActionCall> {
-    for r in &prepared.repairs {
-        diags.push(Diagnostic::warning(
-            r.code,
-            here.body_span(r.at.clone()),
-            r.message.clone(),
-        ));
-    }
+    report_repairs(prepared.repairs.iter().cloned(), here, diags);
     let mut auto_closed: &[String] = &prepared.auto_closed;
     if let [inner @ .., outer] = auto_closed
         && outer.eq_ignore_ascii_case("ACTION")
@@ -443,6 +444,17 @@ fn parse_prepared(
             diags.push(xml_error(&e, prepared, here, config));
             Vec::new()
         }
+    }
+}
+
+/// The pre-scan's repairs as warnings.
+fn report_repairs(
+    repairs: impl Iterator<Item = Repair>,
+    here: &Where<'_>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    for r in repairs {
+        diags.push(Diagnostic::warning(r.code, here.body_span(r.at), r.message));
     }
 }
 
@@ -743,11 +755,12 @@ mod tests {
         }
 
         /// Whatever the direct reader reads, the full path reads without any diagnostic
-        /// of its body (but `empty_block`): the direct reader takes no body that needs a
-        /// repair or a warning. (`fenced_block` is about where the block stands, a code
-        /// fence in the prose before it, not about its body.)
+        /// of its body but the repairs inside values that the direct reader makes itself
+        /// (`bare_ampersand`, `unescaped_lt`) and `empty_block`: the direct reader takes
+        /// no body that needs another repair or a warning. (`fenced_block` is about where
+        /// the block stands, a code fence in the prose before it, not about its body.)
         #[test]
-        fn direct_reader_takes_only_bodies_without_diagnostics(
+        fn direct_reader_takes_only_bodies_without_other_diagnostics(
             parts in prop::collection::vec(prop::sample::select(PIECES), 0..30)
         ) {
             let input = format!("<ACTION>{}</ACTION>", parts.concat());
@@ -755,13 +768,162 @@ mod tests {
             for ((_, full), direct) in handler.pairs.iter().zip(&handler.direct_read) {
                 if *direct && let Built::Block(b) = full {
                     prop_assert!(
-                        b.diagnostics
-                            .iter()
-                            .all(|d| d.code == codes::EMPTY_BLOCK || d.code == codes::FENCED_BLOCK),
+                        b.diagnostics.iter().all(|d| [
+                            codes::EMPTY_BLOCK,
+                            codes::FENCED_BLOCK,
+                            codes::BARE_AMPERSAND,
+                            codes::UNESCAPED_LT,
+                        ]
+                        .contains(&d.code)),
                         "{}: {:?}", input, b.diagnostics
                     );
                 }
             }
+        }
+    }
+
+    /// Pieces of code values: text the pre-scan repairs (`<` that begins no tag, a bare
+    /// `&`, elements never closed, close tags that match nothing) beside tags that are
+    /// elements, references, CDATA and the odd thing the direct reader leaves to the full
+    /// path.
+    const CODE: &[&str] = &[
+        "a < b",
+        "&&",
+        "&mut x",
+        "&amp;",
+        "&#60;",
+        "Vec<T>",
+        "Vec<String>",
+        "<T>",
+        "</T>",
+        "<t>",
+        "</t>",
+        "<b>x</b>",
+        "<br/>",
+        "<br />",
+        "<br/ >",
+        "</div>",
+        "</ div>",
+        "</div x>",
+        "HashMap<K, V>",
+        "impl<'a>",
+        "<<=",
+        "<=",
+        "<",
+        "&",
+        "<item>",
+        "</item>",
+        "<a b='1'>",
+        "<a b='<'>",
+        "<a b>",
+        "<a b=1>",
+        "<a b='1' c>",
+        "<p:x>",
+        "</p:x>",
+        "<xml>",
+        "<![CDATA[a<b]]>",
+        "<!x",
+        "<!-",
+        "<?",
+        "<!-- c -->",
+        "]]>",
+        "]]",
+        ">",
+        "x",
+        " ",
+        "\n",
+        "中",
+        "<v>",
+        "</v>",
+        "</V>",
+        "<ACTION>",
+        "</c>",
+        "<c>",
+    ];
+
+    /// The pieces of [`CODE`] the direct reader takes (most of what models write).
+    const CODE_TAKEN: &[&str] = &[
+        "a < b",
+        "&&",
+        "&amp;",
+        "Vec<T>",
+        "<T>",
+        "</T>",
+        "<t>",
+        "</t>",
+        "<b>x</b>",
+        "<br/>",
+        "</div>",
+        "</ div>",
+        "HashMap<K, V>",
+        "impl<'a>",
+        "<",
+        "&",
+        "<item>",
+        "</item>",
+        "<a b>",
+        "<![CDATA[a<b]]>",
+        "<!x",
+        "x",
+        " ",
+        "\n",
+        "<v>",
+        "</v>",
+        "</c>",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+        /// Values full of code: whatever the direct reader takes, it reads as the full
+        /// pre-scan and roxmltree do, warnings (`bare_ampersand`, `unescaped_lt`: the first
+        /// place, the count) included.
+        #[test]
+        fn direct_reader_agrees_on_code_values(
+            pieces in prop::bool::ANY.prop_flat_map(|taken| {
+                let pieces = prop::sample::select(if taken { CODE_TAKEN } else { CODE });
+                prop::collection::vec(prop::collection::vec(pieces, 0..12), 1..4)
+            }),
+            depth in 0usize..2,
+        ) {
+            let values = pieces;
+            let params: String = values
+                .iter()
+                .map(|v| {
+                    let v = v.concat();
+                    if depth == 0 { format!("<v>{v}</v>") } else { format!("<o><v>{v}</v></o>") }
+                })
+                .collect();
+            let input = format!("<ACTION><c>{params}</c></ACTION>");
+            let handler = BothWays::scan(&input);
+            for ((fast, full), clean) in handler.pairs.iter().zip(&handler.clean) {
+                prop_assert_eq!(fast, full, "{}", input);
+                prop_assert_eq!(clean, full, "{}", input);
+            }
+        }
+    }
+
+    #[test]
+    fn direct_reader_takes_code() {
+        for value in [
+            "fn f(a: &str) -> bool { a.len() < 3 && b > 0 }",
+            "let v: Vec<usize> = Vec::with_capacity(8); // Vec<u8> &amp; &lt;",
+            "let m: HashMap<String, bool> = HashMap::new(); impl<'a> X<'a> {}",
+            "x <<= 2; y &= 0xff; if b[i] < b'<' { n += 1; }",
+            "s = \"</div>\"; Box<dyn Fn(&T) -> Option<&U>>",
+            // Elements never closed cost no depth: more of them than `max_depth` (64).
+            &"let v: Vec<u8> = x;\n".repeat(100),
+        ] {
+            let input = format!(
+                "<ACTION><write_to_file><path>a.rs</path><content>\n{value}</content></write_to_file></ACTION>"
+            );
+            let handler = BothWays::scan(&input);
+            assert!(handler.direct_read[0], "not read directly: {input}");
+            let (fast, full) = &handler.pairs[0];
+            assert_eq!(fast, full, "{input}");
+            let block = fast.clone().block();
+            let want = value.trim().replace("&amp;", "&").replace("&lt;", "<");
+            assert_eq!(block.calls[0].get_str("content"), Some(want.as_str()));
         }
     }
 
@@ -786,6 +948,12 @@ mod tests {
             "<mode>x</mode><mode>y</mode><mode>z</mode>",
             "<k><item>1</item></k><k>2</k><k>3</k>",
             "<o><p>1</p><q><![CDATA[2]]></q></o>",
+            // Code, which the pre-scan repairs the same way everywhere.
+            "if a < b && c > d { x(&y) }",
+            "let v: Vec<String> = HashMap<K, V>::new();",
+            "impl<'a> Iterator for S<'a> { a <<= 2; b &= c; }",
+            "s = \"</div>\"; t = \"<br/ >\";",
+            "for i in 0..n { if b[i] < b'<' { c += 1; } } // &amp; &lt;",
             "<e/>",
             "中文 ＦＦ",
             "&#0065;&#x4E2D;",

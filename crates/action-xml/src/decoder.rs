@@ -24,6 +24,8 @@ pub(crate) struct ActionLayer {
     streaming: bool,
     blocks_seen: usize,
     open: OpenBlock,
+    /// The stream offset of the open block's first byte (its start marker's).
+    block_base: usize,
     streamer: Streamer,
 }
 
@@ -35,6 +37,7 @@ impl ActionLayer {
             streaming,
             blocks_seen: 0,
             open: OpenBlock::default(),
+            block_base: 0,
             streamer: Streamer::default(),
         }
     }
@@ -54,6 +57,7 @@ impl ActionLayer {
             start,
             ..OpenBlock::default()
         };
+        self.block_base = marker.start;
         self.streamer = Streamer::new(marker.len());
     }
 
@@ -78,6 +82,7 @@ impl ActionLayer {
     }
 
     /// The open block grew: streams what `view.buf()[..settled]` adds.
+    #[inline]
     pub(crate) fn progress(
         &mut self,
         view: &BlockView<'_>,
@@ -88,12 +93,25 @@ impl ActionLayer {
             return;
         }
         let open = &self.open;
+        // Buffer offsets are stream offsets from the block's start unless invalid UTF-8 in
+        // the block was replaced (each such replacement is reported to the layer).
+        let linear = open.diagnostics.is_empty();
+        let base = self.block_base;
+        let span = |r: Range<usize>| {
+            if linear {
+                let span = Span::new(base + r.start, base + r.end);
+                debug_assert_eq!(span, view.span(r));
+                span
+            } else {
+                view.span(r)
+            }
+        };
         self.streamer.advance(
             view.buf(),
             settled,
             &open.regions,
             open.open_region,
-            &|r| view.span(r),
+            &span,
             out,
         );
     }

@@ -38,20 +38,113 @@ pub(crate) struct Cursor {
     column_chars: usize,
 }
 
-/// Characters in `bytes`: bytes that are not UTF-8 continuation bytes.
+/// Up to this many bytes, [`Cursor::advance`] looks at them one by one.
+const TINY: usize = 8;
+
+/// Up to this many bytes, [`Cursor::advance`] counts without `memchr` (whose set-up
+/// costs more than a short count).
+const SHORT: usize = 256;
+
+/// Characters in `bytes`, which hold no line feed: bytes that are not UTF-8 continuation
+/// bytes.
 fn count_chars(bytes: &[u8]) -> usize {
-    bytes.iter().filter(|&&b| (b as i8) >= -0x40).count()
+    let mut cursor = Cursor::default();
+    cursor.advance_words(bytes);
+    cursor.column_chars
+}
+
+/// The number of bytes whose high bit is set in `mask` (a mask of high bits only).
+fn high_bits(mask: u64) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    ((mask >> 7).wrapping_mul(ONES) >> 56) as usize
 }
 
 impl Cursor {
     /// Moves past `bytes`.
+    #[inline]
     pub(crate) fn advance(&mut self, bytes: &[u8]) {
+        if bytes.len() <= TINY {
+            // A token or two: a plain pass costs less than setting up any search.
+            for &b in bytes {
+                if b == b'\n' {
+                    self.newlines += 1;
+                    self.column_chars = 0;
+                } else {
+                    self.column_chars += usize::from((b as i8) >= -0x40);
+                }
+            }
+            return;
+        }
+        self.advance_more(bytes);
+    }
+
+    /// [`Cursor::advance`] past more than [`TINY`] bytes.
+    #[inline(never)]
+    fn advance_more(&mut self, bytes: &[u8]) {
+        if bytes.len() <= SHORT {
+            self.advance_words(bytes);
+            return;
+        }
         match memchr::memrchr(b'\n', bytes) {
             Some(last) => {
                 self.newlines += memchr::memchr_iter(b'\n', bytes).count();
                 self.column_chars = count_chars(&bytes[last + 1..]);
             }
             None => self.column_chars += count_chars(bytes),
+        }
+    }
+
+    /// [`Cursor::advance`] eight bytes at a time: in each `u64` word, the high bit of each
+    /// byte that is a line feed, and of each byte that begins a character (is not
+    /// 10xxxxxx), counted by one multiplication; after a word's last line feed, the
+    /// column is the characters above it.
+    fn advance_words(&mut self, bytes: &[u8]) {
+        const HIGHS: u64 = 0x8080_8080_8080_8080;
+        let load = |word: &[u8]| u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+        let n = bytes.len();
+        if n < 8 {
+            for &b in bytes {
+                if b == b'\n' {
+                    self.newlines += 1;
+                    self.column_chars = 0;
+                } else {
+                    self.column_chars += usize::from((b as i8) >= -0x40);
+                }
+            }
+            return;
+        }
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            self.advance_word(load(word), HIGHS);
+        }
+        let rest = words.remainder().len();
+        if rest > 0 {
+            // The last eight bytes again, of which only the top `rest` are new.
+            let valid = HIGHS & (!0u64 << (8 * (8 - rest)));
+            self.advance_word(load(&bytes[n - 8..]), valid);
+        }
+    }
+
+    /// [`Cursor::advance_words`] past the bytes of `x` whose high bit is in `valid`.
+    #[inline(always)]
+    fn advance_word(&mut self, x: u64, valid: u64) {
+        const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+        const LF: u64 = 0x0A0A_0A0A_0A0A_0A0A;
+        let y = x ^ LF;
+        // The high bit of each byte of `y` or of its low seven bits: not zero.
+        let lf = !(((y & LOW7) + LOW7) | y) & valid;
+        let chars = !(x & !(x << 1)) & valid;
+        if lf == 0 {
+            self.column_chars += high_bits(chars);
+        } else {
+            self.newlines += high_bits(lf);
+            let last = 63 - lf.leading_zeros();
+            let after = if last == 63 {
+                0
+            } else {
+                chars & (!0u64 << (last + 1))
+            };
+            self.column_chars = high_bits(after);
         }
     }
 
@@ -83,10 +176,12 @@ pub(crate) struct StreamCursor {
     at_delta: Cursor,
     /// Stream offset of the start of the delta being fed.
     delta_start: usize,
-    /// The last position asked for in the delta being fed (bytes into the delta, cursor
-    /// there): the next question about a later offset starts from it, so that asking for
-    /// every block of one delta costs one pass over the delta, not one per block.
-    last: std::cell::Cell<(usize, Cursor)>,
+    /// The last position asked for in the delta being fed (the delta's `delta_start`,
+    /// bytes into the delta, cursor there): the next question about a later offset in the
+    /// same delta starts from it, so that asking for every block of one delta costs one
+    /// pass over the delta, not one per block. (A question in a later delta, whose
+    /// `delta_start` is larger, starts from the delta's start.)
+    last: std::cell::Cell<(usize, usize, Cursor)>,
     /// Bytes of deltas looked at to answer [`StreamCursor::at`], over the stream (a test
     /// checks that it stays within the stream's length: one pass, whatever the number of
     /// blocks in a delta).
@@ -102,12 +197,12 @@ impl StreamCursor {
         if offset >= self.delta_start {
             let n = (offset - self.delta_start).min(delta.len());
             let (from, cursor) = match self.last.get() {
-                (from, cursor) if from <= n => (from, cursor),
+                (start, from, cursor) if start == self.delta_start && from <= n => (from, cursor),
                 _ => (0, self.at_delta),
             };
             let cursor = cursor.after(&delta[from..n]);
             self.scanned.set(self.scanned.get() + (n - from));
-            self.last.set((n, cursor));
+            self.last.set((self.delta_start, n, cursor));
             cursor
         } else {
             self.at_delta.back_on_line(self.delta_start - offset)
@@ -121,16 +216,43 @@ impl StreamCursor {
     }
 
     /// Moves past a delta of `delta.len()` bytes (after the scanner has seen it).
+    #[inline]
     pub(crate) fn finish_delta(&mut self, delta: &[u8]) {
         self.at_delta.advance(delta);
         self.delta_start += delta.len();
-        self.last.set((0, self.at_delta));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// Every way [`Cursor::advance`] counts (byte by byte, short counts, `memchr`)
+        /// gives the cursor a plain walk over the bytes gives, however they are cut.
+        #[test]
+        fn advance_counts_as_a_plain_walk(
+            bytes in proptest::collection::vec(
+                proptest::sample::select(vec![b'a', b'\n', 0xE4, 0xB8, 0xAD, 0xFF, b' ']),
+                0..700,
+            ),
+            cut in 0usize..700,
+        ) {
+            let mut plain = Cursor::default();
+            for &b in &bytes {
+                if b == b'\n' {
+                    plain.newlines += 1;
+                    plain.column_chars = 0;
+                } else if (b as i8) >= -0x40 {
+                    plain.column_chars += 1;
+                }
+            }
+            let cut = cut.min(bytes.len());
+            let (a, b) = bytes.split_at(cut);
+            proptest::prop_assert_eq!(Cursor::default().after(&bytes), plain);
+            proptest::prop_assert_eq!(Cursor::default().after(a).after(b), plain);
+        }
+    }
 
     #[test]
     fn counts_lines_and_characters() {

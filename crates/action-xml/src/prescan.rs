@@ -139,18 +139,46 @@ struct Open {
 }
 
 /// A repair counted per block: one warning with the first place and the count.
-#[derive(Debug, Default)]
-struct Tally {
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Tally {
     first: Option<Range<usize>>,
     count: usize,
 }
 
 impl Tally {
-    fn add(&mut self, at: Range<usize>) {
+    pub(crate) fn add(&mut self, at: Range<usize>) {
         self.first.get_or_insert(at);
         self.count += 1;
     }
+
+    /// Adds `n` repairs, the first of them at `at`.
+    pub(crate) fn add_n(&mut self, at: Range<usize>, n: usize) {
+        if n > 0 {
+            self.first.get_or_insert(at);
+            self.count += n;
+        }
+    }
+
+    /// The repair to report, if any was made: at the first place, with the count.
+    pub(crate) fn repair(&self, code: Code, what: &str) -> Option<Repair> {
+        let first = self.first.clone()?;
+        let times = if self.count == 1 {
+            String::new()
+        } else {
+            format!(" ({} times)", self.count)
+        };
+        Some(Repair {
+            code,
+            at: first,
+            message: format!("{what}{times}"),
+        })
+    }
 }
+
+/// What the warning for a bare `&` says.
+pub(crate) const BARE_AMPERSAND: &str = "bare '&' read as '&amp;'";
+/// What the warning for a `<` read as text says.
+pub(crate) const UNESCAPED_LT: &str = "'<' that begins no element read as text";
 
 /// How a tag parse ended.
 enum Tag {
@@ -164,7 +192,7 @@ enum Tag {
 
 /// Depth of parameter values: a `<` is read as text only inside an element this deep (a
 /// call is depth 1, its parameters depth 2), where values hold code.
-const VALUE_DEPTH: usize = 2;
+pub(crate) const VALUE_DEPTH: usize = 2;
 
 const DTD_KEYWORDS: [&[u8]; 5] = [
     b"!DOCTYPE",
@@ -716,25 +744,10 @@ impl<'a> Prescan<'a> {
         }
         let mut repairs = Vec::new();
         let mut tally = |t: &Tally, code: Code, what: &str| {
-            if let Some(first) = &t.first {
-                let times = if t.count == 1 {
-                    String::new()
-                } else {
-                    format!(" ({} times)", t.count)
-                };
-                repairs.push(Repair {
-                    code,
-                    at: first.clone(),
-                    message: format!("{what}{times}"),
-                });
-            }
+            repairs.extend(t.repair(code, what));
         };
-        tally(&self.amp, codes::BARE_AMPERSAND, "bare '&' read as '&amp;'");
-        tally(
-            &self.lt,
-            codes::UNESCAPED_LT,
-            "'<' that begins no element read as text",
-        );
+        tally(&self.amp, codes::BARE_AMPERSAND, BARE_AMPERSAND);
+        tally(&self.lt, codes::UNESCAPED_LT, UNESCAPED_LT);
         tally(
             &self.gt,
             codes::UNESCAPED_GT,

@@ -38,7 +38,7 @@ use tam_parse::Span;
 use crate::event::Event;
 use crate::fence::is_fence_line;
 use crate::prescan::{RegionKind, RegionRef};
-use crate::xml_chars::{is_name_char_at, is_xml_space, name_end, reference_len};
+use crate::xml_chars::{find2, is_name_char_at, is_xml_space, name_end, reference_len};
 
 /// Where the streamer is in the block.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -116,6 +116,10 @@ enum Look {
 /// A `<` with no `>` this far is text: tags are short, and this bounds what is looked at
 /// again when a delta ends inside one.
 const MAX_TAG: usize = 4096;
+
+/// Up to this many new bytes, [`Streamer::advance`] looks at them one by one for a `<` or
+/// `&` before taking the general way.
+const SHORT_PIECE: usize = 64;
 
 /// The longest reference that needs no DTD (`&#x10FFFF;` is 10 bytes), plus slack.
 const LONGEST_REFERENCE: usize = 12;
@@ -199,7 +203,44 @@ impl Streamer {
     /// Reads `buf[..settled]` on from where it stopped. `regions` are the block's closed
     /// regions so far and `open_region` the one open (kind, opener start); `span` turns
     /// buffer ranges into stream spans.
+    #[inline(always)]
     pub(crate) fn advance(
+        &mut self,
+        buf: &str,
+        settled: usize,
+        regions: &[RegionRef],
+        open_region: Option<(RegionKind, usize)>,
+        span: &dyn Fn(Range<usize>) -> Span,
+        out: &mut dyn FnMut(Event<'_>),
+    ) {
+        // A token-sized delta inside a value, the common case: no region open or waiting,
+        // and no `<` or `&` in what arrived. It is one piece, borrowed — what the loop of
+        // [`Streamer::read`] would hand out, for a look at a few bytes.
+        if self.start == Start::Element
+            && matches!(self.state, State::Param { .. })
+            && self.next_region == regions.len()
+            && open_region.is_none()
+        {
+            let settled = settled.min(buf.len());
+            if self.pos >= settled {
+                return;
+            }
+            let new = &buf.as_bytes()[self.pos..settled];
+            if new.len() <= SHORT_PIECE && !new.iter().any(|&c| c == b'<' || c == b'&') {
+                out(Event::ParamText {
+                    text: Cow::Borrowed(&buf[self.pos..settled]),
+                    span: span(self.pos..settled),
+                });
+                self.pos = settled;
+                return;
+            }
+        }
+        self.advance_on(buf, settled, regions, open_region, span, out);
+    }
+
+    /// [`Streamer::advance`] in general.
+    #[inline(never)]
+    fn advance_on(
         &mut self,
         buf: &str,
         settled: usize,
@@ -341,11 +382,7 @@ impl Streamer {
             return Look::Next(at + len);
         }
         // Could it still become a reference?
-        let rest = &b[at + 1..];
-        let open = rest.len() < LONGEST_REFERENCE
-            && !rest.contains(&b';')
-            && rest.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'#');
-        if open {
+        if may_become_reference(&b[at + 1..]) {
             return Look::Wait;
         }
         em.text(at..at + 1);
@@ -546,12 +583,21 @@ impl Streamer {
 /// The next `&` or `<` at or after `from` in `b` (a value's settled bytes) that needs a
 /// look: a `<` whose name (or close tag's name) already differs from the parameter's in its
 /// first byte `own` is text like the bytes around it (as [`Streamer::markup`] would find),
-/// unless a region starts there (`regions`: where the next ones begin).
+/// and so is an `&` that begins no reference and cannot become one (as
+/// [`Streamer::reference`] would find) — unless a region starts there (`regions`: where
+/// the next ones begin).
 fn next_stop_in_value(b: &[u8], mut from: usize, own: u8, regions: [usize; 2]) -> Option<usize> {
     loop {
-        let at = from + memchr::memchr2(b'<', b'&', &b[from..])?;
-        if b[at] == b'&' || regions.contains(&at) {
+        let at = find2(b, from, b'<', b'&')?;
+        if regions.contains(&at) {
             return Some(at);
+        }
+        if b[at] == b'&' {
+            if reference_len(b, at).is_some() || may_become_reference(&b[at + 1..]) {
+                return Some(at);
+            }
+            from = at + 1;
+            continue;
         }
         let first = match b.get(at + 1) {
             Some(b'/') => b.get(at + 2),
@@ -562,6 +608,14 @@ fn next_stop_in_value(b: &[u8], mut from: usize, own: u8, regions: [usize; 2]) -
             _ => return Some(at),
         }
     }
+}
+
+/// True when `rest`, the settled bytes after an `&` that begins no reference, may still
+/// become one when more arrives.
+fn may_become_reference(rest: &[u8]) -> bool {
+    rest.len() < LONGEST_REFERENCE
+        && !rest.contains(&b';')
+        && rest.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'#')
 }
 
 /// Hands the streamer's events to the caller, joining borrowed text pieces that touch: a

@@ -14,8 +14,12 @@ use tam_parse::{ByteString, Diagnostic, Span};
 
 use crate::call::{ActionCall, ActionParam};
 use crate::codes;
-use crate::prescan::{CdataRef, Prepared};
-use crate::xml_chars::{decode_text, is_blank, is_xml_space, name_end, reference_len, trim_xml};
+use crate::prescan::{
+    BARE_AMPERSAND, CdataRef, Prepared, Repair, Tally, UNESCAPED_LT, VALUE_DEPTH,
+};
+use crate::xml_chars::{
+    decode_text, find2, is_blank, is_xml_space, name_end, push_reference, reference_len, trim_xml,
+};
 
 /// Converts the tree of one block, collecting warnings.
 pub(crate) struct TreeReader<'p> {
@@ -380,6 +384,8 @@ struct Elem {
     next: usize,
     /// The element it is in.
     parent: Option<usize>,
+    /// Close tags in it that match nothing ([`flat_tree`] only).
+    unmatched: Unmatched,
     /// Its child elements.
     elements: usize,
     /// True when every child element is named `item`.
@@ -388,10 +394,33 @@ struct Elem {
     text: bool,
 }
 
-/// Reads the calls of a block body straight from its text ([`next_piece`]), without a DOM,
-/// when the body is within the plain subset of XML that models write: elements without
-/// attributes or prefixes, text, references that need no DTD, CDATA. The values are those
-/// [`TreeReader`] reads from roxmltree's tree of the same body.
+/// What [`read_direct`] read: the calls, and the repairs the pre-scan would have made inside
+/// values (`bare_ampersand`, `unescaped_lt`), to report as it would.
+pub(crate) struct Direct {
+    pub calls: Vec<ActionCall>,
+    /// Bare `&`s and `<`s read as text, as the pre-scan counts them (body offsets).
+    amp: Tally,
+    lt: Tally,
+}
+
+impl Direct {
+    /// The repairs, in the order the pre-scan reports them.
+    pub(crate) fn repairs(&self) -> impl Iterator<Item = Repair> + '_ {
+        let amp = self.amp.repair(codes::BARE_AMPERSAND, BARE_AMPERSAND);
+        let lt = self.lt.repair(codes::UNESCAPED_LT, UNESCAPED_LT);
+        amp.into_iter().chain(lt)
+    }
+}
+
+/// Reads the calls of a block body straight from its text ([`piece_at`]), without a DOM,
+/// when the body is within the subset of XML that models write: elements without
+/// attributes or prefixes, text, references that need no DTD, CDATA — and, inside values,
+/// what code brings in and the pre-scan repairs the same way everywhere: a bare `&`, a `<`
+/// that begins no tag (`a < b`, `impl<'a>`, `HashMap<K, V>`), an element never closed in
+/// the value (`Vec<String>`: nothing may have been kept inside it), a close tag that
+/// matches nothing (`"</div>"`). Those are text, and [`Direct`] counts them as the pre-scan
+/// does, in the same order, so the warnings are the same. The values are those
+/// [`TreeReader`] reads from roxmltree's tree of the same body (after the pre-scan).
 ///
 /// `None` — the caller then takes the roxmltree path — for anything else: comments,
 /// processing instructions, declarations, attributes, a prefixed name, a name starting
@@ -399,34 +428,38 @@ struct Elem {
 /// warning), an `<ACTION>` call (`nested_action_tag`), a character XML forbids, `]]>` in
 /// text, a reference roxmltree would refuse, a tag that does not match, nesting beyond
 /// `max_depth` or possibly more than `max_nodes` nodes. Every check is at least as strict
-/// as roxmltree's, so a body read here is one roxmltree accepts and the full pre-scan
-/// leaves alone: the result is the same, with no diagnostic (property-tested against
-/// the roxmltree path).
+/// as roxmltree's, so a body read here is one roxmltree accepts once the pre-scan repaired
+/// it (property-tested against the roxmltree paths, warnings included).
 pub(crate) fn read_direct(
     raw: &ByteString,
     body: Range<usize>,
     offsets: &OffsetMap,
     max_depth: usize,
     max_nodes: u32,
-) -> Option<Vec<ActionCall>> {
+) -> Option<Direct> {
     let body_start = body.start;
     let body = &raw[body];
-    let (elems, cdata) = flat_tree(body, max_depth, max_nodes)?;
+    let flat = flat_tree(body, max_depth, max_nodes)?;
     let reader = DirectReader {
         raw,
         body,
         body_start,
         offsets,
-        elems: &elems,
-        cdata: &cdata,
+        elems: &flat.elems,
+        cdata: &flat.cdata,
+        refs: (memchr::memchr(b'\r', body.as_bytes()).is_none()).then_some(&flat.refs[..]),
     };
     let mut calls = Vec::new();
     let mut i = 0;
-    while i < elems.len() {
+    while i < flat.elems.len() {
         calls.push(reader.call(i));
-        i = elems[i].next;
+        i = flat.elems[i].next;
     }
-    Some(calls)
+    Some(Direct {
+        calls,
+        amp: flat.amp,
+        lt: flat.lt,
+    })
 }
 
 /// True when `s` holds no character that XML 1.0 forbids (C0 controls other than tab,
@@ -447,75 +480,260 @@ fn xml_chars_only(s: &str) -> bool {
         .all(|i| b.get(i + 1) != Some(&0xBF) || !matches!(b.get(i + 2), Some(0xBE | 0xBF)))
 }
 
-/// One markup or text piece of a plain body, as [`next_piece`] cuts it.
+/// One markup or text piece of a body, as [`piece_at`] cuts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Piece {
-    /// `<…>` not starting with `</`, `<!` or `<?`; `empty` when it ends with `/>`. What is
-    /// between the `<` and the `>` is checked by the caller (a name, then blanks).
-    Start { empty: bool },
-    /// `</…>`.
-    End,
-    /// Text up to the next `<` or `&` (or the end).
+    /// `<name>` or `<name/>` (`empty`), blanks allowed before the `>`: the name ends at
+    /// `name_end`.
+    Start { name_end: usize, empty: bool },
+    /// `</name>`, blanks allowed before the `>`.
+    End { name_end: usize },
+    /// Text up to the next markup or reference (or the end).
     Text,
     /// An entity or character reference that needs no DTD ([`reference_len`]).
     Reference,
     /// `<![CDATA[` … `]]>`.
     CData,
+    /// A `<` that begins no tag: text ([`lt_piece`] only; [`piece_at`] makes it part of
+    /// a [`Piece::Text`]).
+    Lt,
 }
 
-/// The piece of `b` that begins at `at` and where it ends, or `None` for anything outside
-/// the plain subset (a comment, a processing instruction, a declaration, a `<` with no
-/// `>` after it, an `&` that is not a reference that needs no DTD). Every piece ends at a
-/// `>`, a `;`, before a `<` or `&`, or at the end: at a character boundary. A tag ends at
-/// its first `>`: a quote before it could only be an attribute's, which the caller refuses
-/// whichever `>` ends the tag.
-fn next_piece(b: &[u8], at: usize) -> Option<(Piece, usize)> {
-    const CDATA_OPEN: &[u8] = b"<![CDATA[";
-    let tag_end = |from: usize| memchr::memchr(b'>', &b[from..]).map(|i| from + i + 1);
+/// The piece of `body` that begins at `at` and where it ends, or `None` for what
+/// [`read_direct`] does not take (a comment, a processing instruction, a start tag with
+/// attributes; also for a text piece followed by one). Text runs up to the next markup or
+/// reference: a bare `&` and a `<` that begins no tag are text, counted in `amp` and `lt`
+/// as they are passed (the pre-scan's repairs, if the text is where it repairs them: the
+/// caller checks). Every piece ends at a `>`, a `;`, before a `<` or `&`, or at the end: at
+/// a character boundary. `open` is the name of the element open at `at` (empty at the
+/// top).
+fn piece_at(body: &str, at: usize, open: &[u8], amp: &mut Tally, lt: &mut Tally) -> Option<Cut> {
+    let b = body.as_bytes();
     match b[at] {
-        b'<' => match b.get(at + 1)? {
-            b'/' => Some((Piece::End, tag_end(at + 2)?)),
-            b'!' if b[at..].starts_with(CDATA_OPEN) => {
+        b'&' => {
+            if let Some(len) = reference_len(b, at) {
+                return Some((Piece::Reference, at + len, None));
+            }
+        }
+        b'<' => match lt_piece(body, at, open)? {
+            (Piece::Lt, _) => {}
+            (tag, end) => return Some((tag, end, None)),
+        },
+        _ => {}
+    }
+    let mut end = at;
+    loop {
+        // `b[end]` is text: a bare `&`, a `<` that begins no tag, or any other byte.
+        match b[end] {
+            b'&' => amp.add(end..end + 1),
+            b'<' => lt.add(end..end + 1),
+            _ => {}
+        }
+        let Some(next) = find2(b, end + 1, b'<', b'&') else {
+            return Some((Piece::Text, b.len(), None));
+        };
+        if b[next] == b'&' {
+            if reference_len(b, next).is_some() {
+                return Some((Piece::Text, next, None));
+            }
+        } else {
+            match lt_piece(body, next, open)? {
+                (Piece::Lt, _) => {}
+                tag => return Some((Piece::Text, next, Some(tag))),
+            }
+        }
+        end = next;
+    }
+}
+
+/// A piece and where it ends, and when known already, the piece after it (the tag that
+/// ended a text piece) and where that ends.
+type Cut = (Piece, usize, Option<(Piece, usize)>);
+
+/// The piece a `<` at `at` begins, read as the pre-scan reads it (`Prescan::markup`,
+/// `start_tag`, `close_tag`, regions aside): a start tag of a name, blanks, then `>` or
+/// `/>`; a close tag of a name, blanks, then `>`; a CDATA section; or a `<` that begins no
+/// tag — not followed by a name (`a < b`, `impl<'a>`, `<=`), a name then something that
+/// is neither blanks, `>`, `/>` nor an attribute (`HashMap<String, bool>`), a tag the body
+/// ends in. A start tag with attributes, a comment or a processing instruction: `None`.
+/// `open` is the name of the element open there (empty at the top): its close tag is told
+/// at a glance.
+fn lt_piece(body: &str, at: usize, open: &[u8]) -> Option<(Piece, usize)> {
+    const CDATA_OPEN: &[u8] = b"<![CDATA[";
+    let b = body.as_bytes();
+    let text = Some((Piece::Lt, at + 1));
+    let skip_space = |mut j: usize| {
+        while b.get(j).is_some_and(|&c| is_xml_space(c)) {
+            j += 1;
+        }
+        j
+    };
+    match b.get(at + 1) {
+        Some(b'!') => {
+            if b[at..].starts_with(CDATA_OPEN) {
                 let content = at + CDATA_OPEN.len();
                 let close = memchr::memmem::find(&b[content..], b"]]>")?;
-                Some((Piece::CData, content + close + 3))
+                return Some((Piece::CData, content + close + 3));
             }
-            b'!' | b'?' => None,
-            _ => {
-                let end = tag_end(at + 1)?;
-                let empty = b[end - 2] == b'/' && end - 2 > at;
-                Some((Piece::Start { empty }, end))
+            // A comment is a region the pre-scan drops; anything else is text.
+            (!b[at..].starts_with(b"<!--")).then_some((Piece::Lt, at + 1))
+        }
+        Some(b'?') => None,
+        Some(b'/') => {
+            // The close tag of the element open, the common case: its name was read at its
+            // start tag (a name is followed by no name character, and `>` is none).
+            let end = at + 2 + open.len();
+            if !open.is_empty() && b.get(end) == Some(&b'>') && same(&b[at + 2..end], open) {
+                return Some((Piece::End { name_end: end }, end + 1));
             }
-        },
-        b'&' => Some((Piece::Reference, at + reference_len(b, at)?)),
-        _ => {
-            let end = memchr::memchr2(b'<', b'&', &b[at..]).map_or(b.len(), |i| at + i);
-            Some((Piece::Text, end))
+            let name = name_end(body, at + 2);
+            if name == at + 2 {
+                return text;
+            }
+            let j = skip_space(name);
+            match b.get(j) {
+                Some(b'>') => Some((Piece::End { name_end: name }, j + 1)),
+                _ => text,
+            }
+        }
+        Some(_) => {
+            let name = name_end(body, at + 1);
+            if name == at + 1 {
+                return text;
+            }
+            if b.get(name) == Some(&b'>') {
+                // `<name>`, the common case.
+                let tag = Piece::Start {
+                    name_end: name,
+                    empty: false,
+                };
+                return Some((tag, name + 1));
+            }
+            let mut j = name;
+            let mut attributes = false;
+            loop {
+                let after = skip_space(j);
+                let had_space = after > j;
+                j = after;
+                match b.get(j) {
+                    None => return text,
+                    Some(b'>') => {
+                        let tag = Piece::Start {
+                            name_end: name,
+                            empty: false,
+                        };
+                        return (!attributes).then_some((tag, j + 1));
+                    }
+                    Some(b'/') => {
+                        if b.get(j + 1) != Some(&b'>') {
+                            return text;
+                        }
+                        let tag = Piece::Start {
+                            name_end: name,
+                            empty: true,
+                        };
+                        return (!attributes).then_some((tag, j + 2));
+                    }
+                    Some(_) if !had_space => return text,
+                    Some(_) => {}
+                }
+                // An attribute, `name = "value"` (or 'value') without `<` in the value: the
+                // tag may still be one.
+                let attribute = name_end(body, j);
+                if attribute == j {
+                    return text;
+                }
+                j = skip_space(attribute);
+                if b.get(j) != Some(&b'=') {
+                    return text;
+                }
+                j = skip_space(j + 1);
+                let quote = match b.get(j) {
+                    Some(&q @ (b'"' | b'\'')) => q,
+                    _ => return text,
+                };
+                // The value ends at the next quote; a `<` before it, or no quote at all,
+                // makes the tag text.
+                match memchr::memchr2(quote, b'<', &b[j + 1..]) {
+                    Some(len) if b[j + 1 + len] == quote => j += 1 + len + 1,
+                    _ => return text,
+                }
+                attributes = true;
+            }
+        }
+        None => text,
+    }
+}
+
+/// The close tags inside an element that match no open element (text, once it closes
+/// properly, or when it turns out to be text itself): the first one and how many.
+#[derive(Debug, Clone, Copy, Default)]
+struct Unmatched {
+    first: Option<usize>,
+    count: usize,
+}
+
+impl Unmatched {
+    fn add(&mut self, at: usize) {
+        self.first.get_or_insert(at);
+        self.count += 1;
+    }
+
+    /// Counts them in `lt`, after what it holds (the pre-scan escapes them in order).
+    fn add_to(&self, lt: &mut Tally) {
+        if let Some(first) = self.first {
+            lt.add_n(first..first + 1, self.count);
         }
     }
 }
 
-/// The element list and CDATA sections of `body`, or `None` when it is outside the subset
-/// that [`read_direct`] reads.
-fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>, Vec<CdataRef>)> {
+/// What [`flat_tree`] makes of a body.
+struct Flat {
+    elems: Vec<Elem>,
+    cdata: Vec<CdataRef>,
+    /// Where the references (outside CDATA) begin, in order.
+    refs: Vec<usize>,
+    /// Bare `&`s and `<`s read as text, in the pre-scan's order.
+    amp: Tally,
+    lt: Tally,
+}
+
+/// The element list and CDATA sections of `body`, with the pre-scan's repairs inside values
+/// counted, or `None` when it is outside the subset that [`read_direct`] reads.
+fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
     if body.starts_with('\u{FEFF}') || !xml_chars_only(body) {
         // A leading byte order mark is text to roxmltree. A character XML forbids (anywhere: in text, CDATA or a tag) is roxmltree's error to report.
         return None;
     }
     let bytes = body.as_bytes();
-    // About one element per two `<` (a start and a close tag): one allocation, no growth.
+    // About one element per two `<` of markup (a start and a close tag): one allocation, no
+    // growth (code's `<`s make it larger than needed, not smaller).
     let tags = memchr::memchr_iter(b'<', bytes).count();
     let mut elems: Vec<Elem> = Vec::with_capacity(tags / 2 + 1);
     let mut cdata: Vec<CdataRef> = Vec::new();
+    let mut refs: Vec<usize> = Vec::new();
     // The innermost open element and how many are open (parents are linked in `elems`).
     let mut open: Option<usize> = None;
     let mut depth = 0usize;
+    // The name of `open` (empty at the top).
+    let mut open_name = 0..0;
+    let (mut amp, mut lt) = (Tally::default(), Tally::default());
     // Nodes roxmltree would make, counted high: the root, `<ACTION>`, every element and
     // every text piece (roxmltree merges adjacent ones), plus one.
     let mut nodes = 3usize;
+    // The tag that ended the last text piece, read already.
+    let mut known: Option<(Piece, usize)> = None;
     let mut pos = 0usize;
     while pos < bytes.len() {
-        let (piece, end) = next_piece(bytes, pos)?;
+        let (piece, end) = match known.take() {
+            Some(tag) => tag,
+            None => {
+                let open = &bytes[open_name.clone()];
+                let (piece, end, next) = piece_at(body, pos, open, &mut amp, &mut lt)?;
+                known = next;
+                (piece, end)
+            }
+        };
         let raw = body.get(pos..end)?;
         let at = pos;
         pos = end;
@@ -523,20 +741,14 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
         // A piece of text that is not blank, for its parent.
         let mut text = false;
         match piece {
-            Piece::Start { empty } => {
-                let name_start = at + 1;
-                let name = name_start..name_end(body, name_start);
+            Piece::Start { name_end, empty } => {
+                let name = at + 1..name_end;
                 let n = &bytes[name.clone()];
-                // The tag is `<`, the name, blanks, then `>` or `/>`: no attribute.
-                let close_len = if empty { 2 } else { 1 };
-                if n.is_empty()
-                    || raw.len() < 1 + n.len() + close_len
-                    || !raw
-                        .get(1 + n.len()..raw.len() - close_len)
-                        .is_some_and(is_blank)
-                    || has_colon(n)
+                // An element never closed in a value costs no depth (the pre-scan's rule):
+                // the depth of an element is checked when it is kept, at its close tag.
+                if has_colon(n)
                     || n.get(..3).is_some_and(|p| p.eq_ignore_ascii_case(b"xml"))
-                    || depth >= max_depth
+                    || (empty && depth >= max_depth)
                 {
                     return None;
                 }
@@ -558,43 +770,101 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
                     elements: 0,
                     all_items: true,
                     text: false,
+                    unmatched: Unmatched::default(),
                 });
                 if !empty {
                     open = Some(index);
+                    open_name = elems[index].name.clone();
                     depth += 1;
                 }
             }
-            Piece::End => {
+            Piece::End { name_end } => {
+                let name = &bytes[at + 2..name_end];
+                // Nothing open: roxmltree's error.
+                let top = open?;
+                let top_name = &bytes[elems[top].name.clone()];
+                if top_name != name {
+                    if top_name.eq_ignore_ascii_case(name) {
+                        // `noncanonical_tag`: the full pre-scan's.
+                        return None;
+                    }
+                    // The innermost open element of that name, and how many are above it.
+                    let mut above = 1;
+                    let mut named = elems[top].parent;
+                    while let Some(i) = named
+                        && &bytes[elems[i].name.clone()] != name
+                    {
+                        above += 1;
+                        named = elems[i].parent;
+                    }
+                    match named {
+                        // Inside a value (it is not the call).
+                        Some(kept) if elems[kept].parent.is_some() => {
+                            // The elements opened after it were never closed: text
+                            // (`Vec<String>`), their unmatched close tags too. Taken only when
+                            // nothing was kept inside them (they are the last elements read,
+                            // each in the one before).
+                            if elems.len() - (kept + 1) != above {
+                                return None;
+                            }
+                            for e in &elems[kept + 1..] {
+                                lt.add(e.start..e.start + 1);
+                                e.unmatched.add_to(&mut lt);
+                            }
+                            elems.truncate(kept + 1);
+                            depth -= above;
+                            let e = &mut elems[kept];
+                            e.elements = 0;
+                            e.all_items = true;
+                            e.text = true;
+                            open = Some(kept);
+                        }
+                        // An element left open in a call or between calls: structure gone
+                        // wrong, roxmltree's error.
+                        Some(_) => return None,
+                        None => {
+                            // A close tag that matches nothing: text if the element it is in
+                            // closes properly (inside a value).
+                            if depth < VALUE_DEPTH {
+                                return None;
+                            }
+                            let e = &mut elems[top];
+                            e.unmatched.add(at);
+                            e.text = true;
+                            continue;
+                        }
+                    }
+                }
+                // Every element it is in is kept too (or the read gave up): its depth is
+                // the number open.
+                if depth > max_depth {
+                    return None;
+                }
                 let index = open?;
                 let next = elems.len();
                 let e = &mut elems[index];
-                open = e.parent;
-                depth -= 1;
-                // `</`, the name, blanks, `>`.
-                let n = &bytes[e.name.clone()];
-                let written = raw.as_bytes();
-                if written.len() < 3 + n.len()
-                    || &written[2..2 + n.len()] != n
-                    || !written[2 + n.len()..written.len() - 1]
-                        .iter()
-                        .all(|&c| is_xml_space(c))
-                {
-                    return None;
-                }
+                e.unmatched.add_to(&mut lt);
                 e.content.end = at;
                 e.end = end;
                 e.next = next;
+                open = e.parent;
+                depth -= 1;
+                open_name = open.map_or(0..0, |p| elems[p].name.clone());
             }
             Piece::Text => {
                 text = !is_blank(raw);
                 // `]]>` in text is roxmltree's error (it ends CDATA sections only).
-                if text && memchr::memchr(b'>', raw.as_bytes()).is_some() && raw.contains("]]>") {
+                if text
+                    && memchr::memchr(b'>', raw.as_bytes()).is_some()
+                    && cdata_end_finder().find(raw.as_bytes()).is_some()
+                {
                     return None;
                 }
             }
             Piece::Reference => {
                 // A reference to a blank (`&#32;`) is blank.
                 text = !reference_is_blank(raw);
+                refs.push(at);
             }
             Piece::CData => {
                 let content = at + "<![CDATA[".len()..end.checked_sub("]]>".len())?;
@@ -604,11 +874,13 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
                     content,
                 });
             }
+            // [`piece_at`] makes a text `<` part of a text piece.
+            Piece::Lt => return None,
         }
         if text {
             match open {
                 // Text between calls or beside a call's parameters: `stray_text`.
-                Some(parent) if depth >= 2 => elems[parent].text = true,
+                Some(parent) if depth >= VALUE_DEPTH => elems[parent].text = true,
                 _ => return None,
             }
         }
@@ -616,7 +888,24 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<(Vec<Elem>,
     if open.is_some() || nodes > max_nodes as usize {
         return None;
     }
-    Some((elems, cdata))
+    Some(Flat {
+        elems,
+        cdata,
+        refs,
+        amp,
+        lt,
+    })
+}
+
+/// A searcher for `]]>`, built once.
+fn cdata_end_finder() -> &'static memchr::memmem::Finder<'static> {
+    static FINDER: OnceLock<memchr::memmem::Finder<'static>> = OnceLock::new();
+    FINDER.get_or_init(|| memchr::memmem::Finder::new(b"]]>"))
+}
+
+/// `a == b` for short slices (names), without a call to `memcmp`.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// True when the name `n` has a prefix. Names are short: a plain loop, not `memchr`.
@@ -667,6 +956,9 @@ struct DirectReader<'r> {
     offsets: &'r OffsetMap,
     elems: &'r [Elem],
     cdata: &'r [CdataRef],
+    /// Where the references outside CDATA begin, in order; `None` when the body holds a
+    /// carriage return (text is then decoded by [`decode_text`], which normalises it).
+    refs: Option<&'r [usize]>,
 }
 
 impl DirectReader<'_> {
@@ -789,11 +1081,32 @@ impl DirectReader<'_> {
             return cdata_value(self.body, &self.cdata[k..], e.content.clone());
         }
         let text = &self.body[e.content.clone()];
-        if memchr::memchr2(b'&', b'\r', text.as_bytes()).is_none() {
-            return trim_xml(text).to_owned();
-        }
+        let mut decoded = match self.refs {
+            // No carriage return to normalise: the text as written between the references
+            // the reader found (code's bare `&`s are text as written).
+            Some(refs) => {
+                let from = refs.partition_point(|&r| r < e.content.start);
+                let to = refs.partition_point(|&r| r < e.content.end);
+                if from == to {
+                    return trim_xml(text).to_owned();
+                }
+                let mut out = String::with_capacity(text.len());
+                let mut at = e.content.start;
+                for &r in &refs[from..to] {
+                    out.push_str(&self.body[at..r]);
+                    let len = reference_len(self.body.as_bytes(), r).unwrap_or(1);
+                    push_reference(&mut out, &self.body[r..r + len]);
+                    at = r + len;
+                }
+                out.push_str(&self.body[at..e.content.end]);
+                out
+            }
+            None if memchr::memchr2(b'&', b'\r', text.as_bytes()).is_none() => {
+                return trim_xml(text).to_owned();
+            }
+            None => decode_text(text),
+        };
         // Decoded before trimming, as roxmltree's text is: `&#32;` at an edge goes too.
-        let mut decoded = decode_text(text);
         let start = decoded.len() - decoded.trim_start_matches([' ', '\t', '\n', '\r']).len();
         let end = decoded
             .trim_end_matches([' ', '\t', '\n', '\r'])
@@ -919,7 +1232,7 @@ mod tests {
             }
             body.push_str("</call>");
             let raw = ByteString::from(body.clone());
-            let (elems, cdata) = flat_tree(&body, 64, 1 << 16).expect("a plain body");
+            let Flat { elems, cdata, .. } = flat_tree(&body, 64, 1 << 16).expect("a plain body");
             let offsets = OffsetMap::default();
             let reader = DirectReader {
                 raw: &raw,
@@ -928,6 +1241,7 @@ mod tests {
                 offsets: &offsets,
                 elems: &elems,
                 cdata: &cdata,
+                refs: None,
             };
             prop_assert_eq!(reader.sorted_object(0), reader.inserted_object(0));
         }

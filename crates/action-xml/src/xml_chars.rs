@@ -121,7 +121,17 @@ pub(crate) fn is_name_char_at(s: &str, at: usize) -> bool {
 /// The length of the entity or character reference at `s[at]` (an `&`), when it is one
 /// that needs no DTD: `&lt;` `&gt;` `&amp;` `&apos;` `&quot;`, `&#N;`, `&#xH;` naming a
 /// valid XML character.
+#[inline]
 pub(crate) fn reference_len(s: &[u8], at: usize) -> Option<usize> {
+    // Most `&`s in code are not references (`&&`, `&str`, `&mut`): one look tells.
+    match s.get(at + 1) {
+        Some(b'#' | b'l' | b'g' | b'a' | b'q') => reference_at(s, at),
+        _ => None,
+    }
+}
+
+/// [`reference_len`] past its first look.
+fn reference_at(s: &[u8], at: usize) -> Option<usize> {
     let rest = &s[at + 1..];
     if rest.first() == Some(&b'#') {
         let (digits, radix, head) = if rest.get(1) == Some(&b'x') {
@@ -147,10 +157,67 @@ pub(crate) fn reference_len(s: &[u8], at: usize) -> Option<usize> {
         let c = char::from_u32(value)?;
         return is_xml_char(c).then_some(head + n + 1);
     }
-    ["lt;", "gt;", "amp;", "apos;", "quot;"]
-        .iter()
-        .find(|name| rest.starts_with(name.as_bytes()))
-        .map(|name| name.len() + 1)
+    // The five predefined entities, told apart by their first letter.
+    let name: &[u8] = match rest.first()? {
+        b'l' => b"lt;",
+        b'g' => b"gt;",
+        b'a' if rest.get(1) == Some(&b'p') => b"apos;",
+        b'a' => b"amp;",
+        b'q' => b"quot;",
+        _ => return None,
+    };
+    rest.starts_with(name).then_some(name.len() + 1)
+}
+
+/// The first `a` or `b` in `hay[from..]`. Text between markup is short in code (a `<` or
+/// `&` every few words), where `memchr`'s set-up costs more than the search: the first
+/// 32 bytes are looked at eight at a time in a `u64`, then `memchr2` takes over.
+#[inline]
+pub(crate) fn find2(hay: &[u8], from: usize, a: u8, b: u8) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut at = from;
+    for _ in 0..4 {
+        let Some(word) = hay.get(at..at + 8) else {
+            break;
+        };
+        let x = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+        let (xa, xb) = (x ^ (ONES * u64::from(a)), x ^ (ONES * u64::from(b)));
+        // The high bit of a byte that is zero in `xa` or `xb`, and maybe of bytes above
+        // one (a borrow): the lowest one set is exact.
+        let zero = ((xa.wrapping_sub(ONES) & !xa) | (xb.wrapping_sub(ONES) & !xb)) & HIGHS;
+        if zero != 0 {
+            return Some(at + (zero.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    memchr::memchr2(a, b, hay.get(at..)?).map(|i| at + i)
+}
+
+/// Appends what `reference` (`&…;`, one [`reference_len`] accepts) stands for.
+pub(crate) fn push_reference(out: &mut String, reference: &str) {
+    let name = reference
+        .get(1..reference.len().saturating_sub(1))
+        .unwrap_or_default();
+    match name {
+        "lt" => out.push('<'),
+        "gt" => out.push('>'),
+        "amp" => out.push('&'),
+        "apos" => out.push('\''),
+        "quot" => out.push('"'),
+        _ => {
+            let (digits, radix) = match name.strip_prefix("#x") {
+                Some(h) => (h, 16),
+                None => (name.get(1..).unwrap_or_default(), 10),
+            };
+            if let Some(c) = u32::from_str_radix(digits, radix)
+                .ok()
+                .and_then(char::from_u32)
+            {
+                out.push(c);
+            }
+        }
+    }
 }
 
 /// Decodes the predefined entities and character references in `s`, and normalises line
@@ -158,55 +225,55 @@ pub(crate) fn reference_len(s: &[u8], at: usize) -> Option<usize> {
 pub(crate) fn decode_text(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = String::with_capacity(s.len());
+    // `s[copied..]` is not in `out` yet; a bare `&` (code's `&&`, `&str`) stays in it.
+    let mut copied = 0;
     let mut at = 0;
-    while let Some(i) = memchr::memchr2(b'&', b'\r', &bytes[at..]).map(|i| at + i) {
-        out.push_str(&s[at..i]);
+    while let Some(i) = find2(bytes, at, b'&', b'\r') {
         if bytes[i] == b'\r' {
+            out.push_str(&s[copied..i]);
             out.push('\n');
             at = if bytes.get(i + 1) == Some(&b'\n') {
                 i + 2
             } else {
                 i + 1
             };
+            copied = at;
             continue;
         }
-        match reference_len(bytes, i) {
-            Some(len) => {
-                let name = &s[i + 1..i + len - 1];
-                match name {
-                    "lt" => out.push('<'),
-                    "gt" => out.push('>'),
-                    "amp" => out.push('&'),
-                    "apos" => out.push('\''),
-                    "quot" => out.push('"'),
-                    _ => {
-                        let (digits, radix) = match name.strip_prefix("#x") {
-                            Some(h) => (h, 16),
-                            None => (&name[1..], 10),
-                        };
-                        if let Some(c) = u32::from_str_radix(digits, radix)
-                            .ok()
-                            .and_then(char::from_u32)
-                        {
-                            out.push(c);
-                        }
-                    }
-                }
-                at = i + len;
-            }
-            None => {
-                out.push('&');
-                at = i + 1;
-            }
-        }
+        let Some(len) = reference_len(bytes, i) else {
+            at = i + 1;
+            continue;
+        };
+        out.push_str(&s[copied..i]);
+        push_reference(&mut out, &s[i..i + len]);
+        at = i + len;
+        copied = at;
     }
-    out.push_str(&s[at..]);
+    out.push_str(&s[copied..]);
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// [`find2`] finds what `memchr2` finds, from anywhere.
+        #[test]
+        fn find2_is_memchr2(
+            hay in proptest::collection::vec(
+                proptest::sample::select(vec![b'a', b'<', b'&', b'\r', 0, 0x01, 0xFF, 0x3B, 0x25]),
+                0..80,
+            ),
+            from in 0usize..90,
+        ) {
+            let from = from.min(hay.len());
+            for (a, b) in [(b'<', b'&'), (b'&', b'\r')] {
+                let want = memchr::memchr2(a, b, &hay[from..]).map(|i| from + i);
+                proptest::prop_assert_eq!(find2(&hay, from, a, b), want);
+            }
+        }
+    }
 
     #[test]
     fn references() {
@@ -217,7 +284,17 @@ mod tests {
         assert_eq!(reference_len(b"&nbsp;", 0), None);
         assert_eq!(reference_len(b"& b", 0), None);
         assert_eq!(reference_len(b"&", 0), None);
+        assert_eq!(reference_len(b"&apos;", 0), Some(6));
+        assert_eq!(reference_len(b"&quot;x", 0), Some(6));
+        assert_eq!(reference_len(b"&lt;", 0), Some(4));
+        assert_eq!(reference_len(b"&gt", 0), None);
+        assert_eq!(reference_len(b"&am;", 0), None);
+        assert_eq!(reference_len(b"&ap", 0), None);
         assert_eq!(decode_text("a&lt;b&#x4E2D;\r\nc&amp;"), "a<b中\nc&");
+        assert_eq!(
+            decode_text("a && b &x; &amp;\r&#0;&"),
+            "a && b &x; &\n&#0;&"
+        );
     }
 
     #[test]
