@@ -212,7 +212,7 @@ fn build_block_with(
     let max_depth = config.max_depth.min(DEPTH_CAP);
     let closed_clean = !at_eof && fences.is_empty();
     // The common case first: a well-formed body in the plain subset is read straight from
-    // its text, with no copy of the body and no DOM (issue 11: the decoder's cost
+    // its text, with no copy of the body and no DOM (the decoder's cost
     // over roxmltree alone).
     if paths.direct
         && closed_clean
@@ -254,7 +254,7 @@ fn build_block_with(
     }
     let prepared = prescan(body, &regions, at_eof, max_depth, &fences);
     if at_eof {
-        // SPEC §3/§5: a block the stream ended in is prose when its body does not begin
+        // A block the stream ended in is prose when its body does not begin
         // with an element (`an <ACTION> block with a tag such as <X> inside`) or holds no
         // element at all; otherwise it runs only when every call in it closed and the
         // stream was not cut.

@@ -120,7 +120,7 @@ impl ActionLayer {
         self.open.diagnostics.push(diagnostic);
     }
 
-    /// The block ended: emits its [`Event::Block`], or — for a prose mention (SPEC §3) —
+    /// The block ended: emits its [`Event::Block`], or — for a prose mention —
     /// warning `marker_in_prose` and its bytes as [`Event::Text`].
     pub(crate) fn block_closed(&mut self, closed: &ClosedBlock, out: &mut dyn FnMut(Event<'_>)) {
         if closed.dropped == 0 && self.streaming {
@@ -168,7 +168,7 @@ impl ActionLayer {
     }
 }
 
-/// Warning `marker_in_prose` for an `<ACTION>` tag the model quoted (SPEC §2.2): an empty
+/// Warning `marker_in_prose` for an `<ACTION>` tag the model quoted: an empty
 /// span at the tag, like the prose-mention warning, before the tag's text.
 pub(crate) fn quoted_tag(marker: Span, quote: Quote) -> Diagnostic {
     let where_ = match quote {
@@ -367,8 +367,8 @@ impl Decoder {
     }
 
     /// Ends a stream that was cut (`finish_reason: "length"`, a transport error): like
-    /// [`Decoder::finish`], but no end-of-stream repair applies to a block open at the cut
-    /// (SPEC §5): it yields no call.
+    /// [`Decoder::finish`], but no end-of-stream repair applies to a block open at the cut:
+    /// it yields no call.
     pub fn finish_cut(mut self, on_event: impl FnMut(Event<'_>)) {
         self.finish_cut_in_place(on_event);
     }

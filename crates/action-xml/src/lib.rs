@@ -29,7 +29,7 @@
 //! assert_eq!(calls[0].args["tags"], serde_json::json!(["a", "b & c"]));
 //! ```
 //!
-//! # The protocol (SPEC §3)
+//! # The protocol
 //!
 //! * `<ACTION>` … `</ACTION>`, ASCII case-insensitive, blanks allowed inside the tags
 //!   (`noncanonical_tag` warns). Prose before the first block is the response text and
@@ -69,7 +69,7 @@
 //! Comments and processing instructions are dropped. A `<` problem between calls or
 //! directly inside a call is structure gone wrong, not code, and is not repaired.
 //!
-//! # Quoted tags, fenced blocks, reasoning (SPEC §2.2, §3)
+//! # Quoted tags, fenced blocks, reasoning
 //!
 //! tam-parse's scanner tracks the markdown of the prose (see its crate docs, "Quoted
 //! markers, fenced blocks, reasoning"), for ACTION tags as for TAM markers:
@@ -93,7 +93,7 @@
 //!   [`Event::ReasoningStart`], [`Event::Reasoning`] pieces (borrowed, as early as
 //!   possible), [`Event::ReasoningEnd`]. Nothing in it is decoded.
 //!
-//! # A block the stream ended in (SPEC §3, §5)
+//! # A block the stream ended in
 //!
 //! * A block that never closes and whose body does not begin with an element (blanks and
 //!   a code fence line aside), or holds no element at all, is a **prose mention** (`I
@@ -117,7 +117,7 @@
 //! block has no calls. Well-formed blocks, the common case, skip the repairing pre-scan (see
 //! "How a closed block is read" under Decisions).
 //!
-//! # Arguments that stream (issue 12 §2)
+//! # Arguments that stream
 //!
 //! While a block is being written the decoder reports [`Event::CallStart`] (a call
 //! element's start tag is complete: index in the block, tool), [`Event::ParamStart`],
@@ -200,7 +200,7 @@
 //!   not read blocks while they are written at all (its streamer never runs);
 //!   [`Decoder::with_param_events`] is the same switch for the ACTION-only decoder, and
 //!   [`parse`] turns it off (it drops those events).
-//! * How a closed block is read (issue 11: the decoder's cost over roxmltree alone). First
+//! * How a closed block is read (the decoder's cost over roxmltree alone). First
 //!   the direct reader: a tokenizer of the plain subset walks the body once (`memchr` to
 //!   the next `<`, `&` or `>`), building a flat list of elements (no DOM, no copy of the
 //!   body), then the values are built from it by the same rules as from roxmltree's tree.
@@ -250,7 +250,7 @@
 //! | [`Protocol`] | `"tam"` or `"action"` |
 //! | [`ProtocolChoice`] | `"tam"`, `"action"` or `"auto"` (read back as [`ProtocolChoice`]'s `FromStr` reads it) |
 //! | [`LineColumn`] | `{"line", "column"}` |
-//! | [`MixedEvent`] | its `tam decode` line (SPEC §6); serialize only |
+//! | [`MixedEvent`] | its `tam decode` line; serialize only |
 //!
 //! Spans, diagnostics and TAM blocks are tam-parse's (feature `tam-parse/serde`, which
 //! this one turns on): a span is `[start, end]`, a diagnostic `{"severity", "code",
@@ -279,7 +279,7 @@
 //!
 //! Decisions:
 //!
-//! * [`MixedEvent`] is the front door's event, and SPEC §6 already fixes a JSON form for
+//! * [`MixedEvent`] is the front door's event, and `tam decode` already fixes a JSON form for
 //!   it: `tam decode` writes `serde_json::to_string(&event)` (less `raw` unless asked,
 //!   less progress lines unless asked). That form drops what a line does not show (a text
 //!   event's span, a block's raw text, a call's span and index, ACTION parameter sources),

@@ -1,4 +1,4 @@
-//! Arguments that stream (issue 12 §2): calls, parameters and pieces of parameter values
+//! Arguments that stream: calls, parameters and pieces of parameter values
 //! reported while the block is still being written, driven by the scanner's
 //! `block_progress` hook.
 //!
@@ -77,7 +77,7 @@ pub(crate) struct Streamer {
 }
 
 /// How the body of the block begins: the rule that makes a block the stream ended in a
-/// prose mention (SPEC §3, `marker_in_prose`): its body does not begin with an element's
+/// prose mention (`marker_in_prose`): its body does not begin with an element's
 /// start tag, blanks and a leading code fence line aside. The streamer applies the same
 /// rule to the same bytes, so a block later read as prose never streamed anything, and the
 /// decision is taken on the body's first bytes alone, whatever the deltas.

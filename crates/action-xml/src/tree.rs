@@ -1,5 +1,5 @@
 //! From the roxmltree document to calls: each child element of ACTION is a call, its
-//! child elements are parameters, and values follow SPEC §3.
+//! child elements are parameters, and values follow the rules in the crate docs ("The protocol").
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -49,7 +49,7 @@ enum Place<'n> {
 const PREVIEW_CHARS: usize = 40;
 
 /// Inserts `key: value` into a call's or an object's map; a name that repeats makes an array
-/// of its values in order (SPEC §3). `repeated` holds the names already turned into arrays
+/// of its values in order. `repeated` holds the names already turned into arrays
 /// (it allocates only when a name repeats).
 fn insert_value<'k>(
     map: &mut Map<String, Value>,
