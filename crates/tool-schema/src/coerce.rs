@@ -239,11 +239,15 @@ impl From<Value> for Refusal {
 }
 
 /// Whether `value` is the text `None` or `null` (blanks around it allowed) given for an
-/// optional property whose type does not take null: read as the property left out.
+/// optional property whose type takes neither null nor text: read as the property left
+/// out. For a string the text is a value like any other (and a streamed string argument
+/// must end as it streamed).
 fn says_absent(property: &Property, value: &Value) -> bool {
+    let types = property.shape.types;
     !property.required
-        && !property.shape.types.contains(TypeSet::NULL)
-        && !property.shape.types.is_any()
+        && !types.contains(TypeSet::NULL)
+        && !types.contains(TypeSet::STRING)
+        && !types.is_any()
         && matches!(value, Value::String(text) if matches!(text.trim(), "None" | "null"))
 }
 

@@ -85,9 +85,11 @@
 //!   or split. One exception: text an `enum` of strings refuses that is one quoted literal
 //!   of a member (`"asc"` or `'asc'` for `["asc", "desc"]`) is that member.
 //! - The text `None` or `null` (blanks around it allowed) for an optional parameter whose
-//!   type does not take `null` leaves the parameter out, as if it were not written (its
-//!   `default` applies): models write it for "no value". For a required parameter, or one
-//!   that takes `null`, it is read like any other text.
+//!   type takes neither `null` nor `string` (a number, a boolean, an array, an object)
+//!   leaves the parameter out, as if it were not written (its `default` applies): models
+//!   write it for "no value". For a required parameter, or one that takes `null` or text,
+//!   it is read like any other text (a string parameter gets `"None"`: a proxy that
+//!   streams string arguments while they are written must end with what it streamed).
 //! - Text for an `integer`: an integer (`"12"`, `" 12 "`, `"+7"`, up to `u64::MAX`), or a
 //!   float that is whole and fits `i64` (`"12.0"` → 12, `"1e3"` → 1000). `"12.5"`,
 //!   `"1,000"`, `"0x10"` and `"1e400"` are refused. A whole float from JSON (`4.0`)

@@ -425,47 +425,63 @@ fn lists_written_with_cjk_commas_are_lists() {
 #[test]
 fn none_or_null_for_an_optional_parameter_leaves_it_out() {
     assert_eq!(
-        ok(&[("lower_limit", "3"), ("mode", "None"), ("ids", " null ")]),
+        ok(&[
+            ("lower_limit", "3"),
+            ("ids", " null "),
+            ("verbose", "None"),
+            ("ratio", "None")
+        ]),
         json!({"lower_limit": 3})
     );
     // A default applies as if the key were not written.
     let with_default = tool(json!({
         "type": "object",
-        "properties": {"order": {"type": "string", "default": "asc"}, "q": {"type": "string"}},
-        "required": ["q"]
+        "properties": {
+            "count": {"type": "integer", "default": 5},
+            "order": {"type": "string", "default": "asc"},
+            "q": {"type": "string"},
+            "n": {"type": "integer"}
+        },
+        "required": ["q", "n"]
     }));
+    let coerce = |pairs: &[(&'static str, &str)]| {
+        Value::Object(
+            with_default
+                .coerce(text(pairs), KeyMatch::Canonical)
+                .unwrap_or_else(|e| panic!("{e}")),
+        )
+    };
     assert_eq!(
-        with_default
-            .coerce(text(&[("q", "x"), ("order", "None")]), KeyMatch::Canonical)
-            .unwrap(),
-        *json!({"q": "x", "order": "asc"}).as_object().unwrap()
+        coerce(&[("q", "x"), ("n", "1"), ("count", "None")]),
+        json!({"count": 5, "order": "asc", "q": "x", "n": 1})
     );
-    // A required parameter keeps what was written (and a nullable one reads null).
+    // Text is a value for a string parameter, optional or not: it streams as written.
     assert_eq!(
-        with_default
-            .coerce(text(&[("q", "None")]), KeyMatch::Canonical)
-            .unwrap(),
-        *json!({"q": "None", "order": "asc"}).as_object().unwrap()
+        coerce(&[("q", "None"), ("n", "1"), ("order", "None")]),
+        json!({"count": 5, "order": "None", "q": "None", "n": 1})
     );
+    // A required parameter keeps what was written (and is reported).
+    let errors = with_default
+        .coerce(text(&[("q", "x"), ("n", "None")]), KeyMatch::Canonical)
+        .unwrap_err();
+    assert!(errors.to_string().contains("None"), "{errors}");
+    // A nullable parameter reads null.
     let nullable = tool(json!({
         "type": "object",
-        "properties": {"note": {"type": ["string", "null"]}}
+        "properties": {"limit": {"type": ["integer", "null"]}}
     }));
     assert_eq!(
         nullable
-            .coerce(text(&[("note", "null")]), KeyMatch::Canonical)
+            .coerce(text(&[("limit", "null")]), KeyMatch::Canonical)
             .unwrap(),
-        *json!({"note": "null"}).as_object().unwrap()
+        *json!({"limit": null}).as_object().unwrap()
     );
-    // Other text is a value: `none` (lower case) or `None yet` is not the literal.
-    for written in ["none", "None yet"] {
-        assert_eq!(
-            with_default
-                .coerce(text(&[("q", "x"), ("order", written)]), KeyMatch::Canonical)
-                .unwrap()["order"],
-            json!(written)
-        );
-    }
+    // Other text is not the literal: `none` for an integer is refused as written.
+    assert!(
+        search()
+            .coerce(text(&[("lower_limit", "none")]), KeyMatch::Canonical)
+            .is_err()
+    );
 }
 
 #[test]

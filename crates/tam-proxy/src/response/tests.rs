@@ -460,3 +460,25 @@ fn unoffered_tools_and_non_string_parameters_do_not_stream() {
     assert_eq!((reason.as_str(), failure), ("stop", None));
     assert_eq!(gathered(&pieces), (other.to_owned(), Vec::new()));
 }
+
+#[test]
+fn none_written_for_optional_arguments_streams_and_ends_the_same() {
+    // `None` for an optional string is the text it streamed; for an optional integer it
+    // leaves the argument out. Neither voids the streamed call.
+    for protocol in [Protocol::Tam, Protocol::Action] {
+        let reply = match protocol {
+            Protocol::Action => {
+                "<ACTION><write_file><path>None</path><mode>None</mode></write_file></ACTION>"
+            }
+            _ => {
+                "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」None「末」\nmode:「始」None「末」\n<|[END_TOOL]|>"
+            }
+        };
+        let (_, calls) = streams_the_same(protocol, reply);
+        assert_eq!(
+            calls,
+            [("write_file".to_owned(), r#"{"path":"None"}"#.to_owned())],
+            "{protocol}"
+        );
+    }
+}
