@@ -8,43 +8,26 @@ const REPLY: &str = "Sure — `<ACTION>` is quoted here.\n<think>maybe <ACTION><
     I'll check 東京 🌦.\n<|[REQUEST_TOOL]|>command:「始」GetWeather「末」city:「始」Tōkyō「末」<|[END_TOOL]|>\n\
     and <ACTION><Write><code>if a < b && c { Vec::<u8>::new() }</code></Write></ACTION> done.";
 
-/// Every event, owned, text and reasoning pieces joined (their split is free).
+/// The text and span of a piece whose split is free: prose, reasoning, argument text.
+fn piece<'e, 'a>(
+    e: &'e mut Event<'a>,
+) -> Option<(&'e mut std::borrow::Cow<'a, str>, &'e mut tam::Span)> {
+    match e {
+        Event::Text { text, span }
+        | Event::Reasoning { text, span }
+        | Event::ParamText { text, span, .. } => Some((text, span)),
+        _ => None,
+    }
+}
+
+/// Every event, owned, adjacent pieces of one kind joined (their split is free).
 fn run(config: Config, pieces: &[&[u8]], cut: bool) -> Vec<Event<'static>> {
     let mut events: Vec<Event<'static>> = Vec::new();
     let mut push = |e: Event<'_>| {
-        let e = e.into_owned();
-        if let (
-            Some(Event::Text { text, span }),
-            Event::Text {
-                text: more,
-                span: s,
-            },
-        ) = (events.last_mut(), &e)
-        {
-            text.to_mut().push_str(more);
-            span.end = s.end;
-            return;
-        }
-        if let (
-            Some(Event::Reasoning { text, span }),
-            Event::Reasoning {
-                text: more,
-                span: s,
-            },
-        ) = (events.last_mut(), &e)
-        {
-            text.to_mut().push_str(more);
-            span.end = s.end;
-            return;
-        }
-        if let (
-            Some(Event::ParamText { text, span, .. }),
-            Event::ParamText {
-                text: more,
-                span: s,
-                ..
-            },
-        ) = (events.last_mut(), &e)
+        let mut e = e.into_owned();
+        if let Some(last) = events.last_mut()
+            && std::mem::discriminant(last) == std::mem::discriminant(&e)
+            && let (Some((text, span)), Some((more, s))) = (piece(last), piece(&mut e))
             && span.end == s.start
         {
             text.to_mut().push_str(more);
