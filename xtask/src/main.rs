@@ -332,9 +332,16 @@ fn release_checks() -> Result<(), String> {
         let mut test = cargo();
         test.current_dir(scratch.join(format!("{name}-{version}")))
             .args(["test", "--all-features"])
-            .env("CARGO_TARGET_DIR", target.join("unpacked"));
+            .env("CARGO_TARGET_DIR", target.join("unpacked"))
+            // An unpacked crate is a workspace root of its own: the workspace's profile
+            // does not reach it, so the same debug setting comes by environment.
+            .env("CARGO_PROFILE_DEV_DEBUG", "line-tables-only");
         run(&format!("cargo test in the unpacked {name}"), test)?;
     }
+    // The packaged builds are checked; their artifacts (a second copy of every dependency)
+    // and the verification builds under target/package only take disk from the steps after.
+    let _ = std::fs::remove_dir_all(target.join("unpacked"));
+    let _ = std::fs::remove_dir_all(target.join("package"));
 
     let mut install = cargo();
     install
@@ -387,6 +394,7 @@ fn release_checks() -> Result<(), String> {
             .env_remove("CARGO");
         run(&format!("cargo +{msrv} check -p {name}"), check)?;
     }
+    let _ = std::fs::remove_dir_all(target.join("msrv"));
     Ok(())
 }
 
