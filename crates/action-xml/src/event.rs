@@ -89,6 +89,12 @@ pub enum Event<'a> {
         text: Cow<'a, str>,
         /// Where it was written (a decoded reference: the reference).
         span: Span,
+        /// The piece is (part of) a CDATA section's content, whose edges follow their own
+        /// rule: [`crate::ValueEdges`] turns the pieces of a string value into the value.
+        /// Pieces of one section touch (each `span` ends where the next begins); two
+        /// sections never do.
+        #[cfg_attr(feature = "serde", serde(default))]
+        cdata: bool,
     },
     /// The parameter element closed: `span` is the whole element.
     ParamEnd {
@@ -121,9 +127,10 @@ impl Event<'_> {
                 key: Cow::Owned(key.into_owned()),
                 span,
             },
-            Event::ParamText { text, span } => Event::ParamText {
+            Event::ParamText { text, span, cdata } => Event::ParamText {
                 text: Cow::Owned(text.into_owned()),
                 span,
+                cdata,
             },
             Event::ParamEnd { span } => Event::ParamEnd { span },
             Event::CallEnd { index, span } => Event::CallEnd { index, span },

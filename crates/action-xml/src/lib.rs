@@ -125,10 +125,11 @@
 //! [`Event::Block`], which alone is authoritative (what runs). The pieces of a parameter
 //! are its content **as written, markup included**, entity and character references
 //! decoded (a decoded reference is an owned piece), CDATA content verbatim without its
-//! markers, comments dropped, line ends as written: joined and trimmed of XML whitespace
-//! they are a string value (a CDATA value follows its own edge rule), code with tags is
-//! its code, and an object or array parameter streams its child elements' markup (its
-//! value is in the block). Inside a value only the parameter's own tags count (`<p>` in
+//! markers (such pieces are flagged `cdata`), comments dropped, line ends in text read as
+//! XML reads them (`\r\n` and a lone `\r` are `\n`; CDATA keeps its own as written):
+//! through [`ValueEdges`], which applies the edge rules above as the pieces arrive, they
+//! are a string value; code with tags is its code, and an object or array parameter
+//! streams its child elements' markup (its value is in the block). Inside a value only the parameter's own tags count (`<p>` in
 //! `<p>` nests). Other text is borrowed from the block buffer (no allocation per delta);
 //! the buffer is read once, left to right, whatever the deltas (O(n) per block).
 //! A call or parameter the block ends inside gets no end event. A block whose body does
@@ -314,6 +315,7 @@ mod protocol;
 mod render;
 mod stream;
 mod tree;
+mod value;
 mod xml_chars;
 
 pub use call::{ActionBlock, ActionCall, ActionParam};
@@ -326,6 +328,7 @@ pub use position::LineColumn;
 pub use protocol::{Protocol, ProtocolChoice, UnknownProtocol};
 pub use render::{RenderError, render_action, render_call};
 pub use tam_parse::{ByteString, Code, Diagnostic, Severity, Span};
+pub use value::ValueEdges;
 
 /// This crate's README example, compiled and run as a doctest.
 #[cfg(doctest)]

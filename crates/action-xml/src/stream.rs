@@ -20,11 +20,12 @@
 //!   [`Event::ParamEnd`].
 //! * The pieces are the content **as written, markup included**, with entity and
 //!   character references decoded (a decoded reference is an owned piece of its own), CDATA
-//!   sections' content verbatim without their markers, comments dropped, line ends as
-//!   written. So for a string value the pieces joined and trimmed of XML whitespace are
-//!   the value (a CDATA value keeps its own edge rule, see the crate docs); for code with
-//!   tags they are the code; for an object or array parameter they are its child elements'
-//!   markup, and its value is in the block.
+//!   sections' content verbatim without their markers (flagged `cdata`), comments dropped,
+//!   line ends in text read as XML reads them (`\r\n` and a lone `\r` are `\n`, a piece
+//!   of their own; CDATA content keeps them as written). So for a string value the pieces through
+//!   [`crate::ValueEdges`] are the value; for code with tags they are the code; for an
+//!   object or array parameter they are its child elements' markup, and its value is in the
+//!   block.
 //! * Text that needs no decoding is borrowed from the block buffer: no allocation per
 //!   delta. A possible reference or close tag cut by the delta's end waits for the next.
 //! * A call or parameter still open when the block ends gets no end event: what the model
@@ -226,10 +227,11 @@ impl Streamer {
                 return;
             }
             let new = &buf.as_bytes()[self.pos..settled];
-            if new.len() <= SHORT_PIECE && !new.iter().any(|&c| c == b'<' || c == b'&') {
+            if new.len() <= SHORT_PIECE && !new.iter().any(|&c| matches!(c, b'<' | b'&' | b'\r')) {
                 out(Event::ParamText {
                     text: Cow::Borrowed(&buf[self.pos..settled]),
                     span: span(self.pos..settled),
+                    cdata: false,
                 });
                 self.pos = settled;
                 return;
@@ -288,7 +290,7 @@ impl Streamer {
                     if r.kind == RegionKind::Cdata && matches!(self.state, State::Param { .. }) {
                         let from = self.pos.max(r.content.start);
                         if from < r.content.end {
-                            em.text(from..r.content.end);
+                            em.cdata(from..r.content.end);
                         }
                     }
                     self.pos = r.full.end;
@@ -306,7 +308,7 @@ impl Streamer {
                     return;
                 }
                 if r.kind == RegionKind::Cdata && matches!(self.state, State::Param { .. }) {
-                    em.text(r.content.clone());
+                    em.cdata(r.content.clone());
                 }
                 self.pos = r.full.end;
                 self.next_region += 1;
@@ -324,7 +326,7 @@ impl Streamer {
                 if kind == RegionKind::Cdata && matches!(self.state, State::Param { .. }) {
                     let from = self.pos.max(content_start);
                     if from < settled {
-                        em.text(from..settled);
+                        em.cdata(from..settled);
                     }
                 }
                 self.pos = settled.max(self.pos);
@@ -360,6 +362,8 @@ impl Streamer {
             }
             let look = if b[at] == b'&' {
                 self.reference(buf, at, settled, em)
+            } else if b[at] == b'\r' {
+                line_end(b, at, settled, em)
             } else {
                 self.markup(buf, at, settled, em)
             };
@@ -378,6 +382,7 @@ impl Streamer {
             em.event(Event::ParamText {
                 text: Cow::Owned(decoded),
                 span: em.span(at..at + len),
+                cdata: false,
             });
             return Look::Next(at + len);
         }
@@ -580,15 +585,20 @@ impl Streamer {
     }
 }
 
-/// The next `&` or `<` at or after `from` in `b` (a value's settled bytes) that needs a
-/// look: a `<` whose name (or close tag's name) already differs from the parameter's in its
+/// The next `&`, `<` or `\r` at or after `from` in `b` (a value's settled bytes) that
+/// needs a look (every `\r` does): a `<` whose name (or close tag's name) already differs from the parameter's in its
 /// first byte `own` is text like the bytes around it (as [`Streamer::markup`] would find),
 /// and so is an `&` that begins no reference and cannot become one (as
 /// [`Streamer::reference`] would find) — unless a region starts there (`regions`: where
 /// the next ones begin).
 fn next_stop_in_value(b: &[u8], mut from: usize, own: u8, regions: [usize; 2]) -> Option<usize> {
     loop {
-        let at = find2(b, from, b'<', b'&')?;
+        let found = find2(b, from, b'<', b'&');
+        // A `\r` before it is a line end to read (rare: searched only up to the stop).
+        if let Some(cr) = memchr::memchr(b'\r', &b[from..found.unwrap_or(b.len())]) {
+            return Some(from + cr);
+        }
+        let at = found?;
         if regions.contains(&at) {
             return Some(at);
         }
@@ -610,6 +620,22 @@ fn next_stop_in_value(b: &[u8], mut from: usize, own: u8, regions: [usize; 2]) -
     }
 }
 
+/// A `\r` at `at` in a value's text: a line end, read as XML reads it (`\r\n` and a lone
+/// `\r` are one `\n`, as in the block's value), a piece of its own. Waits while the byte
+/// after it has not arrived.
+fn line_end(b: &[u8], at: usize, settled: usize, em: &mut Emit<'_, '_>) -> Look {
+    if at + 1 >= settled.min(b.len()) {
+        return Look::Wait;
+    }
+    let len = if b[at + 1] == b'\n' { 2 } else { 1 };
+    em.event(Event::ParamText {
+        text: Cow::Borrowed("\n"),
+        span: em.span(at..at + len),
+        cdata: false,
+    });
+    Look::Next(at + len)
+}
+
 /// True when `rest`, the settled bytes after an `&` that begins no reference, may still
 /// become one when more arrives.
 fn may_become_reference(rest: &[u8]) -> bool {
@@ -618,16 +644,17 @@ fn may_become_reference(rest: &[u8]) -> bool {
         && rest.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'#')
 }
 
-/// Hands the streamer's events to the caller, joining borrowed text pieces that touch: a
-/// `<` that is text (`Vec<String>`, `a < b`, the tags of an object parameter's children)
-/// or a bare `&` does not cut the text around it into three pieces (fewer events, the same
-/// text and spans once adjacent pieces are joined).
+/// Hands the streamer's events to the caller, joining borrowed pieces of one kind (text,
+/// or one CDATA section's content) that touch: a `<` that is text (`Vec<String>`, `a < b`,
+/// the tags of an object parameter's children) or a bare `&` does not cut the text around
+/// it into three pieces (fewer events, the same text and spans once adjacent pieces are
+/// joined).
 pub(crate) struct Emit<'b, 'o> {
     buf: &'b str,
     span: &'o dyn Fn(Range<usize>) -> Span,
     out: &'o mut dyn FnMut(Event<'_>),
-    /// Borrowed text not handed out yet.
-    pending: Option<Range<usize>>,
+    /// Borrowed text not handed out yet, and whether it is CDATA content.
+    pending: Option<(Range<usize>, bool)>,
 }
 
 impl Emit<'_, '_> {
@@ -636,16 +663,25 @@ impl Emit<'_, '_> {
         (self.span)(r)
     }
 
-    /// A piece borrowed from the buffer (nothing for an empty range).
+    /// A piece of text borrowed from the buffer (nothing for an empty range).
     fn text(&mut self, r: Range<usize>) {
+        self.piece(r, false);
+    }
+
+    /// A piece of a CDATA section's content borrowed from the buffer.
+    fn cdata(&mut self, r: Range<usize>) {
+        self.piece(r, true);
+    }
+
+    fn piece(&mut self, r: Range<usize>, cdata: bool) {
         if r.start >= r.end {
             return;
         }
         match &mut self.pending {
-            Some(p) if p.end == r.start => p.end = r.end,
+            Some((p, kind)) if p.end == r.start && *kind == cdata => p.end = r.end,
             _ => {
                 self.flush();
-                self.pending = Some(r);
+                self.pending = Some((r, cdata));
             }
         }
     }
@@ -657,10 +693,11 @@ impl Emit<'_, '_> {
     }
 
     fn flush(&mut self) {
-        if let Some(r) = self.pending.take() {
+        if let Some((r, cdata)) = self.pending.take() {
             (self.out)(Event::ParamText {
                 text: Cow::Borrowed(&self.buf[r.clone()]),
                 span: (self.span)(r),
+                cdata,
             });
         }
     }

@@ -17,6 +17,7 @@ use crate::codes;
 use crate::prescan::{
     BARE_AMPERSAND, CdataRef, Prepared, Repair, Tally, UNESCAPED_LT, VALUE_DEPTH,
 };
+use crate::value::{assemble, cdata_edges};
 use crate::xml_chars::{
     decode_text, find2, is_blank, is_xml_space, name_end, push_reference, reference_len, trim_xml,
 };
@@ -332,9 +333,10 @@ impl TreeReader<'_> {
 /// The value of `doc[content]` by the rule of [`TreeReader::leaf_with_cdata`]; `cdata` are
 /// the CDATA sections from the first one that may lie in `content` on, in order.
 fn cdata_value(doc: &str, cdata: &[CdataRef], content: Range<usize>) -> String {
-    // Text pieces are decoded unless blank (the usual indentation around a section).
+    // Text pieces are decoded unless blank without a `\r` (the usual indentation around a
+    // section): a line end in text is `\n` wherever it stands.
     fn text(s: &str) -> Cow<'_, str> {
-        if is_blank(s) {
+        if is_blank(s) && !s.contains('\r') {
             Cow::Borrowed(s)
         } else {
             Cow::Owned(decode_text(s))
@@ -1126,54 +1128,6 @@ fn name_prefix(name: &str) -> u128 {
     let n = name.len().min(16);
     bytes[..n].copy_from_slice(&name.as_bytes()[..n]);
     u128::from_be_bytes(bytes)
-}
-
-/// Joins text and CDATA pieces by the rule of [`TreeReader::leaf_with_cdata`].
-fn assemble(mut pieces: Vec<(bool, Cow<'_, str>)>) -> String {
-    let blank_text = |p: &(bool, Cow<'_, str>)| !p.0 && is_blank(&p.1);
-    let skip = pieces.iter().take_while(|p| blank_text(p)).count();
-    pieces.drain(..skip);
-    while pieces.last().is_some_and(blank_text) {
-        pieces.pop();
-    }
-    let last = pieces.len().saturating_sub(1);
-    let mut out = String::with_capacity(pieces.iter().map(|p| p.1.len()).sum());
-    for (i, (is_cdata, text)) in pieces.iter().enumerate() {
-        let (first, end) = (i == 0, i == last);
-        let t: &str = if *is_cdata {
-            cdata_edges(text, first, end)
-        } else {
-            let mut t: &str = text;
-            if first {
-                t = t.trim_start_matches([' ', '\t', '\n', '\r']);
-            }
-            if end {
-                t = t.trim_end_matches([' ', '\t', '\n', '\r']);
-            }
-            t
-        };
-        out.push_str(t);
-    }
-    out
-}
-
-/// A CDATA section's content as a value keeps it, by the rule of
-/// [`TreeReader::leaf_with_cdata`]: when `first`, without a line break right at its start;
-/// when `last`, without the blanks after its last line break.
-fn cdata_edges(mut t: &str, first: bool, last: bool) -> &str {
-    if first {
-        t = t
-            .strip_prefix("\r\n")
-            .or_else(|| t.strip_prefix('\n'))
-            .unwrap_or(t);
-    }
-    if last {
-        let kept = t.trim_end_matches([' ', '\t']);
-        if kept.ends_with('\n') {
-            t = kept;
-        }
-    }
-    t
 }
 
 /// The offset after the `>` of the start tag that begins at `start`.

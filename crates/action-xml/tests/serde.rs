@@ -104,8 +104,10 @@ fn borrowed_events_serialize_as_owned_ones() {
     let borrowed = Event::ParamText {
         text: Cow::Borrowed(&delta[..]),
         span: Span::new(40, 52),
+        cdata: false,
     };
-    let expected = json!({"type": "param_text", "text": "<p>x</p> & y", "span": [40, 52]});
+    let expected =
+        json!({"type": "param_text", "text": "<p>x</p> & y", "span": [40, 52], "cdata": false});
     assert_eq!(serde_json::to_value(&borrowed).unwrap(), expected);
     let owned = borrowed.clone().into_owned();
     assert_eq!(

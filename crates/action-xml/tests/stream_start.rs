@@ -168,7 +168,7 @@ fn an_overflowing_block_streams_the_same_prefix_every_way() {
     let pieces: String = events
         .iter()
         .filter_map(|e| match e {
-            Event::ParamText { text, span } => {
+            Event::ParamText { text, span, .. } => {
                 assert!(span.end <= 56, "{span:?} streamed past the limit");
                 Some(&**text)
             }

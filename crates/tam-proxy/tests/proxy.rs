@@ -1159,6 +1159,45 @@ async fn a_string_parameter_holding_html_is_its_text() {
     assert_eq!(streamed.finish.as_deref(), Some("ToolCalls"));
 }
 
+/// A streamed ACTION string value takes the block's edge rules from the decoder's own
+/// pieces (CDATA flagged, line ends read as XML reads them): a comment as long as a CDATA
+/// marker, CDATA with blank lines at its edges and CRLF line ends stream the value the
+/// block gives, whatever the deltas.
+#[tokio::test]
+async fn streamed_action_values_keep_the_blocks_edge_rules() {
+    let cases = [
+        ("a<!--ab-->b\n  ", "ab"),
+        (
+            "\r\n  <![CDATA[\n  fn f<T>() {}\n  ]]>\r\n",
+            "  fn f<T>() {}\n",
+        ),
+        ("x\r\ny\rz <![CDATA[ q ]]> ", "x\ny\nz  q "),
+        ("<![CDATA[a\n]]><![CDATA[  ]]>", "a\n  "),
+    ];
+    for (content, want) in cases {
+        let reply = format!(
+            "Writing.\n<ACTION><write_file><path>a.rs</path><content>{content}</content></write_file></ACTION>"
+        );
+        let expected = json!({"path": "a.rs", "content": want});
+        for size in [1, 4, 9] {
+            let upstream = ScriptedUpstream::always(deltas_reply(&reply, size, "stop")).await;
+            let proxy = start_proxy(&upstream, Protocol::Action).await;
+            let tools = json!({"tools": [writer_tool()]});
+            let whole = complete(&proxy, request(tools.clone())).await;
+            let calls = whole.choices[0].message.tool_calls.clone().unwrap();
+            let async_openai::types::chat::ChatCompletionMessageToolCalls::Function(call) =
+                &calls[0]
+            else {
+                panic!("{calls:?}")
+            };
+            assert_eq!(arguments(&call.function.arguments), expected, "{content:?}");
+            let streamed = stream(&proxy, request(tools)).await;
+            assert_eq!(streamed.error, None, "{content:?} in deltas of {size}");
+            assert_eq!(arguments(&streamed.calls[0].2), expected, "{content:?}");
+        }
+    }
+}
+
 /// A model id is one path segment of the upstream's `/models`: a percent-encoded `../`
 /// cannot make the proxy ask the upstream (with the operator's key) for another path.
 #[tokio::test]

@@ -436,12 +436,13 @@ impl Harness for Action {
         use action_xml::Event::{ParamText, Reasoning};
         match (last, e) {
             (
-                ParamText { text, span },
+                ParamText { text, span, cdata },
                 ParamText {
                     text: more,
                     span: s,
+                    cdata: c,
                 },
-            ) => {
+            ) if cdata == c && span.end == s.start => {
                 text.to_mut().push_str(more);
                 span.end = s.end;
                 true
@@ -504,13 +505,15 @@ impl Harness for Mixed {
                     protocol,
                     text,
                     span,
+                    cdata,
                 },
                 ParamText {
                     protocol: p,
                     text: more,
                     span: s,
+                    cdata: c,
                 },
-            ) if protocol == p => {
+            ) if protocol == p && cdata == c && span.end == s.start => {
                 text.to_mut().push_str(more);
                 span.end = s.end;
                 true

@@ -156,6 +156,10 @@ pub use tam_parse::{Block as TamBlock, Call as TamCall, Param as TamParam};
 /// A closed ACTION block, one of its calls, one of a call's parameters.
 pub use action_xml::{ActionBlock, ActionCall, ActionParam};
 
+/// The edge rules of an ACTION string value applied to its [`Event::ParamText`] pieces
+/// as they stream (pieces of a TAM value are the value as they are).
+pub use action_xml::ValueEdges;
+
 pub use action_xml::UnknownProtocol;
 pub use tam_parse::{ByteString, Code, Diagnostic, Dialect, Severity, Span, StreamDecoder};
 

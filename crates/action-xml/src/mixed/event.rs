@@ -102,7 +102,8 @@ pub enum MixedEvent<'a> {
     },
     /// A piece of a parameter's value, borrowed (ACTION [`Event::ParamText`](crate::Event::ParamText), TAM
     /// [`tam_parse::Event::ParamText`]). The pieces of one parameter concatenated are its
-    /// final value: exactly the TAM value, and the ACTION element's decoded text content.
+    /// final value: exactly the TAM value; for ACTION, the element's decoded content,
+    /// whose edges [`ValueEdges`](crate::ValueEdges) trims as the block does.
     ParamText {
         /// The block's protocol.
         protocol: Protocol,
@@ -110,6 +111,9 @@ pub enum MixedEvent<'a> {
         text: Cow<'a, str>,
         /// Where it was written.
         span: Span,
+        /// ACTION: the piece is CDATA content (see
+        /// [`Event::ParamText`](crate::Event::ParamText)); TAM: always false.
+        cdata: bool,
     },
     /// A parameter's value closed ([`Event::ParamEnd`](crate::Event::ParamEnd), [`tam_parse::Event::ParamEnd`]).
     ParamEnd {
@@ -174,10 +178,12 @@ impl MixedEvent<'_> {
                 protocol,
                 text,
                 span,
+                cdata,
             } => MixedEvent::ParamText {
                 protocol,
                 text: Cow::Owned(text.into_owned()),
                 span,
+                cdata,
             },
             MixedEvent::ParamEnd { protocol, span } => MixedEvent::ParamEnd { protocol, span },
             MixedEvent::CallEnd {
@@ -250,6 +256,7 @@ impl<'a> From<tam_parse::Event<'a>> for MixedEvent<'a> {
                 protocol: Protocol::Tam,
                 text,
                 span,
+                cdata: false,
             },
             tam_parse::Event::ParamEnd { span } => MixedEvent::ParamEnd {
                 protocol: Protocol::Tam,
@@ -284,10 +291,11 @@ impl<'a> From<Event<'a>> for MixedEvent<'a> {
                 key,
                 span,
             },
-            Event::ParamText { text, span } => MixedEvent::ParamText {
+            Event::ParamText { text, span, cdata } => MixedEvent::ParamText {
                 protocol: Protocol::Action,
                 text,
                 span,
+                cdata,
             },
             Event::ParamEnd { span } => MixedEvent::ParamEnd {
                 protocol: Protocol::Action,
@@ -369,6 +377,8 @@ mod wire {
             protocol: Protocol,
             text: &'a str,
             span: Span,
+            #[serde(skip_serializing_if = "is_false")]
+            cdata: bool,
         },
         ParamEnd {
             protocol: Protocol,
@@ -379,6 +389,10 @@ mod wire {
             index: usize,
             span: Span,
         },
+    }
+
+    fn is_false(b: &bool) -> bool {
+        !*b
     }
 
     /// A block's calls, each as `{"tool", "args"}`.
@@ -471,10 +485,12 @@ mod wire {
                     protocol,
                     text,
                     span,
+                    cdata,
                 } => Line::ParamText {
                     protocol: *protocol,
                     text,
                     span: *span,
+                    cdata: *cdata,
                 },
                 MixedEvent::ParamEnd { protocol, span } => Line::ParamEnd {
                     protocol: *protocol,

@@ -114,8 +114,13 @@ pub fn dump(events: &[Event<'static>]) -> String {
             Event::ParamStart { key, span: s } => {
                 writeln!(out, "  param_start {} {key:?}", span(*s)).unwrap()
             }
-            Event::ParamText { text, span: s } => {
-                writeln!(out, "    param_text {} {text:?}", span(*s)).unwrap()
+            Event::ParamText {
+                text,
+                span: s,
+                cdata,
+            } => {
+                let kind = if *cdata { "cdata" } else { "param_text" };
+                writeln!(out, "    {kind} {} {text:?}", span(*s)).unwrap()
             }
             Event::ParamEnd { span: s } => writeln!(out, "  param_end {}", span(*s)).unwrap(),
             Event::CallEnd { index, span: s } => {
@@ -208,9 +213,11 @@ pub fn dump_mixed(events: &[MixedEvent<'static>]) -> String {
                 protocol,
                 text,
                 span: s,
+                cdata,
             } => writeln!(
                 out,
-                "    param_text {} {} {text:?}",
+                "    {} {} {} {text:?}",
+                if *cdata { "cdata" } else { "param_text" },
                 protocol.as_str(),
                 span(*s)
             )

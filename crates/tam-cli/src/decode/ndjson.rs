@@ -185,6 +185,7 @@ mod tests {
                 protocol: Protocol::Tam,
                 text: Cow::Borrowed("a\"b"),
                 span: Span::new(63, 66),
+                cdata: false,
             },
             MixedEvent::ParamEnd {
                 protocol: Protocol::Tam,

@@ -82,96 +82,9 @@ pub(super) struct StreamingParam {
     pub(super) key: String,
     /// The value as sent so far.
     pub(super) value: String,
-    /// ACTION: edge whitespace is held back (the block's value is trimmed).
-    pub(super) trim: bool,
-    /// ACTION: a character other than whitespace went out.
-    pub(super) started: bool,
-    /// ACTION: whitespace held back, each run with whether it is CDATA content.
-    pub(super) held: Vec<(String, bool)>,
-    /// ACTION: where the previous piece ended, and whether its run is CDATA content.
-    pub(super) prev_end: usize,
-    pub(super) cdata: bool,
-    /// ACTION: the value begins with CDATA: one line break right after `<![CDATA[` is
-    /// dropped (`pending_cr`: a `\r` waits for the next piece).
-    pub(super) strip_newline: bool,
-    pub(super) pending_cr: bool,
-}
-
-/// One ACTION piece of a streaming string value into `out`, by the block's edge rules
-/// (action-xml's crate docs): a value's leading text whitespace and blank text runs are
-/// dropped, a leading CDATA section loses one line break, trailing whitespace is held
-/// until more text follows (the rest is decided at [`Emitter::param_end`]).
-///
-/// Pieces carry no CDATA flag: a run of pieces that starts after a gap of exactly 9
-/// bytes (`<![CDATA[`) or 12 (`]]><![CDATA[`) from the previous piece is taken as CDATA
-/// content. A comment of exactly that length would be taken for one; the block's check
-/// at close catches any difference.
-pub(super) fn action_piece(
-    param: &mut StreamingParam,
-    text: &str,
-    span: tam_parse::Span,
-    out: &mut String,
-) {
-    if span.start != param.prev_end {
-        param.cdata = matches!(span.start.saturating_sub(param.prev_end), 9 | 12);
-        if param.cdata && !param.started {
-            param.started = true;
-            param.held.clear();
-            param.strip_newline = true;
-        }
-    }
-    param.prev_end = span.end;
-    let mut owned;
-    let mut text = text;
-    if param.strip_newline {
-        if param.pending_cr {
-            param.pending_cr = false;
-            if let Some(rest) = text.strip_prefix('\n') {
-                text = rest;
-            } else {
-                owned = String::from("\r");
-                owned.push_str(text);
-                text = &owned;
-            }
-            param.strip_newline = false;
-        } else if text == "\r" {
-            param.pending_cr = true;
-            return;
-        } else if let Some(rest) = text
-            .strip_prefix("\r\n")
-            .or_else(|| text.strip_prefix('\n'))
-        {
-            text = rest;
-            param.strip_newline = false;
-        } else if !text.is_empty() {
-            param.strip_newline = false;
-        }
-    }
-    let body = text.trim_matches(is_xml_space);
-    if body.is_empty() {
-        if param.started && !text.is_empty() {
-            param.held.push((text.to_owned(), param.cdata));
-        }
-        return;
-    }
-    let lead = &text[..text.len() - text.trim_start_matches(is_xml_space).len()];
-    let trail = &text[text.trim_end_matches(is_xml_space).len()..];
-    if param.started {
-        for (ws, _) in param.held.drain(..) {
-            out.push_str(&ws);
-        }
-        out.push_str(lead);
-    }
-    param.started = true;
-    out.push_str(body);
-    if !trail.is_empty() {
-        param.held.push((trail.to_owned(), param.cdata));
-    }
-}
-
-/// XML whitespace: what ACTION trims from a string value's edges.
-pub(super) fn is_xml_space(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\n' | '\r')
+    /// ACTION: the value's edge rules, applied as the pieces arrive (TAM pieces are the
+    /// value as they are).
+    pub(super) edges: Option<tam::ValueEdges>,
 }
 
 /// `text` as the inside of a JSON string (escaping works character by character, so the
@@ -277,8 +190,10 @@ impl Emitter {
             MixedEvent::CommandSeen { call: 0, tool, .. } => {
                 self.stream_call(MixedProtocol::Tam, 0, &tool);
             }
-            MixedEvent::ParamStart { key, span, .. } => self.param_start(&key, span.end),
-            MixedEvent::ParamText { text, span, .. } => self.param_text(&text, span),
+            MixedEvent::ParamStart { key, .. } => self.param_start(&key),
+            MixedEvent::ParamText {
+                text, span, cdata, ..
+            } => self.param_text(&text, span, cdata),
             MixedEvent::ParamEnd { .. } => self.param_end(),
             MixedEvent::CallEnd { .. } => {
                 if let Some(open) = &mut self.open {
@@ -369,7 +284,7 @@ impl Emitter {
 
     /// A parameter begins: it streams when its call streams, its key is a `string`
     /// property of the tool's schema (exactly) and it was not streamed before.
-    pub(super) fn param_start(&mut self, key: &str, tag_end: usize) {
+    pub(super) fn param_start(&mut self, key: &str) {
         let Some(open) = &mut self.open else { return };
         open.param = None;
         let Some(slot) = open.current else { return };
@@ -392,29 +307,22 @@ impl Emitter {
         open.param = Some(StreamingParam {
             key: key.to_owned(),
             value: String::new(),
-            trim: open.protocol == MixedProtocol::Action,
-            started: false,
-            held: Vec::new(),
-            prev_end: tag_end,
-            cdata: false,
-            strip_newline: false,
-            pending_cr: false,
+            edges: (open.protocol == MixedProtocol::Action).then(tam::ValueEdges::new),
         });
         self.arguments(index, &prefix);
     }
 
     /// A piece of a streaming value goes out (ACTION: edge whitespace held back).
-    pub(super) fn param_text(&mut self, text: &str, span: tam_parse::Span) {
+    pub(super) fn param_text(&mut self, text: &str, span: tam_parse::Span, cdata: bool) {
         let Some(open) = &mut self.open else { return };
         let (Some(param), Some(slot)) = (&mut open.param, open.current) else {
             return;
         };
         let index = open.streamed[slot].index;
         let mut out = String::new();
-        if !param.trim {
-            out.push_str(text);
-        } else {
-            action_piece(param, text, span, &mut out);
+        match &mut param.edges {
+            Some(edges) => edges.push(text, span, cdata, &mut out),
+            None => out.push_str(text),
         }
         param.value.push_str(&out);
         let escaped = json_inside(&out);
@@ -428,15 +336,8 @@ impl Emitter {
             return;
         };
         let mut out = String::new();
-        // Trailing whitespace: a text run's is trimmed; the last CDATA run's is kept,
-        // except blanks after its last line break.
-        if let Some(last) = param.held.iter().rposition(|(_, cdata)| *cdata) {
-            let tail: String = param.held[..=last]
-                .iter()
-                .map(|(ws, _)| ws.as_str())
-                .collect();
-            let kept = tail.trim_end_matches([' ', '\t']);
-            out.push_str(if kept.ends_with('\n') { kept } else { &tail });
+        if let Some(edges) = &mut param.edges {
+            edges.finish(&mut out);
         }
         param.value.push_str(&out);
         let call = &mut open.streamed[slot];
