@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use tam_parse::drive::{Driver, Layer};
 use tam_parse::scan::{BlockView, ClosedBlock, Quote, ScanHandler, Scanner};
 use tam_parse::{Diagnostic, Span};
 
@@ -265,12 +266,45 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
     }
 }
 
+/// The ACTION layer of a decoder: the reader of blocks, and where in the stream the
+/// current delta began.
+#[derive(Debug)]
+pub(crate) struct Action {
+    layer: ActionLayer,
+    cursor: StreamCursor,
+}
+
+impl Layer for Action {
+    type Event<'e> = Event<'e>;
+
+    #[inline]
+    fn handler<'s, F: FnMut(Event<'_>)>(
+        &'s mut self,
+        delta: &'s [u8],
+        out: &'s mut F,
+    ) -> impl ScanHandler + 's {
+        Sink {
+            layer: &mut self.layer,
+            cursor: &self.cursor,
+            delta,
+            out,
+        }
+    }
+
+    fn delta_done(&mut self, delta: &[u8]) {
+        self.cursor.finish_delta(delta);
+    }
+
+    fn stream_done(&mut self) {
+        self.layer.reset();
+        self.cursor = StreamCursor::default();
+    }
+}
+
 /// The streaming ACTION decoder. See the [crate documentation](crate).
 #[derive(Debug)]
 pub struct Decoder {
-    scanner: Scanner,
-    layer: ActionLayer,
-    cursor: StreamCursor,
+    driver: Driver<Action>,
 }
 
 impl Default for Decoder {
@@ -283,11 +317,14 @@ impl Decoder {
     /// A decoder with `config`; it reports argument events ([`Event::CallStart`] …
     /// [`Event::CallEnd`]).
     pub fn new(config: Config) -> Self {
-        Decoder {
-            scanner: Scanner::new(grammar(), config.max_block_bytes)
-                .with_reasoning(config.reasoning_tags),
+        let scanner =
+            Scanner::new(grammar(), config.max_block_bytes).with_reasoning(config.reasoning_tags);
+        let action = Action {
             layer: ActionLayer::new(config, true),
             cursor: StreamCursor::default(),
+        };
+        Decoder {
+            driver: Driver::new(scanner, action),
         }
     }
 
@@ -296,95 +333,22 @@ impl Decoder {
     /// [`Event::ParamText`], [`Event::ParamEnd`] or [`Event::CallEnd`], every other
     /// event the same, and nothing spent on them. Call it before the first `feed`.
     pub fn with_param_events(mut self, on: bool) -> Self {
-        self.layer = ActionLayer::new(self.layer.config, on);
+        let layer = &mut self.driver.layer_mut().layer;
+        *layer = ActionLayer::new(layer.config, on);
         self
     }
 
     /// Whether argument events are reported (see [`Decoder::with_param_events`]).
     pub fn param_events(&self) -> bool {
-        self.layer.streaming()
+        self.driver.layer().layer.streaming()
     }
 
     /// The settings.
     pub fn config(&self) -> &Config {
-        &self.layer.config
+        &self.driver.layer().layer.config
     }
 
-    /// Stream offset of the next byte to be fed.
-    pub fn position(&self) -> usize {
-        self.scanner.position()
-    }
-
-    /// Bytes held: prose held back (a possible `<ACTION` prefix, at most 23 bytes; with
-    /// reasoning tags, a possible `<thinking>` or close tag, at most 34) or the
-    /// open block.
-    pub fn buffered(&self) -> usize {
-        self.scanner.buffered()
-    }
-
-    /// Feeds one text delta; events go to `on_event` as soon as they are decided.
-    pub fn feed(&mut self, delta: &str, mut on_event: impl FnMut(Event<'_>)) {
-        let mut sink = Sink {
-            layer: &mut self.layer,
-            cursor: &self.cursor,
-            delta: delta.as_bytes(),
-            out: &mut on_event,
-        };
-        self.scanner.feed(delta, &mut sink);
-        self.cursor.finish_delta(delta.as_bytes());
-    }
-
-    /// Feeds one byte delta. A UTF-8 character may be split across byte deltas; invalid
-    /// UTF-8 gets an `invalid_utf8` diagnostic (inside a block, U+FFFD stands in for it).
-    pub fn feed_bytes(&mut self, delta: &[u8], mut on_event: impl FnMut(Event<'_>)) {
-        let mut sink = Sink {
-            layer: &mut self.layer,
-            cursor: &self.cursor,
-            delta,
-            out: &mut on_event,
-        };
-        self.scanner.feed_bytes(delta, &mut sink);
-        self.cursor.finish_delta(delta);
-    }
-
-    /// Ends the stream: emits held-back prose, and a block left open (parsed as received,
-    /// with warning `missing_close_tag`).
-    pub fn finish(mut self, on_event: impl FnMut(Event<'_>)) {
-        self.finish_in_place(on_event);
-    }
-
-    /// Like [`Decoder::finish`], leaving the decoder ready for a new stream.
-    pub fn finish_in_place(&mut self, mut on_event: impl FnMut(Event<'_>)) {
-        let mut sink = Sink {
-            layer: &mut self.layer,
-            cursor: &self.cursor,
-            delta: &[],
-            out: &mut on_event,
-        };
-        self.scanner.finish(&mut sink);
-        self.layer.reset();
-        self.cursor = StreamCursor::default();
-    }
-
-    /// Ends a stream that was cut (`finish_reason: "length"`, a transport error): like
-    /// [`Decoder::finish`], but no end-of-stream repair applies to a block open at the cut:
-    /// it yields no call.
-    pub fn finish_cut(mut self, on_event: impl FnMut(Event<'_>)) {
-        self.finish_cut_in_place(on_event);
-    }
-
-    /// Like [`Decoder::finish_cut`], leaving the decoder ready for a new stream.
-    pub fn finish_cut_in_place(&mut self, mut on_event: impl FnMut(Event<'_>)) {
-        let mut sink = Sink {
-            layer: &mut self.layer,
-            cursor: &self.cursor,
-            delta: &[],
-            out: &mut on_event,
-        };
-        self.scanner.finish_cut(&mut sink);
-        self.layer.reset();
-        self.cursor = StreamCursor::default();
-    }
+    tam_parse::decoder_methods!(driver, Event);
 }
 
 #[cfg(test)]
@@ -488,9 +452,9 @@ mod tests {
             decoder.feed(&delta, |e| blocks += matches!(e, Event::Block(_)) as usize);
             assert_eq!(blocks, n);
             assert!(
-                decoder.cursor.scanned() <= delta.len(),
+                decoder.driver.layer().cursor.scanned() <= delta.len(),
                 "{n} blocks: {} bytes looked at for a delta of {}",
-                decoder.cursor.scanned(),
+                decoder.driver.layer().cursor.scanned(),
                 delta.len()
             );
         }

@@ -93,7 +93,10 @@ pub enum Event<'a> {
         /// rule: [`crate::ValueEdges`] turns the pieces of a string value into the value.
         /// Pieces of one section touch (each `span` ends where the next begins); two
         /// sections never do.
-        #[cfg_attr(feature = "serde", serde(default))]
+        #[cfg_attr(
+            feature = "serde",
+            serde(default, skip_serializing_if = "std::ops::Not::not")
+        )]
         cdata: bool,
     },
     /// The parameter element closed: `span` is the whole element.

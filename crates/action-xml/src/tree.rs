@@ -10,7 +10,7 @@ use roxmltree::Node;
 use serde_json::map::Entry;
 use serde_json::{Map, Value};
 use tam_parse::scan::OffsetMap;
-use tam_parse::{ByteString, Diagnostic, Span};
+use tam_parse::{ByteString, Diagnostic, Span, preview};
 
 use crate::call::{ActionCall, ActionParam};
 use crate::codes;
@@ -75,14 +75,6 @@ fn insert_value<'k>(
 
 fn trim_end_xml(s: &str) -> &str {
     s.trim_end_matches([' ', '\t', '\n', '\r'])
-}
-
-fn preview(text: &str) -> String {
-    let t = trim_xml(text);
-    match t.char_indices().nth(PREVIEW_CHARS) {
-        Some((i, _)) => format!("{}…", &t[..i]),
-        None => t.to_owned(),
-    }
 }
 
 impl TreeReader<'_> {
@@ -235,7 +227,7 @@ impl TreeReader<'_> {
         self.diagnostics.push(Diagnostic::warning(
             codes::STRAY_TEXT,
             self.span(start..end.max(start)),
-            format!("{what}: '{}'", preview(text)),
+            format!("{what}: '{}'", preview(trim_xml(text), PREVIEW_CHARS)),
         ));
     }
 

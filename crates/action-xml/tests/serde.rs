@@ -106,8 +106,7 @@ fn borrowed_events_serialize_as_owned_ones() {
         span: Span::new(40, 52),
         cdata: false,
     };
-    let expected =
-        json!({"type": "param_text", "text": "<p>x</p> & y", "span": [40, 52], "cdata": false});
+    let expected = json!({"type": "param_text", "text": "<p>x</p> & y", "span": [40, 52]});
     assert_eq!(serde_json::to_value(&borrowed).unwrap(), expected);
     let owned = borrowed.clone().into_owned();
     assert_eq!(
@@ -163,7 +162,7 @@ fn a_decoded_stream_serializes_to_the_expected_json_however_it_is_split() {
         {"type": "param_text", "text": "src/lib.rs", "span": path_content},
         {"type": "param_end", "span": path},
         {"type": "param_start", "key": "content", "span": span_of(REPLY, "<content>")},
-        {"type": "param_text", "text": code, "span": span_of(REPLY, code)},
+        {"type": "param_text", "text": code, "span": span_of(REPLY, code), "cdata": true},
         {"type": "param_end", "span": content},
         {"type": "call_end", "index": 0, "span": write},
         {"type": "call_start", "index": 1, "tool": "workflow:tag", "span": span_of(REPLY, "<workflow:tag>")},

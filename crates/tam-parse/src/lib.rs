@@ -288,7 +288,7 @@ mod block;
 pub mod codec;
 mod decoder;
 mod diagnostic;
-mod drive;
+pub mod drive;
 mod entry;
 mod render;
 pub mod scan;

@@ -38,19 +38,6 @@ pub(super) fn forward_tam<'a, F: FnMut(MixedEvent<'_>)>(
     move |event| out(MixedEvent::from(event))
 }
 
-/// `out`, without argument events unless `param_events` (off, neither layer computes them;
-/// the filter is what guarantees it).
-pub(super) fn filter<F: FnMut(MixedEvent<'_>)>(
-    param_events: bool,
-    mut out: F,
-) -> impl FnMut(MixedEvent<'_>) {
-    move |event| {
-        if param_events || !event.is_argument_event() {
-            out(event);
-        }
-    }
-}
-
 pub(super) struct MixedSink<'s, F> {
     pub(super) tam: &'s mut BlockParser,
     pub(super) action: &'s mut ActionLayer,

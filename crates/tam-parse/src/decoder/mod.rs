@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use crate::diagnostic::Span;
+use crate::drive::{Driver, Layer};
 use crate::scan::{BlockView, ClosedBlock, Quote, ScanHandler, Scanner};
 
 mod builder;
@@ -86,11 +87,24 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
     }
 }
 
+/// The TAM layer: the block parser reads the blocks the scanner finds.
+impl Layer for BlockParser {
+    type Event<'e> = Event<'e>;
+
+    #[inline]
+    fn handler<'s, F: FnMut(Event<'_>)>(
+        &'s mut self,
+        _delta: &'s [u8],
+        out: &'s mut F,
+    ) -> impl ScanHandler + 's {
+        Sink { parser: self, out }
+    }
+}
+
 /// The streaming TAM decoder. See the [crate documentation](crate).
 #[derive(Debug)]
 pub struct Decoder {
-    scanner: Scanner,
-    parser: BlockParser,
+    driver: Driver<BlockParser>,
 }
 
 impl Default for Decoder {
@@ -102,77 +116,19 @@ impl Default for Decoder {
 impl Decoder {
     /// A decoder with `config`.
     pub fn new(config: Config) -> Self {
+        let scanner = Scanner::new(config.dialect.grammar(), config.max_block_bytes)
+            .with_reasoning(config.reasoning_tags);
         Decoder {
-            scanner: Scanner::new(config.dialect.grammar(), config.max_block_bytes)
-                .with_reasoning(config.reasoning_tags),
-            parser: BlockParser::new(config),
+            driver: Driver::new(scanner, BlockParser::new(config)),
         }
     }
 
     /// The settings.
     pub fn config(&self) -> &Config {
-        &self.parser.config
+        &self.driver.layer().config
     }
 
-    /// Stream offset of the next byte to be fed.
-    pub fn position(&self) -> usize {
-        self.scanner.position()
-    }
-
-    /// Bytes held: prose held back (fewer than the start marker's length) or the open
-    /// block.
-    pub fn buffered(&self) -> usize {
-        self.scanner.buffered()
-    }
-
-    /// Feeds one text delta; events go to `on_event` as soon as they are decided.
-    pub fn feed(&mut self, delta: &str, mut on_event: impl FnMut(Event<'_>)) {
-        let mut sink = Sink {
-            parser: &mut self.parser,
-            out: &mut on_event,
-        };
-        self.scanner.feed(delta, &mut sink);
-    }
-
-    /// Feeds one byte delta. A UTF-8 character may be split across byte deltas; invalid
-    /// UTF-8 gets an `invalid_utf8` diagnostic (inside a block, U+FFFD stands in the value).
-    pub fn feed_bytes(&mut self, delta: &[u8], mut on_event: impl FnMut(Event<'_>)) {
-        let mut sink = Sink {
-            parser: &mut self.parser,
-            out: &mut on_event,
-        };
-        self.scanner.feed_bytes(delta, &mut sink);
-    }
-
-    /// Ends the stream: emits held-back prose and reports a block left open.
-    pub fn finish(mut self, on_event: impl FnMut(Event<'_>)) {
-        self.finish_in_place(on_event);
-    }
-
-    /// Like [`Decoder::finish`], leaving the decoder ready for a new stream.
-    pub fn finish_in_place(&mut self, mut on_event: impl FnMut(Event<'_>)) {
-        let mut sink = Sink {
-            parser: &mut self.parser,
-            out: &mut on_event,
-        };
-        self.scanner.finish(&mut sink);
-    }
-
-    /// Ends a stream that was cut (`finish_reason: "length"`, a transport error): like
-    /// [`Decoder::finish`], but no end-of-stream repair applies to a block open at the cut:
-    /// it yields no call.
-    pub fn finish_cut(mut self, on_event: impl FnMut(Event<'_>)) {
-        self.finish_cut_in_place(on_event);
-    }
-
-    /// Like [`Decoder::finish_cut`], leaving the decoder ready for a new stream.
-    pub fn finish_cut_in_place(&mut self, mut on_event: impl FnMut(Event<'_>)) {
-        let mut sink = Sink {
-            parser: &mut self.parser,
-            out: &mut on_event,
-        };
-        self.scanner.finish_cut(&mut sink);
-    }
+    crate::decoder_methods!(driver, Event);
 }
 
 /// Decodes a whole text at once: the events of feeding it as one delta, then finishing.
