@@ -161,3 +161,74 @@ fn progress_streams_arguments_of_both_protocols() {
         .collect();
     assert_eq!(calls, [1, 1, 0], "the cut block yields no call");
 }
+
+/// A model that repeats a start marker (open, quoted, in ACTION or TAM) gets output about
+/// the size of its text: touching text is one line, and at most 16 diagnostics of one code
+/// are written, then one `diagnostics_suppressed` warning counts the rest. No text is lost.
+#[test]
+fn a_repeated_marker_gives_output_about_its_size() {
+    let cases = [
+        ("<|[REQUEST_TOOL]|>".repeat(2000), "marker_in_prose"),
+        ("`<ACTION>` ".repeat(2000), "marker_in_prose"),
+        ("`<|[REQUEST_TOOL]|>` ".repeat(2000), "marker_in_prose"),
+    ];
+    for (input, code) in cases {
+        let output = run(&["decode"], input.as_bytes());
+        assert_eq!(output.code, Some(0));
+        assert!(
+            output.stdout.len() < input.len() * 3 / 2,
+            "{} bytes of output for {} of input",
+            output.stdout.len(),
+            input.len()
+        );
+        let values = ndjson(&output.stdout);
+        let text: String = values.iter().filter_map(|l| l["text"].as_str()).collect();
+        assert_eq!(text, input, "every byte is text");
+        let of_code = values.iter().filter(|l| l["code"] == code).count();
+        assert_eq!(of_code, 16);
+        let notes: Vec<_> = values
+            .iter()
+            .filter(|l| l["code"] == "diagnostics_suppressed")
+            .collect();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        let message = notes[0]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("{} more '{code}'", 2000 - 16)),
+            "{message}"
+        );
+    }
+}
+
+/// Blocks keep their lines; past 16, a block's diagnostics of a code already written 16
+/// times are left out of its line and counted at the end.
+#[test]
+fn blocks_keep_their_lines_and_diagnostics_are_capped_per_code() {
+    let input = "<ACTION>x</ACTION>".repeat(20);
+    let output = run(&["decode"], input.as_bytes());
+    let values = ndjson(&output.stdout);
+    let blocks: Vec<_> = values
+        .iter()
+        .filter(|l| l["type"] == "tool_calls")
+        .collect();
+    assert_eq!(blocks.len(), 20);
+    let stray: usize = blocks
+        .iter()
+        .map(|b| {
+            b["diagnostics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| d["code"] == "stray_text")
+                .count()
+        })
+        .sum();
+    assert_eq!(stray, 16);
+    assert!(
+        values.iter().any(|l| l["code"] == "diagnostics_suppressed"
+            && l["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("4 more 'stray_text'")),
+        "{values:?}"
+    );
+}

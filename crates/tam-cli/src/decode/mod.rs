@@ -60,13 +60,15 @@ default: the tool_calls line is authoritative. --progress adds
   {\"type\":\"param_start\",\"protocol\":P,\"key\":S,\"span\":[a,b]}
       when a parameter's value begins (TAM: `command` too, key as written)
   {\"type\":\"param_text\",\"protocol\":P,\"text\":S,\"span\":[a,b]}
-      a piece of the value; pieces may be split anywhere
+      a piece of the value; pieces may be split anywhere; an ACTION piece of CDATA
+      content has \"cdata\":true
   {\"type\":\"param_end\",\"protocol\":P,\"span\":[a,b]}
       when the value closes
   {\"type\":\"call_end\",\"protocol\":\"action\",\"index\":N,\"span\":[a,b]}
       when an ACTION call element closes
 The param_text pieces of one parameter joined are its value (TAM: exactly; ACTION: the
-content as written, references decoded, untrimmed). They are for UIs: a call runs only
+content as written, references decoded, line ends in text as XML reads them, edges not
+yet trimmed: the block trims them, as tam::ValueEdges does while they stream). They are for UIs: a call runs only
 from its tool_calls line, and a block the stream ends inside never gets one. Also:
   {\"type\":\"block_start\",\"protocol\":P,\"span\":[a,b]}     when a start marker or <ACTION> is seen
   {\"type\":\"reasoning_start\",\"span\":[a,b]}, {\"type\":\"reasoning_end\",\"span\":[a,b]}
@@ -252,7 +254,8 @@ impl<W: Write> Pipeline<W> {
         let mut written = Ok(());
         self.decoder
             .feed(delta, event_writer(&mut self.writer, &mut written));
-        written
+        written?;
+        self.writer.flush_text()
     }
 
     /// Feeds a byte delta and writes the events it decides.
@@ -260,7 +263,8 @@ impl<W: Write> Pipeline<W> {
         let mut written = Ok(());
         self.decoder
             .feed_bytes(delta, event_writer(&mut self.writer, &mut written));
-        written
+        written?;
+        self.writer.flush_text()
     }
 
     /// Writes a diagnostic about the input framing, at the decoded offset reached.
@@ -295,7 +299,8 @@ impl<W: Write> Pipeline<W> {
             self.decoder
                 .finish(event_writer(&mut self.writer, &mut written));
         }
-        written
+        written?;
+        self.writer.finish()
     }
 }
 

@@ -11,8 +11,10 @@
 //! own impls, the call shape `{"tool","args"}` built there from the blocks' calls). This
 //! module only chooses which events get a line and whether diagnostics keep `raw`:
 //!
-//! * an empty text event writes nothing; reasoning (a `<think>` section of the reply) is
-//!   `{"type":"reasoning","text":S}`, written like text;
+//! * an empty text event writes nothing; text events that touch are one line, written
+//!   when something else is or when the delta is done (not one line per event: a model
+//!   repeating a quoted marker would get a line per marker); reasoning (a `<think>`
+//!   section of the reply) is `{"type":"reasoning","text":S}`, written like text;
 //! * without `--progress`, `block_start`, `reasoning_start`, `reasoning_end` (each with
 //!   its `span`: the tags), `command_seen` and the argument lines
 //!   (`call_start`, `param_start`, `param_text`, `param_end`, `call_end`) are not written;
@@ -22,12 +24,24 @@
 //! * a diagnostic's `raw` (the model's text it is about: an unterminated block, stray
 //!   text, an orphan entry) is written only with `--with-raw`. Without it, an event whose
 //!   diagnostics carry `raw` is written from a copy without it (only such events are
-//!   copied: the common line is serialized straight from the decoder's event).
+//!   copied: the common line is serialized straight from the decoder's event);
+//! * at most [`PER_CODE`] diagnostics of one code are written per stream, on their own
+//!   lines and inside `tool_calls` lines alike: a model that repeats a marker thousands of
+//!   times would otherwise get a warning line for each (15 times the size of its text).
+//!   At the end, one `diagnostics_suppressed` warning per code says how many more there
+//!   were. Text and blocks are never left out.
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use tam::Event as MixedEvent;
-use tam_parse::Diagnostic;
+use tam_parse::{Code, Diagnostic, Span};
+
+/// Diagnostics of one code written per stream, at most.
+pub(crate) const PER_CODE: usize = 16;
+
+/// The warning that counts the diagnostics of a code left out.
+const DIAGNOSTICS_SUPPRESSED: Code = Code::new("diagnostics_suppressed");
 
 /// What to write besides text, tool calls and diagnostics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -43,13 +57,23 @@ pub(crate) struct Extras {
 pub(crate) struct NdjsonWriter<W: Write> {
     out: W,
     extras: Extras,
+    /// Per code: diagnostics seen, and the span of the last one left out.
+    seen: BTreeMap<Code, (usize, Span)>,
+    /// Text (or, when true, reasoning) not written yet: adjacent pieces decided by one
+    /// delta are one line.
+    pending: Option<(bool, String, Span)>,
 }
 
 impl<W: Write> NdjsonWriter<W> {
     /// A writer to `out` (give it a buffered writer: each line is written whole, then
     /// flushed).
     pub(crate) fn new(out: W, extras: Extras) -> Self {
-        NdjsonWriter { out, extras }
+        NdjsonWriter {
+            out,
+            extras,
+            seen: BTreeMap::new(),
+            pending: None,
+        }
     }
 
     /// Writes the line of `event`, if it has one, and flushes.
@@ -72,10 +96,84 @@ impl<W: Write> NdjsonWriter<W> {
         if !written {
             return Ok(());
         }
-        match self.without_raw(event) {
+        if let MixedEvent::Text { text, span } | MixedEvent::Reasoning { text, span } = event {
+            let reasoning = matches!(event, MixedEvent::Reasoning { .. });
+            match &mut self.pending {
+                Some((r, pending, at)) if *r == reasoning && at.end == span.start => {
+                    pending.push_str(text);
+                    at.end = span.end;
+                    return Ok(());
+                }
+                _ => {
+                    self.flush_text()?;
+                    self.pending = Some((reasoning, text.to_string(), *span));
+                    return Ok(());
+                }
+            }
+        }
+        if let MixedEvent::Diagnostic(d) = event
+            && !self.keep(d)
+        {
+            return Ok(());
+        }
+        self.flush_text()?;
+        let over = match event {
+            MixedEvent::Diagnostic(_) => false,
+            MixedEvent::TamBlock(b) => b.diagnostics.iter().fold(false, |o, d| !self.keep(d) | o),
+            MixedEvent::ActionBlock(b) => {
+                b.diagnostics.iter().fold(false, |o, d| !self.keep(d) | o)
+            }
+            _ => false,
+        };
+        match self.without_raw(event, over) {
             Some(copy) => self.write_line(&copy),
             None => self.write_line(event),
         }
+    }
+
+    /// Writes the text held (call it when a delta is done: text is written once per
+    /// delta at the latest).
+    pub(crate) fn flush_text(&mut self) -> io::Result<()> {
+        let Some((reasoning, text, span)) = self.pending.take() else {
+            return Ok(());
+        };
+        let text = std::borrow::Cow::Owned(text);
+        if reasoning {
+            self.write_line(&MixedEvent::Reasoning { text, span })
+        } else {
+            self.write_line(&MixedEvent::Text { text, span })
+        }
+    }
+
+    /// Counts `d`; false when its code has had [`PER_CODE`] lines already.
+    fn keep(&mut self, d: &Diagnostic) -> bool {
+        let (count, last) = self.seen.entry(d.code).or_insert((0, d.span));
+        *count += 1;
+        if *count > PER_CODE {
+            *last = d.span;
+            return false;
+        }
+        true
+    }
+
+    /// Ends the stream's output: one `diagnostics_suppressed` warning per code that had
+    /// more than [`PER_CODE`] diagnostics.
+    pub(crate) fn finish(&mut self) -> io::Result<()> {
+        self.flush_text()?;
+        let seen = std::mem::take(&mut self.seen);
+        for (code, (count, last)) in seen.into_iter().filter(|(_, (n, _))| *n > PER_CODE) {
+            let note = Diagnostic::warning(
+                DIAGNOSTICS_SUPPRESSED,
+                last,
+                format!(
+                    "{} more '{}' diagnostics were not written (at most {PER_CODE} of one code are); the last at this span",
+                    count - PER_CODE,
+                    code.as_str()
+                ),
+            );
+            self.write_line(&MixedEvent::Diagnostic(note))?;
+        }
+        Ok(())
     }
 
     /// Writes a diagnostic about the input itself (a malformed SSE or delta line) and
@@ -84,30 +182,53 @@ impl<W: Write> NdjsonWriter<W> {
         self.write_event(&MixedEvent::Diagnostic(diagnostic.clone()))
     }
 
-    /// A copy of `event` without its diagnostics' `raw`, when it has one and `--with-raw`
-    /// was not given; `None` when `event` is written as it is.
-    fn without_raw(&self, event: &MixedEvent<'_>) -> Option<MixedEvent<'static>> {
-        if self.extras.raw {
+    /// A copy of `event` without its diagnostics' `raw` (when it has one and `--with-raw`
+    /// was not given) and, when `over`, without the diagnostics whose code is past
+    /// [`PER_CODE`]; `None` when `event` is written as it is.
+    fn without_raw(&self, event: &MixedEvent<'_>, over: bool) -> Option<MixedEvent<'static>> {
+        let keep_raw = self.extras.raw;
+        if keep_raw && !over {
             return None;
         }
-        let has_raw = |diagnostics: &[Diagnostic]| diagnostics.iter().any(|d| d.raw.is_some());
+        let seen = &self.seen;
+        let changes = |diagnostics: &[Diagnostic]| {
+            over || (!keep_raw && diagnostics.iter().any(|d| d.raw.is_some()))
+        };
         let strip = |diagnostics: &mut Vec<Diagnostic>| {
-            for diagnostic in diagnostics {
-                diagnostic.raw = None;
+            if over {
+                // The first PER_CODE of a code were written; this block's are past them
+                // when the count (which includes this block's) is over.
+                let mut left: BTreeMap<Code, usize> = BTreeMap::new();
+                for d in diagnostics.iter() {
+                    *left.entry(d.code).or_default() += 1;
+                }
+                diagnostics.retain(|d| {
+                    let total = seen.get(&d.code).map_or(0, |s| s.0);
+                    let n = left.get_mut(&d.code).expect("counted above");
+                    // This one is number `total - n + 1` of its code.
+                    let number = total + 1 - *n;
+                    *n -= 1;
+                    number <= PER_CODE
+                });
+            }
+            if !keep_raw {
+                for diagnostic in diagnostics {
+                    diagnostic.raw = None;
+                }
             }
         };
         match event {
-            MixedEvent::Diagnostic(diagnostic) if diagnostic.raw.is_some() => {
+            MixedEvent::Diagnostic(diagnostic) if !keep_raw && diagnostic.raw.is_some() => {
                 let mut copy = diagnostic.clone();
                 copy.raw = None;
                 Some(MixedEvent::Diagnostic(copy))
             }
-            MixedEvent::TamBlock(block) if has_raw(&block.diagnostics) => {
+            MixedEvent::TamBlock(block) if changes(&block.diagnostics) => {
                 let mut copy = block.clone();
                 strip(&mut copy.diagnostics);
                 Some(MixedEvent::TamBlock(copy))
             }
-            MixedEvent::ActionBlock(block) if has_raw(&block.diagnostics) => {
+            MixedEvent::ActionBlock(block) if changes(&block.diagnostics) => {
                 let mut copy = block.clone();
                 strip(&mut copy.diagnostics);
                 Some(MixedEvent::ActionBlock(copy))
