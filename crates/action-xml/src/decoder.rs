@@ -291,10 +291,12 @@ impl Layer for Action {
         }
     }
 
+    #[inline]
     fn delta_done(&mut self, delta: &[u8]) {
         self.cursor.finish_delta(delta);
     }
 
+    #[inline]
     fn stream_done(&mut self) {
         self.layer.reset();
         self.cursor = StreamCursor::default();

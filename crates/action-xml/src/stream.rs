@@ -39,7 +39,7 @@ use tam_parse::Span;
 use crate::event::Event;
 use crate::fence::is_fence_line;
 use crate::prescan::{RegionKind, RegionRef};
-use crate::xml_chars::{find2, is_name_char_at, is_xml_space, name_end, reference_len};
+use crate::xml_chars::{find3, is_name_char_at, is_xml_space, name_end, reference_len};
 
 /// Where the streamer is in the block.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -593,12 +593,10 @@ impl Streamer {
 /// the next ones begin).
 fn next_stop_in_value(b: &[u8], mut from: usize, own: u8, regions: [usize; 2]) -> Option<usize> {
     loop {
-        let found = find2(b, from, b'<', b'&');
-        // A `\r` before it is a line end to read (rare: searched only up to the stop).
-        if let Some(cr) = memchr::memchr(b'\r', &b[from..found.unwrap_or(b.len())]) {
-            return Some(from + cr);
+        let at = find3(b, from, b'<', b'&', b'\r')?;
+        if b[at] == b'\r' {
+            return Some(at);
         }
-        let at = found?;
         if regions.contains(&at) {
             return Some(at);
         }

@@ -33,11 +33,6 @@ pub trait Layer {
 
     /// Called after the stream ended: the layer is ready for a new stream.
     fn stream_done(&mut self) {}
-
-    /// Events to pass on: `None` (the default) passes every event.
-    fn filter(&self) -> Option<fn(&Self::Event<'_>) -> bool> {
-        None
-    }
 }
 
 /// A [`Scanner`] and a [`Layer`]: the body of every decoder of the family.
@@ -75,8 +70,7 @@ impl<L: Layer> Driver<L> {
 
     /// Feeds one text delta.
     #[inline]
-    pub fn feed(&mut self, delta: &str, on_event: impl FnMut(L::Event<'_>)) {
-        let mut on_event = keep_only::<L, _>(self.layer.filter(), on_event);
+    pub fn feed(&mut self, delta: &str, mut on_event: impl FnMut(L::Event<'_>)) {
         let mut handler = self.layer.handler(delta.as_bytes(), &mut on_event);
         self.scanner.feed(delta, &mut handler);
         drop(handler);
@@ -85,8 +79,7 @@ impl<L: Layer> Driver<L> {
 
     /// Feeds one byte delta (a UTF-8 character may be split across deltas).
     #[inline]
-    pub fn feed_bytes(&mut self, delta: &[u8], on_event: impl FnMut(L::Event<'_>)) {
-        let mut on_event = keep_only::<L, _>(self.layer.filter(), on_event);
+    pub fn feed_bytes(&mut self, delta: &[u8], mut on_event: impl FnMut(L::Event<'_>)) {
         let mut handler = self.layer.handler(delta, &mut on_event);
         self.scanner.feed_bytes(delta, &mut handler);
         drop(handler);
@@ -95,8 +88,7 @@ impl<L: Layer> Driver<L> {
 
     /// Ends the stream (`cut`: it was cut, so a block open at the end gives no call) and
     /// readies the driver for a new one.
-    pub fn finish(&mut self, cut: bool, on_event: impl FnMut(L::Event<'_>)) {
-        let mut on_event = keep_only::<L, _>(self.layer.filter(), on_event);
+    pub fn finish(&mut self, cut: bool, mut on_event: impl FnMut(L::Event<'_>)) {
         let mut handler = self.layer.handler(&[], &mut on_event);
         if cut {
             self.scanner.finish_cut(&mut handler);
@@ -105,19 +97,6 @@ impl<L: Layer> Driver<L> {
         }
         drop(handler);
         self.layer.stream_done();
-    }
-}
-
-/// `out`, passing only the events `keep` keeps (all without it).
-#[inline]
-fn keep_only<L: Layer, F: FnMut(L::Event<'_>)>(
-    keep: Option<fn(&L::Event<'_>) -> bool>,
-    mut out: F,
-) -> impl FnMut(L::Event<'_>) {
-    move |event| {
-        if keep.is_none_or(|keep| keep(&event)) {
-            out(event);
-        }
     }
 }
 

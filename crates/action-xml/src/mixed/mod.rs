@@ -62,29 +62,32 @@ impl Layer for Mixed {
         delta: &'s [u8],
         out: &'s mut F,
     ) -> impl ScanHandler + 's {
+        // Off, neither layer computes argument events; this filter is what guarantees it.
+        let param_events = self.param_events;
         MixedSink {
             tam: &mut self.tam,
             action: &mut self.action,
             open_kind: &mut self.open_kind,
             cursor: &self.cursor,
             delta,
-            out,
+            out: move |e: MixedEvent<'_>| {
+                if param_events || !e.is_argument_event() {
+                    out(e)
+                }
+            },
         }
     }
 
+    #[inline]
     fn delta_done(&mut self, delta: &[u8]) {
         self.cursor.finish_delta(delta);
     }
 
+    #[inline]
     fn stream_done(&mut self) {
         self.action.reset();
         self.open_kind = None;
         self.cursor = StreamCursor::default();
-    }
-
-    /// Off, neither layer computes argument events; the filter is what guarantees it.
-    fn filter(&self) -> Option<fn(&MixedEvent<'_>) -> bool> {
-        (!self.param_events).then_some(|e: &MixedEvent<'_>| !e.is_argument_event())
     }
 }
 

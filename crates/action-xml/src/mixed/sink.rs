@@ -44,7 +44,7 @@ pub(super) struct MixedSink<'s, F> {
     pub(super) open_kind: &'s mut Option<usize>,
     pub(super) cursor: &'s StreamCursor,
     pub(super) delta: &'s [u8],
-    pub(super) out: &'s mut F,
+    pub(super) out: F,
 }
 
 impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
@@ -58,7 +58,7 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
     fn quoted_marker(&mut self, kind: usize, marker: Span, quote: Quote) {
         if kind == KIND_TAM {
             self.tam
-                .quoted_marker(marker, quote, &mut forward_tam(self.out));
+                .quoted_marker(marker, quote, &mut forward_tam(&mut self.out));
         } else {
             (self.out)(MixedEvent::Diagnostic(quoted_tag(marker, quote)));
         }
@@ -82,7 +82,8 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
     fn block_opened(&mut self, kind: usize, marker: Span) {
         *self.open_kind = Some(kind);
         if kind == KIND_TAM {
-            self.tam.block_opened(marker, &mut forward_tam(self.out));
+            self.tam
+                .block_opened(marker, &mut forward_tam(&mut self.out));
         } else {
             let start = self.cursor.at(self.delta, marker.start);
             self.action.block_opened(marker, start);
@@ -108,9 +109,9 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
     fn block_progress(&mut self, view: &BlockView<'_>, settled: usize) {
         if view.kind() == KIND_TAM {
             self.tam
-                .block_progress(view, settled, &mut forward_tam(self.out));
+                .block_progress(view, settled, &mut forward_tam(&mut self.out));
         } else {
-            let out = &mut *self.out;
+            let out = &mut self.out;
             self.action
                 .progress(view, settled, &mut |e: Event<'_>| out(MixedEvent::from(e)));
         }
@@ -124,8 +125,13 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
         marker: Range<usize>,
     ) {
         if view.kind() == KIND_TAM {
-            self.tam
-                .region_closed(view, region, content, marker, &mut forward_tam(self.out));
+            self.tam.region_closed(
+                view,
+                region,
+                content,
+                marker,
+                &mut forward_tam(&mut self.out),
+            );
         } else {
             self.action.region_closed(content, marker);
         }
@@ -134,9 +140,10 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
     fn block_closed(&mut self, closed: ClosedBlock) {
         *self.open_kind = None;
         if closed.kind == KIND_TAM {
-            self.tam.block_closed(closed, &mut forward_tam(self.out));
+            self.tam
+                .block_closed(closed, &mut forward_tam(&mut self.out));
         } else {
-            let out = &mut *self.out;
+            let out = &mut self.out;
             self.action
                 .block_closed(&closed, &mut |e: Event<'_>| out(MixedEvent::from(e)));
         }
@@ -146,7 +153,7 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
         match (in_block, *self.open_kind) {
             (true, Some(KIND_TAM)) => {
                 self.tam
-                    .invalid_utf8(bytes, span, true, &mut forward_tam(self.out));
+                    .invalid_utf8(bytes, span, true, &mut forward_tam(&mut self.out));
             }
             (true, _) => self.action.invalid_utf8_in_block(invalid_utf8(bytes, span)),
             (false, _) => {
