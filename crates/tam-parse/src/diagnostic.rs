@@ -124,8 +124,9 @@ impl Code {
     /// A key longer than the configured limit; the entry was dropped (error).
     pub const KEY_TOO_LONG: Code = Code("key_too_long");
     /// A start marker that began no tool block (warning; the span is the marker's): the
-    /// model quoted it (inside inline code, on a line quoted with `>`), or the block never
-    /// closed and held no complete entry. Its bytes, marker included, were emitted as text.
+    /// model quoted it (inside inline code, on a line quoted with `>`), the block never
+    /// closed and held no complete entry, or it closed holding no entry at all. Its bytes,
+    /// marker included, were emitted as text.
     pub const MARKER_IN_PROSE: Code = Code("marker_in_prose");
     /// The block was written inside a fenced code block (```` ``` ````); it was read as a
     /// call all the same (warning, in the block's diagnostics; the span is the fence's

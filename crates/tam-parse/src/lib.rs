@@ -83,6 +83,11 @@
 //!   stream order, then a warning `marker_in_prose` (span: the marker). With one, it is
 //!   error `unterminated_block` carrying its raw text. [`Event::BlockStart`] (and any
 //!   streamed argument) came before and is superseded.
+//! * A block that closes but holds **no entry at all** (markers around prose: "write
+//!   `<|[REQUEST_TOOL]|>` then your entries, then `<|[END_TOOL]|>`", an empty block, a line
+//!   like `tool: get_weather` without values) is prose the same way: its text, then
+//!   `marker_in_prose`. A block with any entry stays a block (with `missing_command` when
+//!   none names the tool).
 //! * The end-of-stream recovery (`missing_value_close`) applies at [`Decoder::finish`]
 //!   only, never at [`Decoder::finish_cut`] (no repair on a cut stream).
 //! * A `「始」`/`「始ESCAPE」` with no key before it opens no value: it is stray text

@@ -236,3 +236,27 @@ fn invalid_bytes_in_reasoning_and_in_quoted_prose_keep_every_byte() {
         ]
     );
 }
+
+/// Markers around prose (a sentence that names both, an empty block, a malformed line
+/// that holds no entry) give no block: nothing in them could run, and their text stays
+/// text, with one `marker_in_prose` warning. A block with an entry stays a block.
+#[test]
+fn a_closed_block_holding_no_entry_is_prose() {
+    for input in [
+        "Write <|[REQUEST_TOOL]|> then your entries, then <|[END_TOOL]|> to call a tool.",
+        "Empty: <|[REQUEST_TOOL]|><|[END_TOOL]|>.",
+        "<|[REQUEST_TOOL]|>\ntool: get_weather city: Paris\n<|[END_TOOL]|>\nDone.",
+    ] {
+        let events = decode_str(input, Config::default());
+        assert!(blocks(&events).is_empty(), "{input}: {events:?}");
+        assert_eq!(text(&events), input);
+        assert_eq!(codes(&events), ["marker_in_prose"], "{input}");
+    }
+    // An entry without a command is still a block, with its error.
+    let events = decode_str(
+        "<|[REQUEST_TOOL]|>city:「始」Paris「末」<|[END_TOOL]|>",
+        Config::default(),
+    );
+    assert_eq!(blocks(&events).len(), 1);
+    assert_eq!(count(&events, Code::MISSING_COMMAND), 1);
+}

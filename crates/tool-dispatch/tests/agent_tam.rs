@@ -470,7 +470,8 @@ async fn a_block_with_only_broken_entries_gets_error_observations() {
 
 #[tokio::test]
 async fn a_model_that_never_answers_stops_at_max_rounds() {
-    let empty_block = "<|[REQUEST_TOOL]|>\n<|[END_TOOL]|>";
+    // A block with an entry but no command (a block holding no entry at all is prose).
+    let empty_block = "<|[REQUEST_TOOL]|>\ncity:「始」Paris「末」\n<|[END_TOOL]|>";
     let mut config = AgentConfig::default();
     config.max_rounds = 3;
     let played = play(config, &[empty_block, empty_block, empty_block], 64).await;

@@ -280,6 +280,8 @@ pub(super) struct BlockBuilder {
     /// Complete entries read (kept or dropped for a long key). A block that never closes
     /// is a cut call when this is non-zero, prose otherwise.
     pub(super) complete: usize,
+    /// Entries the last finished block held (complete or not).
+    pub(super) entries_read: usize,
     /// `entries[..announced]` had their `Param*` events emitted.
     pub(super) announced: usize,
     /// Streaming of the keyed value being read.
@@ -656,6 +658,7 @@ impl BlockBuilder {
             closed.span,
             &mut diags,
         );
+        self.entries_read = self.entries.len();
         self.entries.clear();
         self.announced = 0;
         Block {

@@ -156,10 +156,22 @@ impl BlockParser {
             }
             BlockEnd::Marker => {
                 let config = self.config;
-                let block = self
-                    .builder()
-                    .finish_block(&closed, closed.body.end, &config, out);
-                out(Event::Block(fenced(&closed, block)));
+                let b = self.builder();
+                let block = b.finish_block(&closed, closed.body.end, &config, out);
+                let prose = b.entries_read == 0
+                    && block.calls.is_empty()
+                    && block.diagnostics.iter().all(|d| {
+                        [Code::STRAY_TEXT, Code::MISSING_COMMAND, Code::INVALID_UTF8]
+                            .contains(&d.code)
+                    });
+                if prose {
+                    // Markers around prose ("write <|[REQUEST_TOOL]|> then <|[END_TOOL]|>"):
+                    // nothing in it could run; its text is text.
+                    let reason = "the block holds no entry";
+                    as_prose(&closed, &block.diagnostics, config.dialect, reason, out);
+                } else {
+                    out(Event::Block(fenced(&closed, block)));
+                }
             }
             BlockEnd::Eof => {
                 if !self.recover_at_eof(&closed, out) {
@@ -280,7 +292,8 @@ impl BlockParser {
             if b.complete == 0 {
                 let diags = std::mem::take(&mut b.diags);
                 b.reset(0);
-                as_prose(&closed, &diags, config.dialect, out);
+                let reason = "the block was never closed and holds no complete entry";
+                as_prose(&closed, &diags, config.dialect, reason, out);
                 return;
             }
         }
@@ -356,13 +369,15 @@ impl BlockParser {
     }
 }
 
-/// A block that never closed and holds no complete entry, given back as prose: its bytes
-/// as text in stream order (with the `invalid_utf8` diagnostics of bytes that were not
-/// UTF-8 between the pieces, where those bytes are), then warning `marker_in_prose`.
+/// A block given back as prose (it never closed and holds no complete entry, or it holds
+/// no entry at all: `reason`): its bytes as text in stream order (with the `invalid_utf8`
+/// diagnostics of bytes that were not UTF-8 between the pieces, where those bytes are),
+/// then warning `marker_in_prose`.
 pub(super) fn as_prose(
     closed: &ClosedBlock,
     diags: &[Diagnostic],
     dialect: Dialect,
+    reason: &str,
     out: &mut impl FnMut(Event<'_>),
 ) {
     let raw = &*closed.raw;
@@ -391,7 +406,7 @@ pub(super) fn as_prose(
         Code::MARKER_IN_PROSE,
         marker,
         format!(
-            "{} began no tool block: the block was never closed and holds no complete entry, so its text is prose",
+            "{} began no tool block: {reason}, so its text is prose",
             dialect.start_marker()
         ),
     )));
