@@ -48,6 +48,7 @@
 //! | `IdleTimeout` | `idle_timeout` | no byte for [`OpenAiConfig::idle_timeout`] (response headers included) |
 //! | `Sse` | `sse_event_too_large` | an event (or a whole JSON answer) over [`SseConfig::max_event_bytes`] |
 //! | `InvalidChunk` | `invalid_chunk` | an event whose data is not a JSON object |
+//! | `InvalidUtf8` | `invalid_utf8` | an event with bytes that are not UTF-8 inside the reply's text, reasoning or a native call's arguments (they would read as U+FFFD: the reply is cut before that event, so a call the bytes fall in never runs) |
 //! | `Server` | `server_error` | an event carrying an `error` object |
 //! | `MissingApiKey` | `missing_api_key` | [`OpenAiConfig::with_api_key_env`] named an unset variable |
 //! | `Client` | `client` | the HTTP client could not be built |
@@ -196,6 +197,11 @@ pub enum OpenAiError {
         /// The data, cut to 200 characters.
         data: String,
     },
+    /// An event's bytes were not UTF-8 where they carry the reply (its text, reasoning or
+    /// a native call's arguments): the reply is cut before it rather than read with U+FFFD
+    /// standing in, so no call holds bytes the model did not send.
+    #[error("the server sent bytes that are not UTF-8 in the reply: it is cut before them")]
+    InvalidUtf8,
     /// The server reported an error inside the stream.
     #[error("the server reported an error: {0}")]
     Server(String),
@@ -219,6 +225,7 @@ impl OpenAiError {
             OpenAiError::IdleTimeout(_) => "idle_timeout",
             OpenAiError::Sse(error) => error.code(),
             OpenAiError::InvalidChunk { .. } => "invalid_chunk",
+            OpenAiError::InvalidUtf8 => "invalid_utf8",
             OpenAiError::Server(_) => "server_error",
             OpenAiError::MissingApiKey { .. } => "missing_api_key",
             OpenAiError::Client(_) => "client",
@@ -475,6 +482,9 @@ impl Reading {
             return;
         }
         match read_chunk(data) {
+            Ok(chunk) if event.invalid_utf8 && chunk.items.iter().any(replaced) => {
+                self.fail(OpenAiError::InvalidUtf8)
+            }
             Ok(chunk) => {
                 self.finished |= chunk.finished();
                 self.queue.extend(chunk.items.into_iter().map(Ok));
@@ -485,6 +495,23 @@ impl Reading {
                 data: data.chars().take(200).collect(),
             }),
         }
+    }
+}
+
+/// Whether `item` carries a U+FFFD where the reply's text is: in an event that was not
+/// UTF-8, that is where the bytes were.
+fn replaced(item: &ModelItem) -> bool {
+    const REPLACEMENT: char = '\u{FFFD}';
+    match item {
+        ModelItem::Text(text) | ModelItem::Reasoning(text) => text.contains(REPLACEMENT),
+        ModelItem::ToolCallChunk(chunk) => {
+            chunk.arguments.contains(REPLACEMENT)
+                || chunk
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.contains(REPLACEMENT))
+        }
+        ModelItem::Finish(_) | ModelItem::Usage(_) => false,
     }
 }
 

@@ -551,3 +551,68 @@ async fn native_tool_calls_are_reported_and_the_model_is_told() {
     );
     assert_eq!(outcome.rounds, 2);
 }
+
+/// Bytes that are not UTF-8 inside the reply's text cut the reply before their event
+/// (error `invalid_utf8`) instead of reading as U+FFFD: a call whose argument they fall in
+/// never runs. Bytes outside the reply's text (here, in the chunk's id) change nothing.
+#[tokio::test]
+async fn bytes_that_are_not_utf8_in_the_reply_cut_it_and_run_no_call() {
+    let (head, tail) = RECORD_BLOCK.split_at(RECORD_BLOCK.find("hello").unwrap() + 2);
+    let with_bad_byte = |text: &str| {
+        let event = chunk(json!({"content": text}), None, "\n");
+        // Put 0xFF inside the JSON string, after the text's first byte.
+        let at = event.find(text).unwrap() + 1;
+        let mut bytes = event.into_bytes();
+        bytes.insert(at, 0xFF);
+        bytes
+    };
+    let stream = |bad: Vec<u8>| Reply::Stream {
+        pieces: vec![
+            (
+                Duration::ZERO,
+                chunk(
+                    json!({"content": format!("Recording.\n{head}")}),
+                    None,
+                    "\n",
+                )
+                .into_bytes(),
+            ),
+            (Duration::ZERO, bad),
+            (
+                Duration::ZERO,
+                chunk(json!({"content": tail}), Some("stop"), "\n").into_bytes(),
+            ),
+            (Duration::ZERO, b"data: [DONE]\n\n".to_vec()),
+        ],
+        drop: false,
+    };
+
+    // The client alone: the text before, then the error.
+    let server = Server::start(vec![stream(with_bad_byte("ll"))]).await;
+    let got = items(&model(&server), &user("hi")).await;
+    assert_eq!(text_of(&got), format!("Recording.\n{head}"));
+    assert!(
+        matches!(got.last(), Some(Err(e)) if e.starts_with("invalid_utf8")),
+        "{got:?}"
+    );
+
+    // Through the agent: no call runs.
+    let runs = Arc::new(AtomicUsize::new(0));
+    let server = Server::start(vec![stream(with_bad_byte("ll"))]).await;
+    let (outcome, _) = run_agent(
+        &recording_agent(ProtocolChoice::Tam, &runs),
+        &model(&server),
+    )
+    .await;
+    assert!(matches!(outcome, Err(Error::Model(_))), "{outcome:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+
+    // A bad byte in the id only: the reply reads whole.
+    let mut id_bad = chunk(json!({"content": "ll"}), None, "\n").into_bytes();
+    let at = id_bad.windows(9).position(|w| w == b"chatcmpl-").unwrap() + 4;
+    id_bad.insert(at, 0xFF);
+    let server = Server::start(vec![stream(id_bad)]).await;
+    let got = items(&model(&server), &user("hi")).await;
+    assert_eq!(text_of(&got), format!("Recording.\n{head}ll{tail}"));
+    assert!(got.iter().all(Result::is_ok), "{got:?}");
+}
