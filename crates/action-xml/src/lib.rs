@@ -326,7 +326,7 @@ pub use mixed::{MixedConfig, MixedDecoder, MixedEvent, mixed_grammar};
 pub use parsed::{Parsed, parse, parse_with};
 pub use position::LineColumn;
 pub use protocol::{Protocol, ProtocolChoice, UnknownProtocol};
-pub use render::{RenderError, render_action, render_call};
+pub use render::{RenderError, is_element_name, render_action, render_call};
 pub use tam_parse::{ByteString, Code, Diagnostic, Severity, Span};
 pub use value::ValueEdges;
 

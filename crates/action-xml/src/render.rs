@@ -57,6 +57,20 @@ impl fmt::Display for RenderError {
 
 impl std::error::Error for RenderError {}
 
+/// Whether `name` can be written as an ACTION element (a tool id or a parameter key) that
+/// reads back as written: an XML name (`get_weather`, `FileOperator.ApplyEdit`,
+/// `workflow:summarize_text`) with at most one colon, between a non-empty prefix other than
+/// `xmlns` and a local name. `a b`, `1st`, `x/y`, `a:b:c` and `xmlns:x` cannot: a model can
+/// never write a call to a tool so named.
+///
+/// ```
+/// assert!(action_xml::is_element_name("workflow:summarize_text"));
+/// assert!(!action_xml::is_element_name("get/weather"));
+/// ```
+pub fn is_element_name(name: &str) -> bool {
+    check_name(name).is_ok()
+}
+
 /// An element name the parser reads back as written: an XML name with at most one colon,
 /// between a non-empty prefix other than `xmlns` and a local name.
 fn check_name(name: &str) -> Result<(), RenderError> {

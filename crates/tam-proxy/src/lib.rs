@@ -89,7 +89,9 @@
 //! * `tools` (function definitions with JSON Schema parameters) → tool-schema definitions;
 //!   the protocol's instructions and the tool list follow the first system message's text
 //!   (after a blank line), or make a new first system message. `developer` messages are
-//!   system messages.
+//!   system messages. With ACTION, a function (or a top-level parameter) whose name is no
+//!   XML element name (`get/weather`, `1password`, `first name`) is refused (400
+//!   `invalid_tools`, naming it): a model could never write its call; TAM writes any name.
 //! * `tool_choice`: `auto` (default); `none` → no tool prompt and the text passes through
 //!   undecoded; `required` → the prompt asks for a call; a named function → only that tool
 //!   is offered and the prompt asks for it. `parallel_tool_calls: false` → the prompt asks

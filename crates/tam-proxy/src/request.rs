@@ -135,6 +135,9 @@ pub(crate) fn translate(
         }
         Some(_) => definitions,
     };
+    if protocol == Protocol::Action {
+        writable_in_action(&offered_definitions)?;
+    }
     let decode = !offered_definitions.is_empty();
     let prompt = choice.as_ref().filter(|_| decode).map(|choice| {
         let refs: Vec<&ToolDefinition> = offered_definitions.iter().collect();
@@ -193,6 +196,41 @@ pub(crate) fn translate(
         decode,
         max_calls: if parallel { usize::MAX } else { 1 },
     })
+}
+
+/// In ACTION a call is an element named by its tool and parameters: a tool (or a
+/// parameter of its top-level schema) whose name is no XML element name could never be
+/// called. Rather than offer it silently, the request is refused (400 `invalid_tools`),
+/// saying which name and what to do.
+fn writable_in_action(definitions: &[ToolDefinition]) -> Result<(), ProxyError> {
+    for definition in definitions {
+        let tool = definition.id.as_str();
+        let keys = definition
+            .parameters
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|p| p.keys());
+        let bad = std::iter::once(tool)
+            .chain(keys.map(String::as_str))
+            .find(|name| !action_xml::is_element_name(name));
+        if let Some(name) = bad {
+            let what = if name == tool {
+                format!("function name '{tool}'")
+            } else {
+                format!("parameter '{name}' of function '{tool}'")
+            };
+            return Err(ProxyError::invalid(
+                "invalid_tools",
+                format!(
+                    "{what} cannot be written as an ACTION element (an XML name: a letter or \
+                     '_' first, then letters, digits, '_', '-', '.', at most one ':'), so the \
+                     model could never call it; rename it, or serve with --protocol tam"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `tools`: function definitions; a name tool-schema refuses or a schema it cannot compile

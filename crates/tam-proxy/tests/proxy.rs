@@ -1515,3 +1515,50 @@ async fn quoted_calls_and_calls_in_reasoning_are_never_tool_calls() {
         }
     }
 }
+
+/// In ACTION a tool (or a parameter) whose name is no XML element name could never be
+/// called: the request is refused with 400 `invalid_tools` naming it, instead of offering
+/// it silently. TAM writes any name: the same request is served.
+#[tokio::test]
+async fn tools_the_model_cannot_write_in_action_are_refused() {
+    let upstream = ScriptedUpstream::always(Reply::content(&["Hello."], "stop")).await;
+    let tool = |name: &str, key: &str| {
+        json!({"type": "function", "function": {"name": name, "description": "d",
+            "parameters": {"type": "object", "properties": {key: {"type": "string"}}}}})
+    };
+    for (tools, named) in [
+        (
+            json!({"tools": [tool("get/weather", "city")]}),
+            "function name 'get/weather'",
+        ),
+        (
+            json!({"tools": [tool("1password", "item")]}),
+            "function name '1password'",
+        ),
+        (
+            json!({"tools": [weather_tool(), tool("lookup", "first name")]}),
+            "parameter 'first name' of function 'lookup'",
+        ),
+    ] {
+        let action = start_proxy(&upstream, Protocol::Action).await;
+        let OpenAIError::ApiError(error) = client(&action)
+            .chat()
+            .create(request(tools.clone()))
+            .await
+            .unwrap_err()
+        else {
+            panic!("not an API error")
+        };
+        assert_eq!(error.status_code.as_u16(), 400);
+        assert_eq!(error.api_error.code.as_deref(), Some("invalid_tools"));
+        assert!(
+            error.api_error.message.starts_with(named)
+                && error.api_error.message.contains("--protocol tam"),
+            "{}",
+            error.api_error.message
+        );
+        let tam = start_proxy(&upstream, Protocol::Tam).await;
+        let reply = client(&tam).chat().create(request(tools)).await.unwrap();
+        assert_eq!(reply.choices[0].message.content.as_deref(), Some("Hello."));
+    }
+}

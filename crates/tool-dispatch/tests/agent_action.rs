@@ -313,3 +313,51 @@ async fn both_protocols_in_one_stream_run_in_stream_order() {
         .collect();
     assert_eq!(kinds, [BlockKind::Tam, BlockKind::Action]);
 }
+
+/// A tool whose name (or a parameter's) is no XML element name can never be called in
+/// ACTION: the agent names it and leaves it out of its system prompt. TAM writes any name.
+#[test]
+fn tools_a_model_cannot_write_in_action_are_named_and_left_out_of_the_prompt() {
+    let agent = |protocol: ProtocolChoice| {
+        let mut registry = Registry::new();
+        let string = json!({"type": "object", "properties": {"city": {"type": "string"}}});
+        let spaced = json!({"type": "object", "properties": {"first name": {"type": "string"}}});
+        for (id, parameters) in [
+            ("get_weather", string.clone()),
+            ("get/forecast", string),
+            ("lookup", spaced),
+        ] {
+            recording(
+                &mut registry,
+                service(id, "A tool.", parameters),
+                Value::Null,
+            );
+        }
+        Agent::with_config(
+            Dispatcher::new(registry, ReferenceEngine::new()),
+            Scope::unrestricted(),
+            AgentConfig::for_protocol(protocol),
+        )
+    };
+    let prompt =
+        |protocol| tool_schema::SystemPrompt::new(protocol, tool_schema::PromptLanguage::English);
+
+    let action = agent(ProtocolChoice::Action);
+    let mut unwritable = action.unwritable_tools();
+    unwritable.sort();
+    assert_eq!(unwritable, ["get/forecast", "lookup"]);
+    let text = action.system_prompt(&prompt(tool_schema::PromptProtocol::Action));
+    assert!(text.contains("get_weather"), "{text}");
+    assert!(
+        !text.contains("get/forecast") && !text.contains("first name"),
+        "{text}"
+    );
+
+    let tam = agent(ProtocolChoice::Tam);
+    assert!(tam.unwritable_tools().is_empty());
+    let text = tam.system_prompt(&prompt(tool_schema::PromptProtocol::Tam));
+    assert!(
+        text.contains("get/forecast") && text.contains("lookup"),
+        "{text}"
+    );
+}

@@ -249,6 +249,13 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
         None => None,
     };
     let agent = Agent::with_config(dispatcher, scope, agent_config);
+    for tool in agent.unwritable_tools() {
+        eprintln!(
+            "tam run: warning: tool '{tool}' (or one of its parameters) is no XML element name, \
+             so a model can never call it in ACTION; it is left out of the prompt \
+             (rename it, or run with --protocol tam)"
+        );
+    }
     let system = replacement.unwrap_or_else(|| agent.system_prompt(&prompt));
 
     let mut out = Output::new(args.json);

@@ -178,8 +178,45 @@ impl Agent {
     /// listing the scope's tools. Put it in `conversation` as [`Message::system`] before
     /// [`run`](Self::run): the conversation is then not empty, so the tool list is not added
     /// to the first prompt a second time.
+    ///
+    /// With the ACTION protocol, the tools of [`Agent::unwritable_tools`] are left out: a
+    /// model could never call them.
     pub fn system_prompt(&self, prompt: &tool_schema::SystemPrompt) -> String {
-        prompt.render(self.scope.definitions(self.dispatcher.registry()))
+        let unwritable = self.unwritable_tools();
+        prompt.render(
+            self.scope
+                .definitions(self.dispatcher.registry())
+                .into_iter()
+                .filter(|d| !unwritable.iter().any(|u| u == d.id.as_str())),
+        )
+    }
+
+    /// The scope's tools a model can never call in this agent's protocol: with ACTION
+    /// (a call is an element named by its tool and parameters), those whose id or a
+    /// top-level parameter is no XML element name ([`tam::action_xml::is_element_name`]:
+    /// `get/weather`, `1password`, a parameter `first name`). Empty with TAM and auto,
+    /// which write any name. Show them to the user: [`Agent::system_prompt`] leaves them
+    /// out.
+    pub fn unwritable_tools(&self) -> Vec<String> {
+        if self.config.protocol != tam::Protocol::Action {
+            return Vec::new();
+        }
+        self.scope
+            .definitions(self.dispatcher.registry())
+            .into_iter()
+            .filter(|d| {
+                let keys = d
+                    .parameters
+                    .get("properties")
+                    .and_then(serde_json::Value::as_object)
+                    .into_iter()
+                    .flat_map(|p| p.keys());
+                !std::iter::once(d.id.as_str())
+                    .chain(keys.map(String::as_str))
+                    .all(tam::action_xml::is_element_name)
+            })
+            .map(|d| d.id.as_str().to_owned())
+            .collect()
     }
 
     /// Runs the loop for `prompt` on `conversation`, which it extends with the prompt, each
