@@ -101,6 +101,10 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "SECS", value_parser = seconds,
           default_value = UPSTREAM_TIMEOUT)]
     upstream_timeout: Duration,
+    /// Log each request's prompt (the messages the upstream gets) on target
+    /// `tam_proxy::prompt`. Off by default: prompts hold what users wrote.
+    #[arg(long)]
+    log_prompts: bool,
 }
 
 /// The time-out flags' defaults: tam-proxy's and tam-model's (a test checks they agree).
@@ -193,7 +197,8 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), CliError> {
         .with_max_upstream_concurrency(args.max_upstream_concurrency)
         .with_header_timeout(args.header_timeout)
         .with_body_timeout(args.body_timeout)
-        .with_upstream_timeout(args.upstream_timeout);
+        .with_upstream_timeout(args.upstream_timeout)
+        .with_log_prompts(args.log_prompts);
     for origin in &args.allow_origin {
         config = config.with_allowed_origin(origin.clone());
     }

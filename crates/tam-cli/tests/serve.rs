@@ -511,3 +511,44 @@ fn serve_refuses_bad_limits_and_unusable_client_keys() {
     assert!(invalid.stderr.contains("number 2"), "{}", invalid.stderr);
     assert!(!invalid.stderr.contains("secret"), "{}", invalid.stderr);
 }
+
+/// `--log-prompts` logs each request's messages as the upstream gets them (the user's
+/// words and the tool prompt), with the request id; never a key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_prompts_logs_the_messages_the_upstream_gets() {
+    let upstream =
+        Server::start(vec![Reply::events(&text_stream("Sunny.", 6, "stop", "\n"))]).await;
+    let base = upstream.base_url.clone();
+    let lines = tokio::task::spawn_blocking(move || {
+        let (server, address) = serve_with(
+            &["--listen", "127.0.0.1:0"],
+            &[
+                "--upstream",
+                &base,
+                "--log-prompts",
+                "--api-key-env",
+                "TAM_SERVE_TEST_PROMPT_KEY",
+            ],
+            &[("TAM_SERVE_TEST_PROMPT_KEY", "sk-prompt-secret")],
+        );
+        let chat = weather_request();
+        let (status, body) = request(&address, "POST", "/v1/chat/completions", &[], Some(&chat));
+        assert_eq!(status, 200, "{body}");
+        server.wait_for_line(|l| l.contains("tam_proxy::request") && l.contains("status=200"));
+        server.lines()
+    })
+    .await
+    .unwrap();
+    let prompts: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("tam_proxy::prompt"))
+        .collect();
+    assert_eq!(prompts.len(), 1, "{lines:#?}");
+    assert!(prompts[0].contains("Weather in Paris"), "{}", prompts[0]);
+    assert!(prompts[0].contains("get_weather"), "{}", prompts[0]);
+    assert!(prompts[0].contains("request_id=req_"), "{}", prompts[0]);
+    assert!(
+        lines.iter().all(|l| !l.contains("sk-prompt-secret")),
+        "{lines:#?}"
+    );
+}

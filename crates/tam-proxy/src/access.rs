@@ -202,7 +202,8 @@ impl RequestLog {
 
     /// Writes the line (once): `tam_proxy::request` at level INFO, its fields
     /// `request_id`, `method`, `path`, `status`, `model`, `calls`, `prompt_tokens`,
-    /// `completion_tokens`, `outcome`, `latency_ms`. Never a key, never a prompt.
+    /// `completion_tokens`, `outcome`, `latency_ms`. Never a key, never a prompt (that is
+    /// a line of its own, when asked).
     pub(crate) fn write(&mut self) {
         if std::mem::replace(&mut self.written, true) {
             return;

@@ -58,6 +58,10 @@ pub struct ProxyConfig {
     /// A request's whole body must arrive within this after its header, else 408. Zero: no
     /// time-out. Default: [`DEFAULT_BODY_TIMEOUT`] (30 s).
     pub body_timeout: Duration,
+    /// Log each request's prompt: the messages as the upstream gets them (tool prompt and
+    /// history included), one line at INFO on target `tam_proxy::prompt` with the request
+    /// id. Off by default: prompts hold what users wrote.
+    pub log_prompts: bool,
 }
 
 impl ProxyConfig {
@@ -74,6 +78,7 @@ impl ProxyConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_upstream_concurrency: DEFAULT_MAX_UPSTREAM_CONCURRENCY,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
+            log_prompts: false,
             body_timeout: DEFAULT_BODY_TIMEOUT,
         }
     }
@@ -132,6 +137,12 @@ impl ProxyConfig {
     #[must_use]
     pub fn with_body_timeout(mut self, body_timeout: Duration) -> Self {
         self.body_timeout = body_timeout;
+        self
+    }
+
+    /// This configuration logging prompts or not ([`ProxyConfig::log_prompts`]).
+    pub fn with_log_prompts(mut self, on: bool) -> Self {
+        self.log_prompts = on;
         self
     }
 

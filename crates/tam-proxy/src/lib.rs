@@ -83,6 +83,9 @@
 //! reported usage, `outcome` (the finish reason or the error code) and `latency_ms`.
 //! Never a key (client or upstream), never a message or an argument of the request or the
 //! reply. The crate installs no subscriber: `tam serve` prints them on standard error.
+//! When asked ([`ProxyConfig::log_prompts`], `tam serve --log-prompts`), one more event
+//! per request, target `tam_proxy::prompt`: `request_id`, `model` and `messages` (the
+//! messages the upstream gets, as JSON).
 //!
 //! # What a request becomes
 //!

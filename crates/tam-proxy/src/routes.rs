@@ -130,6 +130,14 @@ pub(crate) async fn complete(
     let mut fields = extra;
     fields.extend(std::mem::take(&mut upstream_config.extra_body));
     upstream_config.extra_body = fields;
+    if config.log_prompts {
+        tracing::info!(
+            target: "tam_proxy::prompt",
+            request_id = info.as_ref().map(|i| tracing::field::display(&i.id)),
+            model = %model_name,
+            messages = %serde_json::to_string(&messages).unwrap_or_default(),
+        );
+    }
     let model = shared.model.with_config(upstream_config);
     let mut upstream = model.stream(&ModelRequest::new(messages, options));
 
