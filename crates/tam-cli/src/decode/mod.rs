@@ -78,6 +78,11 @@ from its tool_calls line, and a block the stream ends inside never gets one. Als
 --with-raw adds \"raw\" (the model's text) to diagnostics that carry it, such as
 unterminated_block.
 
+Touching text is one line per delta. At most 16 diagnostics of one code are written per
+stream (on their own lines or inside tool_calls lines); at the end, one warning
+diagnostics_suppressed per code says how many more there were (a model repeating a
+marker thousands of times would otherwise get a line for each).
+
 Input framing problems are diagnostic lines with an empty span at the offset reached, and
 reading goes on: malformed_delta (a deltas line that is not a JSON string), malformed_sse
 (SSE data that is not JSON, a content that is not a string), stream_error (an SSE event
