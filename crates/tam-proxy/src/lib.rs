@@ -170,15 +170,16 @@
 //!   are emitted whole at the block's close). Then the call's first chunk goes out
 //!   (`index`, `id`, `function.name`, empty `arguments`).
 //! * **Which parameters stream.** A parameter of such a call written after that point
-//!   whose key is exactly a property of the tool's schema with `"type": "string"`, the
-//!   first time the key appears in the call. Its JSON text streams: `{"key":"` (or
+//!   whose key is exactly a property of the tool's schema with `"type": "string"` and
+//!   no `enum` or `const` (coercion may change such a value at its close: a quoted member
+//!   `'asc'` is `asc`; it goes out complete instead), the first time the key appears in
+//!   the call. Its JSON text streams: `{"key":"` (or
 //!   `,"key":"`), the value's pieces JSON-escaped as they arrive, then `"`. TAM values
 //!   stream verbatim. ACTION values follow the block's edge rules (action-xml's crate
 //!   docs): leading whitespace and blank text runs are dropped, trailing whitespace is
 //!   held until more text follows, a leading CDATA section loses one line break and the
-//!   last keeps its final line break; a run of pieces after a gap of exactly the length of
-//!   `<![CDATA[` (9 bytes) or `]]><![CDATA[` (12) is taken as CDATA content (pieces have
-//!   no CDATA flag).
+//!   last keeps its final line break (`tam::ValueEdges`, the same rules as the closed
+//!   block, fed the pieces' `cdata` flag).
 //! * **The rest at the close.** Every other argument (typed: integers, booleans, objects,
 //!   keys matched canonically, parameters written before the call was known) goes out
 //!   when the block closes, coerced by the schema as for whole blocks, then `}`. The

@@ -113,4 +113,57 @@ mod tests {
         assert!(required.contains("You must call at least one tool in this reply."));
         assert!(!required.contains("Call at most one tool"));
     }
+
+    /// The prompt's example is text the decoder reads as the example says: two calls of
+    /// `get_weather` in one block (a blank line between the TAM calls), in both protocols and
+    /// both languages — a model that copies its shape gets every call it writes.
+    #[test]
+    fn the_examples_block_decodes_into_its_two_calls() {
+        for (protocol, start, end) in [
+            (PromptProtocol::Tam, "<|[REQUEST_TOOL]|>", "<|[END_TOOL]|>"),
+            (PromptProtocol::Action, "<ACTION>", "</ACTION>"),
+        ] {
+            for language in [PromptLanguage::English, PromptLanguage::Chinese] {
+                let prompt = SystemPrompt::new(protocol, language).render_compact([], &[]);
+                // The last block of the fixed text is the example (the first is the format).
+                let from = prompt.rfind(start).unwrap();
+                let to = prompt.rfind(end).unwrap() + end.len();
+                let example = &prompt[from..to];
+                let choice = match protocol {
+                    PromptProtocol::Tam => tam::Protocol::Tam,
+                    PromptProtocol::Action => tam::Protocol::Action,
+                };
+                let mut cities = Vec::new();
+                for event in tam::decode(example, tam::Config::for_protocol(choice)) {
+                    match event {
+                        tam::Event::TamBlock(block) => {
+                            // Two calls without chain numbers carry SPEC §2.4's `implicit_call`
+                            // warning; nothing worse.
+                            assert!(
+                                block.diagnostics.iter().all(|d| !d.is_error()),
+                                "{:?}",
+                                block.diagnostics
+                            );
+                            for call in block.calls {
+                                assert_eq!(&*call.tool, "get_weather");
+                                cities.push(call.params[0].value.to_string());
+                            }
+                        }
+                        tam::Event::ActionBlock(block) => {
+                            for call in block.calls {
+                                assert_eq!(call.tool, "get_weather");
+                                cities.push(call.args["city"].as_str().unwrap().to_string());
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                assert_eq!(
+                    cities,
+                    ["Paris", "Rome"],
+                    "{protocol:?} {language:?}: {example}"
+                );
+            }
+        }
+    }
 }

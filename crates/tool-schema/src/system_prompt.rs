@@ -278,13 +278,14 @@ parameter_name:「始」value「末」
 Rules:
 - Write the block right away; at most one short sentence before it.
 - One line per parameter, name:「始」value「末」. Write values as they are: numbers as numbers, lists as [1, 2] or [\"a\", \"b\"]. Leave out optional parameters the request does not mention.
-- Several calls (other tools, or the same tool again) go in the one block: each call is its command line followed by its parameters, one call after the other.
+- When the request asks for several things (several values, items, places or tasks), write one call for each of them, all in the one block: after a call's last parameter, leave a blank line and write the next command line. Write <|[END_TOOL]|> only once, after the last call.
 - After <|[END_TOOL]|> stop writing. The results come in the next message: never write results or an Observation yourself.
 - If no tool fits the request, answer in plain text and write no block.
-Example with two calls of a tool that is not yours (call only the tools listed below):
+Example: asked for the weather in Paris and in Rome, with a get_weather tool (not yours: call only the tools listed below), write:
 <|[REQUEST_TOOL]|>
 command:「始」get_weather「末」
 city:「始」Paris「末」
+
 command:「始」get_weather「末」
 city:「始」Rome「末」
 <|[END_TOOL]|>";
@@ -297,10 +298,10 @@ You can call the tools listed below. To call tools, write one block in exactly t
 Rules:
 - Write the block right away; at most one short sentence before it.
 - Tag names are the tool and parameter names exactly as listed. Write values as they are: numbers as numbers, lists as [1, 2] or [\"a\", \"b\"]. Leave out optional parameters the request does not mention.
-- Several calls (other tools, or the same tool again) go in the one <ACTION> block, one element per call.
+- When the request asks for several things (several values, items, places or tasks), write one call for each of them, all in the one <ACTION> block, one element per call. Write </ACTION> only once, after the last call.
 - After </ACTION> stop writing. The results come in the next message: never write results or an Observation yourself.
 - If no tool fits the request, answer in plain text and write no block.
-Example with two calls of a tool that is not yours (call only the tools listed below):
+Example: asked for the weather in Paris and in Rome, with a get_weather tool (not yours: call only the tools listed below), write:
 <ACTION>
 <get_weather><city>Paris</city></get_weather>
 <get_weather><city>Rome</city></get_weather>
@@ -315,13 +316,14 @@ command:「始」工具名「末」
 规则：
 - 直接写块，块前最多一句简短说明。
 - 每个参数一行，参数名:「始」值「末」。值按原样写：数字写数字，列表写成 [1, 2] 或 [\"a\", \"b\"]。请求没有提到的可选参数不要写。
-- 多个调用（不同工具，或同一工具再调用一次）写在同一个块里：每个调用先写 command 行，再写它的参数，一个调用接一个调用。
+- 请求要做几件事（几个值、几个对象、几个地点或几项任务）时，每件事写一个调用，全部写在同一个块里：一个调用的最后一个参数之后空一行，再写下一个 command 行。<|[END_TOOL]|> 只在最后一个调用之后写一次。
 - 写完 <|[END_TOOL]|> 后停止输出。结果会在下一条消息给出：不要自己编写结果或 Observation。
 - 没有合适的工具时，直接用自然语言回答，不要写块。
-两个调用的示例（示例中的工具不是你的工具，只能调用下面列出的工具）：
+示例：请求查询巴黎和罗马的天气，有一个 get_weather 工具（示例中的工具不是你的工具，只能调用下面列出的工具），写成：
 <|[REQUEST_TOOL]|>
 command:「始」get_weather「末」
 city:「始」Paris「末」
+
 command:「始」get_weather「末」
 city:「始」Rome「末」
 <|[END_TOOL]|>";
@@ -334,10 +336,10 @@ const COMPACT_ACTION_ZH: &str = "\
 规则：
 - 直接写块，块前最多一句简短说明。
 - 标签名与列出的工具名、参数名完全一致。值按原样写：数字写数字，列表写成 [1, 2] 或 [\"a\", \"b\"]。请求没有提到的可选参数不要写。
-- 多个调用（不同工具，或同一工具再调用一次）写在同一个 <ACTION> 块里，每个调用一个元素。
+- 请求要做几件事（几个值、几个对象、几个地点或几项任务）时，每件事写一个调用，全部写在同一个 <ACTION> 块里，每个调用一个元素。</ACTION> 只在最后一个调用之后写一次。
 - 写完 </ACTION> 后停止输出。结果会在下一条消息给出：不要自己编写结果或 Observation。
 - 没有合适的工具时，直接用自然语言回答，不要写块。
-两个调用的示例（示例中的工具不是你的工具，只能调用下面列出的工具）：
+示例：请求查询巴黎和罗马的天气，有一个 get_weather 工具（示例中的工具不是你的工具，只能调用下面列出的工具），写成：
 <ACTION>
 <get_weather><city>Paris</city></get_weather>
 <get_weather><city>Rome</city></get_weather>

@@ -23,7 +23,11 @@ fn the_fixed_text_is_a_common_prefix_and_the_tools_come_last() {
             let list = prompt.render_tools([&a]);
             assert!(one.ends_with(&list), "{protocol:?} {language:?}: {one}");
             // Everything before the extra lines and the list is the same text.
-            let rules_end = one.find("\n\n").unwrap();
+            let heading = match language {
+                PromptLanguage::English => "\n\nTools:",
+                PromptLanguage::Chinese => "\n\n工具：",
+            };
+            let rules_end = one.rfind(heading).unwrap();
             assert!(
                 two.starts_with(&one[..rules_end]),
                 "{protocol:?} {language:?}"

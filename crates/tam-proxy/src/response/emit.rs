@@ -94,15 +94,22 @@ pub(super) fn json_inside(text: &str) -> String {
     quoted[1..quoted.len() - 1].to_owned()
 }
 
-/// Whether `key` is a property of `tool`'s schema whose type is exactly `"string"`.
+/// Whether `key` is a property of `tool`'s schema whose type is exactly `"string"` and
+/// that has no `enum` or `const`: the text the model writes is then the argument as it is,
+/// and may stream. (For an `enum`, coercion may still change the text at its close — a
+/// quoted member `'asc'` is the member `asc` — so such a value goes out once, complete.)
 pub(super) fn is_string_property(tool: &tool_schema::CompiledTool, key: &str) -> bool {
-    tool.definition()
+    let Some(property) = tool
+        .definition()
         .parameters
         .get("properties")
         .and_then(|p| p.get(key))
-        .and_then(|p| p.get("type"))
-        .and_then(Value::as_str)
-        == Some("string")
+    else {
+        return false;
+    };
+    property.get("type").and_then(Value::as_str) == Some("string")
+        && property.get("enum").is_none()
+        && property.get("const").is_none()
 }
 
 impl Emitter {

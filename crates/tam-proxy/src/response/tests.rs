@@ -212,13 +212,14 @@ fn native_chunks_pass_through_before_decoded_calls() {
 }
 
 /// The offered tools of a request with `write_file(path: string, content: string,
-/// mode: integer)`.
+/// mode: integer, encoding: "utf8" | "latin1")`.
 fn writer_tools() -> OfferedTools {
     let body = serde_json::json!({
         "model": "m", "messages": [],
         "tools": [{"type": "function", "function": {"name": "write_file", "parameters": {
             "type": "object", "properties": {"path": {"type": "string"},
-            "content": {"type": "string"}, "mode": {"type": "integer"}}}}}],
+            "content": {"type": "string"}, "mode": {"type": "integer"},
+            "encoding": {"type": "string", "enum": ["utf8", "latin1"]}}}}}],
     });
     translate(body.to_string().as_bytes(), Protocol::Tam, "")
         .unwrap()
@@ -459,6 +460,33 @@ fn unoffered_tools_and_non_string_parameters_do_not_stream() {
     let (pieces, reason, failure) = run_streaming(Protocol::Tam, &[other], None);
     assert_eq!((reason.as_str(), failure), ("stop", None));
     assert_eq!(gathered(&pieces), (other.to_owned(), Vec::new()));
+}
+
+#[test]
+fn a_quoted_enum_member_ends_as_the_member_without_voiding_the_call() {
+    // A model writing Python quotes its strings: `'utf8'` for an enum of strings is the
+    // member `utf8` (tool-schema's coercion). Such a value changes at its close, so it does
+    // not stream piece by piece: it goes out once, as the member (BFCL `irrelevance_48`
+    // through `tam serve` gave `streamed_call_invalid` for `format: 'USD'` before).
+    for protocol in [Protocol::Tam, Protocol::Action] {
+        let reply = match protocol {
+            Protocol::Action => {
+                "<ACTION><write_file><path>a.txt</path><encoding>'utf8'</encoding></write_file></ACTION>"
+            }
+            _ => {
+                "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」a.txt「末」\nencoding:「始」'utf8'「末」\n<|[END_TOOL]|>"
+            }
+        };
+        let (_, calls) = streams_the_same(protocol, reply);
+        assert_eq!(
+            calls,
+            [(
+                "write_file".to_owned(),
+                r#"{"path":"a.txt","encoding":"utf8"}"#.to_owned()
+            )],
+            "{protocol}"
+        );
+    }
 }
 
 #[test]
