@@ -130,8 +130,8 @@
 //!   possible marker prefix); `reasoning_content` / `reasoning` → `delta.reasoning_content`,
 //!   and so does a `<think>…</think>` section of the text (the decoder's reasoning:
 //!   never decoded into calls).
-//! * A closed block whose calls all name offered tools (names compared exactly) and that
-//!   decoded without an error → one call per block call, in order: a chunk with `index`,
+//! * A closed block that decoded without an error and names at least one offered tool
+//!   (names compared exactly) → one call per block call to an offered tool, in order: a chunk with `index`,
 //!   `id` (`call_…`, unique in the process), `type: "function"`, `function.name` and empty
 //!   arguments, then the arguments' JSON text. The arguments are coerced by the tool's
 //!   schema (`"3"` → `3` for an integer, TAM keys matched canonically), per argument: an
@@ -139,7 +139,11 @@
 //!   key, while the others are still typed (the client validates, as it must with OpenAI
 //!   too). In a streaming request, calls and string arguments stream while the
 //!   block is written (below); without `stream`, the reply is made from whole blocks.
-//! * A block naming a tool the request did not offer, a block with a decode error, an
+//! * A call in such a block to a tool the request did not offer is not a call (SPEC §8): it
+//!   comes back as content, re-rendered in the protocol, after the block's calls (a small
+//!   model lists a tool it imagines beside the ones it has; the others stay calls, and
+//!   calls already streamed stay valid).
+//! * A block naming no offered tool, a block with a decode error, an
 //!   ACTION block after the first, and a block left open by a cut stream come back as
 //!   their raw text in `delta.content`: never as calls. A block over the decoder's size
 //!   limit, whose bytes the decoder drops, comes back as a bracketed note with the error
@@ -187,7 +191,7 @@
 //!   (key order: streamed keys first).
 //! * **The block is authoritative.** At the close, every streamed value must equal the
 //!   block's final (coerced) value of that key, the call must still be there under the
-//!   same tool, and the block must be calls (no decode error, every call offered). Chunks
+//!   same tool, and the block must be calls (no decode error). Chunks
 //!   cannot be taken back, so when this fails the call's arguments are never completed
 //!   (they stay invalid JSON), the block's raw text follows as `delta.content` (nothing
 //!   the model wrote is dropped), and the event stream ends with an error event, code

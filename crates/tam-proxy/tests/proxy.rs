@@ -846,30 +846,31 @@ async fn every_split_of_the_upstream_text_gives_the_same_streamed_arguments() {
 }
 
 #[tokio::test]
-async fn a_streamed_call_its_block_refuses_ends_the_stream_with_an_error() {
-    // The first call streams; the block also calls a tool not offered: not calls.
+async fn a_call_to_a_tool_not_offered_beside_a_streamed_one_is_content() {
+    // The first call streams; the block also calls a tool not offered: that call is not a
+    // call (its text comes back as content), the streamed one completes.
     let reply = "<ACTION><write_file><path>a</path><content>x</content></write_file><rm_rf><p>/</p></rm_rf></ACTION>";
+    let rendered = "<ACTION>\n  <rm_rf>\n    <p>/</p>\n  </rm_rf>\n</ACTION>";
     let upstream = ScriptedUpstream::always(deltas_reply(reply, 5, "stop")).await;
     let proxy = start_proxy(&upstream, Protocol::Action).await;
     let got = stream(&proxy, request(json!({"tools": [writer_tool()]}))).await;
     assert_eq!(got.calls.len(), 1);
-    assert!(
-        serde_json::from_str::<Value>(&got.calls[0].2).is_err(),
-        "never completed"
+    assert_eq!(got.calls[0].1, "write_file");
+    assert_eq!(
+        serde_json::from_str::<Value>(&got.calls[0].2).unwrap(),
+        json!({"path": "a", "content": "x"})
     );
-    assert_eq!(got.content, reply, "the block's text comes back");
-    assert!(
-        got.error
-            .as_deref()
-            .is_some_and(|e| e.contains("do not run it")),
-        "{:?}",
-        got.error
+    assert_eq!(
+        got.content, rendered,
+        "the unoffered call's text comes back"
     );
-    assert_eq!(got.finish, None);
-    // Without `stream`, nothing went out early: the block is text, no call.
+    assert_eq!(got.error, None);
+    assert_eq!(got.finish.as_deref(), Some("ToolCalls"));
+    // Without `stream`, the same.
     let whole = complete(&proxy, request(json!({"tools": [writer_tool()]}))).await;
-    assert!(whole.choices[0].message.tool_calls.is_none());
-    assert_eq!(whole.choices[0].message.content.as_deref(), Some(reply));
+    let calls = whole.choices[0].message.tool_calls.as_ref().unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(whole.choices[0].message.content.as_deref(), Some(rendered));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -354,14 +354,16 @@ impl Emitter {
         self.arguments(index, &text);
     }
 
-    /// A closed block: calls when it decoded cleanly and every call names an offered tool,
-    /// else its text. A block whose calls streamed completes them (module docs).
+    /// A closed block: calls when it decoded cleanly and names at least one offered tool
+    /// (a call to a tool not offered comes back as text, the others stay calls), else its
+    /// text. A block whose calls streamed completes them (module docs).
     pub(super) fn block(&mut self, calls: Vec<ToolCall>, diagnostics: &[Diagnostic], raw: &str) {
         let streamed = self.open.take().map(|o| o.streamed).unwrap_or_default();
         let clean = !calls.is_empty() && !diagnostics.iter().any(Diagnostic::is_error);
-        let offered = calls.iter().all(|c| self.offered.get(&c.tool).is_some());
+        let offered = calls.iter().any(|c| self.offered.get(&c.tool).is_some());
         if !streamed.is_empty() {
-            return self.complete_streamed(streamed, calls, clean && offered, diagnostics, raw);
+            // A streamed call names an offered tool: the block has one.
+            return self.complete_streamed(streamed, calls, clean, diagnostics, raw);
         }
         if !clean || !offered {
             return self.block_text(raw, diagnostics);
@@ -369,18 +371,19 @@ impl Emitter {
         self.calls_or_text(calls);
     }
 
-    /// Calls within the limit, the rest written back as text.
+    /// Calls to offered tools within the limit; the rest written back as text.
     pub(super) fn calls_or_text(&mut self, calls: Vec<ToolCall>) {
         let mut over = Vec::new();
         for call in calls {
-            if self.calls >= self.max_calls {
+            if self.calls >= self.max_calls || self.offered.get(&call.tool).is_none() {
                 over.push(call);
             } else {
                 self.call(call);
             }
         }
         if !over.is_empty() {
-            // Past the call limit (`parallel_tool_calls: false`): written back as text.
+            // Past the call limit (`parallel_tool_calls: false`), or to a tool the request
+            // did not offer (SPEC §8: not a tool call): written back as text.
             let past: Vec<PastCall> = over
                 .into_iter()
                 .map(|call| PastCall {
@@ -432,7 +435,7 @@ impl Emitter {
         if !clean || mismatch.is_some() {
             self.unfinished = true;
             self.failure = Some(mismatch.unwrap_or_else(|| {
-                "a block whose call was streamed is not a call (a decode error or a tool not offered)".to_owned()
+                "a block whose call was streamed is not a call (it did not decode)".to_owned()
             }));
             return self.block_text(raw, diagnostics);
         }

@@ -426,16 +426,38 @@ fn an_action_block_cut_after_its_calls_streamed_finishes_with_length() {
 }
 
 #[test]
+fn a_call_to_a_tool_not_offered_beside_offered_ones_is_text_and_the_others_stay_calls() {
+    // BFCL `parallel_140` through `tam serve`: two calls of the offered tool streamed, then
+    // calls of tools the model imagined; the whole block was text then, and the streamed
+    // calls void (`streamed_call_invalid`). Now the unoffered call is content (SPEC §8),
+    // the others complete, in every split of the stream.
+    for (protocol, text, rendered) in [
+        (
+            Protocol::Action,
+            "<ACTION><write_file><path>a</path></write_file><rm><p>/</p></rm><write_file><path>b</path></write_file></ACTION>",
+            "<ACTION>\n  <rm>\n    <p>/</p>\n  </rm>\n</ACTION>",
+        ),
+        (
+            Protocol::Tam,
+            "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」a「末」\n\ncommand:「始」rm「末」\np:「始」/「末」\n<|[END_TOOL]|>",
+            "<|[REQUEST_TOOL]|>\ncommand:「始」rm「末」\np:「始」/「末」\n<|[END_TOOL]|>",
+        ),
+    ] {
+        let (content, calls) = streams_the_same(protocol, text);
+        let names: Vec<&str> = calls.iter().map(|(n, _)| n.as_str()).collect();
+        let expected: &[&str] = match protocol {
+            Protocol::Action => &["write_file", "write_file"],
+            _ => &["write_file"],
+        };
+        assert_eq!(names, expected, "{protocol}");
+        assert_eq!(calls[0].1, r#"{"path":"a"}"#, "{protocol}");
+        assert_eq!(content, rendered, "{protocol}");
+    }
+}
+
+#[test]
 fn a_streamed_call_its_block_does_not_confirm_ends_in_a_failure() {
-    // A second call to a tool not offered: the block is not calls.
-    let text = "<ACTION><write_file><path>a</path></write_file><rm><p>/</p></rm></ACTION>";
-    let (pieces, reason, failure) = run_streaming(Protocol::Action, &[text], None);
-    assert_eq!(failure.as_deref(), Some("streamed_call_invalid"));
-    assert_eq!(reason, "stop");
-    let (content, calls) = gathered(&pieces);
-    assert_eq!(content, text);
-    assert_eq!(calls[0].0, "write_file");
-    // A block never closed at a normal end: also a failure, never a finished call.
+    // A block never closed at a normal end: a failure, never a finished call.
     let open = "<ACTION><write_file><path>a</path>";
     let (pieces, reason, failure) = run_streaming(Protocol::Action, &[open], None);
     assert_eq!(
