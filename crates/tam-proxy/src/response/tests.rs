@@ -484,51 +484,51 @@ fn unoffered_tools_and_non_string_parameters_do_not_stream() {
     assert_eq!(gathered(&pieces), (other.to_owned(), Vec::new()));
 }
 
-#[test]
-fn a_quoted_enum_member_ends_as_the_member_without_voiding_the_call() {
-    // A model writing Python quotes its strings: `'utf8'` for an enum of strings is the
-    // member `utf8` (tool-schema's coercion). Such a value changes at its close, so it does
-    // not stream piece by piece: it goes out once, as the member (BFCL `irrelevance_48`
-    // through `tam serve` gave `streamed_call_invalid` for `format: 'USD'` before).
-    for protocol in [Protocol::Tam, Protocol::Action] {
-        let reply = match protocol {
-            Protocol::Action => {
-                "<ACTION><write_file><path>a.txt</path><encoding>'utf8'</encoding></write_file></ACTION>"
-            }
-            _ => {
-                "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」a.txt「末」\nencoding:「始」'utf8'「末」\n<|[END_TOOL]|>"
-            }
-        };
-        let (_, calls) = streams_the_same(protocol, reply);
+/// A `write_file` call with `params`, written in TAM and in ACTION, streams the same in
+/// every split (no failure, `tool_calls`) and its arguments end as `expected`.
+fn write_file_streams_to(params: &[(&str, &str)], expected: &str) {
+    let tam: String = params
+        .iter()
+        .map(|(k, v)| format!("{k}:「始」{v}「末」\n"))
+        .collect();
+    let action: String = params
+        .iter()
+        .map(|(k, v)| format!("<{k}>{v}</{k}>"))
+        .collect();
+    for (protocol, reply) in [
+        (
+            Protocol::Tam,
+            format!("<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\n{tam}<|[END_TOOL]|>"),
+        ),
+        (
+            Protocol::Action,
+            format!("<ACTION><write_file>{action}</write_file></ACTION>"),
+        ),
+    ] {
+        let (_, calls) = streams_the_same(protocol, &reply);
         assert_eq!(
             calls,
-            [(
-                "write_file".to_owned(),
-                r#"{"path":"a.txt","encoding":"utf8"}"#.to_owned()
-            )],
+            [("write_file".to_owned(), expected.to_owned())],
             "{protocol}"
         );
     }
 }
 
 #[test]
+fn a_quoted_enum_member_ends_as_the_member_without_voiding_the_call() {
+    // A model writing Python quotes its strings: `'utf8'` for an enum of strings is the
+    // member `utf8` (tool-schema's coercion). Such a value changes at its close, so it does
+    // not stream piece by piece: it goes out once, as the member (BFCL `irrelevance_48`
+    // through `tam serve` gave `streamed_call_invalid` for `format: 'USD'` before).
+    write_file_streams_to(
+        &[("path", "a.txt"), ("encoding", "'utf8'")],
+        r#"{"path":"a.txt","encoding":"utf8"}"#,
+    );
+}
+
+#[test]
 fn none_written_for_optional_arguments_streams_and_ends_the_same() {
     // `None` for an optional string is the text it streamed; for an optional integer it
     // leaves the argument out. Neither voids the streamed call.
-    for protocol in [Protocol::Tam, Protocol::Action] {
-        let reply = match protocol {
-            Protocol::Action => {
-                "<ACTION><write_file><path>None</path><mode>None</mode></write_file></ACTION>"
-            }
-            _ => {
-                "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」None「末」\nmode:「始」None「末」\n<|[END_TOOL]|>"
-            }
-        };
-        let (_, calls) = streams_the_same(protocol, reply);
-        assert_eq!(
-            calls,
-            [("write_file".to_owned(), r#"{"path":"None"}"#.to_owned())],
-            "{protocol}"
-        );
-    }
+    write_file_streams_to(&[("path", "None"), ("mode", "None")], r#"{"path":"None"}"#);
 }
