@@ -9,6 +9,11 @@
 //! `quiet` (whole, argument events off), `deltas` (64 bytes, as the benchmark) or
 //! `roxmltree` (the baseline: its body alone).
 //!
+//! `profile-decode write code|plain MODE [ITERATIONS]` decodes the reply of the
+//! `action_xml/deltas` groups (one `write_to_file` of 64 KiB of code with `<` and `&`, or of
+//! plain code) with MODE `whole`, `c1`, `c4` or `c30` (deltas of that many code points);
+//! `whole_quiet`, `c30_quiet`, … turn argument events off.
+//!
 //! `cargo build --release -p tam-benches --bin profile-decode && valgrind --tool=callgrind
 //! target/release/profile-decode prose 65536 tokens 20`
 
@@ -26,6 +31,9 @@ fn run() -> Result<usize, String> {
     };
     if workload == "action" {
         return action(size, mode, rest);
+    }
+    if workload == "write" {
+        return write(size, mode, rest);
     }
     let workload =
         Workload::from_name(workload).ok_or_else(|| format!("no workload {workload}"))?;
@@ -95,6 +103,48 @@ fn action(repeat: &str, mode: &str, rest: &[String]) -> Result<usize, String> {
                 black_box(doc.descendants().count());
             }
             other => return Err(format!("no mode {other}")),
+        }
+        decoder.finish(&mut see);
+    }
+    Ok(seen)
+}
+
+/// The `write` workload: the `action_xml/deltas` reply fed `ITERATIONS` times.
+fn write(kind: &str, mode: &str, rest: &[String]) -> Result<usize, String> {
+    let markup = match kind {
+        "code" => true,
+        "plain" => false,
+        other => return Err(format!("no write workload {other} (code, plain)")),
+    };
+    let iterations: usize = match rest.first() {
+        Some(n) => n.parse().map_err(|e| format!("iterations: {e}"))?,
+        None => 10,
+    };
+    let reply = action::write_call(&action::code_value(64 << 10, markup));
+    let (cut, quiet) = match mode.strip_suffix("_quiet") {
+        Some(cut) => (cut, true),
+        None => (mode, false),
+    };
+    let deltas = match cut {
+        "whole" => vec![reply.as_str()],
+        c => {
+            let n = c
+                .strip_prefix('c')
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(|| format!("no mode {mode}"))?;
+            action::code_point_deltas(&reply, n)
+        }
+    };
+    let mut seen = 0usize;
+    for _ in 0..iterations {
+        let mut see = |e: action_xml::Event<'_>| {
+            seen += 1;
+            black_box(&e);
+        };
+        let mut decoder =
+            action_xml::Decoder::new(action_xml::Config::default()).with_param_events(!quiet);
+        for delta in &deltas {
+            decoder.feed(black_box(delta), &mut see);
         }
         decoder.finish(&mut see);
     }

@@ -5,7 +5,7 @@
 pub const MAX_PATTERN_LEN: usize = 64;
 
 /// Blanks allowed at each blank position of a [`Pattern::tag`].
-const TAG_MAX_BLANKS: usize = 8;
+pub(super) const TAG_MAX_BLANKS: usize = 8;
 
 /// What a [`Pattern`] matches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +34,7 @@ pub(super) enum MatchAt {
     No,
 }
 
-fn is_blank(b: u8) -> bool {
+pub(super) fn is_blank(b: u8) -> bool {
     b == b' ' || b == b'\t'
 }
 
@@ -112,6 +112,27 @@ impl Pattern {
                 } else {
                     table[usize::from(b'>')] = true;
                 }
+            }
+        }
+    }
+
+    /// For a tag, marks the bytes that may follow `<` and one or more blanks (`/` of a
+    /// close tag, the name's first letter, `>` of an empty name) and says `true`. Exact
+    /// bytes whose second is not a blank never match there: nothing to mark, `true`; with
+    /// a blank second (or none) they cannot say: `false`.
+    pub(super) fn mark_after_blanks(&self, table: &mut [bool; 256]) -> bool {
+        match &self.kind {
+            PatternKind::Exact(b) => b.get(1).is_some_and(|&s| !is_blank(s)),
+            PatternKind::Tag { name, closing } => {
+                if *closing {
+                    table[usize::from(b'/')] = true;
+                } else if let Some(&c) = name.first() {
+                    table[usize::from(c.to_ascii_lowercase())] = true;
+                    table[usize::from(c.to_ascii_uppercase())] = true;
+                } else {
+                    table[usize::from(b'>')] = true;
+                }
+                true
             }
         }
     }

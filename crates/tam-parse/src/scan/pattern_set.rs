@@ -4,7 +4,7 @@
 use memchr::memmem;
 
 use super::line::{LineFloor, is_line_start};
-use super::pattern::{MatchAt, Pattern};
+use super::pattern::{MatchAt, Pattern, TAG_MAX_BLANKS, is_blank};
 
 /// What happens when a pattern of a [`PatternSet`] matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +56,10 @@ pub(super) struct PatternSet {
     /// third: a close tag `</x>` in an ACTION body passes the second look (`</`), not this
     /// one (`</ACTION>` needs an `a` or a blank third).
     third: Box<[(u8, u8, [bool; 256])]>,
+    /// Per first byte whose patterns all read blanks after it as a tag does (`< /ACTION>`),
+    /// the bytes that may come once those blanks are passed: `a < b` in code passes the
+    /// second look (a blank) and the third (a blank may be followed by more), not this one.
+    after_blanks: Box<[(u8, [bool; 256])]>,
 }
 
 /// Third-byte tables are built for a first byte only when it allows at most this many
@@ -108,11 +112,23 @@ impl PatternSet {
                 third.push((*first, s, table));
             }
         }
+        let mut after_blanks: Vec<(u8, [bool; 256])> = Vec::new();
+        for (first, _) in &second {
+            let mut table = [false; 256];
+            let all_tags = patterns
+                .iter()
+                .filter(|(p, _)| p.first_byte() == *first)
+                .all(|(p, _)| p.mark_after_blanks(&mut table));
+            if all_tags {
+                after_blanks.push((*first, table));
+            }
+        }
         PatternSet {
             patterns,
             finder,
             second: second.into_boxed_slice(),
             third: third.into_boxed_slice(),
+            after_blanks: after_blanks.into_boxed_slice(),
         }
     }
 
@@ -133,6 +149,23 @@ impl PatternSet {
             && !table[usize::from(after)]
         {
             return None;
+        }
+        if let Some(&next) = hay.get(at + 1)
+            && is_blank(next)
+            && let Some((_, table)) = self.after_blanks.iter().find(|(f, _)| *f == hay[at])
+        {
+            // The first byte after at most `TAG_MAX_BLANKS` blanks (a blank past them: no
+            // tag matches); the input ending first leaves it to the patterns.
+            let rest = &hay[at + 1..];
+            let n = rest
+                .iter()
+                .take(TAG_MAX_BLANKS + 1)
+                .position(|&b| !is_blank(b));
+            match n {
+                Some(n) if !table[usize::from(rest[n])] => return None,
+                None if rest.len() > TAG_MAX_BLANKS => return None,
+                _ => {}
+            }
         }
         let mut best: Option<(usize, Action)> = None;
         let mut partial = false;
@@ -302,6 +335,7 @@ mod tests {
                 (Pattern::closing_tag(""), Action::Restart),
                 (Pattern::exact("<![CDATA["), Action::EnterRegion(0)),
                 (Pattern::exact("<!--"), Action::EnterRegion(1)),
+                (Pattern::exact("< x"), Action::EnterRegion(4)),
                 (Pattern::exact("<|[END_TOOL]|>"), Action::LeaveRegion),
                 (Pattern::exact("「始」"), Action::EnterRegion(2)),
                 (Pattern::exact("<>").at_line_start(), Action::EnterRegion(3)),
@@ -312,6 +346,7 @@ mod tests {
             "/",
             " ",
             "\t",
+            "        ",
             "a",
             "A",
             "ction",
@@ -332,7 +367,7 @@ mod tests {
         ];
         proptest!(ProptestConfig::with_cases(3000), |(
             parts in prop::collection::vec(prop::sample::select(PIECES), 0..16),
-            subset in 1usize..512,
+            subset in 1usize..1024,
             eof: bool,
         )| {
             let chosen: Vec<(Pattern, Action)> = patterns()
@@ -346,6 +381,7 @@ mod tests {
             let mut plain = fast.clone();
             plain.second = Box::new([]);
             plain.third = Box::new([]);
+            plain.after_blanks = Box::new([]);
             for from in 0..=hay.len() {
                 prop_assert_eq!(
                     fast.find(hay.as_bytes(), from, eof, LF),
