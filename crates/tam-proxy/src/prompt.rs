@@ -82,9 +82,12 @@ mod tests {
                 .render_compact([&tool], &[]);
             assert_eq!(got, expected, "{protocol:?}");
             // The fixed text first, the tools last; no workflow result rules.
-            assert!(got.ends_with(
-                &SystemPrompt::new(prompt_protocol, PromptLanguage::English).render_tools([&tool])
-            ));
+            assert!(
+                got.ends_with(
+                    &SystemPrompt::new(prompt_protocol, PromptLanguage::English)
+                        .render_compact_tools([&tool])
+                )
+            );
             assert!(got.contains(end), "{got}");
             assert!(!got.contains("TOOL_EXECUTION_FAILED"), "{got}");
             assert!(got.contains("If no tool fits the request"), "{got}");

@@ -478,10 +478,13 @@ mod tests {
         assert_eq!(t.messages.len(), 2);
         let system = &t.messages[0].content;
         assert!(
-            system.starts_with("Be brief.\n\nYou can call the tools listed below."),
+            system.starts_with("Be brief.\n\nTo call tools, write one block"),
             "{system}"
         );
-        assert!(system.contains("- Tool ID: get_weather"), "{system}");
+        assert!(
+            system.contains("- get_weather: Weather of a city."),
+            "{system}"
+        );
         assert!(system.contains("city (string, required)"), "{system}");
         assert!(t.offered.get("get_weather").is_some());
     }

@@ -182,15 +182,7 @@ pub(crate) fn render_with<'a>(
                 }
                 out.push_str(heading);
                 out.push_str("\n\n");
-                for tool in group {
-                    let mut head = format!("*   `<{}>`", tool.id);
-                    if !tool.description.is_empty() {
-                        head.push_str(": ");
-                        head.push_str(&tool.description);
-                    }
-                    write_item(&mut out, 0, &head);
-                    render.parameters(&mut out, tool, &XML_LAYOUT);
-                }
+                render.xml_items(&mut out, group);
             }
         }
         PromptStyle::Plain { template } => {
@@ -216,6 +208,23 @@ pub(crate) fn render_with<'a>(
     out
 }
 
+/// The XML style's tool entries without its group headings: for a prompt that has a
+/// heading of its own and treats every tool alike (the compact prompt).
+pub(crate) fn render_xml_items<'a>(
+    tools: impl IntoIterator<Item = &'a ToolDefinition>,
+    labels: &Labels,
+) -> String {
+    let mut out = String::new();
+    let render = Render {
+        labels,
+        xml_examples: true,
+    };
+    render.xml_items(&mut out, tools.into_iter().collect());
+    let trimmed = out.trim_end_matches('\n').len();
+    out.truncate(trimmed);
+    out
+}
+
 /// The options of one rendering.
 struct Render<'l> {
     labels: &'l Labels,
@@ -223,6 +232,19 @@ struct Render<'l> {
 }
 
 impl Render<'_> {
+    /// Each tool as ``*   `<tool_id>`: description`` and its parameters, XML layout.
+    fn xml_items(&self, out: &mut String, tools: Vec<&ToolDefinition>) {
+        for tool in tools {
+            let mut head = format!("*   `<{}>`", tool.id);
+            if !tool.description.is_empty() {
+                head.push_str(": ");
+                head.push_str(&tool.description);
+            }
+            write_item(out, 0, &head);
+            self.parameters(out, tool, &XML_LAYOUT);
+        }
+    }
+
     /// Writes the heading and one line per parameter, depth first; with a heading, a tool
     /// without parameters gets `Parameters: none`.
     fn parameters(&self, out: &mut String, tool: &ToolDefinition, layout: &ParameterLayout) {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::ToolDefinition;
-use crate::prompt::{CHINESE_LABELS, ENGLISH_LABELS, PromptStyle, render_with};
+use crate::prompt::{CHINESE_LABELS, ENGLISH_LABELS, PromptStyle, render_with, render_xml_items};
 
 /// The protocol a system prompt teaches the model to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -225,6 +225,27 @@ impl SystemPrompt {
 }
 
 impl SystemPrompt {
+    /// The tool list [`SystemPrompt::render_compact`] ends with: TAM as
+    /// `- tool_id: description` with its parameters indented beneath
+    /// ([`PromptStyle::plain`]); ACTION as ``*   `<tool_id>`: description`` with its
+    /// parameters as `` `<name>` `` items and an example under each object or array
+    /// parameter (the ACTION seed §4.2 entries, without its group headings). Fewer tokens
+    /// than [`SystemPrompt::render_tools`] for the same facts: a one-tool request costs
+    /// little more than the server's own template. No trailing line break.
+    pub fn render_compact_tools<'a>(
+        &self,
+        tools: impl IntoIterator<Item = &'a ToolDefinition>,
+    ) -> String {
+        let labels = match self.language {
+            PromptLanguage::Chinese => &CHINESE_LABELS,
+            PromptLanguage::English => &ENGLISH_LABELS,
+        };
+        match self.protocol {
+            PromptProtocol::Tam => render_with(tools, &PromptStyle::plain(), labels, false),
+            PromptProtocol::Action => render_xml_items(tools, labels),
+        }
+    }
+
     /// The compact prompt for `tools`: the protocol's format, its rules and one example of
     /// two calls in one block, then the tool list last — for a proxy in front of any
     /// client, whose tools return anything at all (no role section, no result rules).
@@ -253,7 +274,7 @@ impl SystemPrompt {
             out.push_str("\n- ");
             out.push_str(line);
         }
-        let list = self.render_tools(tools);
+        let list = self.render_compact_tools(tools);
         out.push_str("\n\n");
         out.push_str(heading);
         out.push('\n');
@@ -270,18 +291,14 @@ impl SystemPrompt {
 }
 
 const COMPACT_TAM_EN: &str = "\
-You can call the tools listed below. To call tools, write one block in exactly this format, then stop:
-<|[REQUEST_TOOL]|>
-command:「始」tool_name「末」
-parameter_name:「始」value「末」
-<|[END_TOOL]|>
+To call tools, write one block as in the example below, then stop.
 Rules:
-- Write the block right away; at most one short sentence before it.
-- One line per parameter, name:「始」value「末」. Write values as they are: numbers as numbers, lists as [1, 2] or [\"a\", \"b\"]. Leave out optional parameters the request does not mention.
-- When the request asks for several things (several values, items, places or tasks), write one call for each of them, all in the one block: after a call's last parameter, leave a blank line and write the next command line. Write <|[END_TOOL]|> only once, after the last call.
-- After <|[END_TOOL]|> stop writing. The results come in the next message: never write results or an Observation yourself.
-- If no tool fits the request, answer in plain text and write no block.
-Example: asked for the weather in Paris and in Rome, with a get_weather tool (not yours: call only the tools listed below), write:
+- Write the block right away, at most one short sentence before it.
+- Write values as they are: numbers as numbers, lists as [1, 2] or [\"a\", \"b\"]. Leave out optional parameters the request does not mention.
+- When the request asks for several things (values, items, places or tasks), write one call for each, all in the one block, a blank line between calls, and <|[END_TOOL]|> once at the end.
+- After <|[END_TOOL]|> stop: the results come in the next message. Never write results yourself.
+- If no tool fits the request, answer in plain text without a block.
+Example, for the weather in Paris and in Rome with a get_weather tool (not yours):
 <|[REQUEST_TOOL]|>
 command:「始」get_weather「末」
 city:「始」Paris「末」
@@ -291,35 +308,28 @@ city:「始」Rome「末」
 <|[END_TOOL]|>";
 
 const COMPACT_ACTION_EN: &str = "\
-You can call the tools listed below. To call tools, write one block in exactly this format, then stop:
-<ACTION>
-<tool_name><parameter_name>value</parameter_name></tool_name>
-</ACTION>
+To call tools, write one block as in the example below, then stop.
 Rules:
-- Write the block right away; at most one short sentence before it.
+- Write the block right away, at most one short sentence before it.
 - Tag names are the tool and parameter names exactly as listed. Write values as they are: numbers as numbers, lists as [1, 2] or [\"a\", \"b\"]. Leave out optional parameters the request does not mention.
-- When the request asks for several things (several values, items, places or tasks), write one call for each of them, all in the one <ACTION> block, one element per call. Write </ACTION> only once, after the last call.
-- After </ACTION> stop writing. The results come in the next message: never write results or an Observation yourself.
-- If no tool fits the request, answer in plain text and write no block.
-Example: asked for the weather in Paris and in Rome, with a get_weather tool (not yours: call only the tools listed below), write:
+- When the request asks for several things (values, items, places or tasks), write one call for each, all in the one <ACTION> block, and </ACTION> once at the end.
+- After </ACTION> stop: the results come in the next message. Never write results yourself.
+- If no tool fits the request, answer in plain text without a block.
+Example, for the weather in Paris and in Rome with a get_weather tool (not yours):
 <ACTION>
 <get_weather><city>Paris</city></get_weather>
 <get_weather><city>Rome</city></get_weather>
 </ACTION>";
 
 const COMPACT_TAM_ZH: &str = "\
-你可以调用下面列出的工具。调用工具时，按下面的格式写一个块，然后停止：
-<|[REQUEST_TOOL]|>
-command:「始」工具名「末」
-参数名:「始」值「末」
-<|[END_TOOL]|>
+调用工具时，照下面的示例写一个块，然后停止。
 规则：
 - 直接写块，块前最多一句简短说明。
-- 每个参数一行，参数名:「始」值「末」。值按原样写：数字写数字，列表写成 [1, 2] 或 [\"a\", \"b\"]。请求没有提到的可选参数不要写。
-- 请求要做几件事（几个值、几个对象、几个地点或几项任务）时，每件事写一个调用，全部写在同一个块里：一个调用的最后一个参数之后空一行，再写下一个 command 行。<|[END_TOOL]|> 只在最后一个调用之后写一次。
-- 写完 <|[END_TOOL]|> 后停止输出。结果会在下一条消息给出：不要自己编写结果或 Observation。
+- 值按原样写：数字写数字，列表写成 [1, 2] 或 [\"a\", \"b\"]。请求没有提到的可选参数不要写。
+- 请求要做几件事（几个值、几个对象、几个地点或几项任务）时，每件事写一个调用，全部写在同一个块里，调用之间空一行，<|[END_TOOL]|> 只在最后写一次。
+- 写完 <|[END_TOOL]|> 后停止：结果会在下一条消息给出。不要自己编写结果。
 - 没有合适的工具时，直接用自然语言回答，不要写块。
-示例：请求查询巴黎和罗马的天气，有一个 get_weather 工具（示例中的工具不是你的工具，只能调用下面列出的工具），写成：
+示例：查询巴黎和罗马的天气，有一个 get_weather 工具（不是你的工具）：
 <|[REQUEST_TOOL]|>
 command:「始」get_weather「末」
 city:「始」Paris「末」
@@ -329,17 +339,14 @@ city:「始」Rome「末」
 <|[END_TOOL]|>";
 
 const COMPACT_ACTION_ZH: &str = "\
-你可以调用下面列出的工具。调用工具时，按下面的格式写一个块，然后停止：
-<ACTION>
-<工具名><参数名>值</参数名></工具名>
-</ACTION>
+调用工具时，照下面的示例写一个块，然后停止。
 规则：
 - 直接写块，块前最多一句简短说明。
 - 标签名与列出的工具名、参数名完全一致。值按原样写：数字写数字，列表写成 [1, 2] 或 [\"a\", \"b\"]。请求没有提到的可选参数不要写。
-- 请求要做几件事（几个值、几个对象、几个地点或几项任务）时，每件事写一个调用，全部写在同一个 <ACTION> 块里，每个调用一个元素。</ACTION> 只在最后一个调用之后写一次。
-- 写完 </ACTION> 后停止输出。结果会在下一条消息给出：不要自己编写结果或 Observation。
+- 请求要做几件事（几个值、几个对象、几个地点或几项任务）时，每件事写一个调用，全部写在同一个 <ACTION> 块里，</ACTION> 只在最后写一次。
+- 写完 </ACTION> 后停止：结果会在下一条消息给出。不要自己编写结果。
 - 没有合适的工具时，直接用自然语言回答，不要写块。
-示例：请求查询巴黎和罗马的天气，有一个 get_weather 工具（示例中的工具不是你的工具，只能调用下面列出的工具），写成：
+示例：查询巴黎和罗马的天气，有一个 get_weather 工具（不是你的工具）：
 <ACTION>
 <get_weather><city>Paris</city></get_weather>
 <get_weather><city>Rome</city></get_weather>

@@ -20,7 +20,7 @@ fn the_fixed_text_is_a_common_prefix_and_the_tools_come_last() {
             let prompt = SystemPrompt::new(protocol, language);
             let one = prompt.render_compact([&a], &[]);
             let two = prompt.render_compact([&a, &b], &["Call at most one tool per reply."]);
-            let list = prompt.render_tools([&a]);
+            let list = prompt.render_compact_tools([&a]);
             assert!(one.ends_with(&list), "{protocol:?} {language:?}: {one}");
             // Everything before the extra lines and the list is the same text.
             let heading = match language {
@@ -45,5 +45,28 @@ fn the_fixed_text_is_a_common_prefix_and_the_tools_come_last() {
             assert!(one.matches("get_weather").count() >= 2);
             assert!(!one.contains("TOOL_EXECUTION_FAILED"));
         }
+    }
+}
+
+/// The compact list: each tool on one line with its description, its parameters beneath;
+/// no `Tool ID:` / `Description:` labels, no ACTION group headings (the prompt's own
+/// `Tools:` heading is the one).
+#[test]
+fn the_compact_tool_list_has_one_line_per_tool_and_per_parameter() {
+    let a = tool("get_weather");
+    let tam = SystemPrompt::new(PromptProtocol::Tam, PromptLanguage::English);
+    assert_eq!(
+        tam.render_compact_tools([&a]),
+        "- get_weather: Weather of a city.\n  - city (string, required)"
+    );
+    let action = SystemPrompt::new(PromptProtocol::Action, PromptLanguage::English);
+    assert_eq!(
+        action.render_compact_tools([&a]),
+        "*   `<get_weather>`: Weather of a city.\n    *   Parameters:\n        *   `<city>` (string, required)"
+    );
+    for prompt in [tam, action] {
+        let full = prompt.render_tools([&a]);
+        let compact = prompt.render_compact_tools([&a]);
+        assert!(compact.len() < full.len(), "{compact}\n{full}");
     }
 }
