@@ -252,11 +252,11 @@ async fn history_tool_calls_and_results_reach_the_upstream_as_text() {
         let body = &upstream.bodies()[0];
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 4, "{messages:?}");
+        let system = messages[0]["content"].as_str().unwrap();
+        assert!(system.starts_with("Be brief.\n\n"), "{system}");
         assert!(
-            messages[0]["content"]
-                .as_str()
-                .unwrap()
-                .starts_with("Be brief.\n\nTo call tools, write one block")
+            system.contains("To call tools, write one block"),
+            "{system}"
         );
         assert_eq!(messages[1]["content"], "Weather in Paris?");
         assert_eq!(
@@ -396,6 +396,38 @@ async fn a_reply_cut_at_the_token_limit_runs_no_call() {
     let whole = complete(&proxy, request(json!({}))).await;
     assert!(whole.choices[0].message.tool_calls.is_none());
     assert_eq!(whole.choices[0].message.content.as_deref(), Some(cut));
+}
+
+/// What a real model wrote (BFCL `parallel_multiple_150`, Qwen2.5-Coder-1.5B): a start
+/// marker before each call and one end marker. By SPEC §2.3 the first block never closed:
+/// its call never runs. Streamed, its arguments stay unfinished and the stream ends with
+/// the error event; whole, the reply is the closed block's call and the first block as text.
+#[tokio::test]
+async fn a_start_marker_before_each_call_leaves_the_first_unfinished() {
+    let first = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」3「末」\n\n";
+    let reply = format!("{first}{}", TAM_CALL.replace("Paris", "Rome"));
+    let upstream = ScriptedUpstream::always(deltas_reply(&reply, 5, "stop")).await;
+    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let got = stream(&proxy, request(json!({}))).await;
+    assert_eq!(got.calls[0].1, "get_weather");
+    assert!(
+        serde_json::from_str::<Value>(&got.calls[0].2).is_err(),
+        "{:?}",
+        got.calls
+    );
+    assert!(
+        got.error.is_some(),
+        "the client learns the streamed call is void"
+    );
+    let whole = complete(&proxy, request(json!({}))).await;
+    let calls = whole.choices[0]
+        .message
+        .tool_calls
+        .clone()
+        .unwrap_or_default();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let content = whole.choices[0].message.content.clone().unwrap_or_default();
+    assert!(content.contains("Paris"), "{content}");
 }
 
 #[tokio::test]
