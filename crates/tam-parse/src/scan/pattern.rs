@@ -101,17 +101,11 @@ impl Pattern {
         match &self.kind {
             PatternKind::Exact(b) if b.len() > 1 => table[usize::from(b[1])] = true,
             PatternKind::Exact(_) => table.fill(true),
-            PatternKind::Tag { name, closing } => {
+            PatternKind::Tag { .. } => {
+                // Blanks, or what may come after them.
                 table[usize::from(b' ')] = true;
                 table[usize::from(b'\t')] = true;
-                if *closing {
-                    table[usize::from(b'/')] = true;
-                } else if let Some(&c) = name.first() {
-                    table[usize::from(c.to_ascii_lowercase())] = true;
-                    table[usize::from(c.to_ascii_uppercase())] = true;
-                } else {
-                    table[usize::from(b'>')] = true;
-                }
+                self.mark_after_blanks(table);
             }
         }
     }
