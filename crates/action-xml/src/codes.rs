@@ -34,6 +34,11 @@ pub const FENCED_BLOCK: Code = Code::FENCED_BLOCK;
 /// `<action>`, `< ACTION >` and the like, or a close tag that matches its element only
 /// ignoring case (warning).
 pub const NONCANONICAL_TAG: Code = Code::new("noncanonical_tag");
+/// A parameter's close tag never came before its call's close tag, and the parameter held
+/// one close tag that matched no open element: that tag, misspelt, was read as the
+/// parameter's (`<date>March 10</room>…</call>`: `date` is `March 10`, and what followed
+/// the tag belongs to the call) (warning).
+pub const MISMATCHED_CLOSE_TAG: Code = Code::new("mismatched_close_tag");
 /// Attributes carry no parameters; they were ignored (warning).
 pub const IGNORED_ATTRIBUTE: Code = Code::new("ignored_attribute");
 /// Non-blank text between calls, or beside the child elements of a call or of an

@@ -61,7 +61,9 @@
 //! reference that would need a DTD (`bare_ampersand`); a `<` inside a parameter value that
 //! begins no element, as in `<code>if a < b</code>`, an element left unclosed when its
 //! parent closes (`Vec<String>`) or a close tag that matches nothing in a value that then
-//! closes properly (`unescaped_lt`); `]]>` in text (`unescaped_gt`); undeclared namespace
+//! closes properly (`unescaped_lt`); a parameter whose close tag never came before its
+//! call's, holding one close tag that matched nothing: that misspelt tag closed it
+//! (`<date>March 10</room>`, `mismatched_close_tag`); `]]>` in text (`unescaped_gt`); undeclared namespace
 //! prefixes (`undeclared_prefix`); a missing `</ACTION>` at the end of the stream when
 //! every call element in the block closed, or elements left open at the end of a closed
 //! block (`missing_close_tag`: what arrived is parsed); markdown code fence lines inside the block (`code_fence`); `<action>`,

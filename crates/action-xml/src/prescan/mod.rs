@@ -312,9 +312,14 @@ mod tests {
     fn unmatched_close_tag_is_text_only_if_its_element_closes() {
         let p = run("<t><c>s = \"</div>\";</c></t>");
         assert_eq!(inner(&p), "<t><c>s = \"&lt;/div>\";</c></t>");
-        // `</b>` is a typo here: left for roxmltree to reject where it is.
+        // `</b>` is a typo here: the call closes while `<a>` is open, so it was `</a>`.
         let p = run("<t><a>1</b></t>");
-        assert_eq!(inner(&p), "<t><a>1</b></t>");
+        assert_eq!(inner(&p), "<t><a>1</a></t>");
+        let codes: Vec<_> = p.repairs.iter().map(|r| r.code.as_str()).collect();
+        assert_eq!(codes, ["mismatched_close_tag"]);
+        // Two that match nothing: no guess, left for roxmltree to reject.
+        let p = run("<t><a>1</b>2</c></t>");
+        assert_eq!(inner(&p), "<t><a>1</b>2</c></t>");
     }
 
     #[test]

@@ -37,6 +37,8 @@ pub(super) struct Prescan<'a> {
     lt: Tally,
     gt: Tally,
     case: Tally,
+    /// Misspelt close tags read as their parameter's (`mismatched_close_tag`).
+    misspelt: Tally,
     truncated_tag: Option<Range<usize>>,
     /// Call elements closed so far.
     closed_calls: usize,
@@ -77,6 +79,7 @@ pub(crate) fn prescan(
         lt: Tally::default(),
         gt: Tally::default(),
         case: Tally::default(),
+        misspelt: Tally::default(),
         truncated_tag: None,
         closed_calls: 0,
         too_deep: None,
@@ -375,6 +378,20 @@ impl<'a> Prescan<'a> {
                 self.close_top();
                 Ok(end)
             }
+            Some(k) if self.stack.len() == k + 2 && self.stack[k + 1].unmatched.len() == 1 => {
+                // The call closes while one parameter is open, and that parameter holds one
+                // close tag that matched nothing: a misspelt close tag (`<date>March
+                // 10</room>`), which closed the parameter. What follows it is the call's.
+                let param = &mut self.stack[k + 1];
+                let misspelt = param.unmatched.pop().unwrap_or(i);
+                let own = body[param.name.clone()].to_owned();
+                let written = misspelt + 2..name_end(body, misspelt + 2);
+                self.misspelt.add(misspelt..written.end);
+                self.edit(written.start, written.len(), own);
+                self.close_top();
+                self.close_top();
+                Ok(end)
+            }
             Some(k) => {
                 // An element left open directly in a call or between calls is structure
                 // gone wrong, not code: left for roxmltree to reject.
@@ -494,6 +511,11 @@ impl<'a> Prescan<'a> {
             &self.case,
             codes::NONCANONICAL_TAG,
             "close tag matches its element only ignoring case",
+        );
+        tally(
+            &self.misspelt,
+            codes::MISMATCHED_CLOSE_TAG,
+            "a parameter's close tag never came before its call's: the close tag in it that matched no element was read as its own",
         );
         let mut undeclared: Vec<(&str, usize)> = self
             .used_prefixes

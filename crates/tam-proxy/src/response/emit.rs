@@ -75,6 +75,10 @@ pub(super) struct Streamed {
     pub(super) values: Vec<(String, String)>,
     /// The arguments' `{` went out.
     pub(super) opened: bool,
+    /// A string value that was streaming when its block closed (its close tag never
+    /// came: the block's reading closed it): its key and the text sent, without the
+    /// closing quote.
+    pub(super) open_value: Option<(String, String)>,
 }
 
 /// A string parameter whose value streams.
@@ -85,6 +89,48 @@ pub(super) struct StreamingParam {
     /// ACTION: the value's edge rules, applied as the pieces arrive (TAM pieces are the
     /// value as they are).
     pub(super) edges: Option<tam::ValueEdges>,
+    /// ACTION: the call's structure names (its tool's id and its other parameters), whose
+    /// close tag in the value may be a misspelt close tag of this one ([`held_back`]).
+    pub(super) names: Vec<String>,
+    /// Text of the value not sent yet: from a close tag whose name may still grow, or
+    /// (`holding`) from one that names the call's structure.
+    pub(super) pending: String,
+    /// A close tag naming the call's structure came: nothing more of the value goes out
+    /// until its close tag (then all of it) or its block's close (the block's value).
+    pub(super) holding: bool,
+}
+
+/// How much of `pending` (a streaming ACTION value's text not sent yet) may go out: all of
+/// it up to the first close tag that names one of `names` (a misspelt close tag of the
+/// value? `<date>March 10</room_type><guests>…</call>`: the decoder reads the value as
+/// `March 10`, SPEC §3) or whose name may still grow at the end of `pending`. Sets
+/// `holding` at such a tag: from there the value waits for its end.
+pub(super) fn held_back(pending: &str, names: &[String], holding: &mut bool) -> usize {
+    if *holding {
+        return 0;
+    }
+    let mut from = 0;
+    while let Some(at) = pending[from..].find("</").map(|i| from + i) {
+        let name_start = at + 2;
+        let name_len = pending[name_start..]
+            .find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':')))
+            .unwrap_or(pending.len() - name_start);
+        if name_start + name_len == pending.len() {
+            // The name may go on in the next piece.
+            return at;
+        }
+        let name = &pending[name_start..name_start + name_len];
+        if !name.is_empty() && names.iter().any(|n| n == name) {
+            *holding = true;
+            return at;
+        }
+        from = name_start + name_len;
+    }
+    // A lone `<` at the very end may begin `</`.
+    if pending.ends_with('<') {
+        return pending.len() - 1;
+    }
+    pending.len()
 }
 
 /// `text` as the inside of a JSON string (escaping works character by character, so the
@@ -179,7 +225,14 @@ impl Emitter {
 
     pub(super) fn decoded_event(&mut self, event: MixedEvent<'_>) {
         match event {
-            MixedEvent::Text { text, .. } => self.content(&text),
+            MixedEvent::Text { text, .. } => {
+                // A block whose calls streamed came back as text (a server stopped in it
+                // and, closed by its marker, it gave no call): those calls are void.
+                if self.open.take().is_some_and(|o| !o.streamed.is_empty()) {
+                    self.unfinished = true;
+                }
+                self.content(&text)
+            }
             // A `<think>` section of the text: reasoning, never calls.
             MixedEvent::Reasoning { text, .. } => self.reasoning(&text),
             MixedEvent::ReasoningStart { .. } | MixedEvent::ReasoningEnd { .. } => {}
@@ -280,6 +333,7 @@ impl Emitter {
             tool: tool.to_owned(),
             values: Vec::new(),
             opened: false,
+            open_value: None,
         });
         open.current = Some(open.streamed.len() - 1);
         self.pieces.push(Piece::CallStart {
@@ -311,10 +365,26 @@ impl Emitter {
         );
         call.opened = true;
         let index = call.index;
+        let action = open.protocol == MixedProtocol::Action;
+        let names = match self.offered.get(&call.tool) {
+            Some(tool) if action => {
+                let properties = tool.definition().parameters.get("properties");
+                let others = properties
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flat_map(|p| p.keys())
+                    .filter(|k| *k != key);
+                std::iter::once(&call.tool).chain(others).cloned().collect()
+            }
+            _ => Vec::new(),
+        };
         open.param = Some(StreamingParam {
             key: key.to_owned(),
             value: String::new(),
-            edges: (open.protocol == MixedProtocol::Action).then(tam::ValueEdges::new),
+            edges: action.then(tam::ValueEdges::new),
+            names,
+            pending: String::new(),
+            holding: false,
         });
         self.arguments(index, &prefix);
     }
@@ -326,11 +396,15 @@ impl Emitter {
             return;
         };
         let index = open.streamed[slot].index;
-        let mut out = String::new();
-        match &mut param.edges {
-            Some(edges) => edges.push(text, span, cdata, &mut out),
-            None => out.push_str(text),
-        }
+        let out = match &mut param.edges {
+            Some(edges) => {
+                edges.push(text, span, cdata, &mut param.pending);
+                let ready = held_back(&param.pending, &param.names, &mut param.holding);
+                let rest = param.pending.split_off(ready);
+                std::mem::replace(&mut param.pending, rest)
+            }
+            None => text.to_owned(),
+        };
         param.value.push_str(&out);
         let escaped = json_inside(&out);
         self.arguments(index, &escaped);
@@ -342,7 +416,7 @@ impl Emitter {
         let (Some(mut param), Some(slot)) = (open.param.take(), open.current) else {
             return;
         };
-        let mut out = String::new();
+        let mut out = std::mem::take(&mut param.pending);
         if let Some(edges) = &mut param.edges {
             edges.finish(&mut out);
         }
@@ -358,7 +432,13 @@ impl Emitter {
     /// (a call to a tool not offered comes back as text, the others stay calls), else its
     /// text. A block whose calls streamed completes them (module docs).
     pub(super) fn block(&mut self, calls: Vec<ToolCall>, diagnostics: &[Diagnostic], raw: &str) {
-        let streamed = self.open.take().map(|o| o.streamed).unwrap_or_default();
+        let streamed = self.open.take().map_or_else(Vec::new, |mut open| {
+            // A value still streaming: the block closed around it.
+            if let (Some(param), Some(slot)) = (open.param.take(), open.current) {
+                open.streamed[slot].open_value = Some((param.key, param.value));
+            }
+            open.streamed
+        });
         let clean = !calls.is_empty() && !diagnostics.iter().any(Diagnostic::is_error);
         let offered = calls.iter().any(|c| self.offered.get(&c.tool).is_some());
         if !streamed.is_empty() {
@@ -416,13 +496,22 @@ impl Emitter {
             if call.tool != s.tool {
                 return Some(format!("call {} names {} now", s.at, call.tool));
             }
+            let differs = |key: &str| {
+                format!(
+                    "{}: the block's value of '{key}' is not the one streamed",
+                    s.tool
+                )
+            };
+            if let Some((key, sent)) = &s.open_value
+                && !finals[s.at]
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .is_some_and(|value| value.starts_with(sent.as_str()))
+            {
+                return Some(differs(key));
+            }
             s.values.iter().find_map(|(key, value)| {
-                (finals[s.at].get(key) != Some(&Value::String(value.clone()))).then(|| {
-                    format!(
-                        "{}: the block's value of '{key}' is not the one streamed",
-                        s.tool
-                    )
-                })
+                (finals[s.at].get(key) != Some(&Value::String(value.clone()))).then(|| differs(key))
             })
         });
         if self.cutting && !clean {
@@ -446,8 +535,18 @@ impl Emitter {
                 continue;
             };
             let mut text = String::new();
+            // The value open at the block's close: the rest of its text and its quote
+            // (checked above: the block's value begins with what was sent).
+            if let Some((key, sent)) = &s.open_value
+                && let Some(value) = args.get(key).and_then(Value::as_str)
+            {
+                text.push_str(&json_inside(&value[sent.len()..]));
+                text.push('"');
+            }
             for (key, value) in &args {
-                if s.values.iter().any(|(k, _)| k == key) {
+                if s.values.iter().any(|(k, _)| k == key)
+                    || s.open_value.as_ref().is_some_and(|(k, _)| k == key)
+                {
                     continue;
                 }
                 text.push(if s.opened || !text.is_empty() {

@@ -532,3 +532,111 @@ fn none_written_for_optional_arguments_streams_and_ends_the_same() {
     // leaves the argument out. Neither voids the streamed call.
     write_file_streams_to(&[("path", "None"), ("mode", "None")], r#"{"path":"None"}"#);
 }
+
+/// A server stopped at `</ACTION>` in a block whose call streamed, and the block, closed
+/// by the marker, gives no call (a parameter left open in the call: structure gone
+/// wrong): the block's text comes back as content and the streamed call is void (an
+/// error event), never a `tool_calls` finish with arguments that are not JSON.
+#[test]
+fn a_stopped_block_that_gives_no_call_voids_its_streamed_call() {
+    let text = "<ACTION>\n<write_file><path>a</path><content>x</content><mode>3</write_file>\n";
+    for deltas in [vec![text], one_char(text)] {
+        let (pieces, reason, failure) =
+            run_streaming(Protocol::Action, &deltas, Some(FinishReason::Stop));
+        let (content, calls) = gathered(&pieces);
+        assert_eq!(calls.len(), 1, "the call streamed");
+        assert_eq!(content, text);
+        assert_eq!(
+            (reason.as_str(), failure.as_deref()),
+            ("stop", Some("streamed_call_invalid"))
+        );
+    }
+}
+
+/// A string value still streaming when the server stopped at `</ACTION>`: the block,
+/// closed by the marker, closes the value, and the streamed call ends with the rest of
+/// the value and its quote: the arguments are JSON, the value the block's.
+#[test]
+fn a_value_open_when_its_stopped_block_closes_ends_with_the_block() {
+    let text = "<ACTION>\n<write_file><path>a</path><content>fn main() {\n";
+    for deltas in [vec![text], one_char(text)] {
+        let (pieces, reason, failure) =
+            run_streaming(Protocol::Action, &deltas, Some(FinishReason::Stop));
+        let (content, calls) = gathered(&pieces);
+        assert_eq!(content, "");
+        assert_eq!(
+            calls,
+            [(
+                "write_file".to_owned(),
+                r#"{"path":"a","content":"fn main() {"}"#.to_owned()
+            )]
+        );
+        assert_eq!((reason.as_str(), failure), ("tool_calls", None));
+    }
+}
+
+fn one_char(text: &str) -> Vec<&str> {
+    text.char_indices()
+        .map(|(at, c)| &text[at..at + c.len_utf8()])
+        .collect()
+}
+
+/// A real model's misspelt close tag (recorded on BFCL `simple_python_380`, ACTION): the
+/// value `content` closed with another parameter's tag, the call goes on. The decoder
+/// reads the value up to that tag (SPEC §3, `mismatched_close_tag`); the proxy holds the
+/// value's text back from a close tag naming the call's structure, so what streamed is
+/// the block's value and the call completes, however the reply is split.
+#[test]
+fn a_misspelt_close_tag_in_a_streamed_value_completes_the_call() {
+    let text = "<ACTION>\n<write_file><path>a.txt</path><content>March 10th, 2023</path><mode>3</mode></write_file>\n";
+    let whole = run_streaming(Protocol::Action, &[text], Some(FinishReason::Stop));
+    let expected = (
+        String::new(),
+        vec![(
+            "write_file".to_owned(),
+            r#"{"path":"a.txt","content":"March 10th, 2023","mode":3}"#.to_owned(),
+        )],
+    );
+    assert_eq!(gathered(&whole.0), expected);
+    assert_eq!((whole.1.as_str(), whole.2), ("tool_calls", None));
+    let mut splits = vec![one_char(text)];
+    splits.extend(
+        text.char_indices()
+            .skip(1)
+            .map(|(at, _)| vec![&text[..at], &text[at..]]),
+    );
+    for deltas in splits {
+        let (pieces, reason, failure) =
+            run_streaming(Protocol::Action, &deltas, Some(FinishReason::Stop));
+        assert_eq!(gathered(&pieces), expected, "{deltas:?}");
+        assert_eq!(
+            (reason.as_str(), failure),
+            ("tool_calls", None),
+            "{deltas:?}"
+        );
+    }
+}
+
+/// Code in a streamed value with close tags of its own (`</div>`) and one naming another
+/// parameter (`</path>`, an SVG): the value streams up to that tag, waits, and all of it
+/// comes at the value's close tag; the call is the block's.
+#[test]
+fn a_close_tag_naming_a_parameter_in_code_only_delays_the_rest_of_the_value() {
+    let code = "<div>a &lt; b</div>\n<svg><path d=\"M0\"></path></svg>\nend";
+    let text = format!(
+        "<ACTION><write_file><path>a.html</path><content>{code}</content></write_file></ACTION>"
+    );
+    let (content, calls) = streams_the_same(Protocol::Action, &text);
+    assert_eq!(content, "");
+    let value = "<div>a < b</div>\n<svg><path d=\"M0\"></path></svg>\nend";
+    let args = format!(
+        r#"{{"path":"a.html","content":{}}}"#,
+        serde_json::json!(value)
+    );
+    assert_eq!(calls, [("write_file".to_owned(), args)]);
+    // Fed whole but the close tags: everything before `</path>` streamed at once.
+    let at = text.find("</path></svg>").unwrap();
+    let (pieces, ..) = run_streaming(Protocol::Action, &[&text[..at + 4], &text[at + 4..]], None);
+    let early = argument_pieces_before(&pieces, 1);
+    assert!(early.ends_with(r#"<svg><path d=\"M0\">"#), "{early}");
+}

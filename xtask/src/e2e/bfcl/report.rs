@@ -378,10 +378,29 @@ pub(crate) fn reply_stats(results: &[Map<String, Value>]) -> String {
         .filter(|r| r.get("finish_reason").and_then(Value::as_str) == Some("length"))
         .count();
     let errors = results.iter().filter(|r| truthy(r.get("error"))).count();
+    // A call whose streamed arguments do not join to a JSON object is a broken reply the
+    // transport did not flag: a client cannot run it.
+    let not_json = results
+        .iter()
+        .filter(|r| {
+            r.get("tool_calls")
+                .and_then(Value::as_array)
+                .is_some_and(|calls| {
+                    calls.iter().any(|c| match c.get("arguments") {
+                        Some(Value::String(text)) => {
+                            !matches!(serde_json::from_str(text), Ok(Value::Object(_)))
+                        }
+                        Some(Value::Object(_)) => false,
+                        _ => true,
+                    })
+                })
+        })
+        .count();
     let _ = writeln!(
         out,
         "replies: {n}; with text content beside tool calls: {beside}; finish_reason \
-         \"length\": {cut}; errors: {errors}"
+         \"length\": {cut}; errors: {errors}; calls whose arguments are not a JSON object: \
+         {not_json}"
     );
     out
 }
