@@ -1,6 +1,6 @@
 //! The reply translator, tested without a server.
 
-use serde_json::json;
+use serde_json::{Value, json};
 use tam_model::ToolCallChunk;
 
 use super::*;
@@ -639,4 +639,108 @@ fn a_close_tag_naming_a_parameter_in_code_only_delays_the_rest_of_the_value() {
     let (pieces, ..) = run_streaming(Protocol::Action, &[&text[..at + 4], &text[at + 4..]], None);
     let early = argument_pieces_before(&pieces, 1);
     assert!(early.ends_with(r#"<svg><path d=\"M0\">"#), "{early}");
+}
+
+/// The non-streaming translator's content and calls (name, arguments as JSON).
+fn whole_reply(
+    protocol: Protocol,
+    text: &str,
+    finish: FinishReason,
+) -> (String, Vec<(String, Value)>) {
+    let mut t = Translator::new(
+        protocol,
+        true,
+        false,
+        writer_tools(),
+        usize::MAX,
+        tam_parse::Config::default(),
+        action_xml::Config::default(),
+        "t".into(),
+    );
+    t.feed(ModelItem::Text(text.to_owned()));
+    t.feed(ModelItem::Finish(finish));
+    t.finish(false);
+    let pieces: Vec<Piece> = t.drain().collect();
+    let (content, calls) = gathered(&[pieces]);
+    let calls = calls
+        .into_iter()
+        .map(|(name, args)| {
+            (
+                name,
+                serde_json::from_str(&args).expect("whole arguments are JSON"),
+            )
+        })
+        .collect();
+    (content, calls)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+    /// Whatever the model writes in an ACTION block — code with `<`, `&` and tags, close
+    /// tags of other parameters, misspelt or missing close tags — and however the reply
+    /// is split, a streamed reply ends in the failure event, or with `length` when it was
+    /// cut (a streamed call then stays unfinished, as OpenAI's own), or gives, call for
+    /// call, arguments that are a JSON object, and then exactly the non-streaming reply.
+    #[test]
+    fn a_streamed_reply_is_the_whole_reply_or_a_failure(
+        params in proptest::collection::vec((0usize..5, 0usize..9, 0usize..4), 0..4),
+        closed in proptest::prelude::any::<bool>(),
+        stop in proptest::prelude::any::<bool>(),
+        cuts in proptest::collection::vec(0usize..512, 0..8),
+    ) {
+        const KEYS: [&str; 5] = ["path", "content", "mode", "encoding", "other"];
+        const VALUES: [&str; 9] = [
+            "a.txt", "fn f<T>(a: &T) -> bool { a < b && c }", "<div>x</div>", "3",
+            "x </path>", "March 10</mode>", "\n  <![CDATA[<b>&</b>]]>\n", "a &amp; b", "utf8",
+        ];
+        let mut text = String::from("Ok.\n<ACTION>\n<write_file>");
+        for (key, value, close) in &params {
+            let key = KEYS[*key];
+            text.push_str(&format!("<{key}>{}", VALUES[*value]));
+            match close {
+                0 => {}
+                1 => text.push_str("</path>"),
+                _ => text.push_str(&format!("</{key}>")),
+            }
+        }
+        text.push_str("</write_file>\n");
+        if closed {
+            text.push_str("</ACTION>");
+        }
+        let finish = if stop { FinishReason::Stop } else { FinishReason::Length };
+        let whole = whole_reply(Protocol::Action, &text, finish.clone());
+        // Cut at the given offsets (taken within the text, moved back to character
+        // boundaries).
+        let mut at: Vec<usize> = cuts
+            .iter()
+            .map(|&c| {
+                let mut c = c % (text.len() + 1);
+                while !text.is_char_boundary(c) {
+                    c -= 1;
+                }
+                c
+            })
+            .collect();
+        at.push(0);
+        at.push(text.len());
+        at.sort_unstable();
+        at.dedup();
+        let deltas: Vec<&str> = at.windows(2).map(|w| &text[w[0]..w[1]]).collect();
+        let (pieces, reason, failure) = run_streaming(Protocol::Action, &deltas, Some(finish));
+        if failure.is_none() && reason != "length" {
+            let (content, calls) = gathered(&pieces);
+            let calls: Vec<(String, Value)> = calls
+                .into_iter()
+                .map(|(name, args)| {
+                    let parsed: Value = serde_json::from_str(&args)
+                        .unwrap_or_else(|e| panic!("{args:?} is not JSON ({e}), text {text:?}"));
+                    proptest::prop_assert!(parsed.is_object());
+                    Ok((name, parsed))
+                })
+                .collect::<Result<_, _>>()?;
+            proptest::prop_assert_eq!(reason == "tool_calls", !calls.is_empty());
+            proptest::prop_assert_eq!((content, calls), whole, "text {:?}", text);
+        }
+    }
 }
