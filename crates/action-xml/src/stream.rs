@@ -215,10 +215,12 @@ impl Streamer {
         out: &mut dyn FnMut(Event<'_>),
     ) {
         // A token-sized delta inside a value, the common case: no region open or waiting,
-        // and no `<` or `&` in what arrived. It is one piece, borrowed — what the loop of
-        // [`Streamer::read`] would hand out, for a look at a few bytes.
+        // and nothing in what arrived that needs a look — no `<`, `&` or `\r`, or only
+        // ones that are text as they stand (code's `a < b`, `&self`, `Vec<u8>`: what
+        // [`next_stop_in_value`] passes over). It is one piece, borrowed — what the loop
+        // of [`Streamer::read`] would hand out, for a look at a few bytes.
         if self.start == Start::Element
-            && matches!(self.state, State::Param { .. })
+            && let State::Param { name: own, .. } = &self.state
             && self.next_region == regions.len()
             && open_region.is_none()
         {
@@ -226,8 +228,13 @@ impl Streamer {
             if self.pos >= settled {
                 return;
             }
-            let new = &buf.as_bytes()[self.pos..settled];
-            if new.len() <= SHORT_PIECE && !new.iter().any(|&c| matches!(c, b'<' | b'&' | b'\r')) {
+            let b = buf.as_bytes();
+            let new = &b[self.pos..settled];
+            if new.len() <= SHORT_PIECE
+                && (!new.iter().any(|&c| matches!(c, b'<' | b'&' | b'\r'))
+                    || next_stop_in_value(&b[..settled], self.pos, b[own.start], [usize::MAX; 2])
+                        .is_none())
+            {
                 out(Event::ParamText {
                     text: Cow::Borrowed(&buf[self.pos..settled]),
                     span: span(self.pos..settled),
