@@ -142,7 +142,13 @@
 //! * A call in such a block to a tool the request did not offer is not a call (SPEC §8): it
 //!   comes back as content, re-rendered in the protocol, after the block's calls (a small
 //!   model lists a tool it imagines beside the ones it has; the others stay calls, and
-//!   calls already streamed stay valid).
+//!   calls already streamed stay valid). A name that differs from one offered tool's only
+//!   in ASCII case and the separators `_`, `-` and `.` names that tool, and the call comes
+//!   under the offered name (`prob_dist.binomial` for `prob_dist_binomial`: clients
+//!   rewrite names an API refuses, and models write the one they know); when two offered
+//!   names match that way, neither does. (The agent of `tool-dispatch` answers such a
+//!   call with the registry's "did you mean" instead: it has a next round; the proxy has
+//!   not.)
 //! * A block naming no offered tool, a block with a decode error, an
 //!   ACTION block after the first, and a block left open by a cut stream come back as
 //!   their raw text in `delta.content`: never as calls. A block over the decoder's size

@@ -39,6 +39,31 @@ impl OfferedTools {
     pub(crate) fn get(&self, name: &str) -> Option<&CompiledTool> {
         self.tools.get(name)
     }
+
+    /// The name of the offered tool a call naming `name` is for: `name` itself when
+    /// offered, else the one offered tool whose name is `name` but for ASCII case and the
+    /// separators `_`, `-` and `.` (`prob_dist.binomial` for an offered
+    /// `prob_dist_binomial`: clients rewrite names an API refuses, and models write the
+    /// name they know). Two offered names that match that way: neither (no guess).
+    pub(crate) fn resolve<'a>(&'a self, name: &'a str) -> Option<&'a str> {
+        if self.tools.contains_key(name) {
+            return Some(name);
+        }
+        let want = loose_name(name);
+        let mut found = self.tools.keys().filter(|k| loose_name(k) == want);
+        match (found.next(), found.next()) {
+            (Some(one), None) => Some(one),
+            _ => None,
+        }
+    }
+}
+
+/// A tool name without ASCII case and the separators `_`, `-` and `.`.
+fn loose_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| !matches!(c, '_' | '-' | '.'))
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
 }
 
 /// What the proxy does with one request.
@@ -610,5 +635,35 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn a_tool_name_resolves_exactly_or_loosely_when_only_one_matches() {
+        let body = json!({
+            "model": "m", "messages": [],
+            "tools": [
+                {"type": "function", "function": {"name": "prob_dist_binomial"}},
+                {"type": "function", "function": {"name": "get_weather"}},
+                {"type": "function", "function": {"name": "getWeather"}},
+            ],
+        });
+        let t = translate(body.to_string().as_bytes(), Protocol::Tam, "").unwrap();
+        let offered = &t.offered;
+        assert_eq!(
+            offered.resolve("prob_dist_binomial"),
+            Some("prob_dist_binomial")
+        );
+        assert_eq!(
+            offered.resolve("prob_dist.binomial"),
+            Some("prob_dist_binomial")
+        );
+        assert_eq!(
+            offered.resolve("Prob-Dist-Binomial"),
+            Some("prob_dist_binomial")
+        );
+        assert_eq!(offered.resolve("getWeather"), Some("getWeather"));
+        // Two offered names match `get.weather` loosely: no guess.
+        assert_eq!(offered.resolve("get.weather"), None);
+        assert_eq!(offered.resolve("binomial"), None);
     }
 }

@@ -314,23 +314,25 @@ impl Emitter {
     /// A call's tool id is known while its block is open: its first chunk goes out when
     /// the tool is offered and the call limit allows (TAM: the block's first call only).
     pub(super) fn stream_call(&mut self, protocol: MixedProtocol, at: usize, tool: &str) {
-        let allowed = self.offered.get(tool).is_some() && self.calls < self.max_calls;
+        let offered = self.offered.resolve(tool).map(str::to_owned);
+        let allowed = self.calls < self.max_calls;
         let Some(open) = &mut self.open else { return };
         open.current = None;
         open.param = None;
-        if open.protocol != protocol
-            || !allowed
-            || (protocol == MixedProtocol::Tam && !open.streamed.is_empty())
-        {
+        let Some(tool) = offered.filter(|_| {
+            open.protocol == protocol
+                && allowed
+                && (protocol != MixedProtocol::Tam || open.streamed.is_empty())
+        }) else {
             return;
-        }
+        };
         let index = self.next_index;
         self.next_index += 1;
         self.calls += 1;
         open.streamed.push(Streamed {
             at,
             index,
-            tool: tool.to_owned(),
+            tool: tool.clone(),
             values: Vec::new(),
             opened: false,
             open_value: None,
@@ -339,7 +341,7 @@ impl Emitter {
         self.pieces.push(Piece::CallStart {
             index,
             id: format!("call_{}_{index}", self.call_id_base),
-            name: tool.to_owned(),
+            name: tool,
         });
     }
 
@@ -431,7 +433,20 @@ impl Emitter {
     /// A closed block: calls when it decoded cleanly and names at least one offered tool
     /// (a call to a tool not offered comes back as text, the others stay calls), else its
     /// text. A block whose calls streamed completes them (module docs).
-    pub(super) fn block(&mut self, calls: Vec<ToolCall>, diagnostics: &[Diagnostic], raw: &str) {
+    pub(super) fn block(
+        &mut self,
+        mut calls: Vec<ToolCall>,
+        diagnostics: &[Diagnostic],
+        raw: &str,
+    ) {
+        // Each call names the offered tool it is for (`OfferedTools::resolve`).
+        for call in &mut calls {
+            if let Some(name) = self.offered.resolve(&call.tool)
+                && name != call.tool
+            {
+                call.tool = name.to_owned();
+            }
+        }
         let streamed = self.open.take().map_or_else(Vec::new, |mut open| {
             // A value still streaming: the block closed around it.
             if let (Some(param), Some(slot)) = (open.param.take(), open.current) {

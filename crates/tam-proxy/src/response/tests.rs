@@ -744,3 +744,28 @@ proptest::proptest! {
         }
     }
 }
+
+/// A call naming an offered tool but for ASCII case and the separators `_`, `-` and `.`
+/// (`prob_dist.binomial` for an offered `prob_dist_binomial`, recorded on BFCL
+/// `parallel_160` in both protocols) is that tool's call, under the offered name;
+/// streamed or not, however split.
+#[test]
+fn a_call_naming_an_offered_tool_loosely_is_that_tools_call() {
+    let [start, args] = call(0, "get_weather", r#"{"city":"Rome"}"#);
+    let action = "<ACTION><Get.Weather><city>Rome</city></Get.Weather></ACTION>";
+    let (pieces, reason) = every_split(Protocol::Action, action);
+    assert_eq!(
+        (pieces, reason.as_str()),
+        (vec![start.clone(), args.clone()], "tool_calls")
+    );
+    let tam = "<|[REQUEST_TOOL]|>\ncommand:「始」get-weather「末」\ncity:「始」Rome「末」\n<|[END_TOOL]|>";
+    let (pieces, reason) = every_split(Protocol::Tam, tam);
+    assert_eq!((pieces, reason.as_str()), (vec![start, args], "tool_calls"));
+    let streamed = "<ACTION><write.file><path>a</path></write.file></ACTION>";
+    let (content, calls) = streams_the_same(Protocol::Action, streamed);
+    assert_eq!(content, "");
+    assert_eq!(
+        calls,
+        [("write_file".to_owned(), r#"{"path":"a"}"#.to_owned())]
+    );
+}
