@@ -126,7 +126,7 @@
 //! [`Event::ParamText`] pieces, [`Event::ParamEnd`] and [`Event::CallEnd`]; then the
 //! [`Event::Block`], which alone is authoritative (what runs). The pieces of a parameter
 //! are its content **as written, markup included**, entity and character references
-//! decoded (a decoded reference is an owned piece), CDATA content verbatim without its
+//! decoded (a decoded reference is a piece of its own), CDATA content verbatim without its
 //! markers (such pieces are flagged `cdata`), comments dropped, line ends in text read as
 //! XML reads them (`\r\n` and a lone `\r` are `\n`; CDATA keeps its own as written):
 //! through [`ValueEdges`], which applies the edge rules above as the pieces arrive, they

@@ -19,7 +19,8 @@
 //!   the same name inside it nests, so `<p><p>x</p></p>` ends at the second `</p>`), then
 //!   [`Event::ParamEnd`].
 //! * The pieces are the content **as written, markup included**, with entity and
-//!   character references decoded (a decoded reference is an owned piece of its own), CDATA
+//!   character references decoded (a decoded reference is a piece of its own, not
+//!   borrowed from the block), CDATA
 //!   sections' content verbatim without their markers (flagged `cdata`), comments dropped,
 //!   line ends in text read as XML reads them (`\r\n` and a lone `\r` are `\n`, a piece
 //!   of their own; CDATA content keeps them as written). So for a string value the pieces through
@@ -385,9 +386,8 @@ impl Streamer {
     fn reference(&mut self, buf: &str, at: usize, settled: usize, em: &mut Emit<'_, '_>) -> Look {
         let b = &buf.as_bytes()[..settled];
         if let Some(len) = reference_len(b, at) {
-            let decoded = crate::xml_chars::decode_text(&buf[at..at + len]);
             em.event(Event::ParamText {
-                text: Cow::Owned(decoded),
+                text: crate::xml_chars::reference_text(&buf[at..at + len]),
                 span: em.span(at..at + len),
                 cdata: false,
             });

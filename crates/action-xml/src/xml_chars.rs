@@ -223,6 +223,24 @@ pub(crate) fn find3(hay: &[u8], from: usize, a: u8, b: u8, c: u8) -> Option<usiz
     memchr::memchr3(a, b, c, hay.get(at..)?).map(|i| at + i)
 }
 
+/// What `reference` (`&…;`, one [`reference_len`] accepts) stands for, as a piece of its
+/// own: the five predefined entities without an allocation (code's `&lt;` and `&amp;`).
+pub(crate) fn reference_text(reference: &str) -> std::borrow::Cow<'static, str> {
+    use std::borrow::Cow;
+    match reference {
+        "&lt;" => Cow::Borrowed("<"),
+        "&gt;" => Cow::Borrowed(">"),
+        "&amp;" => Cow::Borrowed("&"),
+        "&apos;" => Cow::Borrowed("'"),
+        "&quot;" => Cow::Borrowed("\""),
+        _ => {
+            let mut out = String::new();
+            push_reference(&mut out, reference);
+            Cow::Owned(out)
+        }
+    }
+}
+
 /// Appends what `reference` (`&…;`, one [`reference_len`] accepts) stands for.
 pub(crate) fn push_reference(out: &mut String, reference: &str) {
     let name = reference
@@ -330,6 +348,11 @@ mod tests {
         assert_eq!(reference_len(b"&am;", 0), None);
         assert_eq!(reference_len(b"&ap", 0), None);
         assert_eq!(decode_text("a&lt;b&#x4E2D;\r\nc&amp;"), "a<b中\nc&");
+        for r in [
+            "&lt;", "&gt;", "&amp;", "&apos;", "&quot;", "&#x4E2D;", "&#65;",
+        ] {
+            assert_eq!(reference_text(r), decode_text(r));
+        }
         assert_eq!(
             decode_text("a && b &x; &amp;\r&#0;&"),
             "a && b &x; &\n&#0;&"
