@@ -379,28 +379,30 @@ pub(crate) fn reply_stats(results: &[Map<String, Value>]) -> String {
         .count();
     let errors = results.iter().filter(|r| truthy(r.get("error"))).count();
     // A call whose streamed arguments do not join to a JSON object is a broken reply the
-    // transport did not flag: a client cannot run it.
+    // transport did not flag: a client cannot run it. (A `length` cut may leave one, as
+    // OpenAI's own do; the finish reason says so, and it is counted with the cuts.)
     let not_json = results
         .iter()
         .filter(|r| {
-            r.get("tool_calls")
-                .and_then(Value::as_array)
-                .is_some_and(|calls| {
-                    calls.iter().any(|c| match c.get("arguments") {
-                        Some(Value::String(text)) => {
-                            !matches!(serde_json::from_str(text), Ok(Value::Object(_)))
-                        }
-                        Some(Value::Object(_)) => false,
-                        _ => true,
+            r.get("finish_reason").and_then(Value::as_str) != Some("length")
+                && r.get("tool_calls")
+                    .and_then(Value::as_array)
+                    .is_some_and(|calls| {
+                        calls.iter().any(|c| match c.get("arguments") {
+                            Some(Value::String(text)) => {
+                                !matches!(serde_json::from_str(text), Ok(Value::Object(_)))
+                            }
+                            Some(Value::Object(_)) => false,
+                            _ => true,
+                        })
                     })
-                })
         })
         .count();
     let _ = writeln!(
         out,
         "replies: {n}; with text content beside tool calls: {beside}; finish_reason \
-         \"length\": {cut}; errors: {errors}; calls whose arguments are not a JSON object: \
-         {not_json}"
+         \"length\": {cut}; errors: {errors}; replies (not cut) with a call whose arguments are not \
+         a JSON object: {not_json}"
     );
     out
 }
