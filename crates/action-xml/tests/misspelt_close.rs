@@ -4,23 +4,18 @@
 //! `multiple_160`, `parallel_multiple_170`, ACTION through `tam serve`): before the
 //! repair each block was malformed, and no call ran.
 
-use action_xml::{ActionBlock, Config, Event, codes};
+mod common;
+
+use action_xml::{ActionBlock, codes};
 use serde_json::json;
-use tam_testkit::{Action, decode_all_ways};
 
 /// The one block of `input`, decoded every way (whole, char by char, every prefix, random
 /// splits: the same events each time).
 fn block(input: &str) -> ActionBlock {
-    let events = decode_all_ways(Action(Config::default()), input.as_bytes());
-    let blocks: Vec<ActionBlock> = events
-        .into_iter()
-        .filter_map(|e| match e {
-            Event::Block(b) => Some(b),
-            _ => None,
-        })
-        .collect();
+    let events = common::decode(input);
+    let blocks = common::blocks(&events);
     assert_eq!(blocks.len(), 1);
-    blocks.into_iter().next().unwrap()
+    blocks[0].clone()
 }
 
 fn warned(block: &ActionBlock) -> usize {
