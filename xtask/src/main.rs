@@ -8,7 +8,7 @@
 //!   nightly toolchain and cargo-fuzz are present) a short smoke run of every fuzz target.
 //! * `fuzz [TARGET] [--secs N]` — run one or every fuzz target for N seconds (default 60).
 //! * `bench` — run the criterion benchmarks and write the plots (see `benches/README.md`).
-//! * `e2e [--cache DIR] [--keep-server] [--tries N] [--jobs N]` — build llama.cpp's
+//! * `e2e [--cache DIR] [--keep-server] [--prompt-cache] [--tries N] [--jobs N]` — build llama.cpp's
 //!   `llama-server` and fetch a real model (pinned, hash-checked, cached), serve it on
 //!   127.0.0.1 and run the workspace against it in both protocols (see `e2e/README.md`).
 //!   With `--bfcl FILE [--per-category N] [--paths tam,action,native] [--max-tokens N]
@@ -35,7 +35,7 @@ fn main() -> ExitCode {
         _ => {
             eprintln!(
                 "usage: cargo xtask <ci | fuzz [TARGET] [--secs N] | bench [--quick] \
-                 | e2e [--cache DIR] [--keep-server] [--tries N] [--jobs N] \
+                 | e2e [--cache DIR] [--keep-server] [--prompt-cache] [--tries N] [--jobs N] \
                  [--bfcl FILE [--per-category N] [--paths tam,action,native] [--max-tokens N] \
                  [--out DIR] [--base-url URL]] \
                  | bfcl-score CASES RESULTS [--details] [--strict-irrelevance] [--require-all] \

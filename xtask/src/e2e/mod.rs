@@ -1,4 +1,5 @@
-//! `cargo xtask e2e [--cache DIR] [--keep-server] [--tries N] [--jobs N]`: the workspace
+//! `cargo xtask e2e [--cache DIR] [--keep-server] [--prompt-cache] [--tries N] [--jobs N]`: the
+//! workspace
 //! against a real model, served by llama.cpp's `llama-server` on 127.0.0.1.
 //!
 //! 1. Set-up ([`setup`]), into a cache directory (default `target/e2e-cache`; `--cache DIR`
@@ -12,7 +13,10 @@
 //!    naming both hashes.
 //! 2. `llama-server` ([`server`]) on 127.0.0.1 with a free port; the run waits for
 //!    `/health` and always stops the server at the end, on failure too (`--keep-server`
-//!    leaves it running).
+//!    leaves it running). Its prompt cache is off, so every request is reproducible at
+//!    temperature 0; `--prompt-cache` leaves it on, as llama-server runs by default, for
+//!    times per request as a user's server gives them (a request reuses what it shares
+//!    with the one before: the same system prompt's fixed text, say).
 //! 3. The legs ([`legs`], judged by [`judge`]), each in both protocols (TAM and ACTION XML):
 //!    * proof: one chat request with the system prompt of `e2e/prompts/` at temperature 0;
 //!      the reply goes through `tam decode` and must hold a well-formed block calling the
@@ -60,6 +64,8 @@ const MODEL_ALIAS: &str = "qwen";
 struct Options {
     cache: PathBuf,
     keep_server: bool,
+    /// `--prompt-cache`: llama-server's prompt cache left on (its default).
+    prompt_cache: bool,
     tries: u32,
     jobs: u32,
     /// `--bfcl FILE` and its options: run the BFCL cases instead of the legs.
@@ -72,6 +78,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
             .map(PathBuf::from)
             .unwrap_or_else(|| root().join("target/e2e-cache")),
         keep_server: false,
+        prompt_cache: false,
         tries: 1,
         jobs: 1,
         bfcl: None,
@@ -91,6 +98,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
                 opts.cache = PathBuf::from(it.next().ok_or("--cache needs a directory")?);
             }
             "--keep-server" => opts.keep_server = true,
+            "--prompt-cache" => opts.prompt_cache = true,
             "--tries" => opts.tries = number("--tries")?,
             "--jobs" => opts.jobs = number("--jobs")?,
             "--bfcl" => {
@@ -211,10 +219,15 @@ fn set_up(
 }
 
 /// Starts `llama-server` as a timed step.
-fn start(cache: &Cache, pins: &Pins, keep: bool, clock: &mut Clock) -> Result<Server, String> {
+fn start(
+    cache: &Cache,
+    pins: &Pins,
+    opts: &Options,
+    clock: &mut Clock,
+) -> Result<Server, String> {
     let mut server = None;
     clock.step("llama-server start (/health)", || {
-        server = Some(start_server(cache, pins, keep)?);
+        server = Some(start_server(cache, pins, opts.keep_server, opts.prompt_cache)?);
         Ok(Work::Done)
     })?;
     let server = server.ok_or("llama-server did not start")?;
@@ -238,7 +251,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let total = Instant::now();
     let mut clock = Clock::default();
     set_up(&cache, &pins, opts.jobs, true, &mut clock)?;
-    let server = start(&cache, &pins, opts.keep_server, &mut clock)?;
+    let server = start(&cache, &pins, &opts, &mut clock)?;
 
     let mut summary = Vec::new();
     let mut failures = Vec::new();
@@ -331,7 +344,7 @@ fn run_bfcl(opts: &Options, bfcl: &BfclOptions, cache: &Cache) -> Result<(), Str
             mkdir(&cache.logs())?;
             eprintln!("xtask e2e: cache {}", cache.dir.display());
             set_up(cache, &pins, opts.jobs, needs_tam, &mut clock)?;
-            let started = start(cache, &pins, opts.keep_server, &mut clock)?;
+            let started = start(cache, &pins, opts, &mut clock)?;
             let url = started.openai_url();
             server = Some(started);
             url
@@ -353,6 +366,8 @@ mod tests {
         let o = parse_options(&["--tries".into(), "3".into(), "--keep-server".into()]).unwrap();
         assert_eq!(o.tries, 3);
         assert!(o.keep_server);
+        assert!(!o.prompt_cache);
+        assert!(parse_options(&["--prompt-cache".into()]).unwrap().prompt_cache);
         assert!(o.cache.is_absolute());
         assert!(o.bfcl.is_none());
         assert!(parse_options(&["--tries".into(), "0".into()]).is_err());

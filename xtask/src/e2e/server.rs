@@ -65,7 +65,12 @@ pub(super) fn free_port() -> Result<u16, String> {
         .map_err(|e| format!("no free port: {e}"))
 }
 
-pub(super) fn start_server(cache: &Cache, pins: &Pins, keep: bool) -> Result<Server, String> {
+pub(super) fn start_server(
+    cache: &Cache,
+    pins: &Pins,
+    keep: bool,
+    prompt_cache: bool,
+) -> Result<Server, String> {
     let port = free_port()?;
     mkdir(&cache.logs())?;
     let log_path = cache.logs().join("llama-server.log");
@@ -73,7 +78,8 @@ pub(super) fn start_server(cache: &Cache, pins: &Pins, keep: bool) -> Result<Ser
     let log2 = log
         .try_clone()
         .map_err(|e| format!("{}: {e}", log_path.display()))?;
-    let child = Command::new(cache.server())
+    let mut command = Command::new(cache.server());
+    command
         .arg("-m")
         .arg(cache.model(pins))
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
@@ -81,10 +87,14 @@ pub(super) fn start_server(cache: &Cache, pins: &Pins, keep: bool) -> Result<Ser
         .args(["--alias", super::MODEL_ALIAS, "--no-webui"])
         // The chat template through Jinja: native tool calling (the BFCL runner's native
         // path) needs it. The default of the pinned build, named so a newer pin keeps it.
-        .arg("--jinja")
+        .arg("--jinja");
+    if !prompt_cache {
         // The prompt cache changes the output of a later request with the same prefix:
-        // off, so every request and every try is reproducible at temperature 0.
-        .args(["--no-cache-prompt", "--cache-ram", "0"])
+        // off, so every request and every try is reproducible at temperature 0
+        // (`--prompt-cache` leaves the server's default, on, for times as users see them).
+        command.args(["--no-cache-prompt", "--cache-ram", "0"]);
+    }
+    let child = command
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log2)
