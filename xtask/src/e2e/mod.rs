@@ -219,15 +219,15 @@ fn set_up(
 }
 
 /// Starts `llama-server` as a timed step.
-fn start(
-    cache: &Cache,
-    pins: &Pins,
-    opts: &Options,
-    clock: &mut Clock,
-) -> Result<Server, String> {
+fn start(cache: &Cache, pins: &Pins, opts: &Options, clock: &mut Clock) -> Result<Server, String> {
     let mut server = None;
     clock.step("llama-server start (/health)", || {
-        server = Some(start_server(cache, pins, opts.keep_server, opts.prompt_cache)?);
+        server = Some(start_server(
+            cache,
+            pins,
+            opts.keep_server,
+            opts.prompt_cache,
+        )?);
         Ok(Work::Done)
     })?;
     let server = server.ok_or("llama-server did not start")?;
@@ -367,7 +367,11 @@ mod tests {
         assert_eq!(o.tries, 3);
         assert!(o.keep_server);
         assert!(!o.prompt_cache);
-        assert!(parse_options(&["--prompt-cache".into()]).unwrap().prompt_cache);
+        assert!(
+            parse_options(&["--prompt-cache".into()])
+                .unwrap()
+                .prompt_cache
+        );
         assert!(o.cache.is_absolute());
         assert!(o.bfcl.is_none());
         assert!(parse_options(&["--tries".into(), "0".into()]).is_err());

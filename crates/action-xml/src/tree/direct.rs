@@ -97,22 +97,36 @@ pub(crate) fn read_direct(
     })
 }
 
-/// True when `s` holds no character that XML 1.0 forbids (C0 controls other than tab,
-/// line feed and carriage return; U+FFFE, U+FFFF). Surrogates cannot occur in a `str`.
-fn xml_chars_only(s: &str) -> bool {
+/// How many `<` `s` holds, or `None` when it holds a character that XML 1.0 forbids (C0
+/// controls other than tab, line feed and carriage return; U+FFFE, U+FFFF; surrogates
+/// cannot occur in a `str`). One pass over the bytes for both answers.
+fn lt_count_if_xml_chars(s: &str) -> Option<usize> {
     let b = s.as_bytes();
-    // Branch-free over 64-byte chunks, so that the compiler vectorises it.
-    let control = |chunk: &[u8]| {
-        chunk
-            .iter()
-            .fold(false, |bad, &c| bad | ((c < 0x20) & !is_xml_space(c)))
-    };
-    if b.chunks(64).any(control) {
-        return false;
+    // Per 64-byte chunk, branch-free and in byte lanes, so that the compiler vectorises
+    // it: a forbidden control byte anywhere, and the `<`s (at most 64, a byte holds them).
+    let mut bad = false;
+    let mut lts = 0usize;
+    let mut chunks = b.chunks_exact(64);
+    for chunk in &mut chunks {
+        let (mut c_bad, mut c_lt) = (0u8, 0u8);
+        for &c in chunk {
+            c_bad |= u8::from(c < 0x20)
+                & u8::from(c != b'\t')
+                & u8::from(c != b'\n')
+                & u8::from(c != b'\r');
+            c_lt += u8::from(c == b'<');
+        }
+        bad |= c_bad != 0;
+        lts += usize::from(c_lt);
+    }
+    for &c in chunks.remainder() {
+        bad |= c < 0x20 && !is_xml_space(c);
+        lts += usize::from(c == b'<');
     }
     // U+FFFE and U+FFFF are EF BF BE and EF BF BF.
-    memchr::memchr_iter(0xEF, b)
-        .all(|i| b.get(i + 1) != Some(&0xBF) || !matches!(b.get(i + 2), Some(0xBE | 0xBF)))
+    let nonchar = memchr::memchr_iter(0xEF, b)
+        .any(|i| b.get(i + 1) == Some(&0xBF) && matches!(b.get(i + 2), Some(0xBE | 0xBF)));
+    (!bad && !nonchar).then_some(lts)
 }
 
 /// One markup or text piece of a body, as [`piece_at`] cuts it.
@@ -336,14 +350,16 @@ struct Flat {
 /// The element list and CDATA sections of `body`, with the pre-scan's repairs inside values
 /// counted, or `None` when it is outside the subset that [`read_direct`] reads.
 fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
-    if body.starts_with('\u{FEFF}') || !xml_chars_only(body) {
-        // A leading byte order mark is text to roxmltree. A character XML forbids (anywhere: in text, CDATA or a tag) is roxmltree's error to report.
+    if body.starts_with('\u{FEFF}') {
+        // A leading byte order mark is text to roxmltree.
         return None;
     }
+    // A character XML forbids (anywhere: in text, CDATA or a tag) is roxmltree's error to
+    // report.
+    let tags = lt_count_if_xml_chars(body)?;
     let bytes = body.as_bytes();
     // About one element per two `<` of markup (a start and a close tag): one allocation, no
     // growth (code's `<`s make it larger than needed, not smaller).
-    let tags = memchr::memchr_iter(b'<', bytes).count();
     let mut elems: Vec<Elem> = Vec::with_capacity(tags / 2 + 1);
     let mut cdata: Vec<CdataRef> = Vec::new();
     let mut refs: Vec<usize> = Vec::new();
@@ -489,10 +505,7 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
             Piece::Text => {
                 text = !is_blank(raw);
                 // `]]>` in text is roxmltree's error (it ends CDATA sections only).
-                if text
-                    && memchr::memchr(b'>', raw.as_bytes()).is_some()
-                    && cdata_end_finder().find(raw.as_bytes()).is_some()
-                {
+                if text && has_cdata_end(raw.as_bytes()) {
                     return None;
                 }
             }
@@ -532,10 +545,10 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
     })
 }
 
-/// A searcher for `]]>`, built once.
-fn cdata_end_finder() -> &'static memchr::memmem::Finder<'static> {
-    static FINDER: OnceLock<memchr::memmem::Finder<'static>> = OnceLock::new();
-    FINDER.get_or_init(|| memchr::memmem::Finder::new(b"]]>"))
+/// True when `text` holds `]]>`. Text pieces in code are short and have few `>`: each one
+/// found is checked for the two `]` before it (no searcher to set up per piece).
+fn has_cdata_end(text: &[u8]) -> bool {
+    memchr::memchr_iter(b'>', text).any(|i| i >= 2 && text[i - 2..i] == *b"]]")
 }
 
 /// `a == b` for short slices (names), without a call to `memcmp`.
@@ -832,6 +845,29 @@ mod tests {
         assert_eq!(pieces(&[(true, "a]]"), (true, ">b\n\t")]), "a]]>b\n");
         assert_eq!(pieces(&[(true, "\n\n "), (true, "")]), "\n ");
         assert_eq!(pieces(&[(false, " x "), (true, "\ny")]), "x \ny");
+    }
+
+    proptest! {
+        /// The one-pass check and count agree with the plain definitions.
+        #[test]
+        fn lt_count_and_xml_chars_in_one_pass(
+            text in proptest::collection::vec(
+                prop_oneof![
+                    Just('<'), Just('\t'), Just('\n'), Just('\r'), Just('\u{1}'),
+                    Just('\u{1f}'), Just(' '), Just('a'), Just('\u{FFFE}'), Just('\u{FFFF}'),
+                    Just('\u{FFFD}'), Just('，'), Just(']'), Just('>'),
+                ],
+                0..200,
+            ),
+        ) {
+            let text: String = text.into_iter().collect();
+            let xml = text.chars().all(|c| {
+                !matches!(c, '\u{0}'..='\u{8}' | '\u{B}' | '\u{C}' | '\u{E}'..='\u{1F}' | '\u{FFFE}' | '\u{FFFF}')
+            });
+            let want = xml.then(|| text.matches('<').count());
+            prop_assert_eq!(lt_count_if_xml_chars(&text), want);
+            prop_assert_eq!(has_cdata_end(text.as_bytes()), text.contains("]]>"));
+        }
     }
 
     #[test]
