@@ -59,6 +59,7 @@ const ASCII_NAME: [u8; 128] = {
 };
 
 /// The end of the name that starts at `at` in `s` (`at` itself when no name starts there).
+#[inline]
 pub(crate) fn name_end(s: &str, at: usize) -> usize {
     let bytes = s.as_bytes();
     // The common case: an ASCII name ended by an ASCII byte.
@@ -75,6 +76,14 @@ pub(crate) fn name_end(s: &str, at: usize) -> usize {
             return at + 1 + n;
         }
     }
+    name_end_decoding(s, at)
+}
+
+/// [`name_end`] for a name with other than ASCII characters in it (or none at `at`): out of
+/// line, so that the ASCII case inlines where tags are read.
+#[inline(never)]
+fn name_end_decoding(s: &str, at: usize) -> usize {
+    let bytes = s.as_bytes();
     let mut i = at;
     // ASCII by table; other characters are decoded.
     while let Some(&b) = bytes.get(i) {

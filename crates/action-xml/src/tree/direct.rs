@@ -358,6 +358,9 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
     // report.
     let tags = lt_count_if_xml_chars(body)?;
     let bytes = body.as_bytes();
+    // Whether `]]>` occurs in the body at all (a CDATA section's end, most often), found
+    // at the first text piece with a `>`: when it does not, no text piece needs the look.
+    let mut cdata_ends: Option<bool> = None;
     // About one element per two `<` of markup (a start and a close tag): one allocation, no
     // growth (code's `<`s make it larger than needed, not smaller).
     let mut elems: Vec<Elem> = Vec::with_capacity(tags / 2 + 1);
@@ -505,7 +508,12 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
             Piece::Text => {
                 text = !is_blank(raw);
                 // `]]>` in text is roxmltree's error (it ends CDATA sections only).
-                if text && has_cdata_end(raw.as_bytes()) {
+                if text
+                    && has_gt(raw.as_bytes())
+                    && *cdata_ends
+                        .get_or_insert_with(|| memchr::memmem::find(bytes, b"]]>").is_some())
+                    && has_cdata_end(raw.as_bytes())
+                {
                     return None;
                 }
             }
@@ -543,6 +551,16 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
         amp,
         lt,
     })
+}
+
+/// True when `text` holds a `>`: a look at each byte of a short piece (code's), memchr for
+/// a long one.
+fn has_gt(text: &[u8]) -> bool {
+    if text.len() <= 32 {
+        text.iter().any(|&c| c == b'>')
+    } else {
+        memchr::memchr(b'>', text).is_some()
+    }
 }
 
 /// True when `text` holds `]]>`. Text pieces in code are short and have few `>`: each one
