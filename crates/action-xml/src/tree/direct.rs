@@ -756,8 +756,15 @@ impl DirectReader<'_> {
                 if from == to {
                     return trim_xml(text).to_owned();
                 }
-                let mut out = String::with_capacity(text.len());
-                let mut at = e.content.start;
+                // Blanks before the first reference are trimmed whatever it stands for:
+                // passed over here, so that trimming the decoded text seldom moves it.
+                let first = refs[from];
+                let lead = self.body.as_bytes()[e.content.start..first]
+                    .iter()
+                    .take_while(|&&c| is_xml_space(c))
+                    .count();
+                let mut at = e.content.start + lead;
+                let mut out = String::with_capacity(e.content.end - at);
                 for &r in &refs[from..to] {
                     out.push_str(&self.body[at..r]);
                     let len = reference_len(self.body.as_bytes(), r).unwrap_or(1);
