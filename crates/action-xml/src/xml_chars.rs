@@ -180,7 +180,8 @@ fn reference_at(s: &[u8], at: usize) -> Option<usize> {
 
 /// The first `a` or `b` in `hay[from..]`. Text between markup is short in code (a `<` or
 /// `&` every few words), where `memchr`'s set-up costs more than the search: the first
-/// 32 bytes are looked at eight at a time in a `u64`, then `memchr2` takes over.
+/// 32 bytes are looked at eight at a time in a `u64` (a tail of fewer than eight one at a
+/// time), then `memchr2` takes over.
 #[inline]
 pub(crate) fn find2(hay: &[u8], from: usize, a: u8, b: u8) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
@@ -188,7 +189,10 @@ pub(crate) fn find2(hay: &[u8], from: usize, a: u8, b: u8) -> Option<usize> {
     let mut at = from;
     for _ in 0..4 {
         let Some(word) = hay.get(at..at + 8) else {
-            break;
+            // Fewer than eight bytes left (a token-sized delta's tail): a look at each,
+            // not `memchr`'s set-up.
+            let tail = hay.get(at..)?;
+            return tail.iter().position(|&x| x == a || x == b).map(|i| at + i);
         };
         let x = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
         let (xa, xb) = (x ^ (ONES * u64::from(a)), x ^ (ONES * u64::from(b)));
@@ -212,7 +216,11 @@ pub(crate) fn find3(hay: &[u8], from: usize, a: u8, b: u8, c: u8) -> Option<usiz
     let mut at = from;
     for _ in 0..4 {
         let Some(word) = hay.get(at..at + 8) else {
-            break;
+            let tail = hay.get(at..)?;
+            return tail
+                .iter()
+                .position(|&x| x == a || x == b || x == c)
+                .map(|i| at + i);
         };
         let x = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
         let (xa, xb, xc) = (
