@@ -76,6 +76,13 @@ pub(crate) fn name_end(s: &str, at: usize) -> usize {
             return at + 1 + n;
         }
     }
+    // No name at all (code's `a < b`, `<=`, `<<`): an ASCII byte that starts none.
+    if bytes
+        .get(at)
+        .is_none_or(|&first| first < 0x80 && ASCII_NAME[usize::from(first)] & 1 == 0)
+    {
+        return at;
+    }
     name_end_decoding(s, at)
 }
 
