@@ -123,6 +123,10 @@ const MAX_TAG: usize = 4096;
 /// `&` before taking the general way.
 const SHORT_PIECE: usize = 64;
 
+/// Below this many new bytes, [`Streamer::advance`] looks at each for a `<`, `&` or `\r`
+/// before it looks for a stop.
+const QUIET_LOOK: usize = 16;
+
 /// The longest reference that needs no DTD (`&#x10FFFF;` is 10 bytes), plus slack.
 const LONGEST_REFERENCE: usize = 12;
 
@@ -231,8 +235,11 @@ impl Streamer {
             }
             let b = buf.as_bytes();
             let new = &b[self.pos..settled];
+            // A few bytes are looked at one by one first; past that, most pieces of code
+            // hold a `<` or `&`, and the look for a stop is the one to make.
+            let quiet = |new: &[u8]| !new.iter().any(|&c| matches!(c, b'<' | b'&' | b'\r'));
             if new.len() <= SHORT_PIECE
-                && (!new.iter().any(|&c| matches!(c, b'<' | b'&' | b'\r'))
+                && ((new.len() < QUIET_LOOK && quiet(new))
                     || next_stop_in_value(&b[..settled], self.pos, b[own.start], [usize::MAX; 2])
                         .is_none())
             {
