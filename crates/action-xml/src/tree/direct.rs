@@ -555,6 +555,7 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
 
 /// True when `text` holds a `>`: a look at each byte of a short piece (code's), memchr for
 /// a long one.
+#[allow(clippy::manual_contains)]
 fn has_gt(text: &[u8]) -> bool {
     if text.len() <= 32 {
         text.iter().any(|&c| c == b'>')
