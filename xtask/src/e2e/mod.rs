@@ -1,6 +1,5 @@
-//! `cargo xtask e2e [--cache DIR] [--keep-server] [--prompt-cache] [--tries N] [--jobs N]`: the
-//! workspace
-//! against a real model, served by llama.cpp's `llama-server` on 127.0.0.1.
+//! `cargo xtask e2e [--cache DIR] [--keep-server] [--prompt-cache] [--tries N] [--jobs N]`:
+//! the workspace against a real model, served by llama.cpp's `llama-server` on 127.0.0.1.
 //!
 //! 1. Set-up ([`setup`]), into a cache directory (default `target/e2e-cache`; `--cache DIR`
 //!    or the environment variable `TAM_E2E_CACHE` move it), idempotent and resumable:

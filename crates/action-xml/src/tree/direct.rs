@@ -97,7 +97,7 @@ pub(crate) fn read_direct(
     })
 }
 
-/// How many `<` `s` holds, or `None` when it holds a character that XML 1.0 forbids (C0
+/// The number of `<` in `s`, or `None` when `s` holds a character that XML 1.0 forbids (C0
 /// controls other than tab, line feed and carriage return; U+FFFE, U+FFFF; surrogates
 /// cannot occur in a `str`). One pass over the bytes for both answers.
 fn lt_count_if_xml_chars(s: &str) -> Option<usize> {
