@@ -184,7 +184,10 @@
 //!   no `enum` or `const` (coercion may change such a value at its close: a quoted member
 //!   `'asc'` is `asc`; it goes out complete instead), the first time the key appears in
 //!   the call. Its JSON text streams: `{"key":"` (or
-//!   `,"key":"`), the value's pieces JSON-escaped as they arrive, then `"`. TAM values
+//!   `,"key":"`), the value's pieces JSON-escaped as they arrive, then `"`. A value that
+//!   may still be one quoted literal (`'Apple Inc.'`, which coercion reads as `Apple
+//!   Inc.`: `tool_schema::quoted_text`) is held until it cannot be one (it goes on past
+//!   its closing quote, or to a second line) or until it ends. TAM values
 //!   stream verbatim. ACTION values follow the block's edge rules (action-xml's crate
 //!   docs): leading whitespace and blank text runs are dropped, trailing whitespace is
 //!   held until more text follows, a leading CDATA section loses one line break and the

@@ -10,6 +10,7 @@ use serde_json::{Map, Number, Value};
 use crate::Error;
 use crate::keys::{KeyMatch, canonical_chars, suggest};
 use crate::literal::{self, LiteralError};
+use crate::quoted::quoted_text;
 use crate::shape::{ExtraKeys, ObjectShape, Property, Shape, TypeSet};
 
 /// Where a value sits in the arguments, built on the stack and rendered only for messages.
@@ -224,8 +225,8 @@ impl Coercion {
 
 /// A value no rule could convert, given back, and why when the reason is worth telling
 /// (text meant as an array or object that cannot be read as one).
-struct Refusal {
-    value: Value,
+pub(crate) struct Refusal {
+    pub(crate) value: Value,
     reason: Option<String>,
 }
 
@@ -270,7 +271,7 @@ fn unquoted_member(shape: &Shape, text: &str) -> Option<Value> {
 
 /// Converts `value` to a type `shape` allows; `Err` gives the value back when no rule
 /// applies. Values that already have an allowed type are kept as they are.
-fn convert(shape: &Shape, value: Value) -> Result<Value, Refusal> {
+pub(crate) fn convert(shape: &Shape, value: Value) -> Result<Value, Refusal> {
     let types = shape.types;
     if let Value::String(text) = &value
         && let Some(member) = unquoted_member(shape, text)
@@ -287,6 +288,21 @@ fn convert(shape: &Shape, value: Value) -> Result<Value, Refusal> {
                 }
             }
             (_, value) => value,
+        });
+    }
+    if let Value::String(text) = &value
+        && types.contains(TypeSet::STRING)
+    {
+        if shape
+            .enumeration
+            .as_ref()
+            .is_some_and(|allowed| allowed.contains(&value))
+        {
+            return Ok(value);
+        }
+        return Ok(match quoted_text(text) {
+            Some(inner) => Value::String(inner.to_owned()),
+            None => value,
         });
     }
     if has_type(types, &value) {
@@ -316,21 +332,23 @@ fn convert(shape: &Shape, value: Value) -> Result<Value, Refusal> {
 fn from_text(shape: &Shape, text: String) -> Result<Value, Refusal> {
     let types = shape.types;
     let trimmed = text.trim();
+    // A number or a boolean written as a quoted literal (`'12'`) is read without its quotes.
+    let scalar = quoted_text(trimmed).map_or(trimmed, str::trim);
     if types.contains(TypeSet::INTEGER)
-        && let Some(integer) = parse_integer(trimmed)
+        && let Some(integer) = parse_integer(scalar)
     {
         return Ok(integer);
     }
     if types.contains(TypeSet::NUMBER)
-        && let Some(number) = parse_number(trimmed)
+        && let Some(number) = parse_number(scalar)
     {
         return Ok(number);
     }
     if types.contains(TypeSet::BOOLEAN) {
-        if trimmed.eq_ignore_ascii_case("true") {
+        if scalar.eq_ignore_ascii_case("true") {
             return Ok(Value::Bool(true));
         }
-        if trimmed.eq_ignore_ascii_case("false") {
+        if scalar.eq_ignore_ascii_case("false") {
             return Ok(Value::Bool(false));
         }
     }

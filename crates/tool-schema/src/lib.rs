@@ -82,8 +82,16 @@
 //! (`minimum`, `pattern`, …).
 //!
 //! - A value that already has an allowed type is kept; text for a `string` is never trimmed
-//!   or split. One exception: text an `enum` of strings refuses that is one quoted literal
-//!   of a member (`"asc"` or `'asc'` for `["asc", "desc"]`) is that member.
+//!   or split. Two exceptions, both for text a model wrote as one quoted literal, the way
+//!   Python and JSON quote strings: text an `enum` of strings refuses that is one quoted
+//!   literal of a member (`"asc"` or `'asc'` for `["asc", "desc"]`) is that member; and
+//!   text for a `string` that is one line wrapped in one pair of the same quotes, with no
+//!   other quote of that kind inside (`'Apple Inc.'`, `"Monday"`; [`quoted_text`]), is the
+//!   text between the quotes. `'rock 'n' roll'`, `"a" and "b"`, `'90s` and quoted lines
+//!   followed by more lines stay as written. A reader that streams string values while they
+//!   are written holds a value back while [`may_be_quoted_text`] says it may still be one,
+//!   so that what it streamed is the coerced value (`tam serve` does).
+//! - Text for an `integer`, `number` or `boolean` is read the same way: `'12'` is 12.
 //! - The text `None` or `null` (blanks around it allowed) for an optional parameter whose
 //!   type takes neither `null` nor `string` (a number, a boolean, an array, an object)
 //!   leaves the parameter out, as if it were not written (its `default` applies): models
@@ -125,7 +133,9 @@
 //! - An untyped `enum` of numbers or booleans accepts their text; `enum` is checked on the
 //!   coerced value.
 //! - Absent parameters take their `default`, even when required; a required parameter
-//!   without one is reported missing.
+//!   without one is reported missing. A `default` is coerced by these rules when the tool
+//!   is compiled (`"default": "True"` for a `boolean` is `true`); one that cannot take its
+//!   type is used as written.
 //! - An object schema that lists `properties` is closed unless `additionalProperties` is
 //!   `true` or a schema; one without `properties` accepts any key.
 //!
@@ -221,6 +231,7 @@ mod keys;
 mod literal;
 pub mod load;
 pub mod prompt;
+mod quoted;
 mod shape;
 mod system_prompt;
 
@@ -231,6 +242,7 @@ pub use export::{AliasMap, ExportFormat, ExportedTools, export_tools};
 pub use id::{ToolId, WORKFLOW_NAMESPACE};
 pub use keys::{KeyMatch, canonical_key, suggest};
 pub use prompt::{PromptStyle, render_tool_list};
+pub use quoted::{may_be_quoted_text, quoted_text};
 pub use system_prompt::{PromptLanguage, PromptPart, PromptProtocol, SystemPrompt};
 
 /// This crate's README example, compiled and run as a doctest.

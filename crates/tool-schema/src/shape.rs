@@ -145,20 +145,26 @@ impl Shape {
                 .fold(TypeSet::default(), |all, one| all | one),
             _ => TypeSet::default(),
         };
-        Shape {
+        let mut shape = Shape {
             types,
             description: schema
                 .get("description")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
             enumeration: schema.get("enum").and_then(Value::as_array).cloned(),
-            default: schema.get("default").cloned(),
+            default: None,
             object: read_object(schema),
             items: schema
                 .get("items")
                 .filter(|items| items.is_object())
                 .map(|items| Box::new(Shape::read(items))),
-        }
+        };
+        // A default written as text for another type (`"True"` for a boolean) is coerced
+        // once, here; one no rule converts is used as written.
+        shape.default = schema.get("default").cloned().map(|default| {
+            crate::coerce::convert(&shape, default).unwrap_or_else(|refused| refused.value)
+        });
+        shape
     }
 }
 

@@ -494,3 +494,94 @@ fn a_quoted_enum_member_is_that_member() {
         .unwrap_err();
     assert!(errors.to_string().contains("medium"), "{errors}");
 }
+
+/// What the e2e model wrote for BFCL's `lawsuits_search` and `flight.book` in ACTION:
+/// every string quoted as in Python (`<company_name>'Apple Inc.'</company_name>`).
+#[test]
+fn a_string_written_as_one_quoted_literal_is_its_text() {
+    let lawsuits = tool(json!({
+        "type": "object",
+        "properties": {
+            "company_name": {"type": "string"},
+            "location": {"type": "string"},
+            "year": {"type": "integer"},
+            "case_type": {"type": "string"},
+            "direct": {"type": "boolean"},
+        },
+        "required": ["company_name", "location", "year"]
+    }));
+    let coerced = lawsuits
+        .coerce(
+            text(&[
+                ("company_name", "'Apple Inc.'"),
+                ("location", " \"California\" "),
+                ("year", "'2015'"),
+                ("case_type", "'civil'"),
+                ("direct", "\"True\""),
+            ]),
+            KeyMatch::Canonical,
+        )
+        .unwrap();
+    assert_eq!(
+        Value::Object(coerced),
+        json!({"company_name": "Apple Inc.", "location": "California", "year": 2015,
+               "case_type": "civil", "direct": true})
+    );
+    // Text that only starts or ends with a quote, or holds more than one quoted part, or
+    // spans lines, stays as written.
+    for kept in [
+        "'90s music",
+        "rock 'n' roll",
+        "'rock 'n' roll'",
+        "\"a\" and \"b\"",
+        "'first line\nsecond line'",
+        "Don't",
+    ] {
+        let coerced = lawsuits
+            .coerce(
+                text(&[("company_name", kept), ("location", "x"), ("year", "1")]),
+                KeyMatch::Canonical,
+            )
+            .unwrap();
+        assert_eq!(coerced["company_name"], json!(kept));
+    }
+    // Inside an array of strings the items follow the same rule.
+    assert_eq!(
+        ok(&[("names", "[\"'Sam'\", \"Alice\"]")])["names"],
+        json!(["Sam", "Alice"])
+    );
+}
+
+/// BFCL's `grocery_store.locate_nearby` declares `"default": "True"` for a boolean: the
+/// default is coerced once, when the tool is compiled.
+#[test]
+fn a_default_written_as_text_takes_its_type() {
+    let stores = tool(json!({
+        "type": "object",
+        "properties": {
+            "location": {"type": "string"},
+            "is_24_hours": {"type": "boolean", "default": "True"},
+            "limit": {"type": "integer", "default": "10"},
+        },
+        "required": ["location"]
+    }));
+    let coerced = stores
+        .coerce(
+            text(&[("location", "Los Angeles, CA")]),
+            KeyMatch::Canonical,
+        )
+        .unwrap();
+    assert_eq!(
+        Value::Object(coerced),
+        json!({"location": "Los Angeles, CA", "is_24_hours": true, "limit": 10})
+    );
+    // A default no rule converts is used as written, and the validator reports it.
+    let odd = tool(json!({
+        "type": "object",
+        "properties": {"limit": {"type": "integer", "default": "ten"}}
+    }));
+    let errors = odd
+        .coerce(Vec::<(&str, Value)>::new(), KeyMatch::Canonical)
+        .unwrap_err();
+    assert!(errors.to_string().contains("\"ten\""), "{errors}");
+}

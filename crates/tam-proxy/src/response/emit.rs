@@ -98,6 +98,10 @@ pub(super) struct StreamingParam {
     /// A close tag naming the call's structure came: nothing more of the value goes out
     /// until its close tag (then all of it) or its block's close (the block's value).
     pub(super) holding: bool,
+    /// The value so far, none of it sent, while it may still be one quoted literal
+    /// (`'Apple Inc.'`, which coercion reads as `Apple Inc.`:
+    /// [`tool_schema::may_be_quoted_text`]); `None` once it cannot be (then it streams).
+    pub(super) quoted: Option<String>,
 }
 
 /// How much of `pending` (a streaming ACTION value's text not sent yet) may go out: all of
@@ -387,6 +391,7 @@ impl Emitter {
             names,
             pending: String::new(),
             holding: false,
+            quoted: Some(String::new()),
         });
         self.arguments(index, &prefix);
     }
@@ -407,6 +412,16 @@ impl Emitter {
             }
             None => text.to_owned(),
         };
+        let out = match &mut param.quoted {
+            Some(held) => {
+                held.push_str(&out);
+                if tool_schema::may_be_quoted_text(held) {
+                    return;
+                }
+                param.quoted.take().unwrap_or_default()
+            }
+            None => out,
+        };
         param.value.push_str(&out);
         let escaped = json_inside(&out);
         self.arguments(index, &escaped);
@@ -421,6 +436,15 @@ impl Emitter {
         let mut out = std::mem::take(&mut param.pending);
         if let Some(edges) = &mut param.edges {
             edges.finish(&mut out);
+        }
+        if let Some(mut held) = param.quoted.take() {
+            // Held whole: the value as coercion reads it, its quotes gone if it is one
+            // quoted literal.
+            held.push_str(&out);
+            out = match tool_schema::quoted_text(&held) {
+                Some(inner) => inner.to_owned(),
+                None => held,
+            };
         }
         param.value.push_str(&out);
         let call = &mut open.streamed[slot];

@@ -526,6 +526,53 @@ fn a_quoted_enum_member_ends_as_the_member_without_voiding_the_call() {
     );
 }
 
+/// What the e2e model wrote on BFCL `parallel_multiple_150` and `_160` (ACTION): every
+/// string quoted as in Python (`<company_name>'Apple Inc.'</company_name>`). Coercion reads
+/// one quoted literal as its text; a streaming value is held while it may still be one, so
+/// what streamed is that text, however the reply is split.
+#[test]
+fn a_string_written_as_one_quoted_literal_streams_as_its_text() {
+    write_file_streams_to(
+        &[("path", "'a.txt'"), ("content", "\"Monday\"")],
+        r#"{"path":"a.txt","content":"Monday"}"#,
+    );
+    // Text that only starts with a quote, or is more than one quoted part, or goes on to
+    // another line, stays as written (and streams once it cannot be one literal).
+    write_file_streams_to(
+        &[("path", "'90s.txt"), ("content", "'a' and 'b'")],
+        r#"{"path":"'90s.txt","content":"'a' and 'b'"}"#,
+    );
+    write_file_streams_to(
+        &[("path", "rock 'n' roll"), ("content", "'first'\nsecond")],
+        r#"{"path":"rock 'n' roll","content":"'first'\nsecond"}"#,
+    );
+}
+
+/// A quoted value held back when the server stopped at `</ACTION>`: the block closes it and
+/// the streamed call ends with the value as coercion reads it.
+#[test]
+fn a_quoted_value_open_when_its_stopped_block_closes_ends_as_its_text() {
+    for (text, expected) in [
+        (
+            "<ACTION>\n<write_file><path>a</path><content>'Apple Inc.'\n",
+            r#"{"path":"a","content":"Apple Inc."}"#,
+        ),
+        (
+            "<ACTION>\n<write_file><path>a</path><content>'Apple Inc.\n",
+            r#"{"path":"a","content":"'Apple Inc."}"#,
+        ),
+    ] {
+        for deltas in [vec![text], one_char(text)] {
+            let (pieces, reason, failure) =
+                run_streaming(Protocol::Action, &deltas, Some(FinishReason::Stop));
+            let (content, calls) = gathered(&pieces);
+            assert_eq!(content, "");
+            assert_eq!(calls, [("write_file".to_owned(), expected.to_owned())]);
+            assert_eq!((reason.as_str(), failure), ("tool_calls", None));
+        }
+    }
+}
+
 #[test]
 fn none_written_for_optional_arguments_streams_and_ends_the_same() {
     // `None` for an optional string is the text it streamed; for an optional integer it
