@@ -185,9 +185,11 @@
 //!   `'asc'` is `asc`; it goes out complete instead), the first time the key appears in
 //!   the call. Its JSON text streams: `{"key":"` (or
 //!   `,"key":"`), the value's pieces JSON-escaped as they arrive, then `"`. A value that
-//!   may still be one quoted literal (`'Apple Inc.'`, which coercion reads as `Apple
-//!   Inc.`: `tool_schema::quoted_text`) is held until it cannot be one (it goes on past
-//!   its closing quote, or to a second line) or until it ends. TAM values
+//!   coercion may still read as something other than its text is held back, its key
+//!   too, until it cannot be (`CompiledTool::text_may_change`): one quoted literal
+//!   (`'Apple Inc.'` is `Apple Inc.`), or `None`/`null` for an optional parameter (left
+//!   out). A value held to its end did not stream: it goes out with the typed arguments
+//!   at the block's close. TAM values
 //!   stream verbatim. ACTION values follow the block's edge rules (action-xml's crate
 //!   docs): leading whitespace and blank text runs are dropped, trailing whitespace is
 //!   held until more text follows, a leading CDATA section loses one line break and the

@@ -240,16 +240,29 @@ impl From<Value> for Refusal {
 }
 
 /// Whether `value` is the text `None` or `null` (blanks around it allowed) given for an
-/// optional property whose type takes neither null nor text: read as the property left
-/// out. For a string the text is a value like any other (and a streamed string argument
-/// must end as it streamed).
+/// optional property with a declared type that does not take null: read as the property
+/// left out.
 fn says_absent(property: &Property, value: &Value) -> bool {
-    let types = property.shape.types;
-    !property.required
-        && !types.contains(TypeSet::NULL)
-        && !types.contains(TypeSet::STRING)
-        && !types.is_any()
+    may_be_absent(property)
         && matches!(value, Value::String(text) if matches!(text.trim(), "None" | "null"))
+}
+
+/// Whether the text `None` or `null` leaves `property` out ([`says_absent`]).
+pub(crate) fn may_be_absent(property: &Property) -> bool {
+    let types = property.shape.types;
+    !property.required && !types.contains(TypeSet::NULL) && !types.is_any()
+}
+
+/// Whether some continuation of `prefix` is `None` or `null` with blanks around it: a
+/// streaming value for a property [`may_be_absent`] holds this far.
+pub(crate) fn may_say_absent(prefix: &str) -> bool {
+    let started = prefix.trim_start();
+    let word = started.trim_end();
+    if word.len() < started.len() {
+        matches!(word, "None" | "null")
+    } else {
+        "None".starts_with(word) || "null".starts_with(word)
+    }
 }
 
 /// Text an `enum` of strings refuses that is one quoted literal (`"asc"`, `'asc'`) of a

@@ -63,6 +63,26 @@ impl CompiledTool {
         &self.definition.id
     }
 
+    /// Whether text for the parameter `key` (its declared name, exactly) that begins with
+    /// `prefix` may, once it ends, be coerced to something other than the text itself: one
+    /// quoted literal (`'Apple Inc.'` is `Apple Inc.`, [`quoted_text`](crate::quoted_text)),
+    /// or `None`/`null` for an optional parameter that does not take null (left out). A
+    /// reader that streams string arguments while they are written holds a value back
+    /// while this is `true`: what it streamed is then always the coerced value. When it
+    /// is `false`, no continuation of `prefix` changes (for a parameter declared a string).
+    pub fn text_may_change(&self, key: &str, prefix: &str) -> bool {
+        if crate::quoted::may_be_quoted_text(prefix) {
+            return true;
+        }
+        self.parameters
+            .properties
+            .iter()
+            .find(|property| property.name == key)
+            .is_some_and(|property| {
+                crate::coerce::may_be_absent(property) && crate::coerce::may_say_absent(prefix)
+            })
+    }
+
     /// Turns one call's arguments into the object the tool expects.
     ///
     /// `arguments` are `(key, value)` pairs in the order the model wrote them: a

@@ -88,16 +88,15 @@
 //!   text for a `string` that is one line wrapped in one pair of the same quotes, with no
 //!   other quote of that kind inside (`'Apple Inc.'`, `"Monday"`; [`quoted_text`]), is the
 //!   text between the quotes. `'rock 'n' roll'`, `"a" and "b"`, `'90s` and quoted lines
-//!   followed by more lines stay as written. A reader that streams string values while they
-//!   are written holds a value back while [`may_be_quoted_text`] says it may still be one,
-//!   so that what it streamed is the coerced value (`tam serve` does).
+//!   followed by more lines stay as written.
 //! - Text for an `integer`, `number` or `boolean` is read the same way: `'12'` is 12.
-//! - The text `None` or `null` (blanks around it allowed) for an optional parameter whose
-//!   type takes neither `null` nor `string` (a number, a boolean, an array, an object)
-//!   leaves the parameter out, as if it were not written (its `default` applies): models
-//!   write it for "no value". For a required parameter, or one that takes `null` or text,
-//!   it is read like any other text (a string parameter gets `"None"`: a proxy that
-//!   streams string arguments while they are written must end with what it streamed).
+//! - The text `None` or `null` (blanks around it allowed) for an optional parameter with a
+//!   declared type that does not take `null` (a string, a number, a boolean, an array, an
+//!   object) leaves the parameter out, as if it were not written (its `default` applies):
+//!   models write it for "no value". For a required parameter, one that takes `null`, or
+//!   one without a `type`, it is read like any other text. A reader that streams string
+//!   arguments asks [`CompiledTool::text_may_change`] whether to hold a value back (this
+//!   rule and the quoted literal below), so that what it streamed is the coerced value.
 //! - Text for an `integer`: an integer (`"12"`, `" 12 "`, `"+7"`, up to `u64::MAX`), or a
 //!   float that is whole and fits `i64` (`"12.0"` → 12, `"1e3"` → 1000). `"12.5"`,
 //!   `"1,000"`, `"0x10"` and `"1e400"` are refused. A whole float from JSON (`4.0`)

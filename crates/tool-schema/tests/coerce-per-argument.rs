@@ -455,10 +455,11 @@ fn none_or_null_for_an_optional_parameter_leaves_it_out() {
         coerce(&[("q", "x"), ("n", "1"), ("count", "None")]),
         json!({"count": 5, "order": "asc", "q": "x", "n": 1})
     );
-    // Text is a value for a string parameter, optional or not: it streams as written.
+    // An optional string parameter is left out too (BFCL `multiple_26`, TAM: `mission:
+    // None` for "no mission"); a required one keeps the text, a value like any other.
     assert_eq!(
         coerce(&[("q", "None"), ("n", "1"), ("order", "None")]),
-        json!({"count": 5, "order": "None", "q": "None", "n": 1})
+        json!({"count": 5, "order": "asc", "q": "None", "n": 1})
     );
     // A required parameter keeps what was written (and is reported).
     let errors = with_default
@@ -584,4 +585,65 @@ fn a_default_written_as_text_takes_its_type() {
         .coerce(Vec::<(&str, Value)>::new(), KeyMatch::Canonical)
         .unwrap_err();
     assert!(errors.to_string().contains("\"ten\""), "{errors}");
+}
+
+/// `text_may_change` is what a streaming reader holds on: for any text given to a string
+/// parameter, when coercion reads it as something else (a quoted literal's text, or the
+/// parameter left out), every prefix of it was held.
+#[test]
+fn text_may_change_holds_every_prefix_of_text_coercion_changes() {
+    use proptest::prelude::*;
+    let tool = tool(json!({
+        "type": "object",
+        "properties": {"q": {"type": "string"}, "note": {"type": "string"}},
+        "required": ["q"]
+    }));
+    let texts = proptest::collection::vec(
+        prop_oneof![
+            Just("'"),
+            Just("\""),
+            Just(" "),
+            Just("\n"),
+            Just("None"),
+            Just("null"),
+            Just("No"),
+            Just("ne"),
+            Just("nu"),
+            Just("ll"),
+            Just("a"),
+            Just("é"),
+        ],
+        0..6,
+    )
+    .prop_map(|parts| parts.concat());
+    let config = ProptestConfig {
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    proptest!(config, |(text in texts)| {
+        for key in ["q", "note"] {
+            let mut arguments = vec![(key, Value::from(text.as_str()))];
+            if key != "q" {
+                arguments.push(("q", Value::from("x")));
+            }
+            let coerced = tool
+                .coerce(arguments, KeyMatch::Exact)
+                .map_or_else(|e| e.into_arguments(), |map| map);
+            if coerced.get(key) != Some(&Value::from(text.as_str())) {
+                for (at, _) in text.char_indices().chain([(text.len(), ' ')]) {
+                    prop_assert!(
+                        tool.text_may_change(key, &text[..at]),
+                        "{key}: {:?} of {:?} is not held", &text[..at], text
+                    );
+                }
+            }
+        }
+    });
+    assert!(tool.text_may_change("note", " Non"));
+    assert!(!tool.text_may_change("note", "Nonsense"));
+    assert!(
+        !tool.text_may_change("q", "No"),
+        "a required parameter keeps None"
+    );
+    assert!(tool.text_may_change("q", "'No"));
 }

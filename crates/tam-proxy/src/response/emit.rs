@@ -98,10 +98,12 @@ pub(super) struct StreamingParam {
     /// A close tag naming the call's structure came: nothing more of the value goes out
     /// until its close tag (then all of it) or its block's close (the block's value).
     pub(super) holding: bool,
-    /// The value so far, none of it sent, while it may still be one quoted literal
-    /// (`'Apple Inc.'`, which coercion reads as `Apple Inc.`:
-    /// [`tool_schema::may_be_quoted_text`]); `None` once it cannot be (then it streams).
-    pub(super) quoted: Option<String>,
+    /// The value so far, none of it sent (not even its key), while coercion may still read
+    /// it as something other than its text (`'Apple Inc.'` is `Apple Inc.`; `None` leaves
+    /// an optional parameter out: `CompiledTool::text_may_change`); `None` once it cannot
+    /// (then its key and text go out, and it streams). A value that ends held did not
+    /// stream: it goes out with the typed arguments at the block's close.
+    pub(super) held: Option<String>,
 }
 
 /// How much of `pending` (a streaming ACTION value's text not sent yet) may go out: all of
@@ -364,13 +366,6 @@ impl Emitter {
         if !streams {
             return;
         }
-        let prefix = format!(
-            "{}{}:\"",
-            if call.opened { "," } else { "{" },
-            Value::String(key.to_owned())
-        );
-        call.opened = true;
-        let index = call.index;
         let action = open.protocol == MixedProtocol::Action;
         let names = match self.offered.get(&call.tool) {
             Some(tool) if action => {
@@ -391,9 +386,8 @@ impl Emitter {
             names,
             pending: String::new(),
             holding: false,
-            quoted: Some(String::new()),
+            held: Some(String::new()),
         });
-        self.arguments(index, &prefix);
     }
 
     /// A piece of a streaming value goes out (ACTION: edge whitespace held back).
@@ -402,7 +396,7 @@ impl Emitter {
         let (Some(param), Some(slot)) = (&mut open.param, open.current) else {
             return;
         };
-        let index = open.streamed[slot].index;
+        let call = &mut open.streamed[slot];
         let out = match &mut param.edges {
             Some(edges) => {
                 edges.push(text, span, cdata, &mut param.pending);
@@ -412,18 +406,26 @@ impl Emitter {
             }
             None => text.to_owned(),
         };
-        let out = match &mut param.quoted {
+        let mut escaped = String::new();
+        let out = match &mut param.held {
             Some(held) => {
                 held.push_str(&out);
-                if tool_schema::may_be_quoted_text(held) {
+                let tool = self.offered.get(&call.tool);
+                if tool.is_some_and(|tool| tool.text_may_change(&param.key, held)) {
                     return;
                 }
-                param.quoted.take().unwrap_or_default()
+                // The value streams from here: its key first.
+                escaped.push(if call.opened { ',' } else { '{' });
+                escaped.push_str(&Value::String(param.key.clone()).to_string());
+                escaped.push_str(":\"");
+                call.opened = true;
+                param.held.take().unwrap_or_default()
             }
             None => out,
         };
         param.value.push_str(&out);
-        let escaped = json_inside(&out);
+        escaped.push_str(&json_inside(&out));
+        let index = call.index;
         self.arguments(index, &escaped);
     }
 
@@ -433,18 +435,13 @@ impl Emitter {
         let (Some(mut param), Some(slot)) = (open.param.take(), open.current) else {
             return;
         };
+        if param.held.is_some() {
+            // Held to its end: it goes out with the typed arguments at the block's close.
+            return;
+        }
         let mut out = std::mem::take(&mut param.pending);
         if let Some(edges) = &mut param.edges {
             edges.finish(&mut out);
-        }
-        if let Some(mut held) = param.quoted.take() {
-            // Held whole: the value as coercion reads it, its quotes gone if it is one
-            // quoted literal.
-            held.push_str(&out);
-            out = match tool_schema::quoted_text(&held) {
-                Some(inner) => inner.to_owned(),
-                None => held,
-            };
         }
         param.value.push_str(&out);
         let call = &mut open.streamed[slot];
@@ -472,8 +469,11 @@ impl Emitter {
             }
         }
         let streamed = self.open.take().map_or_else(Vec::new, |mut open| {
-            // A value still streaming: the block closed around it.
-            if let (Some(param), Some(slot)) = (open.param.take(), open.current) {
+            // A value still streaming: the block closed around it (one still held did not
+            // stream: it goes out with the typed arguments).
+            if let (Some(param), Some(slot)) = (open.param.take(), open.current)
+                && param.held.is_none()
+            {
                 open.streamed[slot].open_value = Some((param.key, param.value));
             }
             open.streamed
