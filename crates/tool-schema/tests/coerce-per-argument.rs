@@ -628,7 +628,7 @@ fn text_may_change_holds_every_prefix_of_text_coercion_changes() {
             }
             let coerced = tool
                 .coerce(arguments, KeyMatch::Exact)
-                .map_or_else(|e| e.into_arguments(), |map| map);
+                .unwrap_or_else(|e| e.into_arguments());
             if coerced.get(key) != Some(&Value::from(text.as_str())) {
                 for (at, _) in text.char_indices().chain([(text.len(), ' ')]) {
                     prop_assert!(
