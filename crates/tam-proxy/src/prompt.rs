@@ -1,5 +1,5 @@
 //! The system prompt the upstream model gets for a request's tools: tool-schema's compact
-//! prompt ([`SystemPrompt::render_compact`]: the protocol's rules, then an example (which shows the format) of
+//! prompt ([`SystemPrompt::render_compact`]: the protocol's format, its rules, an example of
 //! two calls in one block, then the tool list) for the proxy's protocol. Not the complete
 //! prompt `tam run` sends: a proxy's client runs its own tools, whose results can be
 //! anything, so the workflow result rules (`TOOL_EXECUTION_FAILED`) do not apply, and a

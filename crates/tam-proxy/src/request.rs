@@ -503,8 +503,7 @@ mod tests {
         assert_eq!(t.messages.len(), 2);
         let system = &t.messages[0].content;
         assert!(
-            system
-                .starts_with("Be brief.\n\nTo call tools, write one block as in the example below"),
+            system.starts_with("Be brief.\n\nYou can call the tools listed below."),
             "{system}"
         );
         assert!(

@@ -246,7 +246,7 @@ impl SystemPrompt {
         }
     }
 
-    /// The compact prompt for `tools`: the protocol's rules and one example (which shows the format) of
+    /// The compact prompt for `tools`: the protocol's format, its rules and one example of
     /// two calls in one block, then the tool list last — for a proxy in front of any
     /// client, whose tools return anything at all (no role section, no result rules).
     ///
@@ -291,14 +291,18 @@ impl SystemPrompt {
 }
 
 const COMPACT_TAM_EN: &str = "\
-To call tools, write one block as in the example below, then stop.
+You can call the tools listed below. To call tools, write one block in exactly this format, then stop:
+<|[REQUEST_TOOL]|>
+command:「始」tool_name「末」
+parameter_name:「始」value「末」
+<|[END_TOOL]|>
 Rules:
-- Write the block right away, at most one short sentence before it.
-- One line per parameter. Tool and parameter names exactly as listed. Write values as they are: numbers as numbers, lists as [1, 2] or [\"a\", \"b\"]. Leave out optional parameters the request does not mention.
-- When the request asks for several things (values, items, places or tasks), write one call for each, all in the one block, a blank line between calls, and <|[END_TOOL]|> once at the end.
-- After <|[END_TOOL]|> stop. Never write results yourself.
-- If no tool fits the request, answer in plain text without a block.
-Example, for the weather in Paris and in Rome with a get_weather tool (not yours):
+- Write the block right away; at most one short sentence before it.
+- One line per parameter, name:「始」value「末」. Write values as they are: numbers as numbers, lists as [1, 2] or [\"a\", \"b\"]. Leave out optional parameters the request does not mention.
+- When the request asks for several things (several values, items, places or tasks), write one call for each of them, all in the one block: after a call's last parameter, leave a blank line and write the next command line. Write <|[END_TOOL]|> only once, after the last call.
+- After <|[END_TOOL]|> stop writing. The results come in the next message: never write results or an Observation yourself.
+- If no tool fits the request, answer in plain text and write no block.
+Example: asked for the weather in Paris and in Rome, with a get_weather tool (not yours: call only the tools listed below), write:
 <|[REQUEST_TOOL]|>
 command:「始」get_weather「末」
 city:「始」Paris「末」
@@ -322,14 +326,18 @@ Example, for the weather in Paris and in Rome with a get_weather tool (not yours
 </ACTION>";
 
 const COMPACT_TAM_ZH: &str = "\
-调用工具时，照下面的示例写一个块，然后停止。
+你可以调用下面列出的工具。调用工具时，按下面的格式写一个块，然后停止：
+<|[REQUEST_TOOL]|>
+command:「始」工具名「末」
+参数名:「始」值「末」
+<|[END_TOOL]|>
 规则：
 - 直接写块，块前最多一句简短说明。
-- 每个参数一行。工具名、参数名与列出的完全一致。值按原样写：数字写数字，列表写成 [1, 2] 或 [\"a\", \"b\"]。请求没有提到的可选参数不要写。
-- 请求要做几件事（几个值、几个对象、几个地点或几项任务）时，每件事写一个调用，全部写在同一个块里，调用之间空一行，<|[END_TOOL]|> 只在最后写一次。
-- 写完 <|[END_TOOL]|> 后停止。不要自己编写结果。
+- 每个参数一行，参数名:「始」值「末」。值按原样写：数字写数字，列表写成 [1, 2] 或 [\"a\", \"b\"]。请求没有提到的可选参数不要写。
+- 请求要做几件事（几个值、几个对象、几个地点或几项任务）时，每件事写一个调用，全部写在同一个块里：一个调用的最后一个参数之后空一行，再写下一个 command 行。<|[END_TOOL]|> 只在最后一个调用之后写一次。
+- 写完 <|[END_TOOL]|> 后停止输出。结果会在下一条消息给出：不要自己编写结果或 Observation。
 - 没有合适的工具时，直接用自然语言回答，不要写块。
-示例：查询巴黎和罗马的天气，有一个 get_weather 工具（不是你的工具）：
+示例：请求查询巴黎和罗马的天气，有一个 get_weather 工具（示例中的工具不是你的工具，只能调用下面列出的工具），写成：
 <|[REQUEST_TOOL]|>
 command:「始」get_weather「末」
 city:「始」Paris「末」
