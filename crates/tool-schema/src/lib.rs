@@ -134,7 +134,8 @@
 //! - Absent parameters take their `default`, even when required; a required parameter
 //!   without one is reported missing. A `default` is coerced by these rules when the tool
 //!   is compiled (`"default": "True"` for a `boolean` is `true`); one that cannot take its
-//!   type is used as written.
+//!   type is used as written; the text `None` or `null` for a typed schema that does not
+//!   take `null` is no default (`"default": "None"` for an array).
 //! - An object schema that lists `properties` is closed unless `additionalProperties` is
 //!   `true` or a schema; one without `properties` accepts any key.
 //!

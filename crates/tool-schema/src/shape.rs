@@ -160,10 +160,21 @@ impl Shape {
                 .map(|items| Box::new(Shape::read(items))),
         };
         // A default written as text for another type (`"True"` for a boolean) is coerced
-        // once, here; one no rule converts is used as written.
-        shape.default = schema.get("default").cloned().map(|default| {
-            crate::coerce::convert(&shape, default).unwrap_or_else(|refused| refused.value)
-        });
+        // once, here; one no rule converts is used as written. The text `None` or `null`
+        // for a typed schema that does not take null says there is no default, as it says
+        // "left out" for an argument (BFCL writes `"default": "None"` for an array).
+        let says_none = |default: &Value| {
+            matches!(default, Value::String(text) if matches!(text.trim(), "None" | "null"))
+                && !shape.types.contains(TypeSet::NULL)
+                && !shape.types.is_any()
+        };
+        shape.default = schema
+            .get("default")
+            .filter(|default| !says_none(default))
+            .cloned()
+            .map(|default| {
+                crate::coerce::convert(&shape, default).unwrap_or_else(|refused| refused.value)
+            });
         shape
     }
 }

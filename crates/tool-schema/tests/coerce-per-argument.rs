@@ -563,6 +563,8 @@ fn a_default_written_as_text_takes_its_type() {
             "location": {"type": "string"},
             "is_24_hours": {"type": "boolean", "default": "True"},
             "limit": {"type": "integer", "default": "10"},
+            "diet": {"type": "array", "items": {"type": "string"}, "default": "None"},
+            "note": {"type": "string", "default": "null"},
         },
         "required": ["location"]
     }));
@@ -575,6 +577,20 @@ fn a_default_written_as_text_takes_its_type() {
     assert_eq!(
         Value::Object(coerced),
         json!({"location": "Los Angeles, CA", "is_24_hours": true, "limit": 10})
+    );
+    // `"default": "None"` (BFCL `parallel_130`, for an array) is no default: absent stays
+    // absent, never `["None"]`. A nullable type takes it as null.
+    let nullable = tool(json!({
+        "type": "object",
+        "properties": {"limit": {"type": ["integer", "null"], "default": "null"}}
+    }));
+    assert_eq!(
+        Value::Object(
+            nullable
+                .coerce(Vec::<(&str, Value)>::new(), KeyMatch::Canonical)
+                .unwrap()
+        ),
+        json!({"limit": null})
     );
     // A default no rule converts is used as written, and the validator reports it.
     let odd = tool(json!({
