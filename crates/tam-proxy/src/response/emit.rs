@@ -79,6 +79,9 @@ pub(super) struct Streamed {
     /// came: the block's reading closed it): its key and the text sent, without the
     /// closing quote.
     pub(super) open_value: Option<(String, String)>,
+    /// Keys whose value was held to its end (it did not stream): written again in the
+    /// call, they do not stream either (the block's value of the key is not that text).
+    pub(super) held: Vec<String>,
 }
 
 /// A string parameter whose value streams.
@@ -342,6 +345,7 @@ impl Emitter {
             values: Vec::new(),
             opened: false,
             open_value: None,
+            held: Vec::new(),
         });
         open.current = Some(open.streamed.len() - 1);
         self.pieces.push(Piece::CallStart {
@@ -359,6 +363,7 @@ impl Emitter {
         let Some(slot) = open.current else { return };
         let call = &mut open.streamed[slot];
         let streams = call.values.iter().all(|(k, _)| k != key)
+            && !call.held.iter().any(|k| k == key)
             && self
                 .offered
                 .get(&call.tool)
@@ -437,6 +442,7 @@ impl Emitter {
         };
         if param.held.is_some() {
             // Held to its end: it goes out with the typed arguments at the block's close.
+            open.streamed[slot].held.push(param.key);
             return;
         }
         let mut out = std::mem::take(&mut param.pending);

@@ -581,6 +581,21 @@ fn a_quoted_value_open_when_its_stopped_block_closes_ends_as_its_text() {
     }
 }
 
+/// A key written twice in one ACTION call, its first value held (it may be a quoted
+/// literal) and its second plain text: the second never streams in its place, so the call
+/// completes as the block reads it, however the reply is split.
+#[test]
+fn a_held_value_written_again_does_not_stream_the_second_time() {
+    for first in ["'a'", "a", "None"] {
+        let reply = format!(
+            "<ACTION><write_file><path>{first}</path><content>x</content><path>b</path></write_file></ACTION>"
+        );
+        let (_, calls) = streams_the_same(Protocol::Action, &reply);
+        assert_eq!(calls.len(), 1, "{first}");
+        assert_eq!(calls[0].0, "write_file");
+    }
+}
+
 #[test]
 fn none_written_for_optional_arguments_leaves_them_out_without_voiding_the_call() {
     // `None` (or `null`) for an optional string or integer leaves the argument out
