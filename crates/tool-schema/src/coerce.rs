@@ -10,7 +10,7 @@ use serde_json::{Map, Number, Value};
 use crate::Error;
 use crate::keys::{KeyMatch, canonical_chars, suggest};
 use crate::literal::{self, LiteralError};
-use crate::quoted::quoted_text;
+use crate::quoted::{MAX_QUOTED_LEN, quoted_text};
 use crate::shape::{ExtraKeys, ObjectShape, Property, Shape, TypeSet};
 
 /// Where a value sits in the arguments, built on the stack and rendered only for messages.
@@ -239,12 +239,13 @@ impl From<Value> for Refusal {
     }
 }
 
-/// Whether `value` is the text `None` or `null` (blanks around it allowed) given for an
-/// optional property with a declared type that does not take null: read as the property
-/// left out.
+/// Whether `value` is the text `None` or `null` (blanks around it allowed, no longer than
+/// [`MAX_QUOTED_LEN`] in all) given for an optional property with a declared type that
+/// does not take null: read as the property left out.
 fn says_absent(property: &Property, value: &Value) -> bool {
     may_be_absent(property)
-        && matches!(value, Value::String(text) if matches!(text.trim(), "None" | "null"))
+        && matches!(value, Value::String(text)
+            if text.len() <= MAX_QUOTED_LEN && matches!(text.trim(), "None" | "null"))
 }
 
 /// Whether the text `None` or `null` leaves `property` out ([`says_absent`]).
@@ -256,6 +257,9 @@ pub(crate) fn may_be_absent(property: &Property) -> bool {
 /// Whether some continuation of `prefix` is `None` or `null` with blanks around it: a
 /// streaming value for a property [`may_be_absent`] holds this far.
 pub(crate) fn may_say_absent(prefix: &str) -> bool {
+    if prefix.len() > MAX_QUOTED_LEN {
+        return false;
+    }
     let started = prefix.trim_start();
     let word = started.trim_end();
     if word.len() < started.len() {

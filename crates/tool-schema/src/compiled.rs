@@ -70,6 +70,8 @@ impl CompiledTool {
     /// reader that streams string arguments while they are written holds a value back
     /// while this is `true`: what it streamed is then always the coerced value. When it
     /// is `false`, no continuation of `prefix` changes (for a parameter declared a string).
+    /// It is `false` for a prefix longer than [`MAX_QUOTED_LEN`](crate::MAX_QUOTED_LEN)
+    /// bytes: a reader holds at most that much, and each call looks at no more.
     pub fn text_may_change(&self, key: &str, prefix: &str) -> bool {
         if crate::quoted::may_be_quoted_text(prefix) {
             return true;

@@ -242,7 +242,7 @@ pub use export::{AliasMap, ExportFormat, ExportedTools, export_tools};
 pub use id::{ToolId, WORKFLOW_NAMESPACE};
 pub use keys::{KeyMatch, canonical_key, suggest};
 pub use prompt::{PromptStyle, render_tool_list};
-pub use quoted::{may_be_quoted_text, quoted_text};
+pub use quoted::{MAX_QUOTED_LEN, may_be_quoted_text, quoted_text};
 pub use system_prompt::{PromptLanguage, PromptPart, PromptProtocol, SystemPrompt};
 
 /// This crate's README example, compiled and run as a doctest.

@@ -11,7 +11,11 @@
 //! with the same quote character (`'` or `"`) and holds no other quote of that kind. The
 //! text between the quotes is taken as it is, no escapes read (`'C:\temp'` is `C:\temp`).
 //! `'rock 'n' roll'`, `"a" and "b"`, `'90s` and a quoted line followed by more lines stay
-//! as written.
+//! as written, as does text longer than [`MAX_QUOTED_LEN`] bytes: a streaming reader holds
+//! a value back at most that long, and each look at it is bounded by it.
+
+/// Longest text, in bytes (blanks around it included), read as one quoted literal.
+pub const MAX_QUOTED_LEN: usize = 1024;
 
 /// The text between the quotes when `text` is one quoted literal by the module's rule,
 /// else `None`.
@@ -24,6 +28,9 @@
 /// assert_eq!(quoted_text("'90s"), None);
 /// ```
 pub fn quoted_text(text: &str) -> Option<&str> {
+    if text.len() > MAX_QUOTED_LEN {
+        return None;
+    }
     let trimmed = text.trim();
     let quote = opening_quote(trimmed)?;
     let inner = trimmed.get(1..trimmed.len().checked_sub(1)?)?;
@@ -49,6 +56,9 @@ pub fn quoted_text(text: &str) -> Option<&str> {
 /// assert!(!may_be_quoted_text("'Apple\n"));
 /// ```
 pub fn may_be_quoted_text(prefix: &str) -> bool {
+    if prefix.len() > MAX_QUOTED_LEN {
+        return false;
+    }
     let started = prefix.trim_start();
     if started.is_empty() {
         return true;
@@ -94,6 +104,13 @@ mod tests {
         assert!(!may_be_quoted_text("x'"));
         assert!(may_be_quoted_text("'a'\n "));
         assert!(!may_be_quoted_text("'a'\n b"));
+        // Bounded: a value held back while it streams is never longer than the limit.
+        let long = format!("'{}'", "a".repeat(MAX_QUOTED_LEN - 2));
+        assert_eq!(quoted_text(&long).map(str::len), Some(MAX_QUOTED_LEN - 2));
+        let longer = format!("'{}'", "a".repeat(MAX_QUOTED_LEN - 1));
+        assert_eq!(quoted_text(&longer), None);
+        assert!(!may_be_quoted_text(&longer[..MAX_QUOTED_LEN + 1]));
+        assert!(may_be_quoted_text(&longer[..MAX_QUOTED_LEN]));
     }
 
     fn texts() -> impl Strategy<Value = String> {

@@ -662,4 +662,13 @@ fn text_may_change_holds_every_prefix_of_text_coercion_changes() {
         "a required parameter keeps None"
     );
     assert!(tool.text_may_change("q", "'No"));
+    // Bounded: past `MAX_QUOTED_LEN` bytes a value is never held, and a quoted line that
+    // long stays as written.
+    let long = format!("'{}'", "a".repeat(tool_schema::MAX_QUOTED_LEN));
+    assert!(tool.text_may_change("note", &long[..tool_schema::MAX_QUOTED_LEN]));
+    assert!(!tool.text_may_change("note", &long[..tool_schema::MAX_QUOTED_LEN + 1]));
+    let coerced = tool
+        .coerce(vec![("q", Value::from(long.as_str()))], KeyMatch::Exact)
+        .unwrap();
+    assert_eq!(coerced["q"], json!(long));
 }
