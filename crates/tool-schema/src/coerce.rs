@@ -142,8 +142,9 @@ impl Coercion {
     /// Coerces one member of an object. At the top level coercion is per argument: when
     /// anything inside the value was reported, the argument stays exactly as written.
     fn member(&mut self, shape: &Shape, value: Value, path: &ValuePath<'_>, root: bool) -> Value {
-        // Text for a shape that takes text comes back unchanged whatever is reported (an
-        // enum miss): no copy of what may be a whole file's content is needed.
+        // Text for a shape that takes text comes back as text whatever is reported (an
+        // enum miss), its quotes gone when it is one quoted literal: no copy of what may be
+        // a whole file's content is needed.
         let unchanged = value.is_string() && shape.types.contains(TypeSet::STRING);
         if !root || unchanged {
             return self.value(shape, value, path);

@@ -489,7 +489,7 @@ fn none_or_null_for_an_optional_parameter_leaves_it_out() {
 fn a_quoted_enum_member_is_that_member() {
     assert_eq!(ok(&[("mode", "\"fast\"")]), json!({"mode": "fast"}));
     assert_eq!(ok(&[("mode", "'slow'")]), json!({"mode": "slow"}));
-    // Not a member once unquoted: refused as written.
+    // Not a member once unquoted: refused (reported, the text without its quotes kept).
     let errors = search()
         .coerce(text(&[("mode", "'medium'")]), KeyMatch::Canonical)
         .unwrap_err();
