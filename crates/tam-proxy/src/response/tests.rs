@@ -570,13 +570,55 @@ fn a_quoted_value_open_when_its_stopped_block_closes_ends_as_its_text() {
             r#"{"path":"a","content":"'Apple Inc."}"#,
         ),
     ] {
-        for deltas in [vec![text], one_char(text)] {
+        let splits = text
+            .char_indices()
+            .skip(1)
+            .map(|(at, _)| vec![&text[..at], &text[at..]]);
+        for deltas in [vec![text], one_char(text)].into_iter().chain(splits) {
             let (pieces, reason, failure) =
                 run_streaming(Protocol::Action, &deltas, Some(FinishReason::Stop));
             let (content, calls) = gathered(&pieces);
             assert_eq!(content, "");
             assert_eq!(calls, [("write_file".to_owned(), expected.to_owned())]);
             assert_eq!((reason.as_str(), failure), ("tool_calls", None));
+        }
+    }
+}
+
+/// A reply cut at the token limit while a value is held (it may still be a quoted literal
+/// or `None`): the call the model did not finish is never completed, its arguments never
+/// become JSON, and the cut block's text comes back, however the reply is split.
+#[test]
+fn a_reply_cut_while_a_value_is_held_completes_no_call() {
+    for (protocol, text) in [
+        (
+            Protocol::Action,
+            "Writing it.\n<ACTION>\n<write_file><path>a.txt</path><content>'Apple Inc.",
+        ),
+        (
+            Protocol::Tam,
+            "Writing it.\n<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」Non",
+        ),
+    ] {
+        let splits = text
+            .char_indices()
+            .skip(1)
+            .map(|(at, _)| vec![&text[..at], &text[at..]]);
+        for deltas in [vec![text], one_char(text)].into_iter().chain(splits) {
+            let (pieces, reason, failure) =
+                run_streaming(protocol, &deltas, Some(FinishReason::Length));
+            assert_eq!((reason.as_str(), failure), ("length", None), "{protocol}");
+            let (content, calls) = gathered(&pieces);
+            assert!(
+                content.ends_with(text.trim_start_matches("Writing it.\n")),
+                "{protocol}: {content}"
+            );
+            for (_, arguments) in &calls {
+                assert!(
+                    serde_json::from_str::<Value>(arguments).is_err(),
+                    "{protocol}: never closed: {arguments}"
+                );
+            }
         }
     }
 }
