@@ -40,7 +40,9 @@ use tam_parse::Span;
 use crate::event::Event;
 use crate::fence::is_fence_line;
 use crate::prescan::{RegionKind, RegionRef};
-use crate::xml_chars::{find3, is_name_char_at, is_xml_space, name_end, reference_len};
+use tam_parse::scan::{Stops, find3};
+
+use crate::xml_chars::{is_name_char_at, is_xml_space, name_end, reference_len};
 
 /// Where the streamer is in the block.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -240,8 +242,14 @@ impl Streamer {
             let quiet = |new: &[u8]| !new.iter().any(|&c| matches!(c, b'<' | b'&' | b'\r'));
             if new.len() <= SHORT_PIECE
                 && ((new.len() < QUIET_LOOK && quiet(new))
-                    || next_stop_in_value(&b[..settled], self.pos, b[own.start], [usize::MAX; 2])
-                        .is_none())
+                    || next_stop_in_value(
+                        &b[..settled],
+                        self.pos,
+                        b[own.start],
+                        [usize::MAX; 2],
+                        |from| find3(&b[..settled], from, b'<', b'&', b'\r'),
+                    )
+                    .is_none())
             {
                 out(Event::ParamText {
                     text: Cow::Borrowed(&buf[self.pos..settled]),
@@ -291,6 +299,7 @@ impl Streamer {
             return;
         }
         let b = buf.as_bytes();
+        let mut stops = Stops::new(&b[..settled], b'<', b'&', b'\r');
         while self.pos < settled {
             // Regions behind: one the read position is inside (it was open at the last
             // look) ends now; its CDATA content's rest streams.
@@ -353,7 +362,13 @@ impl Streamer {
                     .get(self.next_region)
                     .map_or(usize::MAX, |r| r.full.start);
                 let open_at = open_region.map_or(usize::MAX, |(_, s)| s);
-                next_stop_in_value(&b[..settled], self.pos, b[own.start], [region_at, open_at])
+                next_stop_in_value(
+                    &b[..settled],
+                    self.pos,
+                    b[own.start],
+                    [region_at, open_at],
+                    |from| stops.next(from),
+                )
             } else {
                 memchr::memchr(b'<', &b[self.pos..settled]).map(|i| self.pos + i)
             };
@@ -605,9 +620,18 @@ impl Streamer {
 /// and so is an `&` that begins no reference and cannot become one (as
 /// [`Streamer::reference`] would find) — unless a region starts there (`regions`: where
 /// the next ones begin).
-fn next_stop_in_value(b: &[u8], mut from: usize, own: u8, regions: [usize; 2]) -> Option<usize> {
+/// `find` is the search for the next `<`, `&` or `\r` from an offset on: [`find3`] for a
+/// few bytes, a [`Stops`] for a value's worth.
+#[inline]
+fn next_stop_in_value(
+    b: &[u8],
+    mut from: usize,
+    own: u8,
+    regions: [usize; 2],
+    mut find: impl FnMut(usize) -> Option<usize>,
+) -> Option<usize> {
     loop {
-        let at = find3(b, from, b'<', b'&', b'\r')?;
+        let at = find(from)?;
         if b[at] == b'\r' {
             return Some(at);
         }

@@ -214,39 +214,6 @@ pub(crate) fn find2(hay: &[u8], from: usize, a: u8, b: u8) -> Option<usize> {
     memchr::memchr2(a, b, hay.get(at..)?).map(|i| at + i)
 }
 
-/// The first `a`, `b` or `c` in `hay[from..]`, searched as [`find2`] does (a value's
-/// stops: `<`, `&` and the rare `\r`).
-#[inline]
-pub(crate) fn find3(hay: &[u8], from: usize, a: u8, b: u8, c: u8) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let mut at = from;
-    for _ in 0..4 {
-        let Some(word) = hay.get(at..at + 8) else {
-            let tail = hay.get(at..)?;
-            return tail
-                .iter()
-                .position(|&x| x == a || x == b || x == c)
-                .map(|i| at + i);
-        };
-        let x = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
-        let (xa, xb, xc) = (
-            x ^ (ONES * u64::from(a)),
-            x ^ (ONES * u64::from(b)),
-            x ^ (ONES * u64::from(c)),
-        );
-        let zero = ((xa.wrapping_sub(ONES) & !xa)
-            | (xb.wrapping_sub(ONES) & !xb)
-            | (xc.wrapping_sub(ONES) & !xc))
-            & HIGHS;
-        if zero != 0 {
-            return Some(at + (zero.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    memchr::memchr3(a, b, c, hay.get(at..)?).map(|i| at + i)
-}
-
 /// What `reference` (`&…;`, one [`reference_len`] accepts) stands for, as a piece of its
 /// own: the five predefined entities without an allocation (code's `&lt;` and `&amp;`).
 pub(crate) fn reference_text(reference: &str) -> std::borrow::Cow<'static, str> {
@@ -329,16 +296,6 @@ mod tests {
     use super::*;
 
     proptest::proptest! {
-        /// [`find3`] finds what `memchr3` finds, from anywhere.
-        #[test]
-        fn find3_is_memchr3(
-            hay in proptest::collection::vec(proptest::sample::select(vec![b'a', b'<', b'&', b'\r', 0x80, b'x']), 0..80),
-            from in 0usize..90,
-        ) {
-            let want = hay.get(from..).and_then(|h| memchr::memchr3(b'<', b'&', b'\r', h)).map(|i| from + i);
-            proptest::prop_assert_eq!(find3(&hay, from, b'<', b'&', b'\r'), want);
-        }
-
         /// [`find2`] finds what `memchr2` finds, from anywhere.
         #[test]
         fn find2_is_memchr2(

@@ -156,7 +156,14 @@ enum Piece {
 /// caller checks). Every piece ends at a `>`, a `;`, before a `<` or `&`, or at the end: at
 /// a character boundary. `open` is the name of the element open at `at` (empty at the
 /// top).
-fn piece_at(body: &str, at: usize, open: &[u8], amp: &mut Tally, lt: &mut Tally) -> Option<Cut> {
+fn piece_at(
+    body: &str,
+    at: usize,
+    open: &[u8],
+    amp: &mut Tally,
+    lt: &mut Tally,
+    stops: &mut Stops<'_>,
+) -> Option<Cut> {
     let b = body.as_bytes();
     match b[at] {
         b'&' => {
@@ -178,7 +185,7 @@ fn piece_at(body: &str, at: usize, open: &[u8], amp: &mut Tally, lt: &mut Tally)
             b'<' => lt.add(end..end + 1),
             _ => {}
         }
-        let Some(next) = find2(b, end + 1, b'<', b'&') else {
+        let Some(next) = stops.next(end + 1) else {
             return Some((Piece::Text, b.len(), None));
         };
         if b[next] == b'&' {
@@ -377,13 +384,15 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
     let mut nodes = 3usize;
     // The tag that ended the last text piece, read already.
     let mut known: Option<(Piece, usize)> = None;
+    // The `<`s and `&`s of text, a block of 64 bytes at a time where they are dense.
+    let mut stops = Stops::new(bytes, b'<', b'&', b'&');
     let mut pos = 0usize;
     while pos < bytes.len() {
         let (piece, end) = match known.take() {
             Some(tag) => tag,
             None => {
                 let open = &bytes[open_name.clone()];
-                let (piece, end, next) = piece_at(body, pos, open, &mut amp, &mut lt)?;
+                let (piece, end, next) = piece_at(body, pos, open, &mut amp, &mut lt, &mut stops)?;
                 known = next;
                 (piece, end)
             }

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use roxmltree::Node;
 use serde_json::map::Entry;
 use serde_json::{Map, Value};
-use tam_parse::scan::OffsetMap;
+use tam_parse::scan::{OffsetMap, Stops};
 use tam_parse::{ByteString, Diagnostic, Span, preview};
 
 use crate::call::{ActionCall, ActionParam};
@@ -24,7 +24,7 @@ use crate::prescan::{
 };
 use crate::value::{assemble, cdata_edges};
 use crate::xml_chars::{
-    decode_text, find2, is_blank, is_xml_space, name_end, push_reference, reference_len, trim_xml,
+    decode_text, is_blank, is_xml_space, name_end, push_reference, reference_len, trim_xml,
 };
 
 /// Converts the tree of one block, collecting warnings.

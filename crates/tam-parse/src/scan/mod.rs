@@ -37,7 +37,8 @@
 //! One file per concern: [`Pattern`]s (`pattern.rs`), the pattern sets of each scanner
 //! state (`pattern_set.rs`), [`Grammar`] and its syntaxes (`grammar.rs`), the line floor
 //! (`line.rs`), the prose context (`prose.rs`), the [`OffsetMap`] (`offsets.rs`), the [`ScanHandler`] interface
-//! (`handler.rs`) and the [`Scanner`] state machine (`scanner.rs`). `naive.rs` (tests only)
+//! (`handler.rs`), the byte searches for dense stops (`stops.rs`) and the [`Scanner`] state
+//! machine (`scanner.rs`). `naive.rs` (tests only)
 //! is a deliberately simple re-implementation on the whole input, the oracle of the
 //! scanner's property tests.
 
@@ -51,6 +52,7 @@ mod pattern;
 mod pattern_set;
 mod prose;
 mod scanner;
+mod stops;
 
 pub use grammar::{BlockSyntax, Grammar, GrammarError, Region, THINK_TAGS};
 pub use handler::{BlockEnd, BlockView, ClosedBlock, ScanHandler};
@@ -58,3 +60,4 @@ pub use offsets::OffsetMap;
 pub use pattern::{MAX_PATTERN_LEN, Pattern};
 pub use prose::Quote;
 pub use scanner::Scanner;
+pub use stops::{Stops, find3};

@@ -1,0 +1,179 @@
+//! Byte searches for stops that come every few words: [`find3`] for a short look,
+//! [`Stops`] for a loop over a block's worth.
+
+/// The first `a`, `b` or `c` in `hay[from..]` (`None` also when `from` is past the end).
+/// Made for short gaps: text between stops is short in code (a `<` or `&` every few
+/// words), where `memchr`'s set-up costs more than the search. The first 32 bytes are
+/// looked at eight at a time in a `u64` (a tail of fewer than eight one at a time), then
+/// `memchr3` takes over.
+#[inline]
+pub fn find3(hay: &[u8], from: usize, a: u8, b: u8, c: u8) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut at = from;
+    for _ in 0..4 {
+        let Some(word) = hay.get(at..at + 8) else {
+            let tail = hay.get(at..)?;
+            return tail
+                .iter()
+                .position(|&x| x == a || x == b || x == c)
+                .map(|i| at + i);
+        };
+        let x = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+        let (xa, xb, xc) = (
+            x ^ (ONES * u64::from(a)),
+            x ^ (ONES * u64::from(b)),
+            x ^ (ONES * u64::from(c)),
+        );
+        let zero = ((xa.wrapping_sub(ONES) & !xa)
+            | (xb.wrapping_sub(ONES) & !xb)
+            | (xc.wrapping_sub(ONES) & !xc))
+            & HIGHS;
+        if zero != 0 {
+            return Some(at + (zero.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    memchr::memchr3(a, b, c, hay.get(at..)?).map(|i| at + i)
+}
+
+/// Where any of up to three bytes occur in a haystack, found from any offset on, for a
+/// loop that stops at most of them and goes on (code's `<` and `&`, one every few words,
+/// in an XML value; every `<` of it, in the scanner's look for `</ACTION>`).
+///
+/// [`find3`] starts a search at every stop: a few instructions per word of text, and
+/// `memchr`'s set-up past 32 bytes. `Stops` reads 64 bytes at a time into a bit per byte
+/// (16-byte vectors: SSE2 on x86_64, NEON on aarch64, through `wide`) and takes the stops
+/// of a block from its bits: dense stops cost a few instructions each. A block without a
+/// stop means sparse ones (prose, or code without markup): the rest is `memchr3`'s, as it
+/// is for [`find3`].
+#[derive(Debug, Clone)]
+pub struct Stops<'h> {
+    hay: &'h [u8],
+    needles: [u8; 3],
+    /// The offset of the block whose bits are in `mask` (`usize::MAX`: none).
+    base: usize,
+    /// Bit `i` set: `hay[base + i]` is one of the needles.
+    mask: u64,
+}
+
+/// The bytes one [`Stops`] mask covers.
+const STOP_BLOCK: usize = 64;
+
+impl<'h> Stops<'h> {
+    /// The stops of `hay`: bytes `a`, `b` or `c` (repeat one for fewer needles).
+    #[inline]
+    pub fn new(hay: &'h [u8], a: u8, b: u8, c: u8) -> Self {
+        Stops {
+            hay,
+            needles: [a, b, c],
+            base: usize::MAX,
+            mask: 0,
+        }
+    }
+
+    /// The first stop at or after `from`: what [`find3`] finds.
+    #[inline]
+    pub fn next(&mut self, from: usize) -> Option<usize> {
+        let mut from = from;
+        if let Some(offset) = from.checked_sub(self.base)
+            && offset < STOP_BLOCK
+        {
+            let ahead = self.mask & (u64::MAX << offset);
+            if ahead != 0 {
+                return Some(self.base + ahead.trailing_zeros() as usize);
+            }
+            from = self.base + STOP_BLOCK;
+        }
+        let [a, b, c] = self.needles;
+        let Some(block) = self.hay.get(from..).and_then(|rest| rest.get(..STOP_BLOCK)) else {
+            // Fewer than 64 bytes left: the short search.
+            return find3(self.hay, from, a, b, c);
+        };
+        let mask = block_mask(block, self.needles);
+        if mask == 0 {
+            // Sparse: no stop in 64 bytes.
+            self.base = usize::MAX;
+            let at = from + STOP_BLOCK;
+            let rest = &self.hay[at..];
+            let found = if a == b && b == c {
+                memchr::memchr(a, rest)
+            } else if b == c {
+                memchr::memchr2(a, b, rest)
+            } else {
+                memchr::memchr3(a, b, c, rest)
+            };
+            return found.map(|i| at + i);
+        }
+        self.base = from;
+        self.mask = mask;
+        Some(from + mask.trailing_zeros() as usize)
+    }
+}
+
+/// Bit `i` of the result is set when `block[i]` is one of `needles` (`block` is 64 bytes).
+#[inline]
+fn block_mask(block: &[u8], needles: [u8; 3]) -> u64 {
+    use wide::u8x16;
+    let [a, b, c] = needles.map(|n| u8x16::new([n; 16]));
+    let mut mask = 0u64;
+    for (k, lane) in block.chunks_exact(16).enumerate() {
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(lane);
+        let v = u8x16::new(bytes);
+        let hit = v.cmp_eq(a) | v.cmp_eq(b) | v.cmp_eq(c);
+        // One bit per lane, the low 16 bits of the result.
+        mask |= u64::from(hit.move_mask() as u16) << (16 * k);
+    }
+    mask
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// [`find3`] finds what `memchr3` finds, from anywhere.
+        #[test]
+        fn find3_is_memchr3(
+            hay in proptest::collection::vec(proptest::sample::select(vec![b'a', b'<', b'&', b'\r', 0x80, b'x']), 0..80),
+            from in 0usize..90,
+        ) {
+            let want = hay.get(from..).and_then(|h| memchr::memchr3(b'<', b'&', b'\r', h)).map(|i| from + i);
+            proptest::prop_assert_eq!(find3(&hay, from, b'<', b'&', b'\r'), want);
+        }
+
+        /// [`Stops`] finds what `memchr3` finds, from any offset on, in any order of
+        /// offsets (a loop over a value goes forward; a new look may start anywhere).
+        #[test]
+        fn stops_are_memchr3(
+            hay in proptest::collection::vec(
+                proptest::sample::select(vec![b'a', b'<', b'&', b'\r', 0x80, b'x', b'x', b'x']),
+                0..400,
+            ),
+            froms in proptest::collection::vec(0usize..420, 1..40),
+        ) {
+            let mut stops = Stops::new(&hay, b'<', b'&', b'\r');
+            for from in froms {
+                let want = hay.get(from..).and_then(|h| memchr::memchr3(b'<', b'&', b'\r', h)).map(|i| from + i);
+                proptest::prop_assert_eq!(stops.next(from), want, "from {}", from);
+            }
+            // And as a loop over every stop.
+            let mut stops = Stops::new(&hay, b'<', b'&', b'\r');
+            let mut seen = Vec::new();
+            let mut at = 0;
+            while let Some(i) = stops.next(at) {
+                seen.push(i);
+                at = i + 1;
+            }
+            let want: Vec<usize> = memchr::memchr3_iter(b'<', b'&', b'\r', &hay).collect();
+            proptest::prop_assert_eq!(seen, want);
+        }
+
+    }
+}
