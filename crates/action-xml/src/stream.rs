@@ -129,9 +129,6 @@ const SHORT_PIECE: usize = 64;
 /// before it looks for a stop.
 const QUIET_LOOK: usize = 16;
 
-/// The longest reference that needs no DTD (`&#x10FFFF;` is 10 bytes), plus slack.
-const LONGEST_REFERENCE: usize = 12;
-
 impl Streamer {
     /// Starts on a block whose body begins at buffer offset `body_start`.
     pub(crate) fn new(body_start: usize) -> Self {
@@ -673,11 +670,35 @@ fn line_end(b: &[u8], at: usize, settled: usize, em: &mut Emit<'_, '_>) -> Look 
 }
 
 /// True when `rest`, the settled bytes after an `&` that begins no reference, may still
-/// become one when more arrives.
+/// become one when more arrives: it begins one of the references [`reference_len`] takes
+/// (`lt`, `gt`, `amp`, `apos`, `quot`; `#` and up to eight digits, `#x` and up to eight
+/// hex digits), its `;` not there yet. Code's `&mut`, `&str` or `&self` cut by a delta's
+/// end is text at once, not a wait for the next delta.
+#[inline(always)]
 fn may_become_reference(rest: &[u8]) -> bool {
-    rest.len() < LONGEST_REFERENCE
-        && !rest.contains(&b';')
-        && rest.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'#')
+    // Most often `rest` is long (the `&` is far from what arrived last): one look at its
+    // length tells, but for `#`.
+    match rest {
+        [] | [b'l' | b'g'] | [b'l' | b'g', b't'] => true,
+        [b'a'] | [b'a', b'm'] | [b'a', b'm', b'p'] => true,
+        [b'a', b'p'] | [b'a', b'p', b'o'] | [b'a', b'p', b'o', b's'] => true,
+        [b'q'] | [b'q', b'u'] | [b'q', b'u', b'o'] | [b'q', b'u', b'o', b't'] => true,
+        [b'#', more @ ..] => {
+            let (hex, digits) = match more {
+                [b'x', digits @ ..] => (true, digits),
+                digits => (false, digits),
+            };
+            digits.len() <= 8
+                && digits.iter().all(|c| {
+                    if hex {
+                        c.is_ascii_hexdigit()
+                    } else {
+                        c.is_ascii_digit()
+                    }
+                })
+        }
+        _ => false,
+    }
 }
 
 /// Hands the streamer's events to the caller, joining borrowed pieces of one kind (text,
@@ -735,6 +756,97 @@ impl Emit<'_, '_> {
                 span: (self.span)(r),
                 cdata,
             });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every reference [`reference_len`] takes, cut anywhere before its `;`, may still
+    /// become one: a wait, never text that the block reads as a reference.
+    #[test]
+    fn every_cut_reference_may_become_one() {
+        let mut references: Vec<String> = ["&lt;", "&gt;", "&amp;", "&apos;", "&quot;"]
+            .map(String::from)
+            .to_vec();
+        for c in [
+            '\t',
+            '\n',
+            ' ',
+            'A',
+            'é',
+            '中',
+            '🚀',
+            '\u{FFFD}',
+            '\u{10FFFF}',
+        ] {
+            let n = u32::from(c);
+            references.push(format!("&#{n};"));
+            references.push(format!("&#{n:08};"));
+            references.push(format!("&#x{n:x};"));
+            references.push(format!("&#x{n:X};"));
+            references.push(format!("&#x{n:08x};"));
+        }
+        for reference in &references {
+            let b = reference.as_bytes();
+            assert_eq!(reference_len(b, 0), Some(b.len()), "{reference}");
+            for cut in 1..b.len() {
+                assert!(
+                    may_become_reference(&b[1..cut]),
+                    "{reference} cut at {cut}: {:?}",
+                    &reference[..cut]
+                );
+            }
+        }
+    }
+
+    /// What begins none of them is text at once: code's `&` cut by a delta's end.
+    #[test]
+    fn code_ampersands_are_text_at_once() {
+        for rest in [
+            "m",
+            "mu",
+            "mut",
+            "s",
+            "self",
+            "str",
+            "&",
+            " ",
+            "ltx",
+            "ampx",
+            "a1",
+            "#a",
+            "#x1G",
+            "#123456789",
+            "#x123456789",
+            "q2",
+            "=",
+            "'",
+        ] {
+            assert!(!may_become_reference(rest.as_bytes()), "&{rest}");
+        }
+        for rest in [
+            "",
+            "l",
+            "lt",
+            "g",
+            "a",
+            "am",
+            "amp",
+            "ap",
+            "apo",
+            "apos",
+            "q",
+            "quo",
+            "#",
+            "#1",
+            "#x",
+            "#xA",
+            "#12345678",
+        ] {
+            assert!(may_become_reference(rest.as_bytes()), "&{rest}");
         }
     }
 }
