@@ -237,23 +237,35 @@ impl Streamer {
             // A few bytes are looked at one by one first; past that, most pieces of code
             // hold a `<` or `&`, and the look for a stop is the one to make.
             let quiet = |new: &[u8]| !new.iter().any(|&c| matches!(c, b'<' | b'&' | b'\r'));
-            if new.len() <= SHORT_PIECE
-                && ((new.len() < QUIET_LOOK && quiet(new))
-                    || next_stop_in_value(
+            if new.len() <= SHORT_PIECE {
+                let to = if new.len() < QUIET_LOOK && quiet(new) {
+                    settled
+                } else {
+                    match next_stop_in_value(
                         &b[..settled],
                         self.pos,
                         b[own.start],
                         [usize::MAX; 2],
                         |from| find3(&b[..settled], from, b'<', b'&', b'\r'),
-                    )
-                    .is_none())
-            {
-                out(Event::ParamText {
-                    text: Cow::Borrowed(&buf[self.pos..settled]),
-                    span: span(self.pos..settled),
-                    cdata: false,
-                });
-                self.pos = settled;
+                    ) {
+                        None => settled,
+                        // A stop whose look needs what has not arrived (a `<`, `\r` or
+                        // `&` that begins a reference, cut by the delta's end): the text
+                        // before it goes, and it waits — what the general way does.
+                        Some(at) if waits_at(&b[..settled], at) => at,
+                        Some(_) => {
+                            return self.advance_on(buf, settled, regions, open_region, span, out);
+                        }
+                    }
+                };
+                if to > self.pos {
+                    out(Event::ParamText {
+                        text: Cow::Borrowed(&buf[self.pos..to]),
+                        span: span(self.pos..to),
+                        cdata: false,
+                    });
+                }
+                self.pos = to;
                 return;
             }
         }
@@ -653,6 +665,19 @@ fn next_stop_in_value(
     }
 }
 
+/// True when the look at a stop at `at` in a value (`b`: its settled bytes) waits for more
+/// in every state: a `<` or `\r` that is the last byte, or an `&` that begins no
+/// reference yet may still become one ([`Streamer::markup`], [`line_end`],
+/// [`Streamer::reference`]).
+#[inline]
+fn waits_at(b: &[u8], at: usize) -> bool {
+    match b[at] {
+        b'<' | b'\r' => at + 1 >= b.len(),
+        b'&' => reference_len(b, at).is_none() && may_become_reference(&b[at + 1..]),
+        _ => false,
+    }
+}
+
 /// A `\r` at `at` in a value's text: a line end, read as XML reads it (`\r\n` and a lone
 /// `\r` are one `\n`, as in the block's value), a piece of its own. Waits while the byte
 /// after it has not arrived.
@@ -799,6 +824,38 @@ mod tests {
                     &reference[..cut]
                 );
             }
+        }
+    }
+
+    /// The text of a value streamed after each delta: what can no longer change goes at
+    /// once; a `<`, or an `&` that may begin a reference, cut by the delta's end waits.
+    #[test]
+    fn a_value_streams_up_to_what_may_still_change() {
+        let steps = [
+            ("<ACTION><write><content>let x = &mu", "let x = &mu"),
+            ("t y; if a <", "let x = &mut y; if a "),
+            (" b { s.push(&", "let x = &mut y; if a < b { s.push("),
+            ("a", "let x = &mut y; if a < b { s.push("),
+            ("mp;str) }", "let x = &mut y; if a < b { s.push(&str) }"),
+            (" Vec<", "let x = &mut y; if a < b { s.push(&str) } Vec"),
+            (
+                "u8> &#x4",
+                "let x = &mut y; if a < b { s.push(&str) } Vec<u8> ",
+            ),
+            (
+                "E; ok",
+                "let x = &mut y; if a < b { s.push(&str) } Vec<u8> N ok",
+            ),
+        ];
+        let mut decoder = crate::Decoder::default();
+        let mut streamed = String::new();
+        for (delta, want) in steps {
+            decoder.feed(delta, |e| {
+                if let Event::ParamText { text, .. } = e {
+                    streamed.push_str(&text);
+                }
+            });
+            assert_eq!(streamed, want, "after {delta:?}");
         }
     }
 
