@@ -243,6 +243,11 @@
 //!   into a bit per byte, a few instructions per stop, where a search started at each stop
 //!   cost tens. A 64 KiB value of code fed whole: 24 % fewer instructions
 //!   (`docs/performance.md`, "ACTION in token deltas, session 11").
+//! * An `&` cut by a delta's end waits for the next delta only when what arrived after it
+//!   begins a reference the block's reader takes (`lt`, `gt`, `amp`, `apos`, `quot`, `#`
+//!   digits, `#x` hex digits): code's `&mut` or `&str` streams at once. A stop that waits
+//!   is handled without the streamer's general loop. In 4-code-point deltas the 64 KiB
+//!   value of code runs within 1.19× of plain code (1.27× before).
 //!
 //! # Serde
 //!
