@@ -38,15 +38,33 @@ pub fn find3(hay: &[u8], from: usize, a: u8, b: u8, c: u8) -> Option<usize> {
 }
 
 /// Where any of up to three bytes occur in a haystack, found from any offset on, for a
-/// loop that stops at most of them and goes on (code's `<` and `&`, one every few words,
-/// in an XML value; every `<` of it, in the scanner's look for `</ACTION>`).
+/// loop that stops at most of them and goes on: code's `<` and `&`, one every few words, in
+/// an XML value (action-xml's streamer and block reader).
 ///
 /// [`find3`] starts a search at every stop: a few instructions per word of text, and
 /// `memchr`'s set-up past 32 bytes. `Stops` reads 64 bytes at a time into a bit per byte
 /// (16-byte vectors: SSE2 on x86_64, NEON on aarch64, through `wide`) and takes the stops
 /// of a block from its bits: dense stops cost a few instructions each. A block without a
-/// stop means sparse ones (prose, or code without markup): the rest is `memchr3`'s, as it
-/// is for [`find3`].
+/// stop means sparse ones (prose, or code without markup): the rest is `memchr`'s (one,
+/// two or three needles). Fewer than 64 bytes left: [`find3`].
+///
+/// Not for a search that looks at a few bytes per call (a token-sized delta): there the
+/// mask costs more than it saves. The block scanner's own look for markers keeps `memchr`
+/// for that reason (measured in `docs/performance.md`, "ACTION in token deltas, session 11").
+///
+/// ```
+/// use tam_parse::scan::Stops;
+///
+/// let code = b"let v: Vec<u8> = a.iter().filter(|x| **x < 3 && ok).collect();";
+/// let mut stops = Stops::new(code, b'<', b'&', b'&');
+/// let mut at = 0;
+/// let mut found = Vec::new();
+/// while let Some(i) = stops.next(at) {
+///     found.push(code[i]);
+///     at = i + 1;
+/// }
+/// assert_eq!(found, b"<<&&");
+/// ```
 #[derive(Debug, Clone)]
 pub struct Stops<'h> {
     hay: &'h [u8],
