@@ -171,3 +171,52 @@ fn a_cut_call_never_ends() {
     };
     assert!(b.calls.is_empty());
 }
+
+/// A reply cut at every prefix, fed whole and one byte at a time: what streamed of the
+/// value before the cut is the start of what the complete reply streams (nothing streams
+/// that more input would take back: a cut `&mu`, `&am`, `&#x4`, `<`, `\r`), the two feeds
+/// stream the same text, and no call or parameter of a cut block ends.
+#[test]
+fn a_reply_cut_anywhere_streams_a_prefix_of_the_value() {
+    let reply = "Writing.\n<ACTION>\n<write_to_file>\n<path>src/a.rs</path>\n<content>\n\
+        fn f(s: &str, v: &mut Vec<u8>) -> bool { s.len() < v.len() && !v.is_empty() }\r\n\
+        // escape & as &amp; and < as &lt;, 'A' is &#x41; &#65;\n\
+        let m: HashMap<String, &'a T> = x &ampy; &ltz\n\
+        </content>\n</write_to_file>\n</ACTION>\nDone.";
+    let streamed = |input: &str, one_byte: bool| {
+        let mut decoder = action_xml::Decoder::new(Config::default());
+        let mut text = String::new();
+        let mut ended = false;
+        let mut on = |e: Event<'_>| match e {
+            Event::ParamText { text: t, .. } => text.push_str(&t),
+            Event::ParamEnd { .. } | Event::CallEnd { .. } => ended = true,
+            _ => {}
+        };
+        if one_byte {
+            for b in input.as_bytes().chunks(1) {
+                decoder.feed_bytes(b, &mut on);
+            }
+        } else {
+            decoder.feed(input, &mut on);
+        }
+        decoder.finish_cut(&mut on);
+        (text, ended)
+    };
+    let (full, _) = streamed(reply, false);
+    assert!(full.ends_with("x &ampy; &ltz\n"), "{full:?}");
+    assert!(full.contains("escape & as & and < as <, 'A' is A A\n"), "{full:?}");
+    let content_close = reply.find("</content>").unwrap();
+    for cut in 0..content_close {
+        if !reply.is_char_boundary(cut) {
+            continue;
+        }
+        let prefix = &reply[..cut];
+        let (whole, ended) = streamed(prefix, false);
+        let (bytes, _) = streamed(prefix, true);
+        assert!(full.starts_with(&whole), "cut at {cut}: {whole:?}");
+        assert_eq!(bytes, whole, "cut at {cut}");
+        // `path` ended before `content` began; nothing of `content` or the call did.
+        let path_end = reply.find("</path>").unwrap() + "</path>".len();
+        assert_eq!(ended, cut >= path_end, "cut at {cut}");
+    }
+}
