@@ -204,7 +204,10 @@ fn a_reply_cut_anywhere_streams_a_prefix_of_the_value() {
     };
     let (full, _) = streamed(reply, false);
     assert!(full.ends_with("x &ampy; &ltz\n"), "{full:?}");
-    assert!(full.contains("escape & as & and < as <, 'A' is A A\n"), "{full:?}");
+    assert!(
+        full.contains("escape & as & and < as <, 'A' is A A\n"),
+        "{full:?}"
+    );
     let content_close = reply.find("</content>").unwrap();
     for cut in 0..content_close {
         if !reply.is_char_boundary(cut) {
