@@ -185,35 +185,6 @@ fn reference_at(s: &[u8], at: usize) -> Option<usize> {
     rest.starts_with(name).then_some(name.len() + 1)
 }
 
-/// The first `a` or `b` in `hay[from..]`. Text between markup is short in code (a `<` or
-/// `&` every few words), where `memchr`'s set-up costs more than the search: the first
-/// 32 bytes are looked at eight at a time in a `u64` (a tail of fewer than eight one at a
-/// time), then `memchr2` takes over.
-#[inline]
-pub(crate) fn find2(hay: &[u8], from: usize, a: u8, b: u8) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let mut at = from;
-    for _ in 0..4 {
-        let Some(word) = hay.get(at..at + 8) else {
-            // Fewer than eight bytes left (a token-sized delta's tail): a look at each,
-            // not `memchr`'s set-up.
-            let tail = hay.get(at..)?;
-            return tail.iter().position(|&x| x == a || x == b).map(|i| at + i);
-        };
-        let x = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
-        let (xa, xb) = (x ^ (ONES * u64::from(a)), x ^ (ONES * u64::from(b)));
-        // The high bit of a byte that is zero in `xa` or `xb`, and maybe of bytes above
-        // one (a borrow): the lowest one set is exact.
-        let zero = ((xa.wrapping_sub(ONES) & !xa) | (xb.wrapping_sub(ONES) & !xb)) & HIGHS;
-        if zero != 0 {
-            return Some(at + (zero.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    memchr::memchr2(a, b, hay.get(at..)?).map(|i| at + i)
-}
-
 /// What `reference` (`&…;`, one [`reference_len`] accepts) stands for, as a piece of its
 /// own: the five predefined entities without an allocation (code's `&lt;` and `&amp;`).
 pub(crate) fn reference_text(reference: &str) -> std::borrow::Cow<'static, str> {
@@ -266,7 +237,8 @@ pub(crate) fn decode_text(s: &str) -> String {
     // `s[copied..]` is not in `out` yet; a bare `&` (code's `&&`, `&str`) stays in it.
     let mut copied = 0;
     let mut at = 0;
-    while let Some(i) = find2(bytes, at, b'&', b'\r') {
+    let mut stops = tam_parse::scan::Stops::new(bytes, b'&', b'\r', b'\r');
+    while let Some(i) = stops.next(at) {
         if bytes[i] == b'\r' {
             out.push_str(&s[copied..i]);
             out.push('\n');
@@ -294,24 +266,6 @@ pub(crate) fn decode_text(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    proptest::proptest! {
-        /// [`find2`] finds what `memchr2` finds, from anywhere.
-        #[test]
-        fn find2_is_memchr2(
-            hay in proptest::collection::vec(
-                proptest::sample::select(vec![b'a', b'<', b'&', b'\r', 0, 0x01, 0xFF, 0x3B, 0x25]),
-                0..80,
-            ),
-            from in 0usize..90,
-        ) {
-            let from = from.min(hay.len());
-            for (a, b) in [(b'<', b'&'), (b'&', b'\r')] {
-                let want = memchr::memchr2(a, b, &hay[from..]).map(|i| from + i);
-                proptest::prop_assert_eq!(find2(&hay, from, a, b), want);
-            }
-        }
-    }
 
     #[test]
     fn references() {

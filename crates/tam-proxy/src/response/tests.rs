@@ -258,6 +258,16 @@ fn run_streaming(
 }
 
 /// Content, and each call's (name, arguments text), of all pieces.
+/// No streamed call of a cut reply was closed: the arguments of each are not a JSON value.
+fn assert_no_call_closed(calls: &[(String, String)], context: &str) {
+    for (_, arguments) in calls {
+        assert!(
+            serde_json::from_str::<Value>(arguments).is_err(),
+            "{context}: never closed: {arguments}"
+        );
+    }
+}
+
 fn gathered(pieces: &[Vec<Piece>]) -> (String, Vec<(String, String)>) {
     let mut content = String::new();
     let mut calls: Vec<(String, String)> = Vec::new();
@@ -417,12 +427,7 @@ fn an_action_block_cut_after_its_calls_streamed_finishes_with_length() {
     let (content, calls) = gathered(&pieces);
     assert_eq!(content, text, "the cut block's text comes back");
     assert!(!calls.is_empty());
-    for (_, arguments) in &calls {
-        assert!(
-            serde_json::from_str::<Value>(arguments).is_err(),
-            "never closed: {arguments}"
-        );
-    }
+    assert_no_call_closed(&calls, "action");
 }
 
 #[test]
@@ -613,12 +618,7 @@ fn a_reply_cut_while_a_value_is_held_completes_no_call() {
                 content.ends_with(text.trim_start_matches("Writing it.\n")),
                 "{protocol}: {content}"
             );
-            for (_, arguments) in &calls {
-                assert!(
-                    serde_json::from_str::<Value>(arguments).is_err(),
-                    "{protocol}: never closed: {arguments}"
-                );
-            }
+            assert_no_call_closed(&calls, &protocol.to_string());
         }
     }
 }
