@@ -903,6 +903,62 @@ mod tests {
         }
     }
 
+    /// Close tags with blanks between `</` and the name, of the elements open (the call
+    /// `c`, the parameters `v`, the object `o`), in another case or of nothing open, beside
+    /// [`CODE`].
+    const SPACED: &[&str] = &[
+        "</ v>",
+        "</  v >",
+        "</\tV>",
+        "</ o>",
+        "</ O\n>",
+        "</ c>",
+        "</ C>",
+        "</ T>",
+        "</ div>",
+        "</ ",
+        "</\n",
+        "</ v",
+        "<![CDATA[</ v>]]>",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+        /// Close tags with blanks before the name (the pre-scan's `noncanonical_tag` where
+        /// they close an open element, text where they close nothing): whatever the direct
+        /// reader takes, it reads as the full pre-scan and roxmltree do.
+        #[test]
+        fn direct_reader_agrees_on_close_tags_with_blanks(
+            values in prop::collection::vec(
+                prop::collection::vec(
+                    prop_oneof![prop::sample::select(CODE), prop::sample::select(SPACED)],
+                    0..10,
+                ),
+                1..4,
+            ),
+            closes in prop::collection::vec(prop::sample::select(&["</v>", "</ v>", "</ V >"][..]), 4),
+            depth in 0usize..2,
+            call_close in prop::sample::select(&["</c>", "</ c>", "</\tC>"][..]),
+        ) {
+            let params: String = values
+                .iter()
+                .zip(&closes)
+                .map(|(v, close)| {
+                    let v = v.concat();
+                    let o_close = close.replace('v', "o").replace('V', "O");
+                    if depth == 0 { format!("<v>{v}{close}") } else { format!("<o><v>{v}{close}{o_close}") }
+                })
+                .collect();
+            let input = format!("<ACTION><c>{params}{call_close}</ACTION>");
+            let handler = BothWays::scan(&input);
+            for ((fast, full), clean) in handler.pairs.iter().zip(&handler.clean) {
+                prop_assert_eq!(fast, full, "{}", input);
+                prop_assert_eq!(clean, full, "{}", input);
+            }
+        }
+    }
+
     #[test]
     fn direct_reader_takes_code() {
         for value in [

@@ -31,8 +31,11 @@ pub const CODE_FENCE: Code = Code::new("code_fence");
 /// was read as a call all the same (warning; the span is the fence's opening line). The
 /// same code as tam-parse's.
 pub const FENCED_BLOCK: Code = Code::FENCED_BLOCK;
-/// `<action>`, `< ACTION >` and the like, or a close tag that matches its element only
-/// ignoring case (warning).
+/// `<action>`, `< ACTION >` and the like, a close tag that matches its element only
+/// ignoring case, or a close tag with blanks between `</` and its name (`</ get_weather>`,
+/// `</  get_weather >`), read as `</get_weather>` where that closes an open element; where
+/// it would close none it stays what it was (text in a value of code: `if a </ b {}`)
+/// (warning).
 pub const NONCANONICAL_TAG: Code = Code::new("noncanonical_tag");
 /// A parameter's close tag never came before its call's close tag, and the parameter held
 /// one close tag that matched no open element: that tag, misspelt, was read as the

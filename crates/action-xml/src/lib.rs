@@ -67,7 +67,9 @@
 //! prefixes (`undeclared_prefix`); a missing `</ACTION>` at the end of the stream when
 //! every call element in the block closed, or elements left open at the end of a closed
 //! block (`missing_close_tag`: what arrived is parsed); markdown code fence lines inside the block (`code_fence`); `<action>`,
-//! `< ACTION >` and close tags that match only ignoring case (`noncanonical_tag`).
+//! `< ACTION >`, close tags that match only ignoring case, and close tags with blanks
+//! between `</` and the name (`</ get_weather>`: read as `</get_weather>` where that closes
+//! an open element, text elsewhere) (`noncanonical_tag`).
 //! Comments and processing instructions are dropped. A `<` problem between calls or
 //! directly inside a call is structure gone wrong, not code, and is not repaired.
 //!

@@ -18,6 +18,9 @@
 //!   content streams as [`Event::ParamText`] pieces until its close tag (a start tag of
 //!   the same name inside it nests, so `<p><p>x</p></p>` ends at the second `</p>`), then
 //!   [`Event::ParamEnd`].
+//! * A close tag with blanks between `</` and its name (`</ name>`) whose name is the open
+//!   call's or parameter's, also in another case, is its close tag, as the pre-scan's
+//!   `noncanonical_tag` repair reads it; any other is what it was before that repair.
 //! * The pieces are the content **as written, markup included**, with entity and
 //!   character references decoded (a decoded reference is a piece of its own, not
 //!   borrowed from the block), CDATA
@@ -440,6 +443,9 @@ impl Streamer {
         };
         let closing = next == b'/';
         let name_at = at + 1 + usize::from(closing);
+        if closing && b.get(name_at).is_some_and(|&c| is_xml_space(c)) && self.state != State::Top {
+            return self.spaced_close(buf, at, settled, em);
+        }
         // Inside a value only the parameter's own tags matter; the rest is text, read on
         // (references in it decoded). The name is compared with the parameter's first: one
         // that already differs in what arrived needs no look for where it ends.
@@ -614,6 +620,93 @@ impl Streamer {
         Look::Next(tag_end)
     }
 
+    /// A close tag with blanks between `</` and its name at `at` (`</ name>`, `</  name >`):
+    /// the pre-scan reads it as `</name>` (warning `noncanonical_tag`), so here it closes
+    /// the call or parameter open when its name is that element's, also ignoring case (as
+    /// the pre-scan's case repair). Anything else is what it was before that repair: a `<`
+    /// that begins no tag. Waits while the name or what follows it has not arrived.
+    #[cold]
+    fn spaced_close(
+        &mut self,
+        buf: &str,
+        at: usize,
+        settled: usize,
+        em: &mut Emit<'_, '_>,
+    ) -> Look {
+        let b = &buf.as_bytes()[..settled];
+        let skip_space = |mut j: usize| {
+            while b.get(j).is_some_and(|&c| is_xml_space(c)) {
+                j += 1;
+            }
+            j
+        };
+        let name_at = skip_space(at + 2);
+        if name_at - at > MAX_TAG {
+            return self.text_lt(at, em);
+        }
+        if name_at >= settled {
+            return Look::Wait;
+        }
+        let name = name_at..name_end(buf, name_at).min(settled);
+        if name.is_empty() {
+            return self.text_lt(at, em);
+        }
+        if name.end >= settled {
+            // The name may go on.
+            return Look::Wait;
+        }
+        let own = match &self.state {
+            State::Call { name, .. } | State::Param { name, .. } => name.clone(),
+            State::Top => return self.text_lt(at, em),
+        };
+        if !buf[own].eq_ignore_ascii_case(&buf[name.clone()]) {
+            return self.text_lt(at, em);
+        }
+        let gt = skip_space(name.end);
+        if gt - at > MAX_TAG {
+            return self.text_lt(at, em);
+        }
+        match b.get(gt) {
+            None => return Look::Wait,
+            Some(b'>') => {}
+            Some(_) => return self.text_lt(at, em),
+        }
+        let tag_end = gt + 1;
+        match std::mem::take(&mut self.state) {
+            State::Top => {}
+            State::Call { index, start, .. } => em.event(Event::CallEnd {
+                index,
+                span: em.span(start..tag_end),
+            }),
+            State::Param {
+                call,
+                name,
+                start,
+                same,
+            } => {
+                if same == 1 {
+                    em.event(Event::ParamEnd {
+                        span: em.span(start..tag_end),
+                    });
+                    self.state = State::Call {
+                        index: call.0,
+                        name: call.1,
+                        start: call.2,
+                    };
+                } else {
+                    em.text(at..tag_end);
+                    self.state = State::Param {
+                        call,
+                        name,
+                        start,
+                        same: same - 1,
+                    };
+                }
+            }
+        }
+        Look::Next(tag_end)
+    }
+
     /// A `<` that begins no tag: text inside a value, nothing elsewhere.
     fn text_lt(&mut self, at: usize, em: &mut Emit<'_, '_>) -> Look {
         if matches!(self.state, State::Param { .. }) {
@@ -655,7 +748,11 @@ fn next_stop_in_value(
             continue;
         }
         let first = match b.get(at + 1) {
-            Some(b'/') => b.get(at + 2),
+            Some(b'/') => match b.get(at + 2) {
+                // `</ name>`: maybe the parameter's close tag ([`Streamer::spaced_close`]).
+                Some(&c) if is_xml_space(c) => return Some(at),
+                other => other,
+            },
             other => other,
         };
         match first {

@@ -323,6 +323,28 @@ mod tests {
     }
 
     #[test]
+    fn close_tag_with_blanks_before_its_name_closes_its_element() {
+        let p = run("<t><a>1</ a><b>2</\t\nB ></  t>");
+        assert_eq!(inner(&p), "<t><a>1</a><b>2</b ></t>");
+        let codes: Vec<_> = p.repairs.iter().map(|r| r.code.as_str()).collect();
+        assert_eq!(codes, ["noncanonical_tag"]);
+        assert_eq!(p.repairs[0].at, 7..12);
+        assert!(p.repairs[0].message.ends_with("(3 times)"));
+        assert!(p.auto_closed.is_empty());
+        // Body offsets map back across the dropped blanks.
+        let b = "<t><a>1</ a>";
+        assert_eq!(p.map.body(p.map.doc(b.len())), b.len());
+        // In a value, one that closes no open element is text, as `<` that begins no tag.
+        let p = run("<t><c>x </ d> y </ z</c></t>");
+        assert_eq!(inner(&p), "<t><c>x &lt;/ d> y &lt;/ z</c></t>");
+        let codes: Vec<_> = p.repairs.iter().map(|r| r.code.as_str()).collect();
+        assert_eq!(codes, ["unescaped_lt"]);
+        // Nothing open: left as written, for roxmltree to reject.
+        let p = run("<t/></ t>");
+        assert_eq!(inner(&p), "<t/></ t>");
+    }
+
+    #[test]
     fn closes_open_elements_and_declares_prefixes() {
         let p = run("<w:tool><p>x</p>");
         assert!(p.doc.starts_with("<ACTION xmlns:w=\"urn:undeclared:w\">"));

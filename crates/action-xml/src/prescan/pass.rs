@@ -12,6 +12,37 @@ enum Tag {
     Incomplete,
 }
 
+/// What a close tag does to the open elements ([`Prescan::closes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Close {
+    /// It closes the innermost open element.
+    Top,
+    /// It closes the innermost open element, whose name it matches only ignoring case
+    /// (`noncanonical_tag`).
+    TopIgnoringCase,
+    /// Inside a value, it closes the open element at this stack index; those opened after it
+    /// were text.
+    Outer(usize),
+    /// The call's close tag while one parameter is open that holds one close tag matching
+    /// nothing: that one was the parameter's, misspelt (`mismatched_close_tag`).
+    Misspelt,
+    /// It matches the element at this stack index, but elements left open in a call or
+    /// between calls are no text: roxmltree rejects it.
+    Unwound(usize),
+    /// It matches no open element (nothing is open, or no element of its name).
+    Nothing,
+}
+
+impl Close {
+    /// True when it closes an element (a repair included): where `</name>` is accepted.
+    fn closes(self) -> bool {
+        matches!(
+            self,
+            Close::Top | Close::TopIgnoringCase | Close::Outer(_) | Close::Misspelt
+        )
+    }
+}
+
 const DTD_KEYWORDS: [&[u8]; 5] = [
     b"!DOCTYPE",
     b"!ENTITY",
@@ -37,6 +68,8 @@ pub(super) struct Prescan<'a> {
     lt: Tally,
     gt: Tally,
     case: Tally,
+    /// Close tags with blanks before their name (`</ name>`) read as `</name>`.
+    spaced: Tally,
     /// Misspelt close tags read as their parameter's (`mismatched_close_tag`).
     misspelt: Tally,
     truncated_tag: Option<Range<usize>>,
@@ -79,6 +112,7 @@ pub(crate) fn prescan(
         lt: Tally::default(),
         gt: Tally::default(),
         case: Tally::default(),
+        spaced: Tally::default(),
         misspelt: Tally::default(),
         truncated_tag: None,
         closed_calls: 0,
@@ -320,6 +354,12 @@ impl<'a> Prescan<'a> {
         let b = self.bytes;
         let start = i + 2;
         let end_name = name_end(body, start);
+        if end_name == start
+            && b.get(start).is_some_and(|&c| is_xml_space(c))
+            && let Some(end) = self.spaced_close_tag(i)
+        {
+            return Ok(end);
+        }
         let how = if end_name == start {
             if start >= b.len() {
                 Tag::Incomplete
@@ -340,28 +380,78 @@ impl<'a> Prescan<'a> {
         let Tag::Done { end, .. } = how else {
             return Ok(self.not_a_tag(i, how));
         };
-        let name = &body[start..end_name];
+        let close = self.closes(&body[start..end_name]);
+        self.close(close, i, start..end_name, end, false);
+        Ok(end)
+    }
+
+    /// A close tag with blanks between `</` and its name (`</ name>`, `</  name >`), a
+    /// mistake models make: read as `</name>` (warning `noncanonical_tag`) where `</name>`
+    /// would close an open element ([`Close::closes`]), the blanks dropped. Returns where to
+    /// go on, or `None` when it is no such tag: then it is what it was before this repair
+    /// (a `<` that begins no tag).
+    fn spaced_close_tag(&mut self, i: usize) -> Option<usize> {
+        let start = self.skip_space(i + 2);
+        let end_name = name_end(self.body, start);
+        if end_name == start {
+            return None;
+        }
+        let j = self.skip_space(end_name);
+        if self.bytes.get(j) != Some(&b'>') {
+            return None;
+        }
+        let close = self.closes(&self.body[start..end_name]);
+        if !close.closes() {
+            return None;
+        }
+        self.edit(i + 2, start - (i + 2), "");
+        self.spaced.add(i..j + 1);
+        self.close(close, i, start..end_name, j + 1, true);
+        Some(j + 1)
+    }
+
+    /// What a close tag of `name` does to the open elements.
+    fn closes(&self, name: &str) -> Close {
+        let body = self.body;
         let Some(top) = self.stack.last() else {
-            // Nothing is open: left for roxmltree to reject.
-            return Ok(end);
+            return Close::Nothing;
         };
         let top_name = &body[top.name.clone()];
         if top_name == name {
-            self.close_top();
-            return Ok(end);
+            return Close::Top;
         }
         if top_name.eq_ignore_ascii_case(name) {
-            self.edit(start, name.len(), top_name.to_owned());
-            self.case.add(i..end);
-            self.close_top();
-            return Ok(end);
+            return Close::TopIgnoringCase;
         }
         match self
             .stack
             .iter()
             .rposition(|o| &body[o.name.clone()] == name)
         {
-            Some(k) if k + 1 >= VALUE_DEPTH => {
+            Some(k) if k + 1 >= VALUE_DEPTH => Close::Outer(k),
+            Some(k) if self.stack.len() == k + 2 && self.stack[k + 1].unmatched.len() == 1 => {
+                Close::Misspelt
+            }
+            Some(k) => Close::Unwound(k),
+            None => Close::Nothing,
+        }
+    }
+
+    /// A close tag at `i`, its name at `name`, ending at `end`, does what [`Prescan::closes`]
+    /// found; `spaced`: it was written `</ name>` (already reported).
+    fn close(&mut self, close: Close, i: usize, name: Range<usize>, end: usize, spaced: bool) {
+        let body = self.body;
+        match close {
+            Close::Top => self.close_top(),
+            Close::TopIgnoringCase => {
+                let top_name = self.stack.last().map_or("", |top| &body[top.name.clone()]);
+                self.edit(name.start, name.len(), top_name.to_owned());
+                if !spaced {
+                    self.case.add(i..end);
+                }
+                self.close_top();
+            }
+            Close::Outer(k) => {
                 // The elements opened after it were never closed: they were text (`Vec<String>`),
                 // and cost no depth; what was kept inside them counts for the element closed.
                 let (mut height, mut deepest) = (0, 0);
@@ -376,13 +466,14 @@ impl<'a> Prescan<'a> {
                 }
                 self.rise(height, deepest);
                 self.close_top();
-                Ok(end)
             }
-            Some(k) if self.stack.len() == k + 2 && self.stack[k + 1].unmatched.len() == 1 => {
+            Close::Misspelt => {
                 // The call closes while one parameter is open, and that parameter holds one
                 // close tag that matched nothing: a misspelt close tag (`<date>March
                 // 10</room>`), which closed the parameter. What follows it is the call's.
-                let param = &mut self.stack[k + 1];
+                let Some(param) = self.stack.last_mut() else {
+                    return;
+                };
                 let misspelt = param.unmatched.pop().unwrap_or(i);
                 let own = body[param.name.clone()].to_owned();
                 let written = misspelt + 2..name_end(body, misspelt + 2);
@@ -390,21 +481,21 @@ impl<'a> Prescan<'a> {
                 self.edit(written.start, written.len(), own);
                 self.close_top();
                 self.close_top();
-                Ok(end)
             }
-            Some(k) => {
+            Close::Unwound(k) => {
                 // An element left open directly in a call or between calls is structure
                 // gone wrong, not code: left for roxmltree to reject.
                 self.stack.truncate(k);
-                Ok(end)
             }
-            None if self.stack.len() >= VALUE_DEPTH => {
-                if let Some(top) = self.stack.last_mut() {
+            Close::Nothing => {
+                // Inside a value, a close tag that matches nothing is text if the element it
+                // is in closes properly; elsewhere it is left for roxmltree to reject.
+                if self.stack.len() >= VALUE_DEPTH
+                    && let Some(top) = self.stack.last_mut()
+                {
                     top.unmatched.push(i);
                 }
-                Ok(end)
             }
-            None => Ok(end),
         }
     }
 
@@ -511,6 +602,11 @@ impl<'a> Prescan<'a> {
             &self.case,
             codes::NONCANONICAL_TAG,
             "close tag matches its element only ignoring case",
+        );
+        tally(
+            &self.spaced,
+            codes::NONCANONICAL_TAG,
+            "close tag with blanks between '</' and its name read as '</name>'",
         );
         tally(
             &self.misspelt,

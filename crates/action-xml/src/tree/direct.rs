@@ -61,7 +61,8 @@ impl Direct {
 /// processing instructions, declarations, attributes, a prefixed name, a name starting
 /// with `xml`, non-blank text between calls or directly in a call (a `stray_text`
 /// warning), an `<ACTION>` call (`nested_action_tag`), a character XML forbids, `]]>` in
-/// text, a reference roxmltree would refuse, a tag that does not match, nesting beyond
+/// text, a reference roxmltree would refuse, a tag that does not match, a close tag with
+/// blanks before the name of an open element (`</ name>`, `noncanonical_tag`), nesting beyond
 /// `max_depth` or possibly more than `max_nodes` nodes. Every check is at least as strict
 /// as roxmltree's, so a body read here is one roxmltree accepts once the pre-scan repaired
 /// it (property-tested against the roxmltree paths, warnings included).
@@ -155,11 +156,12 @@ enum Piece {
 /// as they are passed (the pre-scan's repairs, if the text is where it repairs them: the
 /// caller checks). Every piece ends at a `>`, a `;`, before a `<` or `&`, or at the end: at
 /// a character boundary. `open` is the name of the element open at `at` (empty at the
-/// top).
+/// top), `outer` the elements open there.
 fn piece_at(
     body: &str,
     at: usize,
     open: &[u8],
+    outer: OpenElems<'_>,
     amp: &mut Tally,
     lt: &mut Tally,
     stops: &mut Stops<'_>,
@@ -171,7 +173,7 @@ fn piece_at(
                 return Some((Piece::Reference, at + len, None));
             }
         }
-        b'<' => match lt_piece(body, at, open)? {
+        b'<' => match lt_piece(body, at, open, outer)? {
             (Piece::Lt, _) => {}
             (tag, end) => return Some((tag, end, None)),
         },
@@ -193,7 +195,7 @@ fn piece_at(
                 return Some((Piece::Text, next, None));
             }
         } else {
-            match lt_piece(body, next, open)? {
+            match lt_piece(body, next, open, outer)? {
                 (Piece::Lt, _) => {}
                 tag => return Some((Piece::Text, next, Some(tag))),
             }
@@ -211,10 +213,11 @@ type Cut = (Piece, usize, Option<(Piece, usize)>);
 /// `/>`; a close tag of a name, blanks, then `>`; a CDATA section; or a `<` that begins no
 /// tag — not followed by a name (`a < b`, `impl<'a>`, `<=`), a name then something that
 /// is neither blanks, `>`, `/>` nor an attribute (`HashMap<String, bool>`), a tag the body
-/// ends in. A start tag with attributes, a comment or a processing instruction: `None`.
-/// `open` is the name of the element open there (empty at the top): its close tag is told
-/// at a glance.
-fn lt_piece(body: &str, at: usize, open: &[u8]) -> Option<(Piece, usize)> {
+/// ends in. A start tag with attributes, a comment or a processing instruction: `None`;
+/// so is a close tag with blanks before its name that the pre-scan may read as an open
+/// element's ([`spaced_close_of_open`]). `open` is the name of the element open there
+/// (empty at the top): its close tag is told at a glance; `outer` are the elements open.
+fn lt_piece(body: &str, at: usize, open: &[u8], outer: OpenElems<'_>) -> Option<(Piece, usize)> {
     const CDATA_OPEN: &[u8] = b"<![CDATA[";
     let b = body.as_bytes();
     let text = Some((Piece::Lt, at + 1));
@@ -244,6 +247,11 @@ fn lt_piece(body: &str, at: usize, open: &[u8]) -> Option<(Piece, usize)> {
             }
             let name = name_end(body, at + 2);
             if name == at + 2 {
+                if b.get(at + 2).is_some_and(|&c| is_xml_space(c))
+                    && spaced_close_of_open(body, at, outer)
+                {
+                    return None;
+                }
                 return text;
             }
             let j = skip_space(name);
@@ -321,6 +329,44 @@ fn lt_piece(body: &str, at: usize, open: &[u8]) -> Option<(Piece, usize)> {
     }
 }
 
+/// The elements open where a piece begins: the innermost (`None` at the top), the others
+/// through its `parent` links.
+#[derive(Debug, Clone, Copy)]
+struct OpenElems<'e> {
+    elems: &'e [Elem],
+    top: Option<usize>,
+}
+
+/// True when the `</` at `at` begins a close tag with blanks between `</` and its name
+/// (`</ name>`, `</  name >`) whose name is that of an open element, ignoring case: the
+/// pre-scan may read it as that element's close tag (warning `noncanonical_tag`), a repair
+/// the direct reader leaves to it. Any other is text, as `</ div>` in code is to both.
+#[cold]
+fn spaced_close_of_open(body: &str, at: usize, outer: OpenElems<'_>) -> bool {
+    let b = body.as_bytes();
+    let skip_space = |mut j: usize| {
+        while b.get(j).is_some_and(|&c| is_xml_space(c)) {
+            j += 1;
+        }
+        j
+    };
+    let start = skip_space(at + 2);
+    let end = name_end(body, start);
+    if end == start || b.get(skip_space(end)) != Some(&b'>') {
+        return false;
+    }
+    let name = &b[start..end];
+    let mut open = outer.top;
+    while let Some(i) = open {
+        let e = &outer.elems[i];
+        if b[e.name.clone()].eq_ignore_ascii_case(name) {
+            return true;
+        }
+        open = e.parent;
+    }
+    false
+}
+
 /// The close tags inside an element that match no open element (text, once it closes
 /// properly, or when it turns out to be text itself): the first one and how many.
 #[derive(Debug, Clone, Copy, Default)]
@@ -391,8 +437,13 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
         let (piece, end) = match known.take() {
             Some(tag) => tag,
             None => {
+                let outer = OpenElems {
+                    elems: &elems,
+                    top: open,
+                };
                 let open = &bytes[open_name.clone()];
-                let (piece, end, next) = piece_at(body, pos, open, &mut amp, &mut lt, &mut stops)?;
+                let (piece, end, next) =
+                    piece_at(body, pos, open, outer, &mut amp, &mut lt, &mut stops)?;
                 known = next;
                 (piece, end)
             }
