@@ -13,8 +13,14 @@
 //! * What `tool_choice` and `parallel_tool_calls: false` ask is added to the rules.
 //! * The client's own system message, when there is one, comes first, then a blank line,
 //!   then this prompt (merged by the request translation).
+//! * Between the system messages and the conversation go the demonstration's turns
+//!   ([`SystemPrompt::compact_demonstration`]): a question no tool fits answered in plain
+//!   text, then the prompt's example request answered with its block (only the latter
+//!   when `tool_choice` requires a call). They are fixed text, the same for every request
+//!   of the protocol, and are not part of the reply or of what the client sent.
 
-use tool_schema::{PromptLanguage, PromptProtocol, SystemPrompt, ToolDefinition};
+use tam_model::Message;
+use tool_schema::{PromptLanguage, PromptProtocol, Speaker, SystemPrompt, ToolDefinition};
 
 use crate::Protocol;
 
@@ -38,10 +44,7 @@ pub(crate) fn tool_prompt(
     choice: &Choice,
     parallel: bool,
 ) -> String {
-    let protocol = match protocol {
-        Protocol::Action => PromptProtocol::Action,
-        Protocol::Tam | Protocol::Auto => PromptProtocol::Tam,
-    };
+    let protocol = prompt_protocol(protocol);
     let mut extra = Vec::new();
     if !parallel {
         extra.push("Call at most one tool per reply.".to_owned());
@@ -54,6 +57,29 @@ pub(crate) fn tool_prompt(
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     SystemPrompt::new(protocol, PromptLanguage::English)
         .render_compact(tools.iter().copied(), &extra)
+}
+
+/// The earlier turns that go before the conversation
+/// ([`SystemPrompt::compact_demonstration`]): a question no tool fits answered in plain
+/// text, then the prompt's example request answered with its block; only the second when
+/// `choice` requires a call.
+pub(crate) fn demonstration(protocol: Protocol, choice: &Choice) -> Vec<Message> {
+    let protocol = prompt_protocol(protocol);
+    SystemPrompt::new(protocol, PromptLanguage::English)
+        .compact_demonstration(*choice != Choice::Auto)
+        .into_iter()
+        .map(|(speaker, text)| match speaker {
+            Speaker::User => Message::user(text),
+            Speaker::Assistant => Message::assistant(text),
+        })
+        .collect()
+}
+
+fn prompt_protocol(protocol: Protocol) -> PromptProtocol {
+    match protocol {
+        Protocol::Action => PromptProtocol::Action,
+        Protocol::Tam | Protocol::Auto => PromptProtocol::Tam,
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use tool_schema::{CompiledTool, Implementation, ToolDefinition, ToolId, empty_pa
 
 use crate::ProxyError;
 use crate::history::{PastCall, observation, render_calls};
-use crate::prompt::{Choice, tool_prompt};
+use crate::prompt::{Choice, demonstration, tool_prompt};
 use tam_model::{Message, ModelOptions, Role};
 
 use crate::Protocol;
@@ -168,6 +168,11 @@ pub(crate) fn translate(
         let refs: Vec<&ToolDefinition> = offered_definitions.iter().collect();
         tool_prompt(protocol, &refs, choice, parallel)
     });
+    let demonstration = choice
+        .as_ref()
+        .filter(|_| decode)
+        .map(|choice| demonstration(protocol, choice))
+        .unwrap_or_default();
     let mut offered = OfferedTools::default();
     for definition in offered_definitions {
         let name = definition.id.as_str().to_owned();
@@ -176,7 +181,13 @@ pub(crate) fn translate(
         offered.tools.insert(name, tool);
     }
 
-    let messages = read_messages(request.get("messages"), protocol, prompt)?;
+    let mut messages = read_messages(request.get("messages"), protocol, prompt)?;
+    // The demonstration goes between the system messages and the conversation.
+    let first_turn = messages
+        .iter()
+        .position(|m| m.role != Role::System)
+        .unwrap_or(messages.len());
+    messages.splice(first_turn..first_turn, demonstration);
 
     let mut options = ModelOptions::new();
     options.max_tokens = request
@@ -455,6 +466,7 @@ fn content_text(content: Option<&Value>) -> Result<String, ContentError> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use tool_schema::{PromptLanguage, PromptProtocol, Speaker, SystemPrompt};
 
     fn body(value: Value) -> Vec<u8> {
         value.to_string().into_bytes()
@@ -500,7 +512,9 @@ mod tests {
         )
         .unwrap();
         assert!(t.decode);
-        assert_eq!(t.messages.len(), 2);
+        // The system message, the demonstration's two exchanges, the user's message.
+        assert_eq!(t.messages.len(), 6);
+        assert_eq!(t.messages[5], Message::user("hi"));
         let system = &t.messages[0].content;
         assert!(
             system.starts_with("Be brief.\n\nYou can call the tools listed below."),
@@ -601,6 +615,85 @@ mod tests {
                 Message::system("Answer in French."),
             ]
         );
+    }
+
+    /// The demonstration goes between the system messages and the conversation, in the
+    /// proxy's protocol; without the no-tool exchange when the request requires a call; not
+    /// at all when nothing is decoded (no tools, `tool_choice: "none"`).
+    #[test]
+    fn the_demonstration_goes_before_the_conversation() {
+        let tools = json!([{"type": "function", "function": {"name": "get_time",
+            "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}}}}]);
+        let history = json!([
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "time in Paris?"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_time", "arguments": "{\"zone\":\"CET\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "12:00"},
+        ]);
+        for (protocol, prompt_protocol, block) in [
+            (Protocol::Tam, PromptProtocol::Tam, "<|[REQUEST_TOOL]|>"),
+            (Protocol::Auto, PromptProtocol::Tam, "<|[REQUEST_TOOL]|>"),
+            (Protocol::Action, PromptProtocol::Action, "<ACTION>"),
+        ] {
+            let t = translate(
+                &body(json!({"model": "m", "messages": history, "tools": tools})),
+                protocol,
+                "",
+            )
+            .unwrap();
+            let demo: Vec<Message> = SystemPrompt::new(prompt_protocol, PromptLanguage::English)
+                .compact_demonstration(false)
+                .into_iter()
+                .map(|(speaker, text)| match speaker {
+                    Speaker::User => Message::user(text),
+                    Speaker::Assistant => Message::assistant(text),
+                })
+                .collect();
+            assert_eq!(demo.len(), 4);
+            assert_eq!(t.messages[0].role, Role::System);
+            assert!(t.messages[0].content.starts_with("Be brief.\n\n"));
+            assert_eq!(t.messages[1..5], demo[..], "{protocol:?}");
+            assert!(t.messages[4].content.starts_with(block));
+            assert_eq!(t.messages[5], Message::user("time in Paris?"));
+            assert!(
+                t.messages[6].content.starts_with(block),
+                "the history's call"
+            );
+            assert_eq!(t.messages.len(), 8);
+
+            // A call is required: only the exchange with a call.
+            let required = translate(
+                &body(json!({"model": "m", "messages": history, "tools": tools, "tool_choice": "required"})),
+                protocol,
+                "",
+            )
+            .unwrap();
+            assert_eq!(required.messages[1..3], demo[2..], "{protocol:?}");
+            assert_eq!(required.messages[3], Message::user("time in Paris?"));
+
+            // Nothing decoded, nothing shown.
+            for request in [
+                json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
+                json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools, "tool_choice": "none"}),
+            ] {
+                let t = translate(&body(request), protocol, "").unwrap();
+                assert_eq!(t.messages, [Message::user("hi")]);
+            }
+        }
+        // Without a system message of the client's, the tool prompt is the first message.
+        let t = translate(
+            &body(json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools})),
+            Protocol::Action,
+            "",
+        )
+        .unwrap();
+        assert_eq!(t.messages[0].role, Role::System);
+        assert_eq!(
+            t.messages[1],
+            Message::user("What is the capital of France?")
+        );
+        assert_eq!(t.messages[5], Message::user("hi"));
     }
 
     #[test]

@@ -35,7 +35,8 @@ fn deltas(n: usize) -> Vec<String> {
 }
 
 fn script(body: &Value) -> Reply {
-    let n: usize = body["messages"][1]["content"]
+    // The last message is the client's (after the tool prompt and the demonstration).
+    let n: usize = body["messages"].as_array().and_then(|m| m.last()).unwrap()["content"]
         .as_str()
         .unwrap()
         .parse()

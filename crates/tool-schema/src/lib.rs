@@ -243,7 +243,7 @@ pub use id::{ToolId, WORKFLOW_NAMESPACE};
 pub use keys::{KeyMatch, canonical_key, suggest};
 pub use prompt::{PromptStyle, render_tool_list};
 pub use quoted::{MAX_QUOTED_LEN, may_be_quoted_text, quoted_text};
-pub use system_prompt::{PromptLanguage, PromptPart, PromptProtocol, SystemPrompt};
+pub use system_prompt::{PromptLanguage, PromptPart, PromptProtocol, Speaker, SystemPrompt};
 
 /// This crate's README example, compiled and run as a doctest.
 #[cfg(doctest)]

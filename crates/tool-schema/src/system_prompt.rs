@@ -7,6 +7,29 @@ use std::collections::BTreeMap;
 use crate::ToolDefinition;
 use crate::prompt::{CHINESE_LABELS, ENGLISH_LABELS, PromptStyle, render_with, render_xml_items};
 
+/// The example block of the compact TAM prompts, also the call of the demonstration.
+macro_rules! tam_example_block {
+    () => {
+        "<|[REQUEST_TOOL]|>
+command:「始」get_weather「末」
+city:「始」Paris「末」
+
+command:「始」get_weather「末」
+city:「始」Rome「末」
+<|[END_TOOL]|>"
+    };
+}
+
+/// The example block of the compact ACTION prompts, also the call of the demonstration.
+macro_rules! action_example_block {
+    () => {
+        "<ACTION>
+<get_weather><city>Paris</city></get_weather>
+<get_weather><city>Rome</city></get_weather>
+</ACTION>"
+    };
+}
+
 /// The protocol a system prompt teaches the model to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PromptProtocol {
@@ -23,6 +46,15 @@ pub enum PromptLanguage {
     Chinese,
     /// An English wording of the same content.
     English,
+}
+
+/// Who says a turn of a [`SystemPrompt::compact_demonstration`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Speaker {
+    /// The user's turn.
+    User,
+    /// The model's turn.
+    Assistant,
 }
 
 /// The sections of a system prompt, in the order they are rendered.
@@ -288,9 +320,63 @@ impl SystemPrompt {
         });
         out
     }
+
+    /// Earlier turns to put in the conversation after the compact system prompt
+    /// ([`render_compact`](Self::render_compact)) and before the conversation's first
+    /// message, in this order: a question no tool fits answered in plain text, then the
+    /// request of the prompt's example answered with its block (two calls of
+    /// `get_weather`). With `must_call` (the request requires a call) only the second
+    /// exchange. The turns are the same for every request of a protocol and language, so
+    /// a server's prefix cache still reuses everything before the conversation whenever
+    /// the tools are the same.
+    ///
+    /// Why turns and not one more rule: on a 1.5B model the rules did not stop calls where
+    /// no tool fits (it opens a block as its first token whatever they say), while a plain
+    /// answer shown as an earlier turn did; shown alone it also made the model answer in
+    /// text where a tool fits, hence the second exchange. The measurements are in the
+    /// repository's `e2e/README.md`.
+    ///
+    /// ```
+    /// use tool_schema::{PromptLanguage, PromptProtocol, Speaker, SystemPrompt};
+    ///
+    /// let prompt = SystemPrompt::new(PromptProtocol::Action, PromptLanguage::English);
+    /// let turns = prompt.compact_demonstration(false);
+    /// assert_eq!(turns.len(), 4);
+    /// assert_eq!(turns[0], (Speaker::User, "What is the capital of France?"));
+    /// assert!(turns[3].1.starts_with("<ACTION>"));
+    /// assert_eq!(prompt.compact_demonstration(true).len(), 2);
+    /// ```
+    pub fn compact_demonstration(&self, must_call: bool) -> Vec<(Speaker, &'static str)> {
+        let (no_tool, request) = match self.language {
+            PromptLanguage::English => (NO_TOOL_EN, CALL_REQUEST_EN),
+            PromptLanguage::Chinese => (NO_TOOL_ZH, CALL_REQUEST_ZH),
+        };
+        let block = match self.protocol {
+            PromptProtocol::Tam => tam_example_block!(),
+            PromptProtocol::Action => action_example_block!(),
+        };
+        let mut turns = Vec::with_capacity(4);
+        if !must_call {
+            turns.push((Speaker::User, no_tool[0]));
+            turns.push((Speaker::Assistant, no_tool[1]));
+        }
+        turns.push((Speaker::User, request));
+        turns.push((Speaker::Assistant, block));
+        turns
+    }
 }
 
-const COMPACT_TAM_EN: &str = "\
+/// The demonstration's exchanges, per language: a question no tool fits, its plain answer,
+/// and the request the compact prompts' example answers.
+const NO_TOOL_EN: [&str; 2] = [
+    "What is the capital of France?",
+    "The capital of France is Paris.",
+];
+const NO_TOOL_ZH: [&str; 2] = ["法国的首都是哪里？", "法国的首都是巴黎。"];
+const CALL_REQUEST_EN: &str = "What is the weather in Paris and in Rome?";
+const CALL_REQUEST_ZH: &str = "巴黎和罗马的天气怎么样？";
+
+const COMPACT_TAM_EN: &str = concat!("\
 You can call the tools listed below. To call tools, write one block in exactly this format, then stop:
 <|[REQUEST_TOOL]|>
 command:「始」tool_name「末」
@@ -303,15 +389,11 @@ Rules:
 - After <|[END_TOOL]|> stop writing. The results come in the next message: never write results or an Observation yourself.
 - If no tool fits the request, answer in plain text and write no block.
 Example: asked for the weather in Paris and in Rome, with a get_weather tool (not yours: call only the tools listed below), write:
-<|[REQUEST_TOOL]|>
-command:「始」get_weather「末」
-city:「始」Paris「末」
+",
+    tam_example_block!()
+);
 
-command:「始」get_weather「末」
-city:「始」Rome「末」
-<|[END_TOOL]|>";
-
-const COMPACT_ACTION_EN: &str = "\
+const COMPACT_ACTION_EN: &str = concat!("\
 To call tools, write one block as in the example below, then stop.
 Rules:
 - Write the block right away, at most one short sentence before it.
@@ -320,12 +402,11 @@ Rules:
 - After </ACTION> stop: the results come in the next message. Never write results yourself.
 - If no tool fits the request, answer in plain text without a block.
 Example, for the weather in Paris and in Rome with a get_weather tool (not yours):
-<ACTION>
-<get_weather><city>Paris</city></get_weather>
-<get_weather><city>Rome</city></get_weather>
-</ACTION>";
+",
+    action_example_block!()
+);
 
-const COMPACT_TAM_ZH: &str = "\
+const COMPACT_TAM_ZH: &str = concat!("\
 你可以调用下面列出的工具。调用工具时，按下面的格式写一个块，然后停止：
 <|[REQUEST_TOOL]|>
 command:「始」工具名「末」
@@ -338,15 +419,11 @@ command:「始」工具名「末」
 - 写完 <|[END_TOOL]|> 后停止输出。结果会在下一条消息给出：不要自己编写结果或 Observation。
 - 没有合适的工具时，直接用自然语言回答，不要写块。
 示例：请求查询巴黎和罗马的天气，有一个 get_weather 工具（示例中的工具不是你的工具，只能调用下面列出的工具），写成：
-<|[REQUEST_TOOL]|>
-command:「始」get_weather「末」
-city:「始」Paris「末」
+",
+    tam_example_block!()
+);
 
-command:「始」get_weather「末」
-city:「始」Rome「末」
-<|[END_TOOL]|>";
-
-const COMPACT_ACTION_ZH: &str = "\
+const COMPACT_ACTION_ZH: &str = concat!("\
 调用工具时，照下面的示例写一个块，然后停止。
 规则：
 - 直接写块，块前最多一句简短说明。
@@ -355,10 +432,9 @@ const COMPACT_ACTION_ZH: &str = "\
 - 写完 </ACTION> 后停止：结果会在下一条消息给出。不要自己编写结果。
 - 没有合适的工具时，直接用自然语言回答，不要写块。
 示例：查询巴黎和罗马的天气，有一个 get_weather 工具（不是你的工具）：
-<ACTION>
-<get_weather><city>Paris</city></get_weather>
-<get_weather><city>Rome</city></get_weather>
-</ACTION>";
+",
+    action_example_block!()
+);
 
 const ROLE_ZH: &str = "\
 你是一个能够调用工具来完成任务的智能助手。你的目标是准确理解用户的请求，在需要时调用下面列出的工具获取信息或执行操作，并根据工具返回的结果给出最终回答。";

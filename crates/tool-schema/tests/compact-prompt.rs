@@ -1,7 +1,7 @@
 //! The compact system prompt: fixed text first (the same for every tool list), the tool
 //! list last, in both protocols and both languages; extra lines after the rules.
 
-use tool_schema::{PromptLanguage, PromptProtocol, SystemPrompt, ToolDefinition};
+use tool_schema::{PromptLanguage, PromptProtocol, Speaker, SystemPrompt, ToolDefinition};
 
 fn tool(id: &str) -> ToolDefinition {
     serde_json::from_value(serde_json::json!({
@@ -68,5 +68,43 @@ fn the_compact_tool_list_has_one_line_per_tool_and_per_parameter() {
         let full = prompt.render_tools([&a]);
         let compact = prompt.render_compact_tools([&a]);
         assert!(compact.len() < full.len(), "{compact}\n{full}");
+    }
+}
+
+/// The demonstration: a plain answer where no tool fits, then the compact prompt's own
+/// example request answered with the very block the prompt shows, in each protocol and
+/// language; a required call leaves the plain answer out.
+#[test]
+fn the_demonstration_shows_a_plain_answer_then_the_prompts_example_block() {
+    for protocol in [PromptProtocol::Tam, PromptProtocol::Action] {
+        for language in [PromptLanguage::English, PromptLanguage::Chinese] {
+            let prompt = SystemPrompt::new(protocol, language);
+            let turns = prompt.compact_demonstration(false);
+            let speakers: Vec<Speaker> = turns.iter().map(|t| t.0).collect();
+            assert_eq!(
+                speakers,
+                [
+                    Speaker::User,
+                    Speaker::Assistant,
+                    Speaker::User,
+                    Speaker::Assistant
+                ]
+            );
+            let (start, end) = match protocol {
+                PromptProtocol::Tam => ("<|[REQUEST_TOOL]|>", "<|[END_TOOL]|>"),
+                PromptProtocol::Action => ("<ACTION>", "</ACTION>"),
+            };
+            // The plain answer has no block; the call is the prompt's example, verbatim.
+            assert!(!turns[1].1.contains(start), "{protocol:?} {language:?}");
+            let block = turns[3].1;
+            assert!(block.starts_with(start) && block.ends_with(end), "{block}");
+            let text = prompt.render_compact([], &[]);
+            assert!(text.contains(block), "{protocol:?} {language:?}: {text}");
+            assert!(turns[2].1.contains(match language {
+                PromptLanguage::English => "Paris",
+                PromptLanguage::Chinese => "巴黎",
+            }));
+            assert_eq!(prompt.compact_demonstration(true), turns[2..]);
+        }
     }
 }
