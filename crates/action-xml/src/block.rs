@@ -959,6 +959,49 @@ mod tests {
         }
     }
 
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+        /// Parameters left open before their call's close tag (the pre-scan's
+        /// `missing_close_tag`, where no close tag inside matched nothing), the call's close
+        /// tag as written, with blanks or in another case, values of code with close tags of
+        /// the call inside: whatever the direct reader takes, it reads as the full pre-scan
+        /// and roxmltree do.
+        #[test]
+        fn direct_reader_agrees_on_parameters_left_open(
+            values in prop::collection::vec(
+                prop::collection::vec(
+                    prop_oneof![
+                        prop::sample::select(CODE),
+                        prop::sample::select(SPACED),
+                        prop::sample::select(&["</C>", "<c>", "</ c >", "<c/>"][..]),
+                    ],
+                    0..8,
+                ),
+                1..4,
+            ),
+            closed in prop::collection::vec(prop::bool::ANY, 4),
+            depth in 0usize..2,
+            call_close in prop::sample::select(&["</c>", "</ c>", "</C>", "</\tC >"][..]),
+        ) {
+            let params: String = values
+                .iter()
+                .zip(&closed)
+                .map(|(v, closed)| {
+                    let v = v.concat();
+                    let close = if *closed { "</v>" } else { "" };
+                    if depth == 0 { format!("<v>{v}{close}") } else { format!("<o><v>{v}{close}</o>") }
+                })
+                .collect();
+            let input = format!("<ACTION><c>{params}{call_close}</ACTION>");
+            let handler = BothWays::scan(&input);
+            for ((fast, full), clean) in handler.pairs.iter().zip(&handler.clean) {
+                prop_assert_eq!(fast, full, "{}", input);
+                prop_assert_eq!(clean, full, "{}", input);
+            }
+        }
+    }
+
     #[test]
     fn direct_reader_takes_code() {
         for value in [

@@ -22,7 +22,12 @@ pub const UNESCAPED_GT: Code = Code::new("unescaped_gt");
 /// `xmlns:` declaration; names keep the prefix as written (warning).
 pub const UNDECLARED_PREFIX: Code = Code::new("undeclared_prefix");
 /// The stream ended before `</ACTION>`, or elements were still open at the end of the
-/// block; what arrived was parsed and the open elements closed (warning).
+/// block; what arrived was parsed and the open elements closed (warning). Also: a
+/// parameter's close tag never came before its call's close tag, and no close tag inside
+/// the parameter matched nothing (else [`MISMATCHED_CLOSE_TAG`] or `malformed_xml`): the
+/// parameter ends at the call's close tag (`<days>100</get_effect>`: `days` is `100`), the
+/// elements opened in it and never closed being text (`Vec<T>`); the message names it
+/// (`<days> not closed before </get_effect>; closed there`).
 pub const MISSING_CLOSE_TAG: Code = Code::new("missing_close_tag");
 /// A markdown code fence line inside the block (its body's first or last line) was
 /// ignored (warning).

@@ -12,8 +12,9 @@
 //!   in is a prose mention, decided on the body's first bytes whatever the deltas (a
 //!   comment or CDATA section first is no exception).
 //! * Between calls, an element's start tag is a call: [`Event::CallStart`] once the tag is
-//!   complete; its close tag is [`Event::CallEnd`]. An `<ACTION>` tag there (the block's
-//!   own `<ACTION>` was prose) is passed over; its children are calls.
+//!   complete; its close tag (also in another case, as the pre-scan's case repair reads
+//!   it) is [`Event::CallEnd`]. An `<ACTION>` tag there (the block's own `<ACTION>` was
+//!   prose) is passed over; its children are calls.
 //! * Inside a call, an element's start tag is a parameter: [`Event::ParamStart`]. Its
 //!   content streams as [`Event::ParamText`] pieces until its close tag (a start tag of
 //!   the same name inside it nests, so `<p><p>x</p></p>` ends at the second `</p>`), then
@@ -21,6 +22,12 @@
 //! * A close tag with blanks between `</` and its name (`</ name>`) whose name is the open
 //!   call's or parameter's, also in another case, is its close tag, as the pre-scan's
 //!   `noncanonical_tag` repair reads it; any other is what it was before that repair.
+//! * The call's close tag inside a parameter's value (as written, in another case or with
+//!   blanks) ends the parameter, never closed, and then the call ([`Event::ParamEnd`] with
+//!   its span up to the tag, [`Event::CallEnd`]) where the pre-scan's `missing_close_tag`
+//!   repair does: the elements opened in the value are closed and no close tag in it
+//!   matched nothing (the value's tags are read as the pre-scan reads them, only when such
+//!   a tag comes: [`ValueTags`]). Elsewhere it is text, as before that repair.
 //! * The pieces are the content **as written, markup included**, with entity and
 //!   character references decoded (a decoded reference is a piece of its own, not
 //!   borrowed from the block), CDATA
@@ -66,6 +73,9 @@ enum State {
         start: usize,
         /// Open elements of the parameter's own name (1 for the parameter itself).
         same: usize,
+        /// The value's tags as the pre-scan reads them, read when the call's close tag
+        /// comes inside the value.
+        tags: ValueTags,
     },
 }
 
@@ -227,7 +237,9 @@ impl Streamer {
         // [`next_stop_in_value`] passes over). It is one piece, borrowed — what the loop
         // of [`Streamer::read`] would hand out, for a look at a few bytes.
         if self.start == Start::Element
-            && let State::Param { name: own, .. } = &self.state
+            && let State::Param {
+                name: own, call, ..
+            } = &self.state
             && self.next_region == regions.len()
             && open_region.is_none()
         {
@@ -247,7 +259,7 @@ impl Streamer {
                     match next_stop_in_value(
                         &b[..settled],
                         self.pos,
-                        b[own.start],
+                        [b[own.start], b[call.1.start].to_ascii_lowercase()],
                         [usize::MAX; 2],
                         |from| find3(&b[..settled], from, b'<', b'&', b'\r'),
                     ) {
@@ -369,7 +381,10 @@ impl Streamer {
                 return;
             }
             let in_param = matches!(self.state, State::Param { .. });
-            let stop = if let State::Param { name: own, .. } = &self.state {
+            let stop = if let State::Param {
+                name: own, call, ..
+            } = &self.state
+            {
                 let region_at = regions
                     .get(self.next_region)
                     .map_or(usize::MAX, |r| r.full.start);
@@ -377,7 +392,7 @@ impl Streamer {
                 next_stop_in_value(
                     &b[..settled],
                     self.pos,
-                    b[own.start],
+                    [b[own.start], b[call.1.start].to_ascii_lowercase()],
                     [region_at, open_at],
                     |from| stops.next(from),
                 )
@@ -407,7 +422,7 @@ impl Streamer {
             } else if b[at] == b'\r' {
                 line_end(b, at, settled, em)
             } else {
-                self.markup(buf, at, settled, em)
+                self.markup(buf, at, settled, regions, em)
             };
             match look {
                 Look::Next(next) => self.pos = next,
@@ -435,8 +450,15 @@ impl Streamer {
         Look::Next(at + 1)
     }
 
-    /// A `<` at `at`.
-    fn markup(&mut self, buf: &str, at: usize, settled: usize, em: &mut Emit<'_, '_>) -> Look {
+    /// A `<` at `at`; `regions` are the block's closed regions.
+    fn markup(
+        &mut self,
+        buf: &str,
+        at: usize,
+        settled: usize,
+        regions: &[RegionRef],
+        em: &mut Emit<'_, '_>,
+    ) -> Look {
         let b = &buf.as_bytes()[..settled];
         let Some(&next) = b.get(at + 1) else {
             return Look::Wait;
@@ -444,23 +466,26 @@ impl Streamer {
         let closing = next == b'/';
         let name_at = at + 1 + usize::from(closing);
         if closing && b.get(name_at).is_some_and(|&c| is_xml_space(c)) && self.state != State::Top {
-            return self.spaced_close(buf, at, settled, em);
+            return self.spaced_close(buf, at, settled, regions, em);
         }
-        // Inside a value only the parameter's own tags matter; the rest is text, read on
-        // (references in it decoded). The name is compared with the parameter's first: one
-        // that already differs in what arrived needs no look for where it ends.
+        // Inside a value only the parameter's own tags matter, and the call's close tag
+        // ([`Streamer::not_own`]); the rest is text, read on (references in it decoded).
+        // The name is compared with the parameter's first: one that already differs in
+        // what arrived needs no look for where it ends.
         let own_name = match &self.state {
             State::Param { name: own, .. } => {
                 let own = &buf.as_bytes()[own.clone()];
                 let arrived = b.get(name_at..).unwrap_or_default();
                 let k = own.len().min(arrived.len());
                 if arrived[..k] != own[..k] {
-                    return self.text_lt(at, em);
+                    return self.not_own(buf, at, closing, settled, regions, em);
                 }
                 let after = name_at + own.len();
                 match after < settled {
                     // A longer name is another element's.
-                    true if is_name_char_at(buf, after) => return self.text_lt(at, em),
+                    true if is_name_char_at(buf, after) => {
+                        return self.not_own(buf, at, closing, settled, regions, em);
+                    }
                     true => Some(name_at..after),
                     // Cannot tell yet: the general look below waits.
                     false => None,
@@ -487,7 +512,7 @@ impl Streamer {
                 } = &self.state
                     && buf[param_name.clone()] != buf[name.clone()]
                 {
-                    return self.text_lt(at, em);
+                    return self.not_own(buf, at, closing, settled, regions, em);
                 }
                 name
             }
@@ -548,7 +573,8 @@ impl Streamer {
                 start,
             } => {
                 if closing {
-                    if &buf[call_name.clone()] == tag {
+                    // Also in another case: the pre-scan's case repair (`noncanonical_tag`).
+                    if buf[call_name.clone()].eq_ignore_ascii_case(tag) {
                         em.event(Event::CallEnd {
                             index,
                             span: em.span(start..tag_end),
@@ -582,6 +608,7 @@ impl Streamer {
                         name,
                         start: at,
                         same: 1,
+                        tags: ValueTags::new(tag_end),
                     };
                 }
             }
@@ -590,6 +617,7 @@ impl Streamer {
                 name: param_name,
                 start,
                 same,
+                tags,
             } => {
                 let mine = &buf[param_name.clone()] == tag;
                 let same = match (mine, closing, empty) {
@@ -613,6 +641,7 @@ impl Streamer {
                         name: param_name,
                         start,
                         same,
+                        tags,
                     };
                 }
             }
@@ -623,14 +652,17 @@ impl Streamer {
     /// A close tag with blanks between `</` and its name at `at` (`</ name>`, `</  name >`):
     /// the pre-scan reads it as `</name>` (warning `noncanonical_tag`), so here it closes
     /// the call or parameter open when its name is that element's, also ignoring case (as
-    /// the pre-scan's case repair). Anything else is what it was before that repair: a `<`
-    /// that begins no tag. Waits while the name or what follows it has not arrived.
+    /// the pre-scan's case repair); inside a value, one of the call's name ends the value
+    /// and the call ([`Streamer::call_close_in_value`]). Anything else is what it was
+    /// before that repair: a `<` that begins no tag. Waits while the name or what follows
+    /// it has not arrived.
     #[cold]
     fn spaced_close(
         &mut self,
         buf: &str,
         at: usize,
         settled: usize,
+        regions: &[RegionRef],
         em: &mut Emit<'_, '_>,
     ) -> Look {
         let b = &buf.as_bytes()[..settled];
@@ -655,13 +687,19 @@ impl Streamer {
             // The name may go on.
             return Look::Wait;
         }
-        let own = match &self.state {
-            State::Call { name, .. } | State::Param { name, .. } => name.clone(),
+        let (own, call) = match &self.state {
+            State::Call { name, .. } => (name.clone(), None),
+            State::Param { name, call, .. } => (name.clone(), Some(call.1.clone())),
             State::Top => return self.text_lt(at, em),
         };
-        if !buf[own].eq_ignore_ascii_case(&buf[name.clone()]) {
+        let written = &buf[name.clone()];
+        let of_call = if buf[own].eq_ignore_ascii_case(written) {
+            false
+        } else if call.is_some_and(|call| buf[call].eq_ignore_ascii_case(written)) {
+            true
+        } else {
             return self.text_lt(at, em);
-        }
+        };
         let gt = skip_space(name.end);
         if gt - at > MAX_TAG {
             return self.text_lt(at, em);
@@ -672,6 +710,9 @@ impl Streamer {
             Some(_) => return self.text_lt(at, em),
         }
         let tag_end = gt + 1;
+        if of_call {
+            return self.call_closes_value(buf, at, name, true, tag_end, regions, em);
+        }
         match std::mem::take(&mut self.state) {
             State::Top => {}
             State::Call { index, start, .. } => em.event(Event::CallEnd {
@@ -683,6 +724,7 @@ impl Streamer {
                 name,
                 start,
                 same,
+                tags,
             } => {
                 if same == 1 {
                     em.event(Event::ParamEnd {
@@ -700,10 +742,147 @@ impl Streamer {
                         name,
                         start,
                         same: same - 1,
+                        tags,
                     };
                 }
             }
         }
+        Look::Next(tag_end)
+    }
+
+    /// A tag at `at` inside a value whose name is not the parameter's: text, but for the
+    /// call's close tag (`closing`), which [`Streamer::call_close_in_value`] looks at.
+    fn not_own(
+        &mut self,
+        buf: &str,
+        at: usize,
+        closing: bool,
+        settled: usize,
+        regions: &[RegionRef],
+        em: &mut Emit<'_, '_>,
+    ) -> Look {
+        if closing {
+            return self.call_close_in_value(buf, at, settled, regions, em);
+        }
+        self.text_lt(at, em)
+    }
+
+    /// A close tag at `at` (`</`, then a name) inside a value: when its name is the call's,
+    /// as written or in another case, then blanks and `>`, the parameter was never closed
+    /// and the call's close tag ends it, as the pre-scan reads it (`missing_close_tag`):
+    /// [`Streamer::call_closes_value`]. Anything else is text. Waits while the name or
+    /// what follows it has not arrived.
+    #[cold]
+    fn call_close_in_value(
+        &mut self,
+        buf: &str,
+        at: usize,
+        settled: usize,
+        regions: &[RegionRef],
+        em: &mut Emit<'_, '_>,
+    ) -> Look {
+        let State::Param { call, .. } = &self.state else {
+            return self.text_lt(at, em);
+        };
+        let b = &buf.as_bytes()[..settled];
+        let name = &buf.as_bytes()[call.1.clone()];
+        let name_at = at + 2;
+        let arrived = b.get(name_at..).unwrap_or_default();
+        let k = name.len().min(arrived.len());
+        if !arrived[..k].eq_ignore_ascii_case(&name[..k]) {
+            return self.text_lt(at, em);
+        }
+        // Bytes equal but for ASCII case: `after` is at a character boundary.
+        let after = name_at + name.len();
+        if after >= settled {
+            return Look::Wait;
+        }
+        if is_name_char_at(buf, after) {
+            return self.text_lt(at, em);
+        }
+        let mut gt = after;
+        while b.get(gt).is_some_and(|&c| is_xml_space(c)) {
+            gt += 1;
+        }
+        if gt - at > MAX_TAG {
+            return self.text_lt(at, em);
+        }
+        match b.get(gt) {
+            None => Look::Wait,
+            Some(b'>') => {
+                self.call_closes_value(buf, at, name_at..after, false, gt + 1, regions, em)
+            }
+            Some(_) => self.text_lt(at, em),
+        }
+    }
+
+    /// The call's close tag, `at..tag_end`, its name at `name` (`spaced`: written with
+    /// blanks before it), inside a value. The value's tags up to it, read as the pre-scan
+    /// reads them ([`ValueTags`]), tell what it does: when the parameter was never closed
+    /// and no close tag in it matched nothing, it ends the parameter there and then the call
+    /// ([`Event::ParamEnd`], its span up to the tag, and [`Event::CallEnd`]): the
+    /// pre-scan's `missing_close_tag` repair. Otherwise it is text: it closes an element of
+    /// its name opened in the value (`<c><p>x <c>y</c>`), or the pre-scan reads the
+    /// parameter otherwise (a misspelt close tag in it, `mismatched_close_tag`) or not at
+    /// all (`malformed_xml`), and the value streams on as before that repair.
+    #[allow(clippy::too_many_arguments)]
+    fn call_closes_value(
+        &mut self,
+        buf: &str,
+        at: usize,
+        name: Range<usize>,
+        spaced: bool,
+        tag_end: usize,
+        regions: &[RegionRef],
+        em: &mut Emit<'_, '_>,
+    ) -> Look {
+        let State::Param {
+            call,
+            name: param,
+            start,
+            same,
+            mut tags,
+        } = std::mem::take(&mut self.state)
+        else {
+            return Look::Next(tag_end);
+        };
+        let names = TagNames {
+            buf,
+            param: param.clone(),
+            call: call.1.clone(),
+        };
+        tags.read_to(&names, at, regions);
+        if !tags.parted && tags.close(&names, name, spaced) == Closes::LeftOpen {
+            em.event(Event::ParamEnd {
+                span: em.span(start..at),
+            });
+            em.event(Event::CallEnd {
+                index: call.0,
+                span: em.span(call.2..tag_end),
+            });
+            return Look::Next(tag_end);
+        }
+        tags.read = tag_end;
+        em.text(at..tag_end);
+        // The elements of the parameter's name open in it, as the pre-scan reads them (one
+        // closed by an outer element's close tag was text).
+        let same = if tags.parted {
+            same
+        } else {
+            let own = &buf[param.clone()];
+            1 + tags
+                .open
+                .iter()
+                .filter(|(n, _)| &buf[n.clone()] == own)
+                .count()
+        };
+        self.state = State::Param {
+            call,
+            name: param,
+            start,
+            same,
+            tags,
+        };
         Look::Next(tag_end)
     }
 
@@ -718,7 +897,9 @@ impl Streamer {
 
 /// The next `&`, `<` or `\r` at or after `from` in `b` (a value's settled bytes) that
 /// needs a look (every `\r` does): a `<` whose name (or close tag's name) already differs from the parameter's in its
-/// first byte `own` is text like the bytes around it (as [`Streamer::markup`] would find),
+/// first byte `own` is text like the bytes around it (as [`Streamer::markup`] would find)
+/// — unless it is a close tag whose name's first byte is the call's `call` (lower case)
+/// ignoring case ([`Streamer::call_close_in_value`]) —
 /// and so is an `&` that begins no reference and cannot become one (as
 /// [`Streamer::reference`] would find) — unless a region starts there (`regions`: where
 /// the next ones begin).
@@ -728,7 +909,7 @@ impl Streamer {
 fn next_stop_in_value(
     b: &[u8],
     mut from: usize,
-    own: u8,
+    [own, call]: [u8; 2],
     regions: [usize; 2],
     mut find: impl FnMut(usize) -> Option<usize>,
 ) -> Option<usize> {
@@ -751,6 +932,8 @@ fn next_stop_in_value(
             Some(b'/') => match b.get(at + 2) {
                 // `</ name>`: maybe the parameter's close tag ([`Streamer::spaced_close`]).
                 Some(&c) if is_xml_space(c) => return Some(at),
+                // Maybe the call's close tag, which ends a parameter left open.
+                Some(&c) if c.to_ascii_lowercase() == call => return Some(at),
                 other => other,
             },
             other => other,
@@ -759,6 +942,212 @@ fn next_stop_in_value(
             Some(&c) if c != own => from = at + 1,
             _ => return Some(at),
         }
+    }
+}
+
+/// The names a value's tags are told by: the parameter's and the call's, in `buf`.
+struct TagNames<'b> {
+    buf: &'b str,
+    param: Range<usize>,
+    call: Range<usize>,
+}
+
+/// What a close tag inside a value does, as the pre-scan's `Prescan::closes` finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Closes {
+    /// It closes the element open in the value at this index (those after it were text).
+    Inner(usize),
+    /// It closes the parameter.
+    Param,
+    /// The call's, the parameter never closed and nothing unmatched in it: the pre-scan's
+    /// `missing_close_tag` repair.
+    LeftOpen,
+    /// The call's, the parameter's only close tag that matched nothing was its own,
+    /// misspelt (`mismatched_close_tag`).
+    Misspelt,
+    /// The call's, with close tags that matched nothing in the parameter or the elements
+    /// open in it: `malformed_xml`.
+    Unwound,
+    /// It matches no open element.
+    Nothing,
+}
+
+/// A parameter's value read as the pre-scan reads its tags (`Prescan::start_tag`,
+/// `close_tag`, `closes`), regions aside: the elements opened in it and still open, and
+/// the close tags that matched nothing. Read only when the call's close tag comes inside
+/// the value ([`Streamer::call_closes_value`]), each time from where the last read
+/// stopped: a value that closes properly costs nothing, one that does not is read once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct ValueTags {
+    /// Read up to this buffer offset.
+    read: usize,
+    /// The elements open in the value, innermost last: the name, and whether a close tag
+    /// directly in it matched nothing.
+    open: Vec<(Range<usize>, bool)>,
+    /// Close tags directly in the parameter that matched nothing.
+    unmatched: usize,
+    /// The pre-scan's reading and the streamer's parted (it closed the parameter, or the
+    /// call's close tag was no repair): the call's close tags in the value stay text.
+    parted: bool,
+}
+
+impl ValueTags {
+    /// A value whose content begins at `read`.
+    fn new(read: usize) -> Self {
+        ValueTags {
+            read,
+            ..ValueTags::default()
+        }
+    }
+
+    /// Reads the tags from where the last read stopped to `to`, outside `regions`.
+    fn read_to(&mut self, names: &TagNames<'_>, to: usize, regions: &[RegionRef]) {
+        let b = &names.buf.as_bytes()[..to];
+        let mut j = self.read.min(to);
+        while !self.parted
+            && let Some(lt) = memchr::memchr(b'<', &b[j..]).map(|i| j + i)
+        {
+            let r = regions.partition_point(|r| r.full.end <= lt);
+            if let Some(r) = regions.get(r).filter(|r| r.full.start <= lt) {
+                j = r.full.end.clamp(lt + 1, to);
+                continue;
+            }
+            j = lt + 1;
+            match b.get(lt + 1) {
+                Some(b'/') => {
+                    if let Some((name, spaced, end)) = close_tag_at(names.buf, lt, to) {
+                        self.close(names, name, spaced);
+                        j = end;
+                    }
+                }
+                // A processing instruction is dropped whole; `<!` begins no tag here.
+                Some(b'?') => {
+                    if let Some(end) = memchr::memmem::find(&b[lt + 2..], b"?>") {
+                        j = lt + 2 + end + 2;
+                    }
+                }
+                Some(b'!') => {}
+                _ => {
+                    if let Some((name, empty, end)) = start_tag_at(names.buf, lt, to) {
+                        if !empty {
+                            self.open.push((name, false));
+                        }
+                        j = end;
+                    }
+                }
+            }
+        }
+        self.read = to;
+    }
+
+    /// A close tag of `name` (`spaced`: with blanks before it, which the pre-scan takes
+    /// only where it closes an element) does what it does in the pre-scan, as far as the
+    /// value goes; returns what that is.
+    fn close(&mut self, names: &TagNames<'_>, name: Range<usize>, spaced: bool) -> Closes {
+        let b = names.buf.as_bytes();
+        let name = &b[name];
+        let param = &b[names.param.clone()];
+        let call = &b[names.call.clone()];
+        let top = self.open.last().map_or(param, |(n, _)| &b[n.clone()]);
+        let clear = || self.unmatched == 0 && self.open.iter().all(|&(_, u)| !u);
+        let closes = if top.eq_ignore_ascii_case(name) {
+            match self.open.len() {
+                0 => Closes::Param,
+                n => Closes::Inner(n - 1),
+            }
+        } else if let Some(k) = self.open.iter().rposition(|(n, _)| &b[n.clone()] == name) {
+            Closes::Inner(k)
+        } else if param == name {
+            Closes::Param
+        } else if call == name {
+            if self.open.is_empty() && self.unmatched == 1 {
+                Closes::Misspelt
+            } else if clear() {
+                Closes::LeftOpen
+            } else {
+                Closes::Unwound
+            }
+        } else if call.eq_ignore_ascii_case(name) && clear() {
+            Closes::LeftOpen
+        } else {
+            Closes::Nothing
+        };
+        match closes {
+            Closes::Inner(k) => self.open.truncate(k),
+            // The streamer reads the value on; the pre-scan does not.
+            Closes::Param | Closes::LeftOpen | Closes::Misspelt => self.parted = true,
+            // Written with blanks, a close tag the pre-scan does not take is text.
+            Closes::Unwound | Closes::Nothing if spaced => {}
+            Closes::Unwound => self.parted = true,
+            Closes::Nothing => match self.open.last_mut() {
+                Some((_, unmatched)) => *unmatched = true,
+                None => self.unmatched += 1,
+            },
+        }
+        closes
+    }
+}
+
+/// The close tag at `lt` in `buf[..to]`, as the pre-scan takes it: `</name>` (blanks
+/// before the `>`) or `</ name>` (`spaced`); its name, whether spaced, and its end.
+fn close_tag_at(buf: &str, lt: usize, to: usize) -> Option<(Range<usize>, bool, usize)> {
+    let b = &buf.as_bytes()[..to];
+    let skip_space = |mut j: usize| {
+        while b.get(j).is_some_and(|&c| is_xml_space(c)) {
+            j += 1;
+        }
+        j
+    };
+    let start = skip_space(lt + 2);
+    let end = name_end(buf, start).min(to);
+    if end == start {
+        return None;
+    }
+    let gt = skip_space(end);
+    (b.get(gt) == Some(&b'>')).then_some((start..end, start > lt + 2, gt + 1))
+}
+
+/// The start tag at `lt` in `buf[..to]`, as the pre-scan takes it (`<name>`, `<name/>`,
+/// attributes with quoted values without `<`): its name, whether empty, and its end.
+fn start_tag_at(buf: &str, lt: usize, to: usize) -> Option<(Range<usize>, bool, usize)> {
+    let b = &buf.as_bytes()[..to];
+    let skip_space = |mut j: usize| {
+        while b.get(j).is_some_and(|&c| is_xml_space(c)) {
+            j += 1;
+        }
+        j
+    };
+    let name = lt + 1..name_end(buf, lt + 1).min(to);
+    if name.is_empty() {
+        return None;
+    }
+    let mut j = name.end;
+    loop {
+        let after = skip_space(j);
+        let had_space = after > j;
+        j = after;
+        match b.get(j)? {
+            b'>' => return Some((name, false, j + 1)),
+            b'/' => return (b.get(j + 1) == Some(&b'>')).then_some((name, true, j + 2)),
+            _ if !had_space => return None,
+            _ => {}
+        }
+        // An attribute: name = "value" or 'value'.
+        let attribute = name_end(buf, j).min(to);
+        if attribute == j {
+            return None;
+        }
+        j = skip_space(attribute);
+        if b.get(j) != Some(&b'=') {
+            return None;
+        }
+        j = skip_space(j + 1);
+        let quote = *b.get(j).filter(|&&q| q == b'"' || q == b'\'')?;
+        let len = memchr::memchr(quote, &b[j + 1..])?;
+        if memchr::memchr(b'<', &b[j + 1..j + 1 + len]).is_some() {
+            return None;
+        }
+        j += 1 + len + 1;
     }
 }
 

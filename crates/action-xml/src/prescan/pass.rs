@@ -26,6 +26,11 @@ enum Close {
     /// The call's close tag while one parameter is open that holds one close tag matching
     /// nothing: that one was the parameter's, misspelt (`mismatched_close_tag`).
     Misspelt,
+    /// The call's close tag (its name as written, or in another case) while one parameter
+    /// is open, inside which no close tag matched nothing: the parameter, never closed,
+    /// ends there (`missing_close_tag`); the elements opened in it and never closed were
+    /// text.
+    ParamLeftOpen,
     /// It matches the element at this stack index, but elements left open in a call or
     /// between calls are no text: roxmltree rejects it.
     Unwound(usize),
@@ -38,7 +43,11 @@ impl Close {
     fn closes(self) -> bool {
         matches!(
             self,
-            Close::Top | Close::TopIgnoringCase | Close::Outer(_) | Close::Misspelt
+            Close::Top
+                | Close::TopIgnoringCase
+                | Close::Outer(_)
+                | Close::Misspelt
+                | Close::ParamLeftOpen
         )
     }
 }
@@ -72,6 +81,8 @@ pub(super) struct Prescan<'a> {
     spaced: Tally,
     /// Misspelt close tags read as their parameter's (`mismatched_close_tag`).
     misspelt: Tally,
+    /// Parameters closed at their call's close tag (`missing_close_tag`), one warning each.
+    left_open: Vec<Repair>,
     truncated_tag: Option<Range<usize>>,
     /// Call elements closed so far.
     closed_calls: usize,
@@ -114,6 +125,7 @@ pub(crate) fn prescan(
         case: Tally::default(),
         spaced: Tally::default(),
         misspelt: Tally::default(),
+        left_open: Vec::new(),
         truncated_tag: None,
         closed_calls: 0,
         too_deep: None,
@@ -432,9 +444,29 @@ impl<'a> Prescan<'a> {
             Some(k) if self.stack.len() == k + 2 && self.stack[k + 1].unmatched.len() == 1 => {
                 Close::Misspelt
             }
+            Some(0) if self.param_left_open() => Close::ParamLeftOpen,
             Some(k) => Close::Unwound(k),
+            None if self.param_left_open()
+                && body[self.stack[0].name.clone()].eq_ignore_ascii_case(name) =>
+            {
+                Close::ParamLeftOpen
+            }
             None => Close::Nothing,
         }
+    }
+
+    /// True when a call is open (not a nested `<ACTION>`: the call is at the bottom of the
+    /// stack, its parameters above it at [`VALUE_DEPTH`]), and inside it a parameter, and
+    /// no close tag inside the parameter matched nothing (with one, the call's close tag is
+    /// [`Close::Misspelt`]; with more, which was meant is a guess): the call's close tag
+    /// then ends the parameter ([`Close::ParamLeftOpen`]).
+    fn param_left_open(&self) -> bool {
+        let [call, param, ..] = self.stack.as_slice() else {
+            return false;
+        };
+        !self.body[call.name.clone()].eq_ignore_ascii_case("ACTION")
+            && param.unmatched.is_empty()
+            && self.stack[2..].iter().all(|o| o.unmatched.is_empty())
     }
 
     /// A close tag at `i`, its name at `name`, ending at `end`, does what [`Prescan::closes`]
@@ -481,6 +513,23 @@ impl<'a> Prescan<'a> {
                 self.edit(written.start, written.len(), own);
                 self.close_top();
                 self.close_top();
+            }
+            Close::ParamLeftOpen => {
+                // `<call><p>100</call>`: the parameter ends where its call does (its close
+                // tag is inserted there); the elements opened in it and never closed were
+                // text (`Vec<T>`), as at the parameter's own close tag. Then the tag closes
+                // the call, as written or in another case.
+                let call = body[self.stack[0].name.clone()].to_owned();
+                let param = body[self.stack[1].name.clone()].to_owned();
+                self.left_open.push(Repair {
+                    code: codes::MISSING_CLOSE_TAG,
+                    at: i..end,
+                    message: format!("<{param}> not closed before </{call}>; closed there"),
+                });
+                self.edit(i, 0, format!("</{param}>"));
+                self.close(Close::Outer(1), i, name.clone(), end, spaced);
+                let close = self.closes(&body[name.clone()]);
+                self.close(close, i, name, end, spaced);
             }
             Close::Unwound(k) => {
                 // An element left open directly in a call or between calls is structure
@@ -613,6 +662,7 @@ impl<'a> Prescan<'a> {
             codes::MISMATCHED_CLOSE_TAG,
             "a parameter's close tag never came before its call's: the close tag in it that matched no element was read as its own",
         );
+        repairs.append(&mut self.left_open);
         let mut undeclared: Vec<(&str, usize)> = self
             .used_prefixes
             .iter()

@@ -61,11 +61,13 @@ impl Direct {
 /// processing instructions, declarations, attributes, a prefixed name, a name starting
 /// with `xml`, non-blank text between calls or directly in a call (a `stray_text`
 /// warning), an `<ACTION>` call (`nested_action_tag`), a character XML forbids, `]]>` in
-/// text, a reference roxmltree would refuse, a tag that does not match, a close tag with
-/// blanks before the name of an open element (`</ name>`, `noncanonical_tag`), nesting beyond
-/// `max_depth` or possibly more than `max_nodes` nodes. Every check is at least as strict
-/// as roxmltree's, so a body read here is one roxmltree accepts once the pre-scan repaired
-/// it (property-tested against the roxmltree paths, warnings included).
+/// text, a reference roxmltree would refuse, a tag that does not match (the call's close
+/// tag while a parameter is open, `missing_close_tag` or `mismatched_close_tag`, also in
+/// another case), a close tag with blanks before the name of an open element (`</ name>`,
+/// `noncanonical_tag`), nesting beyond `max_depth` or possibly more than `max_nodes` nodes.
+/// Every check is at least as strict as roxmltree's, so a body read here is one roxmltree
+/// accepts once the pre-scan repaired it (property-tested against the roxmltree paths,
+/// warnings included).
 pub(crate) fn read_direct(
     raw: &ByteString,
     body: Range<usize>,
@@ -540,6 +542,16 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
                             // A close tag that matches nothing: text if the element it is in
                             // closes properly (inside a value).
                             if depth < VALUE_DEPTH {
+                                return None;
+                            }
+                            // The call's close tag in another case: the pre-scan may read
+                            // it as the call's, closing the parameter left open there
+                            // (`missing_close_tag`), a repair left to it.
+                            let mut call = top;
+                            while let Some(parent) = elems[call].parent {
+                                call = parent;
+                            }
+                            if bytes[elems[call].name.clone()].eq_ignore_ascii_case(name) {
                                 return None;
                             }
                             let e = &mut elems[top];

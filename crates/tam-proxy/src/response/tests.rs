@@ -655,12 +655,15 @@ fn none_written_for_optional_arguments_leaves_them_out_without_voiding_the_call(
 }
 
 /// A server stopped at `</ACTION>` in a block whose call streamed, and the block, closed
-/// by the marker, gives no call (a parameter left open in the call: structure gone
-/// wrong): the block's text comes back as content and the streamed call is void (an
-/// error event), never a `tool_calls` finish with arguments that are not JSON.
+/// by the marker, gives no call (two close tags in a parameter that match nothing:
+/// structure gone wrong beyond repair): the block's text comes back as content and the
+/// streamed call is void (an error event), never a `tool_calls` finish with arguments that
+/// are not JSON. (A parameter merely left open, `<mode>3</write_file>`, is repaired:
+/// action-xml's `missing_close_tag`.)
 #[test]
 fn a_stopped_block_that_gives_no_call_voids_its_streamed_call() {
-    let text = "<ACTION>\n<write_file><path>a</path><content>x</content><mode>3</write_file>\n";
+    let text =
+        "<ACTION>\n<write_file><path>a</path><content>x</content><mode>3</a></b></write_file>\n";
     for deltas in [vec![text], one_char(text)] {
         let (pieces, reason, failure) =
             run_streaming(Protocol::Action, &deltas, Some(FinishReason::Stop));
