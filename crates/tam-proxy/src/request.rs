@@ -512,9 +512,9 @@ mod tests {
         )
         .unwrap();
         assert!(t.decode);
-        // The system message, the demonstration's two exchanges, the user's message.
-        assert_eq!(t.messages.len(), 6);
-        assert_eq!(t.messages[5], Message::user("hi"));
+        // TAM: no demonstration; the system message, then the user's.
+        assert_eq!(t.messages.len(), 2);
+        assert_eq!(t.messages[1], Message::user("hi"));
         let system = &t.messages[0].content;
         assert!(
             system.starts_with("Be brief.\n\nYou can call the tools listed below."),
@@ -617,11 +617,12 @@ mod tests {
         );
     }
 
-    /// The demonstration goes between the system messages and the conversation, in the
-    /// proxy's protocol; without the no-tool exchange when the request requires a call; not
-    /// at all when nothing is decoded (no tools, `tool_choice: "none"`).
+    /// In ACTION the demonstration goes between the system messages and the conversation;
+    /// without the no-tool exchange when the request requires a call; not at all when
+    /// nothing is decoded (no tools, `tool_choice: "none"`). TAM (and auto, which teaches
+    /// TAM) has none.
     #[test]
-    fn the_demonstration_goes_before_the_conversation() {
+    fn the_demonstration_goes_before_the_conversation_in_action() {
         let tools = json!([{"type": "function", "function": {"name": "get_time",
             "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}}}}]);
         let history = json!([
@@ -631,59 +632,57 @@ mod tests {
                 {"id": "c1", "type": "function", "function": {"name": "get_time", "arguments": "{\"zone\":\"CET\"}"}}]},
             {"role": "tool", "tool_call_id": "c1", "content": "12:00"},
         ]);
-        for (protocol, prompt_protocol, block) in [
-            (Protocol::Tam, PromptProtocol::Tam, "<|[REQUEST_TOOL]|>"),
-            (Protocol::Auto, PromptProtocol::Tam, "<|[REQUEST_TOOL]|>"),
-            (Protocol::Action, PromptProtocol::Action, "<ACTION>"),
+        let t = translate(
+            &body(json!({"model": "m", "messages": history, "tools": tools})),
+            Protocol::Action,
+            "",
+        )
+        .unwrap();
+        let demo: Vec<Message> = SystemPrompt::new(PromptProtocol::Action, PromptLanguage::English)
+            .compact_demonstration(false)
+            .into_iter()
+            .map(|(speaker, text)| match speaker {
+                Speaker::User => Message::user(text),
+                Speaker::Assistant => Message::assistant(text),
+            })
+            .collect();
+        assert_eq!(demo.len(), 4);
+        assert_eq!(t.messages[0].role, Role::System);
+        assert!(t.messages[0].content.starts_with("Be brief.\n\n"));
+        assert_eq!(t.messages[1..5], demo[..]);
+        assert!(t.messages[4].content.starts_with("<ACTION>"));
+        assert_eq!(t.messages[5], Message::user("time in Paris?"));
+        assert!(
+            t.messages[6].content.starts_with("<ACTION>"),
+            "the history's call"
+        );
+        assert_eq!(t.messages.len(), 8);
+
+        // A call is required: only the exchange with a call.
+        let required = translate(
+            &body(
+                json!({"model": "m", "messages": history, "tools": tools, "tool_choice": "required"}),
+            ),
+            Protocol::Action,
+            "",
+        )
+        .unwrap();
+        assert_eq!(required.messages[1..3], demo[2..]);
+        assert_eq!(required.messages[3], Message::user("time in Paris?"));
+
+        // Nothing decoded, nothing shown.
+        for request in [
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools, "tool_choice": "none"}),
         ] {
-            let t = translate(
-                &body(json!({"model": "m", "messages": history, "tools": tools})),
-                protocol,
-                "",
-            )
-            .unwrap();
-            let demo: Vec<Message> = SystemPrompt::new(prompt_protocol, PromptLanguage::English)
-                .compact_demonstration(false)
-                .into_iter()
-                .map(|(speaker, text)| match speaker {
-                    Speaker::User => Message::user(text),
-                    Speaker::Assistant => Message::assistant(text),
-                })
-                .collect();
-            assert_eq!(demo.len(), 4);
-            assert_eq!(t.messages[0].role, Role::System);
-            assert!(t.messages[0].content.starts_with("Be brief.\n\n"));
-            assert_eq!(t.messages[1..5], demo[..], "{protocol:?}");
-            assert!(t.messages[4].content.starts_with(block));
-            assert_eq!(t.messages[5], Message::user("time in Paris?"));
-            assert!(
-                t.messages[6].content.starts_with(block),
-                "the history's call"
-            );
-            assert_eq!(t.messages.len(), 8);
-
-            // A call is required: only the exchange with a call.
-            let required = translate(
-                &body(json!({"model": "m", "messages": history, "tools": tools, "tool_choice": "required"})),
-                protocol,
-                "",
-            )
-            .unwrap();
-            assert_eq!(required.messages[1..3], demo[2..], "{protocol:?}");
-            assert_eq!(required.messages[3], Message::user("time in Paris?"));
-
-            // Nothing decoded, nothing shown.
-            for request in [
-                json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
-                json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools, "tool_choice": "none"}),
-            ] {
-                let t = translate(&body(request), protocol, "").unwrap();
-                assert_eq!(t.messages, [Message::user("hi")]);
-            }
+            let t = translate(&body(request), Protocol::Action, "").unwrap();
+            assert_eq!(t.messages, [Message::user("hi")]);
         }
         // Without a system message of the client's, the tool prompt is the first message.
         let t = translate(
-            &body(json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools})),
+            &body(
+                json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}),
+            ),
             Protocol::Action,
             "",
         )
@@ -694,6 +693,18 @@ mod tests {
             Message::user("What is the capital of France?")
         );
         assert_eq!(t.messages[5], Message::user("hi"));
+
+        // TAM and auto: the system message, then the conversation.
+        for protocol in [Protocol::Tam, Protocol::Auto] {
+            let t = translate(
+                &body(json!({"model": "m", "messages": history, "tools": tools})),
+                protocol,
+                "",
+            )
+            .unwrap();
+            assert_eq!(t.messages.len(), 4, "{protocol:?}");
+            assert_eq!(t.messages[1], Message::user("time in Paris?"));
+        }
     }
 
     #[test]
