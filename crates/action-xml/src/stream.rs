@@ -573,18 +573,16 @@ impl Streamer {
                 start,
             } => {
                 if closing {
+                    let state = State::Call {
+                        index,
+                        name: call_name,
+                        start,
+                    };
                     // Also in another case: the pre-scan's case repair (`noncanonical_tag`).
-                    if buf[call_name.clone()].eq_ignore_ascii_case(tag) {
-                        em.event(Event::CallEnd {
-                            index,
-                            span: em.span(start..tag_end),
-                        });
+                    if buf[state_name(&state)].eq_ignore_ascii_case(tag) {
+                        self.close_own(state, at, tag_end, em);
                     } else {
-                        self.state = State::Call {
-                            index,
-                            name: call_name,
-                            start,
-                        };
+                        self.state = state;
                     }
                     return Look::Next(tag_end);
                 }
@@ -612,41 +610,67 @@ impl Streamer {
                     };
                 }
             }
-            State::Param {
-                call,
-                name: param_name,
-                start,
-                same,
-                tags,
-            } => {
-                let mine = &buf[param_name.clone()] == tag;
-                let same = match (mine, closing, empty) {
-                    (true, true, _) => same - 1,
-                    (true, false, false) => same + 1,
-                    _ => same,
-                };
-                if same == 0 {
-                    em.event(Event::ParamEnd {
-                        span: em.span(start..tag_end),
-                    });
-                    self.state = State::Call {
-                        index: call.0,
-                        name: call.1,
-                        start: call.2,
-                    };
-                } else {
-                    em.text(at..tag_end);
-                    self.state = State::Param {
-                        call,
-                        name: param_name,
-                        start,
-                        same,
-                        tags,
-                    };
+            mut state @ State::Param { .. } => {
+                let mine = buf[state_name(&state)] == *tag;
+                match (mine, closing, empty) {
+                    (true, true, _) => self.close_own(state, at, tag_end, em),
+                    (mine, _, empty) => {
+                        if let (true, false, State::Param { same, .. }) = (mine, empty, &mut state)
+                        {
+                            *same += 1;
+                        }
+                        em.text(at..tag_end);
+                        self.state = state;
+                    }
                 }
             }
         }
         Look::Next(tag_end)
+    }
+
+    /// The close tag `at..tag_end` of the open call or parameter, `state` (taken from
+    /// `self.state`): a call ends ([`Event::CallEnd`]); in a parameter it closes the
+    /// innermost element of the parameter's name, the parameter itself when no other is
+    /// open ([`Event::ParamEnd`], back in the call), else it is text of the value.
+    fn close_own(&mut self, state: State, at: usize, tag_end: usize, em: &mut Emit<'_, '_>) {
+        match state {
+            State::Top => {}
+            State::Call { index, start, .. } => em.event(Event::CallEnd {
+                index,
+                span: em.span(start..tag_end),
+            }),
+            State::Param {
+                call,
+                start,
+                same: 1,
+                ..
+            } => {
+                em.event(Event::ParamEnd {
+                    span: em.span(start..tag_end),
+                });
+                self.state = State::Call {
+                    index: call.0,
+                    name: call.1,
+                    start: call.2,
+                };
+            }
+            State::Param {
+                call,
+                name,
+                start,
+                same,
+                tags,
+            } => {
+                em.text(at..tag_end);
+                self.state = State::Param {
+                    call,
+                    name,
+                    start,
+                    same: same - 1,
+                    tags,
+                };
+            }
+        }
     }
 
     /// A close tag with blanks between `</` and its name at `at` (`</ name>`, `</  name >`):
@@ -713,40 +737,8 @@ impl Streamer {
         if of_call {
             return self.call_closes_value(buf, at, name, true, tag_end, regions, em);
         }
-        match std::mem::take(&mut self.state) {
-            State::Top => {}
-            State::Call { index, start, .. } => em.event(Event::CallEnd {
-                index,
-                span: em.span(start..tag_end),
-            }),
-            State::Param {
-                call,
-                name,
-                start,
-                same,
-                tags,
-            } => {
-                if same == 1 {
-                    em.event(Event::ParamEnd {
-                        span: em.span(start..tag_end),
-                    });
-                    self.state = State::Call {
-                        index: call.0,
-                        name: call.1,
-                        start: call.2,
-                    };
-                } else {
-                    em.text(at..tag_end);
-                    self.state = State::Param {
-                        call,
-                        name,
-                        start,
-                        same: same - 1,
-                        tags,
-                    };
-                }
-            }
-        }
+        let state = std::mem::take(&mut self.state);
+        self.close_own(state, at, tag_end, em);
         Look::Next(tag_end)
     }
 
@@ -942,6 +934,14 @@ fn next_stop_in_value(
             Some(&c) if c != own => from = at + 1,
             _ => return Some(at),
         }
+    }
+}
+
+/// The name of the open call or parameter of `state` (empty at the top).
+fn state_name(state: &State) -> Range<usize> {
+    match state {
+        State::Top => 0..0,
+        State::Call { name, .. } | State::Param { name, .. } => name.clone(),
     }
 }
 
