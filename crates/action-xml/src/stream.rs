@@ -71,11 +71,13 @@ enum State {
         call: (usize, Range<usize>, usize),
         name: Range<usize>,
         start: usize,
+        /// Where the value begins (its start tag's end).
+        body: usize,
         /// Open elements of the parameter's own name (1 for the parameter itself).
         same: usize,
         /// The value's tags as the pre-scan reads them, read when the call's close tag
-        /// comes inside the value.
-        tags: ValueTags,
+        /// comes inside the value (none until then: boxed, they keep the state small).
+        tags: Option<Box<ValueTags>>,
     },
 }
 
@@ -605,8 +607,9 @@ impl Streamer {
                         call,
                         name,
                         start: at,
+                        body: tag_end,
                         same: 1,
-                        tags: ValueTags::new(tag_end),
+                        tags: None,
                     };
                 }
             }
@@ -654,21 +657,12 @@ impl Streamer {
                     start: call.2,
                 };
             }
-            State::Param {
-                call,
-                name,
-                start,
-                same,
-                tags,
-            } => {
+            mut state @ State::Param { .. } => {
+                if let State::Param { same, .. } = &mut state {
+                    *same -= 1;
+                }
                 em.text(at..tag_end);
-                self.state = State::Param {
-                    call,
-                    name,
-                    start,
-                    same: same - 1,
-                    tags,
-                };
+                self.state = state;
             }
         }
     }
@@ -832,12 +826,14 @@ impl Streamer {
             call,
             name: param,
             start,
+            body,
             same,
-            mut tags,
+            tags,
         } = std::mem::take(&mut self.state)
         else {
             return Look::Next(tag_end);
         };
+        let mut tags = tags.unwrap_or_else(|| Box::new(ValueTags::new(body)));
         let names = TagNames {
             buf,
             param: param.clone(),
@@ -872,8 +868,9 @@ impl Streamer {
             call,
             name: param,
             start,
+            body,
             same,
-            tags,
+            tags: Some(tags),
         };
         Look::Next(tag_end)
     }
