@@ -52,7 +52,7 @@ use crate::fence::is_fence_line;
 use crate::prescan::{RegionKind, RegionRef};
 use tam_parse::scan::{Stops, find3};
 
-use crate::xml_chars::{is_name_char_at, is_xml_space, name_end, reference_len};
+use crate::xml_chars::{is_name_char_at, is_xml_space, name_end, reference_len, space_end};
 
 /// Where the streamer is in the block.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -684,12 +684,7 @@ impl Streamer {
         em: &mut Emit<'_, '_>,
     ) -> Look {
         let b = &buf.as_bytes()[..settled];
-        let skip_space = |mut j: usize| {
-            while b.get(j).is_some_and(|&c| is_xml_space(c)) {
-                j += 1;
-            }
-            j
-        };
+        let skip_space = |j: usize| space_end(b, j);
         let name_at = skip_space(at + 2);
         if name_at - at > MAX_TAG {
             return self.text_lt(at, em);
@@ -1089,12 +1084,7 @@ impl ValueTags {
 /// before the `>`) or `</ name>` (`spaced`); its name, whether spaced, and its end.
 fn close_tag_at(buf: &str, lt: usize, to: usize) -> Option<(Range<usize>, bool, usize)> {
     let b = &buf.as_bytes()[..to];
-    let skip_space = |mut j: usize| {
-        while b.get(j).is_some_and(|&c| is_xml_space(c)) {
-            j += 1;
-        }
-        j
-    };
+    let skip_space = |j: usize| space_end(b, j);
     let start = skip_space(lt + 2);
     let end = name_end(buf, start).min(to);
     if end == start {
@@ -1108,12 +1098,7 @@ fn close_tag_at(buf: &str, lt: usize, to: usize) -> Option<(Range<usize>, bool, 
 /// attributes with quoted values without `<`): its name, whether empty, and its end.
 fn start_tag_at(buf: &str, lt: usize, to: usize) -> Option<(Range<usize>, bool, usize)> {
     let b = &buf.as_bytes()[..to];
-    let skip_space = |mut j: usize| {
-        while b.get(j).is_some_and(|&c| is_xml_space(c)) {
-            j += 1;
-        }
-        j
-    };
+    let skip_space = |j: usize| space_end(b, j);
     let name = lt + 1..name_end(buf, lt + 1).min(to);
     if name.is_empty() {
         return None;

@@ -6,6 +6,16 @@ pub(crate) fn is_xml_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
+/// The first offset at or after `at` in `b` that is no XML whitespace (`b.len()` when the
+/// rest is blank): where a tag goes on after blanks.
+#[inline]
+pub(crate) fn space_end(b: &[u8], mut at: usize) -> usize {
+    while b.get(at).is_some_and(|&c| is_xml_space(c)) {
+        at += 1;
+    }
+    at
+}
+
 /// `s` without leading and trailing XML whitespace (not Unicode whitespace: an ideographic
 /// space in a value is content).
 pub(crate) fn trim_xml(s: &str) -> &str {

@@ -18,7 +18,7 @@ use memchr::{memchr, memchr3, memmem};
 use tam_parse::Code;
 
 use crate::codes;
-use crate::xml_chars::{is_xml_space, name_end, reference_len};
+use crate::xml_chars::{is_xml_space, name_end, reference_len, space_end};
 
 mod pass;
 use pass::ASCII_NAME_START;

@@ -250,11 +250,8 @@ impl<'a> Prescan<'a> {
         i + 1
     }
 
-    fn skip_space(&self, mut j: usize) -> usize {
-        while self.bytes.get(j).is_some_and(|&b| is_xml_space(b)) {
-            j += 1;
-        }
-        j
+    fn skip_space(&self, j: usize) -> usize {
+        space_end(self.bytes, j)
     }
 
     fn start_tag(&mut self, i: usize) -> Result<usize, Refusal> {

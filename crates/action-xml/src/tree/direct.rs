@@ -223,12 +223,7 @@ fn lt_piece(body: &str, at: usize, open: &[u8], outer: OpenElems<'_>) -> Option<
     const CDATA_OPEN: &[u8] = b"<![CDATA[";
     let b = body.as_bytes();
     let text = Some((Piece::Lt, at + 1));
-    let skip_space = |mut j: usize| {
-        while b.get(j).is_some_and(|&c| is_xml_space(c)) {
-            j += 1;
-        }
-        j
-    };
+    let skip_space = |j: usize| space_end(b, j);
     match b.get(at + 1) {
         Some(b'!') => {
             if b[at..].starts_with(CDATA_OPEN) {
@@ -346,12 +341,7 @@ struct OpenElems<'e> {
 #[cold]
 fn spaced_close_of_open(body: &str, at: usize, outer: OpenElems<'_>) -> bool {
     let b = body.as_bytes();
-    let skip_space = |mut j: usize| {
-        while b.get(j).is_some_and(|&c| is_xml_space(c)) {
-            j += 1;
-        }
-        j
-    };
+    let skip_space = |j: usize| space_end(b, j);
     let start = skip_space(at + 2);
     let end = name_end(body, start);
     if end == start || b.get(skip_space(end)) != Some(&b'>') {
