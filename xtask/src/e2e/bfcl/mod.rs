@@ -18,6 +18,7 @@
 //! client crate's whole-body timeout would not (a 512-token reply on two busy cores may
 //! take longer than that in all).
 
+pub(crate) mod native_prompt;
 mod python;
 pub(crate) mod report;
 mod score;
@@ -230,6 +231,21 @@ pub(super) fn run(
         opts.max_tokens,
         opts.out.display()
     );
+    // The native template's size of every case, for the prompt-size goal; only
+    // llama-server can say (its own endpoints), and a run goes on without it.
+    let counts = opts.out.join(native_prompt::FILE);
+    match native_prompt::count(cases, upstream, &counts) {
+        Ok(n) => eprintln!(
+            "xtask e2e: BFCL: native prompt sizes of {n} case(s) in {}",
+            counts.display()
+        ),
+        Err(e) => {
+            let _ = fs::remove_file(&counts);
+            eprintln!(
+                "xtask e2e: BFCL: no native prompt sizes (the prompt ratio is left out): {e}"
+            );
+        }
+    }
     let mut files = Vec::new();
     for &path in &opts.paths {
         let started = Instant::now();
@@ -262,12 +278,13 @@ pub(super) fn run(
         let results = report::load_results(out_path)?;
         let scored = report::score(cases, &results, false, true);
         report.push_str(&format!(
-            "\n== BFCL {} ({}): {}\n{}{}",
+            "\n== BFCL {} ({}): {}\n{}{}{}",
             path.name(),
             path.describe(),
             out_path.display(),
             scored.table(),
-            report::reply_stats(&results)
+            report::reply_stats(&results),
+            report::beside_native(out_path)?
         ));
     }
     println!("{report}");
@@ -341,6 +358,9 @@ fn request_body(case: &Case, max_tokens: u32, native: bool) -> Value {
     });
     if native {
         body["parallel_tool_calls"] = json!(true);
+        // llama-server sends `usage` in a stream only when asked (the proxy asks on its
+        // own); with it the native path's prompt and completion tokens are known too.
+        body["stream_options"] = json!({ "include_usage": true });
     }
     body
 }

@@ -447,7 +447,43 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
     }
     print!("{}", scored.table());
     print!("{}", reply_stats(&results));
+    print!("{}", beside_native(results_path)?);
     Ok(())
+}
+
+/// What a results file's directory holds about the native path, against the file: the
+/// prompt's size against the upstream's own template (`native-prompt.jsonl`, written by
+/// `e2e --bfcl`) and the time per case against `native.jsonl`'s, when they are there.
+pub(crate) fn beside_native(results_path: &Path) -> Result<String, String> {
+    let mut out = String::new();
+    let dir = results_path.parent().unwrap_or(Path::new("."));
+    let results = load_results(results_path)?;
+    let counts = dir.join(super::native_prompt::FILE);
+    if counts.is_file() {
+        let native = super::native_prompt::load(&counts)?;
+        out.push_str(&super::native_prompt::ratio_line(&results, &native));
+    }
+    let native_path = dir.join("native.jsonl");
+    let is_native = results_path.file_name() == native_path.file_name();
+    if !is_native && native_path.is_file() {
+        let mean_time = |rs: &[Map<String, Value>]| {
+            let t: Vec<f64> = rs
+                .iter()
+                .filter_map(|r| r.get("time_s").and_then(Value::as_f64))
+                .collect();
+            (!t.is_empty()).then(|| t.iter().sum::<f64>() / t.len() as f64)
+        };
+        let native = load_results(&native_path)?;
+        if let (Some(ours), Some(theirs)) = (mean_time(&results), mean_time(&native)) {
+            let _ = writeln!(
+                out,
+                "time per case ÷ native ({}): {:.2}× ({ours:.2} s against {theirs:.2} s)",
+                native_path.display(),
+                ours / theirs
+            );
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
