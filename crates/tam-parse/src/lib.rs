@@ -66,6 +66,12 @@
 //!     last value wins, warning `duplicate_parameter`;
 //!   - [`Call::index`] is the call's place in the block, from 0.
 //!
+//!   The decoder knows no schema. A reader that does may read a repeat back: tool-dispatch's
+//!   `ToolCall::from_tam_block_with` (used by `tam run` and `tam serve`) takes a call
+//!   started by a repeated key whose every value is one more item of a parameter the tool
+//!   declares an array (`information:「始」Elevation「末」`, then `information:「始」Area「末」`)
+//!   as those items of the call before it, as ACTION reads an element written twice.
+//!
 //!   No key, once read, is read again to decide this: each key is hashed by its canonical
 //!   form when it is read and looked up among the current call's keys (O(1) per entry), so
 //!   [`Event::CommandSeen`] announces a new call before its first value streams.

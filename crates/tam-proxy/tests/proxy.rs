@@ -358,6 +358,44 @@ async fn a_repeated_command_starts_a_call_that_does_not_stream_into_the_first() 
     );
 }
 
+/// What the e2e model wrote for BFCL `simple_python_190` ("What's the elevation and area of
+/// Yellowstone National Park?"): the array parameter's key written once per item. The
+/// repeat starts a call in the decoder (SPEC §2.4); the tool's schema says it is one more
+/// item, so the client gets one call with the list, streaming and not, in every split.
+#[tokio::test]
+async fn a_key_repeated_for_each_item_of_an_array_is_one_call() {
+    let reply = "<|[REQUEST_TOOL]|>\ncommand:「始」park_information「末」\npark_name:「始」Yellowstone National Park「末」\n\ninformation:「始」elevation「末」\ninformation:「始」area「末」\n";
+    let tool = json!({"type": "function", "function": {
+        "name": "park_information",
+        "description": "Retrieve the basic information such as elevation and area of a national park.",
+        "parameters": {"type": "object", "properties": {
+            "park_name": {"type": "string"},
+            "information": {"type": "array", "items": {"type": "string",
+                "enum": ["Elevation", "Area", "Location", "Established Year"]}}},
+            "required": ["park_name", "information"]}
+    }});
+    let want =
+        json!({"park_name": "Yellowstone National Park", "information": ["Elevation", "Area"]});
+    for size in [1, 4, 9, 1000] {
+        // A server that honours `stop` ends the reply where the end marker would begin.
+        let upstream = ScriptedUpstream::always(deltas_reply(reply, size, "stop")).await;
+        let proxy = start_proxy(&upstream, Protocol::Tam).await;
+        let got = stream(&proxy, request(json!({"tools": [tool.clone()]}))).await;
+        assert_eq!(got.error, None, "split {size}");
+        assert_eq!(got.calls.len(), 1, "split {size}: {:?}", got.calls);
+        assert_eq!(got.calls[0].1, "park_information");
+        assert_eq!(arguments(&got.calls[0].2), want, "split {size}");
+        assert_eq!(got.content, "");
+        let whole = complete(&proxy, request(json!({"tools": [tool.clone()]}))).await;
+        let calls = whole.choices[0].message.tool_calls.as_ref().unwrap();
+        assert_eq!(calls.len(), 1);
+        let ChatCompletionMessageToolCalls::Function(call) = &calls[0] else {
+            panic!("{calls:?}")
+        };
+        assert_eq!(arguments(&call.function.arguments), want);
+    }
+}
+
 #[tokio::test]
 async fn arguments_that_do_not_validate_come_as_written() {
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」a few「末」\n<|[END_TOOL]|>";

@@ -136,6 +136,84 @@ impl ToolCall {
             .collect()
     }
 
+    /// Every call of a closed TAM block, as [`from_tam_block`](Self::from_tam_block), with
+    /// one reading that needs the tools' schemas: a call that SPEC §2.4 started because the
+    /// model wrote a parameter key again, and whose every parameter is one more item of a
+    /// parameter the tool declares an array, is those items, not a call. Its values are
+    /// appended, in order, to that parameter of the call before it (whose value becomes a
+    /// list of the items as written), as ACTION reads an element written twice. A model
+    /// lists an array's items that way (`information:「始」Elevation「末」`, then
+    /// `information:「始」Area「末」`); where any value of the repeat is not one item of an
+    /// array parameter (`artist:「始」Maroon 5「末」` for a string, `polynomial:「始」[1, 0,
+    /// -1]「末」` for a whole array), it stays a call of its own.
+    ///
+    /// `one_item(tool, key, text)` tells whether `text`, written for `key` of `tool`, is one
+    /// item of a parameter the tool declares an array
+    /// ([`CompiledTool::is_one_item`](tool_schema::CompiledTool::is_one_item)); a tool it
+    /// does not know has none. Calls keep their stable ids ([`call_id`](Self::call_id) of
+    /// their place in the block); the block's `implicit_call` warnings are left as the
+    /// decoder gave them.
+    pub fn from_tam_block_with(
+        block: &tam_parse::Block,
+        one_item: impl Fn(&str, &str, &str) -> bool,
+    ) -> Vec<Self> {
+        let mut calls: Vec<Self> = Vec::with_capacity(block.calls.len());
+        for (i, call) in block.calls.iter().enumerate() {
+            let repeat = i > 0 && {
+                let before = &block.calls[i - 1];
+                before.span == call.span && before.tool == call.tool
+            };
+            if repeat
+                && let Some(target) = calls.last_mut()
+                && target.takes_items_of(call, &one_item)
+            {
+                for p in &call.params {
+                    let item = Value::String(p.value.to_string());
+                    let canonical = tool_schema::canonical_key(&p.key);
+                    let existing = target
+                        .args
+                        .iter_mut()
+                        .find(|(k, _)| tool_schema::canonical_key(k) == canonical);
+                    match existing {
+                        Some((_, Value::Array(items))) => items.push(item),
+                        Some((_, value)) => *value = Value::Array(vec![value.take(), item]),
+                        None => {
+                            target.args.insert(p.key.to_string(), item);
+                        }
+                    }
+                }
+                continue;
+            }
+            calls.push(Self::from_tam(call, block.span, i));
+        }
+        calls
+    }
+
+    /// Whether every parameter of `repeat` (a TAM call started by a repeated key) is one
+    /// item of an array parameter of this call's tool, and this call's value of it, if
+    /// any, is one item too or a list of them already ([`from_tam_block_with`]).
+    fn takes_items_of(
+        &self,
+        repeat: &tam_parse::Call,
+        one_item: &impl Fn(&str, &str, &str) -> bool,
+    ) -> bool {
+        !repeat.params.is_empty()
+            && repeat.params.iter().all(|p| {
+                if !one_item(&self.tool, &p.key, &p.value) {
+                    return false;
+                }
+                let canonical = tool_schema::canonical_key(&p.key);
+                self.args
+                    .iter()
+                    .find(|(k, _)| tool_schema::canonical_key(k) == canonical)
+                    .is_none_or(|(k, v)| match v {
+                        Value::Array(_) => true,
+                        Value::String(text) => one_item(&self.tool, k, text),
+                        _ => false,
+                    })
+            })
+    }
+
     /// Every call of a closed ACTION block, in document order ([`ToolCall::from_action`]).
     pub fn from_action_block(block: &action_xml::ActionBlock) -> Vec<Self> {
         block

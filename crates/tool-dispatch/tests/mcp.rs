@@ -11,7 +11,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use support::{ScriptedModel, object, observations};
+use support::{ScriptedModel, object, observations, run_agent};
 use tokio_util::sync::CancellationToken;
 use tool_dispatch::engine::ReferenceEngine;
 use tool_dispatch::mcp::{McpConfig, McpError, McpServer};
@@ -505,20 +505,7 @@ async fn a_reply_cut_inside_the_block_never_calls_the_mcp_tool() {
         ],
         3,
     );
-    let mut conversation = Vec::new();
-    let outcome = tokio::time::timeout(
-        Duration::from_secs(120),
-        agent.run(
-            &model,
-            &mut conversation,
-            "What is 2 + 3?",
-            |_| {},
-            &CancellationToken::new(),
-        ),
-    )
-    .await
-    .expect("the loop finishes")
-    .unwrap();
+    let outcome = run_agent(&agent, &model, "What is 2 + 3?").await;
     assert!(
         outcome
             .calls

@@ -270,19 +270,34 @@ pub(crate) fn may_say_absent(prefix: &str) -> bool {
     }
 }
 
-/// Text an `enum` of strings refuses that is one quoted literal (`"asc"`, `'asc'`) of a
-/// value it allows: that value. Models writing Python or JSON quote their strings.
+/// Text an `enum` of strings refuses that names one value it allows: that value. Models
+/// writing Python or JSON quote their strings (`"asc"`, `'asc'`), and models write the
+/// members of a list in their own case (`elevation` for `Elevation`): one quoted literal of
+/// a member is that member, and so is text (quoted or not, blanks around it aside) that
+/// equals exactly one member but for ASCII case. Two members that differ only in case
+/// leave such text as written.
 fn unquoted_member(shape: &Shape, text: &str) -> Option<Value> {
     let allowed = shape.enumeration.as_ref()?;
+    if allowed.iter().any(|v| v.as_str() == Some(text)) {
+        return None;
+    }
     let trimmed = text.trim();
     let quoted = trimmed.len() >= 2
         && ((trimmed.starts_with('"') && trimmed.ends_with('"'))
             || (trimmed.starts_with('\'') && trimmed.ends_with('\'')));
-    if !quoted || allowed.iter().any(|v| v.as_str() == Some(text)) {
-        return None;
+    let inner = match quoted.then(|| literal::read(trimmed)) {
+        Some(Ok(Value::String(inner))) => inner,
+        Some(_) => return None,
+        None => trimmed.to_owned(),
+    };
+    if allowed.iter().any(|v| v.as_str() == Some(&inner)) {
+        return Some(Value::String(inner));
     }
-    match literal::read(trimmed) {
-        Ok(inner @ Value::String(_)) if allowed.contains(&inner) => Some(inner),
+    let mut folded = allowed
+        .iter()
+        .filter(|v| v.as_str().is_some_and(|m| m.eq_ignore_ascii_case(&inner)));
+    match (folded.next(), folded.next()) {
+        (Some(member), None) => Some(member.clone()),
         _ => None,
     }
 }

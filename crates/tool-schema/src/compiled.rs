@@ -85,6 +85,51 @@ impl CompiledTool {
             })
     }
 
+    /// Whether `text`, written as the value of the parameter `key` (matched as `keys`
+    /// says), is one item of a list: the parameter is declared an array (and nothing
+    /// else), and the text reads as exactly one item of it — not a bracketed literal, not
+    /// a comma-separated list, which are whole arrays as written.
+    ///
+    /// A TAM reader uses it to tell a key the model repeats to list an array's items
+    /// (`information:「始」Elevation「末」`, then `information:「始」Area「末」`) from a key repeated
+    /// to start another call (SPEC §2.4), as ACTION reads `<information>` written twice.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_schema::{CompiledTool, KeyMatch, ToolDefinition};
+    ///
+    /// let tool: ToolDefinition = serde_json::from_value(json!({
+    ///     "id": "park_information",
+    ///     "parameters": {"type": "object", "properties": {
+    ///         "park_name": {"type": "string"},
+    ///         "information": {"type": "array", "items": {"type": "string"}},
+    ///         "sizes": {"type": "array", "items": {"type": "integer"}}}},
+    ///     "implementation": {"type": "service"}
+    /// })).unwrap();
+    /// let tool = CompiledTool::new(tool).unwrap();
+    /// assert!(tool.is_one_item("information", KeyMatch::Exact, "Elevation"));
+    /// assert!(tool.is_one_item("Information", KeyMatch::Canonical, "Elevation"));
+    /// assert!(!tool.is_one_item("information", KeyMatch::Exact, "['Elevation', 'Area']"));
+    /// assert!(!tool.is_one_item("sizes", KeyMatch::Exact, "3, 5"));
+    /// assert!(tool.is_one_item("sizes", KeyMatch::Exact, "3"));
+    /// assert!(!tool.is_one_item("park_name", KeyMatch::Exact, "Yellowstone"));
+    /// assert!(!tool.is_one_item("nothing", KeyMatch::Exact, "x"));
+    /// ```
+    pub fn is_one_item(&self, key: &str, keys: KeyMatch, text: &str) -> bool {
+        let mut matcher = Coercion::new(keys);
+        let Some(index) = matcher.find(&self.parameters.properties, key) else {
+            return false;
+        };
+        let shape = &self.parameters.properties[index].shape;
+        if shape.types != TypeSet::ARRAY || text.trim_start().starts_with('[') {
+            return false;
+        }
+        matches!(
+            crate::coerce::convert(shape, Value::String(text.to_owned())),
+            Ok(Value::Array(items)) if items.len() == 1
+        )
+    }
+
     /// Turns one call's arguments into the object the tool expects.
     ///
     /// `arguments` are `(key, value)` pairs in the order the model wrote them: a

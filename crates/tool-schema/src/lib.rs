@@ -82,11 +82,12 @@
 //! (`minimum`, `pattern`, …).
 //!
 //! - A value that already has an allowed type is kept; text for a `string` is never trimmed
-//!   or split. Two exceptions, both for text a model wrote as one quoted literal, the way
-//!   Python and JSON quote strings: text an `enum` of strings refuses that is one quoted
-//!   literal of a member (`"asc"` or `'asc'` for `["asc", "desc"]`) is that member; and
-//!   text for a `string` that is one line wrapped in one pair of the same quotes, with no
-//!   other quote of that kind inside (`'Apple Inc.'`, `"Monday"`; [`quoted_text`]), is the
+//!   or split. Two exceptions. Text an `enum` of strings refuses that names one member is
+//!   that member: one quoted literal of it, the way Python and JSON quote strings (`"asc"`
+//!   or `'asc'` for `["asc", "desc"]`), or text equal to exactly one member but for ASCII
+//!   case and blanks around it (`elevation` for `["Elevation", "Area"]`; two members that
+//!   differ only in case leave it as written). And text for a `string` that is one line
+//!   wrapped in one pair of the same quotes, with no other quote of that kind inside (`'Apple Inc.'`, `"Monday"`; [`quoted_text`]), is the
 //!   text between the quotes. `'rock 'n' roll'`, `"a" and "b"`, `'90s` and quoted lines
 //!   followed by more lines stay as written.
 //! - Text for an `integer`, `number` or `boolean` is read the same way: `'12'` is 12.

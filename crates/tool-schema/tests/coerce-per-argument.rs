@@ -496,6 +496,47 @@ fn a_quoted_enum_member_is_that_member() {
     assert!(errors.to_string().contains("medium"), "{errors}");
 }
 
+/// What the e2e model wrote for BFCL's `park_information` (an array of `enum` strings
+/// `Elevation`, `Area`, …), in both protocols: the members in its own case.
+#[test]
+fn an_enum_member_in_another_case_is_that_member() {
+    assert_eq!(ok(&[("mode", "FAST")]), json!({"mode": "fast"}));
+    assert_eq!(ok(&[("mode", " Slow ")]), json!({"mode": "slow"}));
+    assert_eq!(ok(&[("mode", "'Fast'")]), json!({"mode": "fast"}));
+    let tool: ToolDefinition = serde_json::from_value(json!({
+        "id": "park_information",
+        "parameters": {"type": "object", "properties": {
+            "information": {"type": "array", "items": {"type": "string",
+                "enum": ["Elevation", "Area", "Location"]}},
+            "unit": {"type": "string", "enum": ["Metric", "METRIC"]}}},
+        "implementation": {"type": "service"}
+    }))
+    .unwrap();
+    let tool = CompiledTool::new(tool).unwrap();
+    let args = [("information", json!(["elevation", "AREA"]))];
+    assert_eq!(
+        Value::Object(tool.coerce(args, KeyMatch::Exact).unwrap()),
+        json!({"information": ["Elevation", "Area"]})
+    );
+    // Two members that differ only in case: no guess, the text is refused as written.
+    let errors = tool
+        .coerce([("unit", json!("metric"))], KeyMatch::Exact)
+        .unwrap_err();
+    assert_eq!(errors.arguments()["unit"], json!("metric"));
+    assert_eq!(
+        Value::Object(
+            tool.coerce([("unit", json!("METRIC"))], KeyMatch::Exact)
+                .unwrap()
+        ),
+        json!({"unit": "METRIC"})
+    );
+    // Not a member in any case: refused, as before.
+    assert!(
+        tool.coerce([("unit", json!("km"))], KeyMatch::Exact)
+            .is_err()
+    );
+}
+
 /// What the e2e model wrote for BFCL's `lawsuits_search` and `flight.book` in ACTION:
 /// every string quoted as in Python (`<company_name>'Apple Inc.'</company_name>`).
 #[test]

@@ -9,6 +9,7 @@ use crate::history::{PastCall, render_calls};
 use crate::request::OfferedTools;
 use tam_model::ToolCallChunk;
 use tool_dispatch::ToolCall;
+use tool_schema::KeyMatch;
 
 use crate::Protocol;
 
@@ -273,7 +274,13 @@ impl Emitter {
             // The one conversion of a decoded call, the agent's: TAM keys matched
             // canonically, ACTION parameters with their element sources.
             MixedEvent::TamBlock(block) => {
-                let calls = ToolCall::from_tam_block(&block);
+                let offered = &self.offered;
+                let calls = ToolCall::from_tam_block_with(&block, |tool, key, text| {
+                    offered
+                        .resolve(tool)
+                        .and_then(|name| offered.get(name))
+                        .is_some_and(|t| t.is_one_item(key, KeyMatch::Canonical, text))
+                });
                 self.block(calls, &block.diagnostics, &block.raw);
             }
             MixedEvent::ActionBlock(block) => {

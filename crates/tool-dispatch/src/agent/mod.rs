@@ -544,13 +544,20 @@ impl Agent {
                 emit(AgentEvent::Decoded(event.into_owned()));
                 return;
             }
-            MixedEvent::TamBlock(block) => (
-                BlockKind::Tam,
-                block.span,
-                0,
-                ToolCall::from_tam_block(&block),
-                block.diagnostics,
-            ),
+            MixedEvent::TamBlock(block) => {
+                let registry = self.dispatcher.registry();
+                let calls = ToolCall::from_tam_block_with(&block, |tool, key, text| {
+                    registry
+                        .resolve(tool)
+                        .and_then(|id| registry.entry(id.as_str()))
+                        .is_ok_and(|entry| {
+                            entry
+                                .tool
+                                .is_one_item(key, tool_schema::KeyMatch::Canonical, text)
+                        })
+                });
+                (BlockKind::Tam, block.span, 0, calls, block.diagnostics)
+            }
             MixedEvent::ActionBlock(block) => (
                 BlockKind::Action,
                 block.span,

@@ -247,6 +247,29 @@ impl tool_dispatch::LanguageModel for ScriptedModel {
     }
 }
 
+/// Runs `agent` to its end on `model` for the user's message `user`, events dropped,
+/// bounded against a hang (a stream read past the call never ends), not as a time limit.
+pub async fn run_agent(
+    agent: &tool_dispatch::Agent,
+    model: &ScriptedModel,
+    user: &str,
+) -> tool_dispatch::AgentOutcome {
+    let mut conversation = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        agent.run(
+            model,
+            &mut conversation,
+            user,
+            |_| {},
+            &tool_dispatch::CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("the agent's loop ends")
+    .unwrap()
+}
+
 /// Dispatches one call with a fresh cancellation token.
 pub async fn once(
     d: &tool_dispatch::Dispatcher,
