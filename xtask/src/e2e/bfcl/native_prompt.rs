@@ -14,13 +14,12 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs;
-use std::io::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use serde_json::{Map, Value, json};
 
 use super::report::{Case, clip};
+use super::stream::Transfer;
 
 /// The file name of the counts, beside the results files.
 pub(crate) const FILE: &str = "native-prompt.jsonl";
@@ -28,41 +27,24 @@ pub(crate) const FILE: &str = "native-prompt.jsonl";
 /// The goal the ratio is held against (issue 24: the proxy's prompt ≤ 1.5× native).
 const GOAL: f64 = 1.5;
 
-/// `POST url` with the JSON `body`; the reply's JSON. HTTP errors and replies that are
-/// not JSON are errors naming the URL.
+/// `POST url` with the JSON `body` (through the BFCL run's one curl transfer,
+/// [`Transfer`]); the reply's JSON. HTTP errors and replies that are not JSON are errors
+/// naming the URL.
 fn post_json(url: &str, body: &Value) -> Result<Value, String> {
-    let mut child = Command::new("curl")
-        .args(["-sS", "--fail-with-body", "--max-time", "120", "-X", "POST"])
-        .args([
-            "-H",
-            "Content-Type: application/json",
-            "--data-binary",
-            "@-",
-        ])
-        .arg(url)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start curl: {e}"))?;
-    let mut stdin = child.stdin.take().expect("stdin is piped");
-    let written = stdin.write_all(body.to_string().as_bytes());
-    drop(stdin);
-    let out = child.wait_with_output().map_err(|e| format!("curl: {e}"))?;
-    written.map_err(|e| format!("{url}: sending the request: {e}"))?;
-    if !out.status.success() {
+    let mut transfer = Transfer::post(url, &body.to_string())?;
+    let Some(status) = transfer.status()? else {
+        let why = transfer.finish();
         return Err(format!(
-            "{url}: {} {}",
-            String::from_utf8_lossy(&out.stderr).trim(),
-            clip(&String::from_utf8_lossy(&out.stdout), 300)
+            "{url}: {}",
+            why.as_deref()
+                .unwrap_or("the server closed the connection with no reply")
         ));
+    };
+    let text = transfer.rest();
+    if status >= 400 {
+        return Err(format!("{url}: HTTP {status}: {}", clip(&text, 300)));
     }
-    serde_json::from_slice(&out.stdout).map_err(|e| {
-        format!(
-            "{url}: not JSON ({e}): {}",
-            clip(&String::from_utf8_lossy(&out.stdout), 300)
-        )
-    })
+    serde_json::from_str(&text).map_err(|e| format!("{url}: not JSON ({e}): {}", clip(&text, 300)))
 }
 
 /// The server's root for its own endpoints: the OpenAI base URL without its `/v1`.
@@ -179,6 +161,62 @@ mod tests {
         assert!(line.contains("max 1.60×"), "{line}");
         assert!(line.contains("1 of 2 cases over 1.5×"), "{line}");
         assert!(ratio_line(&[result("c", Some(1))], &native).is_empty());
+    }
+
+    /// A one-request-per-connection HTTP server on loopback answering each POST by its
+    /// path, as llama-server's two endpoints do.
+    fn fake_server() -> String {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().take(4) {
+                let mut stream = stream.unwrap();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let (mut line, mut length) = (String::new(), 0usize);
+                reader.read_line(&mut line).unwrap();
+                let path = line.split_whitespace().nth(1).unwrap().to_owned();
+                loop {
+                    let mut header = String::new();
+                    reader.read_line(&mut header).unwrap();
+                    if header.trim().is_empty() {
+                        break;
+                    }
+                    if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap();
+                    }
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                let (status, reply) = match path.as_str() {
+                    "/apply-template" => ("200 OK", r#"{"prompt":"<|im_start|>user\nhi"}"#),
+                    "/tokenize" => ("200 OK", r#"{"tokens":[1,2,3,4,5]}"#),
+                    _ => ("404 Not Found", r#"{"error":"no such endpoint"}"#),
+                };
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
+                    reply.len()
+                );
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    #[test]
+    fn a_case_is_counted_through_the_servers_endpoints() {
+        let root = fake_server();
+        let case = Case {
+            id: "a".into(),
+            category: "simple".into(),
+            line: json!({"messages": [{"role": "user", "content": "hi"}], "tools": []})
+                .as_object()
+                .unwrap()
+                .clone(),
+        };
+        assert_eq!(count_one(&root, &case), Ok(5));
+        let err = post_json(&format!("{root}/props"), &json!({})).unwrap_err();
+        assert!(err.contains("HTTP 404"), "{err}");
     }
 
     #[test]

@@ -193,14 +193,14 @@ fn seconds(d: Duration) -> Value {
 
 /// A `curl` transfer whose standard output (the response, headers first) is read as it
 /// comes; dropping it kills curl.
-struct Transfer {
+pub(super) struct Transfer {
     child: Child,
     reader: BufReader<std::process::ChildStdout>,
 }
 
 impl Transfer {
     /// Starts `POST url` with `body`.
-    fn post(url: &str, body: &str) -> Result<Transfer, String> {
+    pub(super) fn post(url: &str, body: &str) -> Result<Transfer, String> {
         let mut child = Command::new("curl")
             .args(["-sS", "-i", "-N", "-X", "POST"])
             .args(["--connect-timeout", &CONNECT_TIMEOUT.as_secs().to_string()])
@@ -249,7 +249,7 @@ impl Transfer {
     }
 
     /// The status of the final response, its headers skipped (`1xx` responses too).
-    fn status(&mut self) -> Result<Option<u16>, String> {
+    pub(super) fn status(&mut self) -> Result<Option<u16>, String> {
         loop {
             let Some(status_line) = self.line()? else {
                 return Ok(None);
@@ -276,14 +276,14 @@ impl Transfer {
     }
 
     /// The rest of the response.
-    fn rest(&mut self) -> String {
+    pub(super) fn rest(&mut self) -> String {
         let mut buf = Vec::new();
         let _ = self.reader.read_to_end(&mut buf);
         String::from_utf8_lossy(&buf).into_owned()
     }
 
     /// Waits for curl to end; its error message when it failed.
-    fn finish(mut self) -> Option<String> {
+    pub(super) fn finish(mut self) -> Option<String> {
         let status = self.child.wait().ok()?;
         if status.success() {
             return None;
