@@ -270,6 +270,18 @@ impl Streamer {
                         // `&` that begins a reference, cut by the delta's end): the text
                         // before it goes, and it waits — what the general way does.
                         Some(at) if waits_at(&b[..settled], at) => at,
+                        // A whole reference (`&amp;` in a comment of code).
+                        Some(at) if b[at] == b'&' => {
+                            return self.advance_references(
+                                at,
+                                buf,
+                                settled,
+                                regions,
+                                open_region,
+                                span,
+                                out,
+                            );
+                        }
                         Some(_) => {
                             return self.advance_on(buf, settled, regions, open_region, span, out);
                         }
@@ -287,6 +299,74 @@ impl Streamer {
             }
         }
         self.advance_on(buf, settled, regions, open_region, span, out);
+    }
+
+    /// [`Streamer::advance`] from a whole reference at `at` in a token-sized delta inside
+    /// a value: the text before it, then its decoded piece, as [`Streamer::reference`]
+    /// gives them, and on to the next stop the same way — the general way's set-up only
+    /// for a stop that is not a reference. Out of line, so that the common case in
+    /// [`Streamer::advance`] stays small.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn advance_references(
+        &mut self,
+        mut at: usize,
+        buf: &str,
+        settled: usize,
+        regions: &[RegionRef],
+        open_region: Option<(RegionKind, usize)>,
+        span: &dyn Fn(Range<usize>) -> Span,
+        out: &mut dyn FnMut(Event<'_>),
+    ) {
+        let b = &buf.as_bytes()[..settled];
+        let State::Param {
+            name: own, call, ..
+        } = &self.state
+        else {
+            return self.advance_on(buf, settled, regions, open_region, span, out);
+        };
+        let names = [b[own.start], b[call.1.start].to_ascii_lowercase()];
+        loop {
+            // `b[at]` is an `&`.
+            let Some(len) = reference_len(b, at) else {
+                return self.advance_on(buf, settled, regions, open_region, span, out);
+            };
+            if at > self.pos {
+                out(Event::ParamText {
+                    text: Cow::Borrowed(&buf[self.pos..at]),
+                    span: span(self.pos..at),
+                    cdata: false,
+                });
+            }
+            out(Event::ParamText {
+                text: crate::xml_chars::reference_text(&buf[at..at + len]),
+                span: span(at..at + len),
+                cdata: false,
+            });
+            self.pos = at + len;
+            let to = match next_stop_in_value(b, self.pos, names, [usize::MAX; 2], |from| {
+                find3(b, from, b'<', b'&', b'\r')
+            }) {
+                None => settled,
+                Some(next) if waits_at(b, next) => next,
+                Some(next) if b[next] == b'&' => {
+                    at = next;
+                    continue;
+                }
+                Some(_) => {
+                    return self.advance_on(buf, settled, regions, open_region, span, out);
+                }
+            };
+            if to > self.pos {
+                out(Event::ParamText {
+                    text: Cow::Borrowed(&buf[self.pos..to]),
+                    span: span(self.pos..to),
+                    cdata: false,
+                });
+            }
+            self.pos = to;
+            return;
+        }
     }
 
     /// [`Streamer::advance`] in general.

@@ -127,3 +127,50 @@ fn real_nesting_is_still_limited_without_overflowing_the_stack() {
         });
     }
 }
+
+/// Code with entity and character references among bare `&`s and text `<`s (a comment
+/// saying how to escape, `&&`, `&x`, a reference cut by the delta's end): in deltas of
+/// every size up to 70 bytes, the streamed pieces are the block's value, and the events
+/// are those of the whole reply. Token-sized deltas that hold a whole reference take the
+/// streamer's short way (the reference handed out there, the look going on after it).
+#[test]
+fn references_in_code_stream_decoded_in_every_delta_size() {
+    let mut source = String::new();
+    for n in 0..40 {
+        source.push_str(&format!(
+            "    // escape & as &amp; and < as &lt;, &#65;&#x42;&gt; #{n}\n    if a<b && &x != &lol; {{ v &= 0x{n}; }} &amp&#x43\n"
+        ));
+    }
+    source.push_str("    &amp;&lt;&gt;&quot;&apos;&#x1F600;&&&amp;end");
+    let input = block_for(&source);
+    let whole = run([input.as_str()]);
+    let value = content_of(&whole);
+    let streamed = |events: &[Event<'static>]| -> String {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::ParamText { text, .. } => Some(text.to_string()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .concat()
+    };
+    assert!(value.contains("escape & as & and < as <, AB> #0"), "{value}");
+    assert!(value.ends_with("&<>\"'😀&&&end"), "{value}");
+    // The path's text streams too: the content's pieces come after it.
+    assert!(streamed(&whole).ends_with(&value), "whole");
+    for size in 1..=70 {
+        let mut deltas = Vec::new();
+        let mut at = 0;
+        while at < input.len() {
+            let mut end = (at + size).min(input.len());
+            while !input.is_char_boundary(end) {
+                end += 1;
+            }
+            deltas.push(&input[at..end]);
+            at = end;
+        }
+        let events = run(deltas);
+        assert_eq!(events, whole, "deltas of {size} bytes");
+    }
+}

@@ -60,6 +60,18 @@ pub(super) struct PatternSet {
     /// the bytes that may come once those blanks are passed: `a < b` in code passes the
     /// second look (a blank) and the third (a blank may be followed by more), not this one.
     after_blanks: Box<[(u8, [bool; 256])]>,
+    /// Per byte, 1 + the index in `quick` of its look, 0 when no pattern begins with it.
+    slot: [u8; 256],
+    /// The looks [`PatternSet::rejects`] makes before [`PatternSet::try_at`], per first
+    /// byte: its second-byte table and, where it has one, its table after one blank.
+    quick: Box<[Quick]>,
+}
+
+/// The second-byte look of one first byte, and its look past one blank (`a < b`).
+#[derive(Debug, Clone)]
+struct Quick {
+    second: [bool; 256],
+    after_blank: Option<Box<[bool; 256]>>,
 }
 
 /// Third-byte tables are built for a first byte only when it allows at most this many
@@ -123,13 +135,56 @@ impl PatternSet {
                 after_blanks.push((*first, table));
             }
         }
+        let mut slot = [0u8; 256];
+        let quick: Vec<Quick> = second
+            .iter()
+            .enumerate()
+            .map(|(i, (first, table))| {
+                slot[usize::from(*first)] = u8::try_from(i + 1).unwrap_or(0);
+                Quick {
+                    second: *table,
+                    after_blank: after_blanks
+                        .iter()
+                        .find(|(f, _)| f == first)
+                        .map(|(_, t)| Box::new(*t)),
+                }
+            })
+            .collect();
         PatternSet {
             patterns,
             finder,
+            slot,
+            quick: quick.into_boxed_slice(),
             second: second.into_boxed_slice(),
             third: third.into_boxed_slice(),
             after_blanks: after_blanks.into_boxed_slice(),
         }
+    }
+
+    /// True when no pattern can match at candidate `at`, by the looks that reject most
+    /// candidates (every `<` of code in an XML body): the byte after it, or the byte after
+    /// one blank (`a < b`). Inline, before the full [`PatternSet::try_at`]; a candidate
+    /// it keeps may still be rejected there.
+    #[inline(always)]
+    fn rejects(&self, hay: &[u8], at: usize) -> bool {
+        let Some(&next) = hay.get(at + 1) else {
+            return false;
+        };
+        let slot = usize::from(self.slot[usize::from(hay[at])]);
+        let Some(q) = slot.checked_sub(1).and_then(|i| self.quick.get(i)) else {
+            return false;
+        };
+        if !q.second[usize::from(next)] {
+            return true;
+        }
+        if is_blank(next)
+            && let Some(table) = &q.after_blank
+            && let Some(&after) = hay.get(at + 2)
+            && !is_blank(after)
+        {
+            return !table[usize::from(after)];
+        }
+        false
     }
 
     /// Decides what happens at candidate `at`: the longest full match unless some pattern
@@ -251,6 +306,9 @@ impl PatternSet {
         candidates: impl Iterator<Item = usize>,
     ) -> Found {
         for i in candidates {
+            if self.rejects(hay, from + i) {
+                continue;
+            }
             if let Some(found) = self.try_at(hay, from + i, eof, lf) {
                 return found;
             }
@@ -321,7 +379,8 @@ mod tests {
         ));
     }
 
-    /// The second- and third-byte looks only skip candidates that cannot match: with them
+    /// The second- and third-byte looks (and [`PatternSet::rejects`], their inline first
+    /// part) only skip candidates that cannot match: with them
     /// or without them, `find` gives the same answer on any haystack, at the end of the
     /// stream or not.
     #[test]
@@ -382,6 +441,8 @@ mod tests {
             plain.second = Box::new([]);
             plain.third = Box::new([]);
             plain.after_blanks = Box::new([]);
+            plain.slot = [0; 256];
+            plain.quick = Box::new([]);
             for from in 0..=hay.len() {
                 prop_assert_eq!(
                     fast.find(hay.as_bytes(), from, eof, LF),
