@@ -279,7 +279,7 @@ fn llama_source_dir(cache: &Cache) -> Result<PathBuf, String> {
         })
 }
 
-/// The cmake options of the build; they are part of the build stamp.
+/// The cmake options of the build on every host ([`cmake_options`] adds the host's own).
 const CMAKE_OPTIONS: [&str; 10] = [
     "-G",
     "Ninja",
@@ -293,10 +293,32 @@ const CMAKE_OPTIONS: [&str; 10] = [
     "-DGGML_NATIVE=ON",
 ];
 
+/// On x86_64, the build leaves out ggml's AMX kernels, which `-march=native` turns on for
+/// a CPU with AMX (Intel Sapphire Rapids and later): with the pinned build and this
+/// model's Q4_K weights, `ggml_backend_amx_mul_mat` crashes the server at its first
+/// computation (SIGSEGV before `/health` answers; seen on a 2-core Xeon VM with
+/// `amx_int8`, and reported as llama.cpp issue 20824). An explicit `-mno-amx-*` wins over
+/// `-march=native` in GCC and Clang whatever the order, so every other feature of the
+/// host stays on; on a CPU without AMX the flags change nothing.
+const NO_AMX: [&str; 2] = [
+    "-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
+    "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
+];
+
+/// The cmake options of the build on this host; they are part of the build stamp.
+fn cmake_options() -> Vec<&'static str> {
+    let mut options = CMAKE_OPTIONS.to_vec();
+    if cfg!(target_arch = "x86_64") {
+        options.extend(NO_AMX);
+    }
+    options
+}
+
 /// `llama-server`, built from the source with ninja (which resumes an interrupted build).
 pub(super) fn setup_server(cache: &Cache, pins: &Pins, jobs: u32) -> Result<Work, String> {
     let stamp = cache.build().join(".tam-e2e-built");
-    let want = format!("{} {}", pins.sdist_sha256, CMAKE_OPTIONS.join(" "));
+    let options = cmake_options();
+    let want = format!("{} {}", pins.sdist_sha256, options.join(" "));
     let built = fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == want);
     if built && cache.server().exists() {
         return Ok(Work::Cached);
@@ -315,7 +337,7 @@ pub(super) fn setup_server(cache: &Cache, pins: &Pins, jobs: u32) -> Result<Work
             .arg(&src)
             .arg("-B")
             .arg(cache.build())
-            .args(CMAKE_OPTIONS)
+            .args(&options)
             .stdout(Stdio::null()),
     )?;
     run_visible(
@@ -432,6 +454,29 @@ pub(super) fn tam_binary() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The build's options keep `-DGGML_NATIVE=ON` and, on x86_64, turn AMX off for C and
+    /// C++ both (the crash is in a C++ kernel; ggml's C code reads the same macros).
+    #[test]
+    fn the_build_leaves_out_amx_on_x86_64() {
+        let options = cmake_options();
+        assert!(options.contains(&"-DGGML_NATIVE=ON"));
+        let flags: Vec<&str> = options
+            .iter()
+            .filter(|o| o.starts_with("-DCMAKE_C_FLAGS=") || o.starts_with("-DCMAKE_CXX_FLAGS="))
+            .copied()
+            .collect();
+        if cfg!(target_arch = "x86_64") {
+            assert_eq!(flags.len(), 2);
+            for f in flags {
+                for isa in ["amx-tile", "amx-int8", "amx-bf16"] {
+                    assert!(f.contains(&format!("-mno-{isa}")), "{f}");
+                }
+            }
+        } else {
+            assert!(flags.is_empty());
+        }
+    }
 
     #[test]
     fn pins_file_holds_every_pin() {
