@@ -68,6 +68,13 @@ const ASCII_NAME: [u8; 128] = {
     t
 };
 
+/// True when the ASCII byte `c` may begin a name (a letter, `_` or `:`); false for any
+/// byte of 0x80 or above (see [`name_end`] for names beyond ASCII).
+#[inline(always)]
+pub(crate) fn is_name_start_byte(c: u8) -> bool {
+    c < 0x80 && ASCII_NAME[usize::from(c)] & 1 != 0
+}
+
 /// The end of the name that starts at `at` in `s` (`at` itself when no name starts there).
 #[inline]
 pub(crate) fn name_end(s: &str, at: usize) -> usize {

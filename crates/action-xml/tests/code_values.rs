@@ -155,7 +155,10 @@ fn references_in_code_stream_decoded_in_every_delta_size() {
             .collect::<Vec<_>>()
             .concat()
     };
-    assert!(value.contains("escape & as & and < as <, AB> #0"), "{value}");
+    assert!(
+        value.contains("escape & as & and < as <, AB> #0"),
+        "{value}"
+    );
     assert!(value.ends_with("&<>\"'😀&&&end"), "{value}");
     // The path's text streams too: the content's pieces come after it.
     assert!(streamed(&whole).ends_with(&value), "whole");

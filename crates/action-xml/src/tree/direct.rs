@@ -196,7 +196,7 @@ fn piece_at(
             if reference_len(b, next).is_some() {
                 return Some((Piece::Text, next, None));
             }
-        } else {
+        } else if !b.get(next + 1).copied().is_some_and(begins_no_markup) {
             match lt_piece(body, next, open, outer)? {
                 (Piece::Lt, _) => {}
                 tag => return Some((Piece::Text, next, Some(tag))),
@@ -204,6 +204,14 @@ fn piece_at(
         }
         end = next;
     }
+}
+
+/// True when a `<` followed by `c` is text whatever comes after: `c` is ASCII and begins
+/// neither a name nor `/`, `!` or `?` (code's `a < b`, `<=`, `<<`, `impl<'a>`, `b'<'`), as
+/// [`lt_piece`] would find, without the call.
+#[inline(always)]
+fn begins_no_markup(c: u8) -> bool {
+    c < 0x80 && !matches!(c, b'/' | b'!' | b'?') && !is_name_start_byte(c)
 }
 
 /// A piece and where it ends, and when known already, the piece after it (the tag that
