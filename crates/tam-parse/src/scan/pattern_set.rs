@@ -49,9 +49,6 @@ pub(super) enum Found {
 pub(super) struct PatternSet {
     patterns: Vec<(Pattern, Action)>,
     finder: Finder,
-    /// Per distinct first byte, the bytes that may follow it: most candidates (every `<` in
-    /// an XML body) are rejected by one table look-up.
-    second: Box<[(u8, [bool; 256])]>,
     /// Per first byte and one of the few second bytes it allows, the bytes that may come
     /// third: a close tag `</x>` in an ACTION body passes the second look (`</`), not this
     /// one (`</ACTION>` needs an `a` or a blank third).
@@ -62,8 +59,10 @@ pub(super) struct PatternSet {
     after_blanks: Box<[(u8, [bool; 256])]>,
     /// Per byte, 1 + the index in `quick` of its look, 0 when no pattern begins with it.
     slot: [u8; 256],
-    /// The looks [`PatternSet::rejects`] makes before [`PatternSet::try_at`], per first
-    /// byte: its second-byte table and, where it has one, its table after one blank.
+    /// The looks [`PatternSet::rejects`] makes before [`PatternSet::try_at`], per distinct
+    /// first byte: the bytes that may follow it (most candidates, every `<` of code in an
+    /// XML body, are rejected by this one table look-up), and where it has one, its table
+    /// after one blank.
     quick: Box<[Quick]>,
 }
 
@@ -155,7 +154,6 @@ impl PatternSet {
             finder,
             slot,
             quick: quick.into_boxed_slice(),
-            second: second.into_boxed_slice(),
             third: third.into_boxed_slice(),
             after_blanks: after_blanks.into_boxed_slice(),
         }
@@ -190,12 +188,7 @@ impl PatternSet {
     /// Decides what happens at candidate `at`: the longest full match unless some pattern
     /// is still partial (then wait, unless at end of stream).
     fn try_at(&self, hay: &[u8], at: usize, eof: bool, lf: LineFloor) -> Option<Found> {
-        if let Some(&next) = hay.get(at + 1)
-            && let Some((_, table)) = self.second.iter().find(|(f, _)| *f == hay[at])
-            && !table[usize::from(next)]
-        {
-            return None;
-        }
+        // The second-byte look is [`PatternSet::rejects`]'s, made before.
         if let Some(&after) = hay.get(at + 2)
             && let Some((.., table)) = self
                 .third
@@ -438,7 +431,6 @@ mod tests {
             let hay = parts.concat();
             let fast = PatternSet::new(chosen);
             let mut plain = fast.clone();
-            plain.second = Box::new([]);
             plain.third = Box::new([]);
             plain.after_blanks = Box::new([]);
             plain.slot = [0; 256];
