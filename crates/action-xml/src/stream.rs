@@ -258,20 +258,10 @@ impl Streamer {
                 let to = if new.len() < QUIET_LOOK && quiet(new) {
                     settled
                 } else {
-                    match next_stop_in_value(
-                        &b[..settled],
-                        self.pos,
-                        [b[own.start], b[call.1.start].to_ascii_lowercase()],
-                        [usize::MAX; 2],
-                        |from| find3(&b[..settled], from, b'<', b'&', b'\r'),
-                    ) {
-                        None => settled,
-                        // A stop whose look needs what has not arrived (a `<`, `\r` or
-                        // `&` that begins a reference, cut by the delta's end): the text
-                        // before it goes, and it waits — what the general way does.
-                        Some(at) if waits_at(&b[..settled], at) => at,
-                        // A whole reference (`&amp;` in a comment of code).
-                        Some(at) if b[at] == b'&' => {
+                    let names = [b[own.start], b[call.1.start].to_ascii_lowercase()];
+                    match short_stop(&b[..settled], self.pos, names) {
+                        Short::To(to) => to,
+                        Short::Reference(at) => {
                             return self.advance_references(
                                 at,
                                 buf,
@@ -282,7 +272,7 @@ impl Streamer {
                                 out,
                             );
                         }
-                        Some(_) => {
+                        Short::General => {
                             return self.advance_on(buf, settled, regions, open_region, span, out);
                         }
                     }
@@ -344,16 +334,13 @@ impl Streamer {
                 cdata: false,
             });
             self.pos = at + len;
-            let to = match next_stop_in_value(b, self.pos, names, [usize::MAX; 2], |from| {
-                find3(b, from, b'<', b'&', b'\r')
-            }) {
-                None => settled,
-                Some(next) if waits_at(b, next) => next,
-                Some(next) if b[next] == b'&' => {
+            let to = match short_stop(b, self.pos, names) {
+                Short::To(to) => to,
+                Short::Reference(next) => {
                     at = next;
                     continue;
                 }
-                Some(_) => {
+                Short::General => {
                     return self.advance_on(buf, settled, regions, open_region, span, out);
                 }
             };
@@ -1006,6 +993,32 @@ fn next_stop_in_value(
             Some(&c) if c != own => from = at + 1,
             _ => return Some(at),
         }
+    }
+}
+
+/// Where the short path of [`Streamer::advance`] goes from a look at `b[from..]` (`b` is
+/// what has settled) inside a value whose parameter and call names begin with `names`.
+enum Short {
+    /// The text up to here goes out as one piece: the end (no stop), or a stop whose look
+    /// needs what has not arrived (a `<`, `\r` or an `&` that may begin a reference, cut by
+    /// the delta's end), which waits — what the general way does.
+    To(usize),
+    /// A whole reference begins here (`&amp;` in a comment of code):
+    /// [`Streamer::advance_references`].
+    Reference(usize),
+    /// Any other stop: the general way.
+    General,
+}
+
+#[inline(always)]
+fn short_stop(b: &[u8], from: usize, names: [u8; 2]) -> Short {
+    match next_stop_in_value(b, from, names, [usize::MAX; 2], |from| {
+        find3(b, from, b'<', b'&', b'\r')
+    }) {
+        None => Short::To(b.len()),
+        Some(at) if waits_at(b, at) => Short::To(at),
+        Some(at) if b[at] == b'&' => Short::Reference(at),
+        Some(_) => Short::General,
     }
 }
 
