@@ -3,38 +3,56 @@
 
 /// The first `a`, `b` or `c` in `hay[from..]` (`None` also when `from` is past the end).
 /// Made for short gaps: text between stops is short in code (a `<` or `&` every few
-/// words), where `memchr`'s set-up costs more than the search. The first 32 bytes are
-/// looked at eight at a time in a `u64` (a tail of fewer than eight one at a time), then
-/// `memchr3` takes over.
+/// words), and a token-sized delta is a few words, where `memchr`'s set-up costs more than
+/// the search. The first 32 bytes are looked at eight at a time in a `u64`; a tail of
+/// fewer than eight is the haystack's last eight bytes shifted past what was looked at
+/// (one at a time only in a haystack shorter than eight); then `memchr3` takes over.
 #[inline]
 pub fn find3(hay: &[u8], from: usize, a: u8, b: u8, c: u8) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let mut at = from;
     for _ in 0..4 {
         let Some(word) = hay.get(at..at + 8) else {
-            let tail = hay.get(at..)?;
-            return tail
-                .iter()
-                .position(|&x| x == a || x == b || x == c)
-                .map(|i| at + i);
+            if at >= hay.len() {
+                return None;
+            }
+            let Some(last) = hay.len().checked_sub(8) else {
+                return hay[at..]
+                    .iter()
+                    .position(|&x| x == a || x == b || x == c)
+                    .map(|i| at + i);
+            };
+            // The last eight bytes, those before `at` shifted out: the bytes shifted in at
+            // the top are no match (their bits are masked off; a borrow only runs upward,
+            // so they change nothing below them).
+            let skip = 8 * (at - last) as u32;
+            let x = u64::from_le_bytes(hay[last..].try_into().unwrap_or([0; 8])) >> skip;
+            let zero = matches3(x, a, b, c) & (HIGHS >> skip);
+            return (zero != 0).then(|| at + (zero.trailing_zeros() / 8) as usize);
         };
         let x = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
-        let (xa, xb, xc) = (
-            x ^ (ONES * u64::from(a)),
-            x ^ (ONES * u64::from(b)),
-            x ^ (ONES * u64::from(c)),
-        );
-        let zero = ((xa.wrapping_sub(ONES) & !xa)
-            | (xb.wrapping_sub(ONES) & !xb)
-            | (xc.wrapping_sub(ONES) & !xc))
-            & HIGHS;
+        let zero = matches3(x, a, b, c);
         if zero != 0 {
             return Some(at + (zero.trailing_zeros() / 8) as usize);
         }
         at += 8;
     }
     memchr::memchr3(a, b, c, hay.get(at..)?).map(|i| at + i)
+}
+
+/// The high bit of each byte of `x` that is `a`, `b` or `c`, exact up to the lowest one
+/// (above a match, a borrow may set a bit that is none).
+#[inline(always)]
+fn matches3(x: u64, a: u8, b: u8, c: u8) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let (xa, xb, xc) = (
+        x ^ (ONES * u64::from(a)),
+        x ^ (ONES * u64::from(b)),
+        x ^ (ONES * u64::from(c)),
+    );
+    ((xa.wrapping_sub(ONES) & !xa) | (xb.wrapping_sub(ONES) & !xb) | (xc.wrapping_sub(ONES) & !xc))
+        & HIGHS
 }
 
 /// Where any of up to three bytes occur in a haystack, found from any offset on, for a
@@ -159,11 +177,24 @@ mod tests {
         /// [`find3`] finds what `memchr3` finds, from anywhere.
         #[test]
         fn find3_is_memchr3(
-            hay in proptest::collection::vec(proptest::sample::select(vec![b'a', b'<', b'&', b'\r', 0x80, b'x']), 0..80),
+            hay in proptest::collection::vec(proptest::sample::select(vec![b'a', b'<', b'&', b'\r', 0x80, b'x', 0, 1]), 0..80),
             from in 0usize..90,
         ) {
             let want = hay.get(from..).and_then(|h| memchr::memchr3(b'<', b'&', b'\r', h)).map(|i| from + i);
             proptest::prop_assert_eq!(find3(&hay, from, b'<', b'&', b'\r'), want);
+        }
+
+        /// [`find3`] with any needles, the zero byte among them (the tail's shifted-in
+        /// bytes are zeros), finds what `memchr3` finds.
+        #[test]
+        fn find3_with_any_needles_is_memchr3(
+            hay in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 2, 0x7f, 0x80, 0xff]), 0..40),
+            needles in proptest::array::uniform3(proptest::sample::select(vec![0u8, 1, 2, 0x7f, 0x80, 0xff])),
+            from in 0usize..45,
+        ) {
+            let [a, b, c] = needles;
+            let want = hay.get(from..).and_then(|h| memchr::memchr3(a, b, c, h)).map(|i| from + i);
+            proptest::prop_assert_eq!(find3(&hay, from, a, b, c), want);
         }
 
         /// [`Stops`] finds what `memchr3` finds, from any offset on, in any order of
