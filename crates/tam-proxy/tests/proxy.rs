@@ -396,6 +396,67 @@ async fn a_key_repeated_for_each_item_of_an_array_is_one_call() {
     }
 }
 
+/// What the e2e model wrote for BFCL `parallel_multiple_110` (the populations and GDPs of
+/// California in 1980 and 1990), asked without `stop`: one block per call, the blocks
+/// separated by a blank line only. The turn ends at the first block with calls (SPEC §5),
+/// blank space after it or not: the client gets that block's call and nothing of the
+/// rest — from a server that ignores `stop` and from one that honours it, in every split.
+#[tokio::test]
+async fn a_run_of_blocks_gives_the_first_blocks_call_only() {
+    let block = |tool: &str, year: u32, more: &str| {
+        format!(
+            "<|[REQUEST_TOOL]|>\ncommand:「始」{tool}「末」\nstate:「始」California「末」\nyear:「始」{year}「末」\n{more}<|[END_TOOL]|>"
+        )
+    };
+    let population = "us_history_population_by_state_year";
+    let gdp = "us_economy_gdp_by_state_year";
+    let real = "adjustment:「始」Real「末」\n";
+    let written = [
+        block(population, 1980, ""),
+        block(population, 1990, ""),
+        block(gdp, 1980, real),
+        block(gdp, 1990, real),
+    ]
+    .join("\n\n");
+    let first = block(population, 1980, "");
+    let stopped = first.strip_suffix("<|[END_TOOL]|>").unwrap().to_owned();
+    let tool = |name: &str, extra: Value| {
+        let mut properties = json!({"state": {"type": "string"}, "year": {"type": "integer"}});
+        for (key, value) in extra.as_object().unwrap() {
+            properties[key] = value.clone();
+        }
+        json!({"type": "function", "function": {"name": name, "description": "By state and year.",
+            "parameters": {"type": "object", "properties": properties, "required": ["state", "year"]}}})
+    };
+    let tools = json!([
+        tool(population, json!({})),
+        tool(
+            gdp,
+            json!({"adjustment": {"type": "string", "enum": ["Real", "Nominal"]}})
+        ),
+    ]);
+    for (reply, finish) in [(&written, "stop"), (&stopped, "stop")] {
+        for size in [1, 7, 30, 10_000] {
+            let upstream = ScriptedUpstream::always(deltas_reply(reply, size, finish)).await;
+            let proxy = start_proxy(&upstream, Protocol::Tam).await;
+            let got = stream(&proxy, request(json!({"tools": tools}))).await;
+            assert_eq!(got.error, None, "split {size}");
+            assert_eq!(got.calls.len(), 1, "split {size}: {:?}", got.calls);
+            assert_eq!(got.calls[0].1, population);
+            assert_eq!(
+                arguments(&got.calls[0].2),
+                json!({"state": "California", "year": 1980})
+            );
+            assert_eq!(got.content, "", "split {size}");
+            assert_eq!(got.finish.as_deref(), Some("ToolCalls"));
+            let whole = complete(&proxy, request(json!({"tools": tools}))).await;
+            let message = &whole.choices[0].message;
+            assert_eq!(message.tool_calls.as_ref().map(Vec::len), Some(1));
+            assert!(message.content.as_deref().unwrap_or("").is_empty());
+        }
+    }
+}
+
 #[tokio::test]
 async fn arguments_that_do_not_validate_come_as_written() {
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」a few「末」\n<|[END_TOOL]|>";

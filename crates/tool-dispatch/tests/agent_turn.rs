@@ -162,6 +162,34 @@ async fn a_reply_stopped_at_the_end_marker_runs_its_call() {
     }
 }
 
+/// The shape the e2e model gave for several calls in TAM when asked without `stop`: one
+/// block per call, separated by a blank line only (BFCL `parallel_multiple_110`). The turn
+/// ends at the first block with calls (SPEC §5): the second block is not shown, recorded
+/// or run.
+#[tokio::test]
+async fn a_run_of_blocks_runs_the_first_blocks_call_only() {
+    let second = "\n\n<|[REQUEST_TOOL]|>\ncommand:「始」GetPlayerInfo「末」\nplayer_id:「始」player456「末」\n<|[END_TOOL]|>";
+    for size in [1, 3, 16, 10_000] {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let agent = agent(ProtocolChoice::Tam, &runs);
+        let (_never, hang) = tokio::sync::oneshot::channel::<()>();
+        let mut round = deltas(&format!("{TAM_LOOKUP}{second}"), size);
+        round.push(Step::WaitFor(hang));
+        let model = ScriptedModel::new(vec![round, deltas("It is Alice.", 4)]);
+        let mut conversation = Vec::new();
+        let (outcome, events) = run(&agent, &model, &mut conversation).await;
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "split {size}");
+        assert_eq!(outcome.calls.len(), 1);
+        assert_eq!(
+            outcome.calls[0].result.data,
+            Some(json!("Alice (player123)"))
+        );
+        let shown = shown_text(&events);
+        assert!(!shown.contains("player456"), "split {size}: {shown}");
+        assert_eq!(conversation[1].content, TAM_LOOKUP, "split {size}");
+    }
+}
+
 #[tokio::test]
 async fn a_prose_mention_stopped_at_the_marker_is_prose_without_it() {
     let runs = Arc::new(AtomicUsize::new(0));
