@@ -34,7 +34,9 @@ fn wrap(text: &str) -> String {
     out
 }
 
-/// `text` cut every `n` code points.
+/// `text` cut every `n` code points: the twin of `tam_benches::action::code_point_deltas`,
+/// written again here because the first landing's `tam-benches` does not have it and this
+/// file must build there unchanged.
 fn split(text: &str, n: usize) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
