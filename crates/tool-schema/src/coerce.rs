@@ -142,10 +142,13 @@ impl Coercion {
     /// Coerces one member of an object. At the top level coercion is per argument: when
     /// anything inside the value was reported, the argument stays exactly as written.
     fn member(&mut self, shape: &Shape, value: Value, path: &ValuePath<'_>, root: bool) -> Value {
-        // Text for a shape that takes text comes back as text whatever is reported (an
-        // enum miss), its quotes gone when it is one quoted literal: no copy of what may be
-        // a whole file's content is needed.
-        let unchanged = value.is_string() && shape.types.contains(TypeSet::STRING);
+        // Text for a shape that takes text, unless it is one quoted literal, comes back as
+        // written whatever is reported (an enum miss): no copy of what may be a whole
+        // file's content is needed. A quoted literal (at most `MAX_QUOTED_LEN` bytes, so
+        // the copy is small) loses its quotes only when nothing is reported: outside the
+        // enum it stays exactly as written, quotes and all, as the crate's rule says.
+        let unchanged = shape.types.contains(TypeSet::STRING)
+            && matches!(&value, Value::String(text) if quoted_text(text).is_none());
         if !root || unchanged {
             return self.value(shape, value, path);
         }
@@ -306,7 +309,10 @@ fn unquoted_member(shape: &Shape, text: &str) -> Option<Value> {
 /// applies. Values that already have an allowed type are kept as they are.
 pub(crate) fn convert(shape: &Shape, value: Value) -> Result<Value, Refusal> {
     let types = shape.types;
+    // Only where the shape takes text: a member the declared type refuses (`"true"` in
+    // the enum of a `number`, a schema at odds with itself) is never what text becomes.
     if let Value::String(text) = &value
+        && (types.is_any() || types.contains(TypeSet::STRING))
         && let Some(member) = unquoted_member(shape, text)
     {
         return Ok(member);

@@ -283,6 +283,54 @@ fn enum_violations_are_per_argument() {
     assert_eq!(errors.arguments()["mode"], json!("fast"));
 }
 
+/// A quoted literal the enum refuses stays exactly as written, quotes and all, like any
+/// reported argument (found by the `schema_coerce` fuzz target: the quotes used to go even
+/// when the enum refused the text); one that names a member is that member.
+#[test]
+fn a_quoted_literal_outside_the_enum_stays_as_written() {
+    for written in ["\"medium\"", "'medium'", " \"medium\" "] {
+        let errors = fails(&[("mode", written), ("lower_limit", "5")]);
+        assert_eq!(
+            messages(&errors),
+            ["Parameter 'mode' must be one of 'fast', 'slow', got 'medium'"],
+            "{written}"
+        );
+        assert_eq!(errors.arguments()["mode"], json!(written), "{written}");
+        assert_eq!(errors.arguments()["lower_limit"], json!(5), "{written}");
+    }
+    assert_eq!(ok(&[("mode", "\"slow\"")]), json!({"mode": "slow"}));
+    // A string and integer property with an empty enum (the fuzzer's input, reduced).
+    let tool = tool(json!({
+        "type": "object",
+        "properties": {"path": {"type": ["integer", "string"], "enum": []}}
+    }));
+    let errors = tool
+        .coerce(vec![("path", json!("\"q\""))], KeyMatch::Canonical)
+        .unwrap_err();
+    assert_eq!(errors.arguments()["path"], json!("\"q\""));
+}
+
+/// Text is read as an enum member only where the declared type takes text: a `number`
+/// whose enum lists the string `"true"` (a schema at odds with itself, found by the
+/// `schema_coerce` fuzz target) does not turn `True` into that string; the text is
+/// reported as not a number and stays as written.
+#[test]
+fn text_becomes_an_enum_member_only_where_the_type_takes_text() {
+    let tool = tool(json!({
+        "type": "object",
+        "properties": {"path": {"type": "number", "enum": [null, "true"]}}
+    }));
+    let errors = tool
+        .coerce(vec![("path", json!("True"))], KeyMatch::Canonical)
+        .unwrap_err();
+    assert_eq!(errors.arguments()["path"], json!("True"));
+    assert!(
+        matches!(errors.errors(), [Error::WrongType { path, .. }] if path == "path"),
+        "{:?}",
+        errors.errors()
+    );
+}
+
 #[test]
 fn unknown_parameters_are_reported_with_a_suggestion_and_kept() {
     let errors = fails(&[("lower_limt", "3"), ("ids", "1, 2")]);
