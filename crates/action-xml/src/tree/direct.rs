@@ -577,8 +577,10 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
             }
             Piece::Text => {
                 text = !is_blank(raw);
-                // `]]>` in text is roxmltree's error (it ends CDATA sections only).
+                // `]]>` in text is roxmltree's error (it ends CDATA sections only). Once the
+                // body is known to hold none, no piece needs a look for `>`.
                 if text
+                    && cdata_ends != Some(false)
                     && has_gt(raw.as_bytes())
                     && *cdata_ends
                         .get_or_insert_with(|| memchr::memmem::find(bytes, b"]]>").is_some())

@@ -5,6 +5,7 @@ use memchr::memmem;
 
 use super::line::{LineFloor, is_line_start};
 use super::pattern::{MatchAt, Pattern, TAG_MAX_BLANKS, is_blank};
+use super::stops::Stops;
 
 /// What happens when a pattern of a [`PatternSet`] matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +73,10 @@ struct Quick {
     second: [bool; 256],
     after_blank: Option<Box<[bool; 256]>>,
 }
+
+/// The length from which [`PatternSet::find`] takes candidates from [`Stops`] instead of
+/// `memchr`.
+const LONG_TAIL: usize = 256;
 
 /// Third-byte tables are built for a first byte only when it allows at most this many
 /// second bytes.
@@ -268,14 +273,26 @@ impl PatternSet {
                 }
                 Found::None
             }
-            Finder::One(a) => {
+            // A long tail (a reply fed whole, a large delta) has candidates every few words
+            // in code (every `<` of an XML body), where a `memchr` per candidate costs more
+            // than the look that rejects it: [`Stops`] takes them from a bit per byte, 64
+            // bytes at a time. A short one (a token-sized delta) keeps `memchr`, whose one
+            // call costs less than a block's bits.
+            Finder::One(a) if tail.len() < LONG_TAIL => {
                 self.find_candidates(hay, from, eof, lf, memchr::memchr_iter(*a, tail))
             }
-            Finder::Two(a, b) => {
+            Finder::Two(a, b) if tail.len() < LONG_TAIL => {
                 self.find_candidates(hay, from, eof, lf, memchr::memchr2_iter(*a, *b, tail))
             }
-            Finder::Three(a, b, c) => {
+            Finder::Three(a, b, c) if tail.len() < LONG_TAIL => {
                 self.find_candidates(hay, from, eof, lf, memchr::memchr3_iter(*a, *b, *c, tail))
+            }
+            Finder::One(a) => self.find_candidates(hay, from, eof, lf, each_stop(tail, *a, *a, *a)),
+            Finder::Two(a, b) => {
+                self.find_candidates(hay, from, eof, lf, each_stop(tail, *a, *b, *b))
+            }
+            Finder::Three(a, b, c) => {
+                self.find_candidates(hay, from, eof, lf, each_stop(tail, *a, *b, *c))
             }
             Finder::Table(t) => self.find_candidates(
                 hay,
@@ -308,6 +325,17 @@ impl PatternSet {
         }
         Found::None
     }
+}
+
+/// Every `a`, `b` or `c` in `hay`, in order, found by [`Stops`].
+fn each_stop(hay: &[u8], a: u8, b: u8, c: u8) -> impl Iterator<Item = usize> + '_ {
+    let mut stops = Stops::new(hay, a, b, c);
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let found = stops.next(at)?;
+        at = found + 1;
+        Some(found)
+    })
 }
 
 #[cfg(test)]
@@ -370,6 +398,60 @@ mod tests {
             set.find(b"a\n  # b", 0, false, LF),
             Found::Match { at: 4, .. }
         ));
+    }
+
+    /// A long tail, whose candidates come from [`Stops`], gives what `memchr`'s candidates
+    /// give: code's `<`s and `&`s by the hundred before a close tag, or none.
+    #[test]
+    fn long_tails_find_what_memchr_finds() {
+        use proptest::prelude::*;
+        const PIECES: &[&str] = &[
+            "a < b",
+            "Vec<u8>",
+            "&&",
+            "&amp;",
+            "x",
+            "        ",
+            "\n",
+            "</",
+            "</action >",
+            "<ACTION>",
+            "< /ACTION>",
+            "「始」",
+            "<![CDATA[",
+            "---",
+        ];
+        let sets = [
+            vec![(Pattern::closing_tag("ACTION"), Action::Close)],
+            vec![
+                (Pattern::closing_tag("ACTION"), Action::Close),
+                (Pattern::exact("「始」"), Action::EnterRegion(0)),
+            ],
+            vec![
+                (Pattern::closing_tag("ACTION"), Action::Close),
+                (Pattern::exact("「始」"), Action::EnterRegion(0)),
+                (Pattern::exact("&amp;"), Action::EnterRegion(1)),
+            ],
+        ];
+        proptest!(ProptestConfig::with_cases(500), |(
+            parts in prop::collection::vec(prop::sample::select(PIECES), 0..160),
+            which in 0usize..3,
+            eof: bool,
+            from_frac in 0usize..100,
+        )| {
+            let set = PatternSet::new(sets[which].clone());
+            let hay = parts.concat();
+            let hay = hay.as_bytes();
+            let from = hay.len() * from_frac / 100;
+            let tail = &hay[from..];
+            let by_memchr = match &set.finder {
+                Finder::One(a) => set.find_candidates(hay, from, eof, LF, memchr::memchr_iter(*a, tail)),
+                Finder::Two(a, b) => set.find_candidates(hay, from, eof, LF, memchr::memchr2_iter(*a, *b, tail)),
+                Finder::Three(a, b, c) => set.find_candidates(hay, from, eof, LF, memchr::memchr3_iter(*a, *b, *c, tail)),
+                other => panic!("{other:?}"),
+            };
+            prop_assert_eq!(set.find(hay, from, eof, LF), by_memchr);
+        });
     }
 
     /// The second- and third-byte looks (and [`PatternSet::rejects`], their inline first

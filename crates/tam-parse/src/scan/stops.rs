@@ -68,7 +68,8 @@ fn matches3(x: u64, a: u8, b: u8, c: u8) -> u64 {
 ///
 /// Not for a search that looks at a few bytes per call (a token-sized delta): there the
 /// mask costs more than it saves. The block scanner's own look for markers keeps `memchr`
-/// for that reason (measured in `docs/performance.md`, "ACTION in token deltas, session 11").
+/// for that reason (measured in `docs/performance.md`, "ACTION in token deltas, session
+/// 11"), and takes `Stops` only for a long tail (a reply fed whole).
 ///
 /// ```
 /// use tam_parse::scan::Stops;
