@@ -91,8 +91,35 @@ pub(crate) fn build_block(
     index: usize,
     config: &Config,
 ) -> Built {
-    build_block_with(closed, open, index, config, Paths::ALL)
+    build_block_with(closed, open, index, config, Paths::ALL, None)
 }
+
+/// [`build_block`] for a block nothing of which has streamed yet: when its body is read
+/// directly, its argument events go to `events` (`Direct::stream_events`)
+/// before the block is returned, and the second value is `true`; else nothing goes there
+/// and the caller streams the block itself.
+pub(crate) fn build_block_streaming(
+    closed: &ClosedBlock,
+    open: OpenBlock,
+    index: usize,
+    config: &Config,
+    events: &mut dyn FnMut(crate::Event<'_>),
+) -> (Built, bool) {
+    let mut streamed = false;
+    let built = build_block_with(
+        closed,
+        open,
+        index,
+        config,
+        Paths::ALL,
+        Some((events, &mut streamed)),
+    );
+    (built, streamed)
+}
+
+/// Where [`build_block_streaming`] sends the argument events of a block read directly, and
+/// the flag it sets when it did.
+type StreamTo<'e> = (&'e mut dyn FnMut(crate::Event<'_>), &'e mut bool);
 
 /// Which ways of reading a closed, well-formed body [`build_block_with`] may try before the
 /// full pre-scan (all of them but in tests that check the ways agree).
@@ -137,6 +164,7 @@ fn build_block_with(
     index: usize,
     config: &Config,
     paths: Paths,
+    events: Option<StreamTo<'_>>,
 ) -> Built {
     let mut diags = open.diagnostics;
     let at_eof = matches!(closed.end, BlockEnd::Eof | BlockEnd::Cut);
@@ -225,6 +253,9 @@ fn build_block_with(
         )
     {
         report_repairs(direct.repairs(), &here, &mut diags);
+        if let Some((events, streamed)) = events {
+            *streamed = direct.stream_events(raw, &closed.offsets, events);
+        }
         return Built::Block(finish_block(
             closed,
             index,
@@ -596,9 +627,9 @@ mod tests {
                     )
                     .is_some(),
             );
-            let fast = build_block_with(&closed, open.clone(), 0, &config, DIRECT);
-            let clean = build_block_with(&closed, open.clone(), 0, &config, CLEAN);
-            let full = build_block_with(&closed, open, 0, &config, FULL);
+            let fast = build_block_with(&closed, open.clone(), 0, &config, DIRECT, None);
+            let clean = build_block_with(&closed, open.clone(), 0, &config, CLEAN, None);
+            let full = build_block_with(&closed, open, 0, &config, FULL, None);
             self.clean.push(clean);
             self.pairs.push((fast, full));
         }

@@ -8,7 +8,7 @@ use tam_parse::drive::{Driver, Layer};
 use tam_parse::scan::{BlockView, ClosedBlock, Quote, ScanHandler, Scanner};
 use tam_parse::{Diagnostic, Span};
 
-use crate::block::{Built, OpenBlock, build_block};
+use crate::block::{Built, OpenBlock, build_block, build_block_streaming};
 use crate::codes;
 use crate::config::{Config, REGION_CDATA, REGION_COMMENT, grammar};
 use crate::event::Event;
@@ -121,13 +121,39 @@ impl ActionLayer {
         self.open.diagnostics.push(diagnostic);
     }
 
+    /// The open block's end (or restart) marker was found at `settled`: the last progress
+    /// ([`ActionLayer::progress`]), unless nothing of the block has streamed yet — then
+    /// [`ActionLayer::block_closed`], next, streams it whole.
+    #[inline]
+    pub(crate) fn closing(
+        &mut self,
+        view: &BlockView<'_>,
+        settled: usize,
+        out: &mut dyn FnMut(Event<'_>),
+    ) {
+        if self.streaming && self.streamer.untouched() {
+            return;
+        }
+        self.progress(view, settled, out);
+    }
+
     /// The block ended: emits its [`Event::Block`], or — for a prose mention —
     /// warning `marker_in_prose` and its bytes as [`Event::Text`].
+    ///
+    /// Argument events still due go first. For a block nothing of which has streamed (a
+    /// reply fed whole, a delta holding the whole block) they come from the block's own
+    /// reading when it is read directly (`Direct::stream_events`), so the values are read
+    /// once, not twice; otherwise, and for every other block, from the streamer.
     pub(crate) fn block_closed(&mut self, closed: &ClosedBlock, out: &mut dyn FnMut(Event<'_>)) {
-        if closed.dropped == 0 && self.streaming {
+        let streams = closed.dropped == 0 && self.streaming;
+        let whole = streams && self.streamer.untouched();
+        let mut streamer = std::mem::take(&mut self.streamer);
+        // What the streamer needs, kept for a block read whole that the direct reading
+        // does not stream.
+        let saved = whole.then(|| (self.open.regions.clone(), self.open.open_region));
+        if streams && !whole {
             // Everything before the close tag is decided now.
             let open = &self.open;
-            let mut streamer = std::mem::take(&mut self.streamer);
             streamer.advance(
                 &closed.raw,
                 closed.body.end,
@@ -152,7 +178,31 @@ impl ActionLayer {
             });
         }
         let index = self.blocks_seen;
-        match build_block(closed, open, index, &self.config) {
+        let built = match saved {
+            Some((regions, open_region)) => {
+                let (built, streamed) = stream_whole(
+                    closed,
+                    open,
+                    index,
+                    &self.config,
+                    (&regions, open_region),
+                    out,
+                );
+                if !streamed {
+                    streamer.advance(
+                        &closed.raw,
+                        closed.body.end,
+                        &regions,
+                        open_region,
+                        &|r| closed.offsets.span(r),
+                        &mut *out,
+                    );
+                }
+                built
+            }
+            None => build_block(closed, open, index, &self.config),
+        };
+        match built {
             Built::Block(block) => {
                 self.blocks_seen += 1;
                 out(Event::Block(block));
@@ -167,6 +217,73 @@ impl ActionLayer {
             }
         }
     }
+}
+
+/// [`build_block_streaming`] for a block nothing of which has streamed. In debug builds
+/// the events it streams are checked against the streamer's for the same block, read
+/// whole from the regions it saw (`regions`), once adjacent pieces are joined: the two
+/// readings must agree, or a reply would stream differently fed whole and in deltas.
+fn stream_whole(
+    closed: &ClosedBlock,
+    open: OpenBlock,
+    index: usize,
+    config: &Config,
+    regions: (&[RegionRef], Option<(crate::prescan::RegionKind, usize)>),
+    out: &mut dyn FnMut(Event<'_>),
+) -> (Built, bool) {
+    if !cfg!(debug_assertions) {
+        return build_block_streaming(closed, open, index, config, out);
+    }
+    let mut direct: Vec<Event<'static>> = Vec::new();
+    let (built, streamed) = build_block_streaming(closed, open, index, config, &mut |e| {
+        direct.push(e.into_owned())
+    });
+    if streamed {
+        let mut streamer = Streamer::new(closed.body.start);
+        let mut read: Vec<Event<'static>> = Vec::new();
+        streamer.advance(
+            &closed.raw,
+            closed.body.end,
+            regions.0,
+            regions.1,
+            &|r| closed.offsets.span(r),
+            &mut |e| read.push(e.into_owned()),
+        );
+        assert_eq!(
+            joined(direct.clone()),
+            joined(read),
+            "argument events of the direct reading and of the streamer differ for {:?}",
+            &*closed.raw
+        );
+        for e in direct {
+            out(e);
+        }
+    }
+    (built, streamed)
+}
+
+/// `events` with adjacent pieces of one kind joined (a check's view of them).
+fn joined(events: Vec<Event<'static>>) -> Vec<Event<'static>> {
+    let mut out: Vec<Event<'static>> = Vec::with_capacity(events.len());
+    for e in events {
+        if let (
+            Some(Event::ParamText { text, span, cdata }),
+            Event::ParamText {
+                text: more,
+                span: next,
+                cdata: kind,
+            },
+        ) = (out.last_mut(), &e)
+            && cdata == kind
+            && span.end == next.start
+        {
+            text.to_mut().push_str(more);
+            span.end = next.end;
+            continue;
+        }
+        out.push(e);
+    }
+    out
 }
 
 /// Warning `marker_in_prose` for an `<ACTION>` tag the model quoted: an empty
@@ -240,6 +357,10 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
 
     fn block_progress(&mut self, view: &BlockView<'_>, settled: usize) {
         self.layer.progress(view, settled, self.out);
+    }
+
+    fn block_closing(&mut self, view: &BlockView<'_>, settled: usize) {
+        self.layer.closing(view, settled, self.out);
     }
 
     fn region_closed(

@@ -145,6 +145,12 @@ const SHORT_PIECE: usize = 64;
 const QUIET_LOOK: usize = 16;
 
 impl Streamer {
+    /// True while the streamer has handed out nothing of its block (no call began): read
+    /// from the start instead, it would give every event of the block.
+    pub(crate) fn untouched(&self) -> bool {
+        self.calls == 0 && self.state == State::Top
+    }
+
     /// Starts on a block whose body begins at buffer offset `body_start`.
     pub(crate) fn new(body_start: usize) -> Self {
         Streamer {

@@ -117,6 +117,16 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
         }
     }
 
+    fn block_closing(&mut self, view: &BlockView<'_>, settled: usize) {
+        if view.kind() == KIND_TAM {
+            self.block_progress(view, settled);
+        } else {
+            let out = &mut self.out;
+            self.action
+                .closing(view, settled, &mut |e: Event<'_>| out(MixedEvent::from(e)));
+        }
+    }
+
     fn region_closed(
         &mut self,
         view: &BlockView<'_>,

@@ -3,6 +3,7 @@
 //! anything else goes to the tree.
 
 use super::*;
+use crate::event::Event;
 
 /// One element of a body read by [`read_direct`], in document order (pre-order); offsets
 /// are body offsets.
@@ -36,6 +37,14 @@ pub(crate) struct Direct {
     /// Bare `&`s and `<`s read as text, as the pre-scan counts them (body offsets).
     amp: Tally,
     lt: Tally,
+    /// The elements, CDATA sections and references read, for [`Direct::stream_events`].
+    elems: Vec<Elem>,
+    cdata: Vec<CdataRef>,
+    refs: Vec<usize>,
+    /// The names of elements never closed in a value (read as text), in body order.
+    unclosed: Vec<Range<usize>>,
+    /// The body's offset in the block's raw text.
+    body_start: usize,
 }
 
 impl Direct {
@@ -44,6 +53,153 @@ impl Direct {
         let amp = self.amp.repair(codes::BARE_AMPERSAND, BARE_AMPERSAND);
         let lt = self.lt.repair(codes::UNESCAPED_LT, UNESCAPED_LT);
         amp.into_iter().chain(lt)
+    }
+}
+
+impl Direct {
+    /// The block's argument events — [`Event::CallStart`], [`Event::ParamStart`], the
+    /// value's [`Event::ParamText`] pieces, [`Event::ParamEnd`], [`Event::CallEnd`] — from
+    /// what this reader found, for a block that closed before anything of it streamed (a
+    /// reply fed whole): the events the streamer gives for the same block, once adjacent
+    /// pieces are joined (checked in debug builds, see `ActionLayer::block_closed`), without
+    /// a second reading of the values. `raw` is the block's raw text, `offsets` its map to
+    /// stream spans.
+    ///
+    /// `false`, with nothing emitted, for the shapes where the streamer's light reading is
+    /// not known to agree with this one, which it then reads itself: an element inside a
+    /// value named as its parameter or call (in any case), kept or never closed (the
+    /// streamer counts such a start tag as nesting, and hands it out as written, where this
+    /// reading would read a line end in it as `\n`), and a parameter named as its call.
+    pub(crate) fn stream_events(
+        &self,
+        raw: &str,
+        offsets: &OffsetMap,
+        out: &mut dyn FnMut(Event<'_>),
+    ) -> bool {
+        let body = &raw[self.body_start..];
+        let b = body.as_bytes();
+        let name = |i: usize| &body[self.elems[i].name.clone()];
+        let children = |i: usize| {
+            let end = self.elems[i].next;
+            std::iter::successors(Some(i + 1).filter(|&c| c < end), move |&c| {
+                Some(self.elems[c].next).filter(|&n| n < end)
+            })
+        };
+        let calls = || {
+            std::iter::successors(Some(0).filter(|&i| i < self.elems.len()), |&i| {
+                Some(self.elems[i].next).filter(|&n| n < self.elems.len())
+            })
+        };
+        for call in calls() {
+            let tool = name(call).as_bytes();
+            for param in children(call) {
+                let key = name(param).as_bytes();
+                let named = |n: &str| {
+                    let n = n.as_bytes();
+                    n.eq_ignore_ascii_case(key) || n.eq_ignore_ascii_case(tool)
+                };
+                let content = self.elems[param].content.clone();
+                let from = self.unclosed.partition_point(|n| n.start < content.start);
+                if key.eq_ignore_ascii_case(tool)
+                    || (param + 1..self.elems[param].next).any(|d| named(name(d)))
+                    || self.unclosed[from..]
+                        .iter()
+                        .take_while(|n| n.end <= content.end)
+                        .any(|n| named(&body[n.clone()]))
+                {
+                    return false;
+                }
+            }
+        }
+        let base = self.body_start;
+        let span = |r: Range<usize>| offsets.span(base + r.start..base + r.end);
+        // References and line ends are read in order through the whole body.
+        let mut refs = self.refs.iter().copied().peekable();
+        let mut cdata = self.cdata.iter().peekable();
+        let mut crs = memchr::memchr_iter(b'\r', b).peekable();
+        for (index, call) in calls().enumerate() {
+            let e = &self.elems[call];
+            out(Event::CallStart {
+                index,
+                tool: name(call).to_owned(),
+                span: span(e.start..e.content.start),
+            });
+            for param in children(call) {
+                let p = &self.elems[param];
+                out(Event::ParamStart {
+                    key: Cow::Borrowed(name(param)),
+                    span: span(p.start..p.content.start),
+                });
+                let content = p.content.clone();
+                // Text runs between CDATA sections, then each section's content.
+                let mut at = content.start;
+                loop {
+                    while cdata.next_if(|c| c.full.start < at).is_some() {}
+                    let section = cdata.next_if(|c| c.full.start < content.end);
+                    let text_end = section.map_or(content.end, |c| c.full.start);
+                    while refs.next_if(|&r| r < at).is_some() {}
+                    while crs.next_if(|&r| r < at).is_some() {}
+                    let mut run = at;
+                    loop {
+                        let r = refs.peek().copied().filter(|&r| r < text_end);
+                        let cr = crs.peek().copied().filter(|&c| c < text_end);
+                        let take_reference = match (r, cr) {
+                            (None, None) => break,
+                            (Some(r), Some(cr)) => r < cr,
+                            (r, _) => r.is_some(),
+                        };
+                        let (stop, piece, len) = if take_reference {
+                            let r = refs.next().unwrap_or_default();
+                            let len = reference_len(b, r).unwrap_or(1);
+                            (r, crate::xml_chars::reference_text(&body[r..r + len]), len)
+                        } else {
+                            let cr = crs.next().unwrap_or_default();
+                            let len = if b.get(cr + 1) == Some(&b'\n') { 2 } else { 1 };
+                            (cr, Cow::Borrowed("\n"), len)
+                        };
+                        if stop > run {
+                            out(Event::ParamText {
+                                text: Cow::Borrowed(&body[run..stop]),
+                                span: span(run..stop),
+                                cdata: false,
+                            });
+                        }
+                        out(Event::ParamText {
+                            text: piece,
+                            span: span(stop..stop + len),
+                            cdata: false,
+                        });
+                        run = stop + len;
+                    }
+                    if text_end > run {
+                        out(Event::ParamText {
+                            text: Cow::Borrowed(&body[run..text_end]),
+                            span: span(run..text_end),
+                            cdata: false,
+                        });
+                    }
+                    let Some(section) = section else {
+                        break;
+                    };
+                    if !section.content.is_empty() {
+                        out(Event::ParamText {
+                            text: Cow::Borrowed(&body[section.content.clone()]),
+                            span: span(section.content.clone()),
+                            cdata: true,
+                        });
+                    }
+                    at = section.full.end;
+                }
+                out(Event::ParamEnd {
+                    span: span(p.start..p.end),
+                });
+            }
+            out(Event::CallEnd {
+                index,
+                span: span(e.start..e.end),
+            });
+        }
+        true
     }
 }
 
@@ -97,6 +253,11 @@ pub(crate) fn read_direct(
         calls,
         amp: flat.amp,
         lt: flat.lt,
+        elems: flat.elems,
+        cdata: flat.cdata,
+        refs: flat.refs,
+        unclosed: flat.unclosed,
+        body_start,
     })
 }
 
@@ -398,6 +559,8 @@ struct Flat {
     /// Bare `&`s and `<`s read as text, in the pre-scan's order.
     amp: Tally,
     lt: Tally,
+    /// The names of the elements never closed in a value, read as text (`Vec<String>`).
+    unclosed: Vec<Range<usize>>,
 }
 
 /// The element list and CDATA sections of `body`, with the pre-scan's repairs inside values
@@ -425,6 +588,7 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
     // The name of `open` (empty at the top).
     let mut open_name = 0..0;
     let (mut amp, mut lt) = (Tally::default(), Tally::default());
+    let mut unclosed: Vec<Range<usize>> = Vec::new();
     // Nodes roxmltree would make, counted high: the root, `<ACTION>`, every element and
     // every text piece (roxmltree merges adjacent ones), plus one.
     let mut nodes = 3usize;
@@ -524,6 +688,7 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
                             for e in &elems[kept + 1..] {
                                 lt.add(e.start..e.start + 1);
                                 e.unmatched.add_to(&mut lt);
+                                unclosed.push(e.name.clone());
                             }
                             elems.truncate(kept + 1);
                             depth -= above;
@@ -616,12 +781,15 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
     if open.is_some() || nodes > max_nodes as usize {
         return None;
     }
+    // An element left open around one dropped before it is dropped after it.
+    unclosed.sort_unstable_by_key(|n| n.start);
     Some(Flat {
         elems,
         cdata,
         refs,
         amp,
         lt,
+        unclosed,
     })
 }
 

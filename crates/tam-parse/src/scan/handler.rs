@@ -107,13 +107,26 @@ pub trait ScanHandler {
 
     /// Progress inside the open block: `view.buf()[..settled]` is decided (no marker
     /// candidate in it is still undecided) and every region event up to `settled` has been
-    /// reported. Called after each push of bytes into the block, so a protocol layer can
-    /// stream what it has read (argument values as the model writes them). `settled` never
+    /// reported. Called once a delta's bytes are in the block (a large delta goes in as
+    /// several pushes: after the last of them, or before the one past the limit), so a
+    /// protocol layer can stream what it has read (argument values as the model writes
+    /// them). `settled` never
     /// decreases within one block and never exceeds `max_block_bytes`, so everything below
     /// it is reported whatever the splitting. Not called after the push in which the block
     /// overflowed. Default: nothing.
     fn block_progress(&mut self, view: &BlockView<'_>, settled: usize) {
         let _ = (view, settled);
+    }
+
+    /// The last progress of a block whose end (or restart) marker was found at `settled`:
+    /// [`ScanHandler::block_progress`]'s contract, called instead of it right before
+    /// [`ScanHandler::block_closed`], so that a layer that would read the whole block
+    /// there anyway (a block closed in the push that opened it) may leave the reading to
+    /// the close. Called only for a block closed within `max_block_bytes` (a larger one
+    /// gets [`ScanHandler::block_progress`] as before), never for a block the input ends
+    /// in. Default: [`ScanHandler::block_progress`].
+    fn block_closing(&mut self, view: &BlockView<'_>, settled: usize) {
+        self.block_progress(view, settled);
     }
 
     /// A region closed: `content` and `marker` (its closer) are ranges of `view.buf()`.

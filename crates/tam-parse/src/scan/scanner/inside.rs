@@ -43,7 +43,12 @@ impl Scanner {
             self.close_block(kind, BlockEnd::Marker, closed.body_end, closed.end, None, h);
             return &d[used..];
         }
-        self.report_progress(h);
+        // Progress once the delta is in (a reply fed whole is pushed in several chunks, and
+        // read whole at its close when it closes in this delta), and before an overflow
+        // drops bytes: the same `settled` is reported either way.
+        if n == d.len() || self.scan_from > self.max_block_bytes {
+            self.report_progress(h);
+        }
         self.check_overflow();
         &d[n..]
     }
@@ -108,7 +113,10 @@ impl Scanner {
                 }
                 Found::Match { at, len, action } => match action {
                     Action::Close => {
-                        self.report_progress_to(at, h);
+                        // The last progress: the block's to read whole at its close, unless
+                        // it is too large to keep.
+                        let kept = self.within_limit(at + len);
+                        self.report_progress_to(at, kept, h);
                         return Some(MarkerClose {
                             body_end: at,
                             end: at + len,
@@ -116,7 +124,8 @@ impl Scanner {
                         });
                     }
                     Action::Restart => {
-                        self.report_progress_to(at, h);
+                        let kept = self.within_limit(at);
+                        self.report_progress_to(at, kept, h);
                         self.close_block(kind, BlockEnd::Restart, at, at, None, h);
                     }
                     Action::EnterRegion(region) => {

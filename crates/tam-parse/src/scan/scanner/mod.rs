@@ -295,19 +295,20 @@ impl Scanner {
         }
     }
 
-    /// Calls [`ScanHandler::block_progress`] after a push into the open block (before
-    /// [`Scanner::check_overflow`]), unless the block had overflowed before it (a block
+    /// Calls [`ScanHandler::block_progress`] after the last push of a delta into the open
+    /// block, or the push that takes it past its limit (before [`Scanner::check_overflow`]), unless the block had overflowed before it (a block
     /// opened by a restart during the push has not). `settled` is capped at
     /// `max_block_bytes` (moved back to a character boundary), so what is reported does
     /// not depend on how the input was split even for a block that overflows in this push.
     fn report_progress(&mut self, h: &mut impl ScanHandler) {
-        self.report_progress_to(self.scan_from, h);
+        self.report_progress_to(self.scan_from, false, h);
     }
 
     /// [`Scanner::report_progress`] with `buf[..settled]` decided; also called right before
-    /// a block closes (its end or restart marker at `settled`), so that a block closed in
-    /// the push that opened it reports what a byte-by-byte feed would have.
-    fn report_progress_to(&mut self, settled: usize, h: &mut impl ScanHandler) {
+    /// a block closes (its end or restart marker at `settled`; `closing` when the block is
+    /// kept, within its limit: reported through [`ScanHandler::block_closing`]), so that a
+    /// block closed in the push that opened it reports what a byte-by-byte feed would have.
+    fn report_progress_to(&mut self, settled: usize, closing: bool, h: &mut impl ScanHandler) {
         if self.overflow || !self.in_block() {
             return;
         }
@@ -316,7 +317,11 @@ impl Scanner {
             settled -= 1;
         }
         let view = BlockView::new(&self.buf, &self.offsets, self.kind());
-        h.block_progress(&view, settled);
+        if closing {
+            h.block_closing(&view, settled);
+        } else {
+            h.block_progress(&view, settled);
+        }
     }
 
     fn kind(&self) -> usize {

@@ -1,0 +1,126 @@
+//! A block that closes before anything of it streamed (a reply fed whole, a delta holding
+//! the whole block) gets its argument events from the block's own reading, not from a
+//! second reading by the streamer: the events must be those of every other split. Each
+//! input here is decoded whole, char by char, byte by byte, in random splits and cut at
+//! every prefix (`decode_all_ways`); debug builds also check the two readings against each
+//! other inside the decoder. The inputs are the shapes that reading handles (references,
+//! line ends, CDATA, children of a parameter, empty elements) and the shapes it leaves to
+//! the streamer (an element named as its parameter or call inside a value, a carriage
+//! return in a value with elements).
+
+mod common;
+
+use std::borrow::Cow;
+
+use action_xml::{Config, Event};
+use tam_parse::Span;
+use tam_testkit::{Action, decode_all_ways};
+
+fn args(events: &[Event<'static>]) -> Vec<Event<'static>> {
+    events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::CallStart { .. }
+                    | Event::ParamStart { .. }
+                    | Event::ParamText { .. }
+                    | Event::ParamEnd { .. }
+                    | Event::CallEnd { .. }
+            )
+        })
+        .cloned()
+        .collect()
+}
+
+fn text(s: &str, start: usize, end: usize, cdata: bool) -> Event<'static> {
+    Event::ParamText {
+        text: Cow::Owned(s.to_owned()),
+        span: Span::new(start, end),
+        cdata,
+    }
+}
+
+#[test]
+fn a_block_fed_whole_streams_references_line_ends_and_cdata_as_in_deltas() {
+    let input =
+        "Run it.\n<ACTION><w><content>a &lt; b\r\nc<![CDATA[<x>]]>d</content><n/></w></ACTION>";
+    let events = decode_all_ways(Action(Config::default()), input.as_bytes());
+    let at = |needle: &str| input.find(needle).unwrap();
+    let value = at("a &lt;");
+    let cdata = at("<x>");
+    let d = at("d</content>");
+    let n = at("<n/>");
+    assert_eq!(
+        args(&events),
+        vec![
+            Event::CallStart {
+                index: 0,
+                tool: "w".into(),
+                span: Span::new(at("<w>"), at("<w>") + 3),
+            },
+            Event::ParamStart {
+                key: "content".into(),
+                span: Span::new(at("<content>"), value),
+            },
+            text("a < b\nc", value, at("<![CDATA["), false),
+            text("<x>", cdata, cdata + 3, true),
+            text("d", d, d + 1, false),
+            Event::ParamEnd {
+                span: Span::new(at("<content>"), at("<n/>")),
+            },
+            Event::ParamStart {
+                key: "n".into(),
+                span: Span::new(n, n + 4),
+            },
+            Event::ParamEnd {
+                span: Span::new(n, n + 4),
+            },
+            Event::CallEnd {
+                index: 0,
+                span: Span::new(at("<w>"), at("</ACTION>")),
+            },
+        ]
+    );
+}
+
+#[test]
+fn shapes_of_real_replies_stream_the_same_fed_whole_and_in_deltas() {
+    let inputs = [
+        // Code: `<` and `&` as text, generics never closed, a close tag matching nothing.
+        "<ACTION><write_to_file><path>a.rs</path><content>fn f<T: Into<String>>(a: &mut T) -> bool { a < b && c > d }\nlet s = \"</div>\";\n</content></write_to_file></ACTION>",
+        // HTML in a value: children of the parameter, streamed as written.
+        "<ACTION><save><content><div><b>hi</b> &amp; <i>there</i></div></content></save></ACTION>",
+        // An object and a list parameter, a blank reference between parameters.
+        "<ACTION><t><o><a>1</a><b>x &#x41;</b></o>&#32;<l><item>1</item><item>2</item></l></t></ACTION>",
+        // Two calls, an empty call, line ends of every kind.
+        "<ACTION>\r\n<a><p>x\ry\r\nz\n</p></a>\r\n<b/>\r\n<c><q></q></c></ACTION>",
+        // Left to the streamer: an element named as its parameter or its call in a value.
+        "<ACTION><t><p>a<p>b</p>c</p></t></ACTION>",
+        "<ACTION><t><p>a<T>b</T>c</p></t></ACTION>",
+        "<ACTION><t><P>a<p/>c</P></t></ACTION>",
+        "<ACTION><t><t>x</t></t></ACTION>",
+        // An element of the parameter's name never closed in its value: text to the
+        // block's reading, nesting to the streamer's (found by a property test).
+        "<ACTION>\n<write_file><other>March 10</mode></path><path>a.txt<other>x </path></other></write_file>\n</ACTION>",
+        "<ACTION><t><p>Vec<P> x</p></t></ACTION>",
+        "<ACTION><t><p>Vec<t> x</p></t></ACTION>",
+        // The streamer hands a tag of the parameter's own name out as written, line end
+        // and all: the one shape where the two readings differ.
+        "<ACTION><t><p>a<p\r\n/>c</p></t></ACTION>",
+        // A carriage return in a value with elements, in their tags too.
+        "<ACTION><t><p><a\r\n>x</a\r\n>\r\n</p></t></ACTION>",
+        // Not read directly at all: a comment, a fence, a block cut by the stream's end.
+        "<ACTION><t><p>a<!-- c -->b</p></t></ACTION>",
+        "<ACTION>\n```xml\n<t><p>a</p></t>\n```\n</ACTION>",
+        "<ACTION><t><p>a</p></t>",
+    ];
+    for input in inputs {
+        let events = decode_all_ways(Action(Config::default()), input.as_bytes());
+        let calls = events
+            .iter()
+            .filter(|e| matches!(e, Event::CallStart { .. }))
+            .count();
+        assert!(calls > 0 || input.ends_with("</t>"), "{input}: {events:?}");
+    }
+}
