@@ -264,7 +264,7 @@
 //!   this, the scanner reports a block's progress once per delta rather than per internal
 //!   push, and its last progress before a close through
 //!   [`tam_parse::scan::ScanHandler::block_closing`]. The 64 KiB value of code fed whole
-//!   with argument events on: 22 % fewer instructions (`docs/performance.md`, "ACTION in
+//!   with argument events on: 21 % fewer instructions (`docs/performance.md`, "ACTION in
 //!   token deltas, session 19").
 //!
 //! # Serde
