@@ -250,6 +250,7 @@ fn build_block_with(
             &closed.offsets,
             max_depth,
             config.max_nodes,
+            events.is_some(),
         )
     {
         report_repairs(direct.repairs(), &here, &mut diags);
@@ -624,6 +625,7 @@ mod tests {
                         &closed.offsets,
                         64,
                         1 << 16,
+                        false,
                     )
                     .is_some(),
             );

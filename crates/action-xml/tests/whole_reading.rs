@@ -105,6 +105,9 @@ fn shapes_of_real_replies_stream_the_same_fed_whole_and_in_deltas() {
         "<ACTION>\n<write_file><other>March 10</mode></path><path>a.txt<other>x </path></other></write_file>\n</ACTION>",
         "<ACTION><t><p>Vec<P> x</p></t></ACTION>",
         "<ACTION><t><p>Vec<t> x</p></t></ACTION>",
+        "<ACTION><t><p>Vec<p, q> x</p></t></ACTION>",
+        "<ACTION><t><p>a <p =1> b</p></t></ACTION>",
+        "<ACTION><t><p>HashMap<P, t> x</p></t></ACTION>",
         // The streamer hands a tag of the parameter's own name out as written, line end
         // and all: the one shape where the two readings differ.
         "<ACTION><t><p>a<p\r\n/>c</p></t></ACTION>",
@@ -124,3 +127,72 @@ fn shapes_of_real_replies_stream_the_same_fed_whole_and_in_deltas() {
         assert!(calls > 0 || input.ends_with("</t>"), "{input}: {events:?}");
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+    /// Values made of what makes the two readings part ways if anything does: one or two
+    /// tags of the parameter's or the call's name in some case and shape (kept, never
+    /// closed, spaced, text that only looks like one) among code, line ends, references,
+    /// CDATA and child elements the block's reader takes.
+    #[test]
+    fn values_with_tags_of_their_own_names_stream_the_same_every_way(
+        call in proptest::sample::select(vec!["t", "T", "write"]),
+        param in proptest::sample::select(vec!["p", "P", "content"]),
+        before in proptest::collection::vec(proptest::sample::select(BENIGN.to_vec()), 0..5),
+        risky in proptest::collection::vec(proptest::sample::select(RISKY.to_vec()), 1..3),
+        after in proptest::collection::vec(proptest::sample::select(BENIGN.to_vec()), 0..5),
+    ) {
+        let value: String = [before.concat(), risky.concat(), after.concat()].concat();
+        let input = format!(
+            "Go.\n<ACTION>\n<{call}><{param}>{value}</{param}><r>1</r></{call}>\n</ACTION>\nDone."
+        );
+        decode_all_ways(Action(Config::default()), input.as_bytes());
+    }
+}
+
+/// What the block's reader and the streamer read alike.
+const BENIGN: [&str; 14] = [
+    "x",
+    " ",
+    "\n",
+    "\r\n",
+    "\r",
+    "a < b",
+    "&amp;",
+    "& ",
+    "&#x41;",
+    "HashMap<K, V>",
+    "<q/>",
+    "<q>y</q>",
+    "Vec<q>",
+    "<![CDATA[a\r\n<p>]]>",
+];
+
+/// Tags of the parameter's or call's names, or text that looks like one.
+const RISKY: [&str; 24] = [
+    "<p>",
+    "</p>",
+    "<p/>",
+    "<P>",
+    "</P>",
+    "<p, q>",
+    "</ p>",
+    "< p>",
+    "<p\r\n>",
+    "<p\r\n/>",
+    "<t>",
+    "</t>",
+    "</T>",
+    "</ t>",
+    "<T, u>",
+    "Vec<p>",
+    "Vec<t>",
+    "<content>",
+    "</content>",
+    "</write>",
+    "<write/>",
+    "\"</div\"",
+    "<q>Vec<p></q>",
+    "<q>Vec<T></q>",
+];

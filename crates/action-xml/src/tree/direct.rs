@@ -43,6 +43,8 @@ pub(crate) struct Direct {
     refs: Vec<usize>,
     /// The names of elements never closed in a value (read as text), in body order.
     unclosed: Vec<Range<usize>>,
+    /// Where a `<` that may begin a name or `/` was read as text, in body order.
+    markup_like: Vec<usize>,
     /// The body's offset in the block's raw text.
     body_start: usize,
 }
@@ -67,9 +69,11 @@ impl Direct {
     ///
     /// `false`, with nothing emitted, for the shapes where the streamer's light reading is
     /// not known to agree with this one, which it then reads itself: an element inside a
-    /// value named as its parameter or call (in any case), kept or never closed (the
-    /// streamer counts such a start tag as nesting, and hands it out as written, where this
-    /// reading would read a line end in it as `\n`), and a parameter named as its call.
+    /// value named as its parameter or call (in any case), kept or never closed, or a `<`
+    /// read as text that begins such a name or a close tag with blanks (`<p, q>`, `</ p>`:
+    /// the streamer reads such tags as nesting or as a close, and hands them out as written,
+    /// where this reading would read a line end in them as `\n`); and a parameter named as
+    /// its call.
     pub(crate) fn stream_events(
         &self,
         raw: &str,
@@ -100,12 +104,25 @@ impl Direct {
                 };
                 let content = self.elems[param].content.clone();
                 let from = self.unclosed.partition_point(|n| n.start < content.start);
+                // A `<` read as text that the streamer may read as the parameter's tag or
+                // the call's close tag: `<p, q>`, `</ p>`, `</T `.
+                let tag_like = |lt: usize| {
+                    let closing = b.get(lt + 1) == Some(&b'/');
+                    let at = lt + 1 + usize::from(closing);
+                    let end = name_end(body, at);
+                    (closing && end == at) || named(&body[at..end])
+                };
+                let lts = self.markup_like.partition_point(|&lt| lt < content.start);
                 if key.eq_ignore_ascii_case(tool)
                     || (param + 1..self.elems[param].next).any(|d| named(name(d)))
                     || self.unclosed[from..]
                         .iter()
                         .take_while(|n| n.end <= content.end)
                         .any(|n| named(&body[n.clone()]))
+                    || self.markup_like[lts..]
+                        .iter()
+                        .take_while(|&&lt| lt < content.end)
+                        .any(|&lt| tag_like(lt))
                 {
                     return false;
                 }
@@ -223,17 +240,18 @@ impl Direct {
 /// `noncanonical_tag`), nesting beyond `max_depth` or possibly more than `max_nodes` nodes.
 /// Every check is at least as strict as roxmltree's, so a body read here is one roxmltree
 /// accepts once the pre-scan repaired it (property-tested against the roxmltree paths,
-/// warnings included).
+/// warnings included). `for_events`: what [`Direct::stream_events`] needs is kept too.
 pub(crate) fn read_direct(
     raw: &ByteString,
     body: Range<usize>,
     offsets: &OffsetMap,
     max_depth: usize,
     max_nodes: u32,
+    for_events: bool,
 ) -> Option<Direct> {
     let body_start = body.start;
     let body = &raw[body];
-    let flat = flat_tree(body, max_depth, max_nodes)?;
+    let flat = flat_tree(body, max_depth, max_nodes, for_events)?;
     let reader = DirectReader {
         raw,
         body,
@@ -257,6 +275,7 @@ pub(crate) fn read_direct(
         cdata: flat.cdata,
         refs: flat.refs,
         unclosed: flat.unclosed,
+        markup_like: flat.markup_like,
         body_start,
     })
 }
@@ -319,7 +338,10 @@ enum Piece {
 /// as they are passed (the pre-scan's repairs, if the text is where it repairs them: the
 /// caller checks). Every piece ends at a `>`, a `;`, before a `<` or `&`, or at the end: at
 /// a character boundary. `open` is the name of the element open at `at` (empty at the
-/// top), `outer` the elements open there.
+/// top), `outer` the elements open there. A `<` read as text that [`lt_piece`] had to look
+/// at (it may begin a name or `/`: `HashMap<K, V>`, `"</div"`) goes into `markup_like`, if
+/// given.
+#[allow(clippy::too_many_arguments)]
 fn piece_at(
     body: &str,
     at: usize,
@@ -328,6 +350,7 @@ fn piece_at(
     amp: &mut Tally,
     lt: &mut Tally,
     stops: &mut Stops<'_>,
+    mut markup_like: Option<&mut Vec<usize>>,
 ) -> Option<Cut> {
     let b = body.as_bytes();
     match b[at] {
@@ -337,7 +360,7 @@ fn piece_at(
             }
         }
         b'<' => match lt_piece(body, at, open, outer)? {
-            (Piece::Lt, _) => {}
+            (Piece::Lt, _) => markup_like.iter_mut().for_each(|m| m.push(at)),
             (tag, end) => return Some((tag, end, None)),
         },
         _ => {}
@@ -359,7 +382,7 @@ fn piece_at(
             }
         } else if !b.get(next + 1).copied().is_some_and(begins_no_markup) {
             match lt_piece(body, next, open, outer)? {
-                (Piece::Lt, _) => {}
+                (Piece::Lt, _) => markup_like.iter_mut().for_each(|m| m.push(next)),
                 tag => return Some((Piece::Text, next, Some(tag))),
             }
         }
@@ -559,13 +582,18 @@ struct Flat {
     /// Bare `&`s and `<`s read as text, in the pre-scan's order.
     amp: Tally,
     lt: Tally,
-    /// The names of the elements never closed in a value, read as text (`Vec<String>`).
+    /// The names of the elements never closed in a value, read as text (`Vec<String>`;
+    /// kept `for_events` only).
     unclosed: Vec<Range<usize>>,
+    /// Where a `<` that may begin a name or `/` was read as text, in body order (kept
+    /// `for_events` only).
+    markup_like: Vec<usize>,
 }
 
 /// The element list and CDATA sections of `body`, with the pre-scan's repairs inside values
 /// counted, or `None` when it is outside the subset that [`read_direct`] reads.
-fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
+/// `for_events`: [`Flat::unclosed`] and [`Flat::markup_like`] are kept.
+fn flat_tree(body: &str, max_depth: usize, max_nodes: u32, for_events: bool) -> Option<Flat> {
     if body.starts_with('\u{FEFF}') {
         // A leading byte order mark is text to roxmltree.
         return None;
@@ -589,6 +617,7 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
     let mut open_name = 0..0;
     let (mut amp, mut lt) = (Tally::default(), Tally::default());
     let mut unclosed: Vec<Range<usize>> = Vec::new();
+    let mut markup_like: Vec<usize> = Vec::new();
     // Nodes roxmltree would make, counted high: the root, `<ACTION>`, every element and
     // every text piece (roxmltree merges adjacent ones), plus one.
     let mut nodes = 3usize;
@@ -606,8 +635,16 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
                     top: open,
                 };
                 let open = &bytes[open_name.clone()];
-                let (piece, end, next) =
-                    piece_at(body, pos, open, outer, &mut amp, &mut lt, &mut stops)?;
+                let (piece, end, next) = piece_at(
+                    body,
+                    pos,
+                    open,
+                    outer,
+                    &mut amp,
+                    &mut lt,
+                    &mut stops,
+                    for_events.then_some(&mut markup_like),
+                )?;
                 known = next;
                 (piece, end)
             }
@@ -688,7 +725,9 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
                             for e in &elems[kept + 1..] {
                                 lt.add(e.start..e.start + 1);
                                 e.unmatched.add_to(&mut lt);
-                                unclosed.push(e.name.clone());
+                                if for_events {
+                                    unclosed.push(e.name.clone());
+                                }
                             }
                             elems.truncate(kept + 1);
                             depth -= above;
@@ -790,6 +829,7 @@ fn flat_tree(body: &str, max_depth: usize, max_nodes: u32) -> Option<Flat> {
         amp,
         lt,
         unclosed,
+        markup_like,
     })
 }
 
@@ -1081,7 +1121,8 @@ mod tests {
             }
             body.push_str("</call>");
             let raw = ByteString::from(body.clone());
-            let Flat { elems, cdata, .. } = flat_tree(&body, 64, 1 << 16).expect("a plain body");
+            let Flat { elems, cdata, .. } =
+                flat_tree(&body, 64, 1 << 16, false).expect("a plain body");
             let offsets = OffsetMap::default();
             let reader = DirectReader {
                 raw: &raw,
