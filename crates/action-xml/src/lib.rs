@@ -257,14 +257,15 @@
 //!   its argument events come from the direct reader's reading of the closed block (the
 //!   elements, CDATA sections and references it found), in the streamer's order and with
 //!   its pieces (once adjacent pieces are joined, the same events as any other split), and
-//!   the streamer never runs. The shapes where the streamer's light reading could differ
-//!   (an element in a value named as its parameter or call) and every block the direct
-//!   reader does not take are streamed by the streamer as before. Debug builds (the tests,
+//!   the streamer never runs. The shapes where the streamer's light reading differs (a
+//!   value holding an element named as its parameter or call, kept or never closed, or a
+//!   `<` read as text that begins such a name, `<p, q>`) and every block the direct reader
+//!   does not take are streamed by the streamer as before. Debug builds (the tests,
 //!   the fuzz targets) check the two readings against each other on every such block. For
 //!   this, the scanner reports a block's progress once per delta rather than per internal
 //!   push, and its last progress before a close through
 //!   [`tam_parse::scan::ScanHandler::block_closing`]. The 64 KiB value of code fed whole
-//!   with argument events on: 21 % fewer instructions (`docs/performance.md`, "ACTION in
+//!   with argument events on: 19 % fewer instructions (`docs/performance.md`, "ACTION in
 //!   token deltas, session 19").
 //!
 //! # Serde
