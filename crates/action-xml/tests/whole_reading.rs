@@ -8,8 +8,6 @@
 //! the streamer (an element named as its parameter or call inside a value, a carriage
 //! return in a value with elements).
 
-mod common;
-
 use std::borrow::Cow;
 
 use action_xml::{Config, Event};
