@@ -8,6 +8,8 @@
 //! the streamer (an element named as its parameter or call inside a value, a carriage
 //! return in a value with elements).
 
+mod common;
+
 use std::borrow::Cow;
 
 use action_xml::{Config, Event};
@@ -17,16 +19,7 @@ use tam_testkit::{Action, decode_all_ways};
 fn args(events: &[Event<'static>]) -> Vec<Event<'static>> {
     events
         .iter()
-        .filter(|e| {
-            matches!(
-                e,
-                Event::CallStart { .. }
-                    | Event::ParamStart { .. }
-                    | Event::ParamText { .. }
-                    | Event::ParamEnd { .. }
-                    | Event::CallEnd { .. }
-            )
-        })
+        .filter(|e| common::is_streamed(e))
         .cloned()
         .collect()
 }
@@ -115,6 +108,8 @@ fn shapes_of_real_replies_stream_the_same_fed_whole_and_in_deltas() {
         "<ACTION><t><p>a<!-- c -->b</p></t></ACTION>",
         "<ACTION>\n```xml\n<t><p>a</p></t>\n```\n</ACTION>",
         "<ACTION><t><p>a</p></t>",
+        // A marker mentioned in prose, a block, then text after it the model invented.
+        "Use `<ACTION>` like this:\n<ACTION><t><p>x</p></t></ACTION>\nObservation: done.",
     ];
     for input in inputs {
         let events = decode_all_ways(Action(Config::default()), input.as_bytes());
@@ -194,3 +189,26 @@ const RISKY: [&str; 24] = [
     "<q>Vec<p></q>",
     "<q>Vec<T></q>",
 ];
+
+/// A reasoning section that writes a block, then the real block: the one in reasoning is
+/// never read as a call; the real one streams the same fed whole and in deltas.
+#[test]
+fn a_block_after_reasoning_streams_the_same_every_way() {
+    let input = "<think>I could write <ACTION><t><p>no</p></t></ACTION> here.</think>\n<ACTION><t><p>a &lt; b</p></t></ACTION>";
+    let config = Config::default().with_reasoning_tags(true);
+    let events = decode_all_ways(Action(config), input.as_bytes());
+    let calls: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Block(b) => Some(b.calls.len()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls, vec![1], "{events:?}");
+    assert!(
+        args(&events)
+            .iter()
+            .any(|e| matches!(e, Event::ParamText { text, .. } if text == "a < b")),
+        "{events:?}"
+    );
+}
