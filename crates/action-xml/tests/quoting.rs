@@ -219,3 +219,20 @@ fn prose_mentioning_thinking_without_its_close_is_prose() {
     assert_eq!(reasoning(&events), "");
     assert!(text(&events).starts_with("<thinking tags"));
 }
+
+/// A real reply (the e2e proof leg, Qwen2.5-Coder-1.5B on a 2-core AMD EPYC without
+/// AVX-512, session 20): the call element written without its `<ACTION>` block. SPEC §3
+/// makes calls of a block's children only, so this is prose: every byte text, no call, no
+/// diagnostic — in the ACTION decoder and the front door alike.
+#[test]
+fn a_call_element_written_without_its_action_block_is_prose() {
+    let input = "<GetPlayerInfo>\n  <player_id>player123</player_id>\n</GetPlayerInfo>";
+    let events = action(input, Config::default());
+    assert!(tools(&events).is_empty(), "{events:?}");
+    assert_eq!(text(&events), input);
+    assert!(codes_of(&events).is_empty(), "{events:?}");
+    for protocol in [ProtocolChoice::Auto, ProtocolChoice::Action] {
+        let events = mixed(input, MixedConfig::for_protocol(protocol));
+        assert!(mixed_tools(&events).is_empty(), "{events:?}");
+    }
+}
