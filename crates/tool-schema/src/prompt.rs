@@ -154,6 +154,7 @@ pub(crate) fn render_with<'a>(
     let render = Render {
         labels,
         xml_examples,
+        array_examples: xml_examples,
     };
     match style {
         PromptStyle::Tam => {
@@ -215,9 +216,13 @@ pub(crate) fn render_xml_items<'a>(
     labels: &Labels,
 ) -> String {
     let mut out = String::new();
+    // The compact prompt's rules say to write lists as `[1, 2]` or `["a", "b"]`: an
+    // `<item>` example under an array would contradict them (and the model copied its
+    // `…` as values, e2e/README session 21), so only objects get an example here.
     let render = Render {
         labels,
         xml_examples: true,
+        array_examples: false,
     };
     render.xml_items(&mut out, tools.into_iter().collect());
     let trimmed = out.trim_end_matches('\n').len();
@@ -229,6 +234,8 @@ pub(crate) fn render_xml_items<'a>(
 struct Render<'l> {
     labels: &'l Labels,
     xml_examples: bool,
+    /// With `xml_examples`: arrays get one too (`<item>` tags), not only objects.
+    array_examples: bool,
 }
 
 impl Render<'_> {
@@ -263,7 +270,7 @@ impl Render<'_> {
             line.write_to(out, layout);
             if with_examples
                 && line.depth == 0
-                && let Some(example) = xml_example(line.name, line.shape)
+                && let Some(example) = xml_example(line.name, line.shape, self.array_examples)
             {
                 let indent = layout.indent + layout.step;
                 let text = format!("{}{}: {example}", layout.bullet, self.labels.example);
@@ -274,9 +281,12 @@ impl Render<'_> {
 }
 
 /// How to write a structured top-level parameter in ACTION XML, as the seed's §4.2 shows
-/// for `payload`: an object as nested tags, an array as `<item>` tags.
-fn xml_example(name: &str, shape: &Shape) -> Option<String> {
+/// for `payload`: an object as nested tags, an array as `<item>` tags (with `arrays`).
+fn xml_example(name: &str, shape: &Shape, arrays: bool) -> Option<String> {
     if shape.types == TypeSet::ARRAY {
+        if !arrays {
+            return None;
+        }
         return Some(format!("`<{name}><item>…</item><item>…</item></{name}>`"));
     }
     if shape.types == TypeSet::OBJECT {
@@ -317,7 +327,8 @@ struct ParameterLine<'s> {
 
 impl ParameterLine<'_> {
     /// `{bullet}{open}name{close} (type, required, one of: …, default: …): description`
-    /// at the layout's indent for this depth, and a line break.
+    /// at the layout's indent for this depth, and a line break; an array of scalars whose
+    /// items are enumerated says `each one of: …` instead of `one of: …`.
     fn write_to(&self, out: &mut String, layout: &ParameterLayout) {
         let shape = self.shape;
         let mut text = format!(
@@ -336,6 +347,15 @@ impl ParameterLine<'_> {
         if let Some(allowed) = &shape.enumeration {
             let values: Vec<String> = allowed.iter().map(Value::to_string).collect();
             let _ = write!(text, ", one of: {}", values.join(", "));
+        } else if let Some(items) = &shape.items
+            && items.object.is_none()
+            && items.items.is_none()
+            && let Some(allowed) = &items.enumeration
+        {
+            // Scalar items get no line of their own (`push_nested`): their allowed values
+            // go on the array's line, or the model never sees them.
+            let values: Vec<String> = allowed.iter().map(Value::to_string).collect();
+            let _ = write!(text, ", each one of: {}", values.join(", "));
         }
         if let Some(default) = &shape.default {
             let _ = write!(text, ", default: {default}");

@@ -71,6 +71,66 @@ fn the_compact_tool_list_has_one_line_per_tool_and_per_parameter() {
     }
 }
 
+/// A tool with an array of enumerated strings and an object parameter, as BFCL's
+/// `park_information` and the seed's `payload`.
+fn park_tool() -> ToolDefinition {
+    serde_json::from_value(serde_json::json!({
+        "id": "park_information", "description": "Facts about a national park.",
+        "parameters": {"type": "object", "properties": {
+            "park_name": {"type": "string"},
+            "information": {"type": "array", "items": {"type": "string", "enum": ["Elevation", "Area"]}},
+            "years": {"type": "array", "items": {"type": "integer"}},
+            "payload": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}
+        }, "required": ["park_name", "information"]},
+        "implementation": {"type": "service"}
+    }))
+    .unwrap()
+}
+
+/// An array's enumerated items are named on its line (`each one of:`), in every list; the
+/// compact ACTION list shows no `<item>` example under an array (its rules ask for lists
+/// as `[1, 2]`) but keeps the nested-tag example under an object, and the seed's full
+/// ACTION list keeps both.
+#[test]
+fn enumerated_array_items_are_listed_and_the_compact_list_has_no_item_example() {
+    let park = park_tool();
+    for protocol in [PromptProtocol::Tam, PromptProtocol::Action] {
+        for language in [PromptLanguage::English, PromptLanguage::Chinese] {
+            let prompt = SystemPrompt::new(protocol, language);
+            for list in [
+                prompt.render_compact_tools([&park]),
+                prompt.render_tools([&park]),
+            ] {
+                let line = list
+                    .lines()
+                    .find(|l| l.contains("information") && l.contains("array"))
+                    .unwrap_or_else(|| panic!("{list}"));
+                assert!(
+                    line.contains(
+                        "array of string, required, each one of: \"Elevation\", \"Area\")"
+                    ),
+                    "{protocol:?} {language:?}: {line}"
+                );
+                let years = list.lines().find(|l| l.contains("years")).unwrap();
+                assert!(!years.contains("one of"), "{years}");
+            }
+            let compact = prompt.render_compact_tools([&park]);
+            assert!(!compact.contains("<item>"), "{compact}");
+            let full = prompt.render_tools([&park]);
+            if protocol == PromptProtocol::Action {
+                assert!(
+                    compact.contains("`<payload><a>…</a><b>…</b></payload>`"),
+                    "{compact}"
+                );
+                assert!(
+                    full.contains("`<information><item>…</item><item>…</item></information>`"),
+                    "{full}"
+                );
+            }
+        }
+    }
+}
+
 /// The demonstration: a plain answer where no tool fits, then the compact prompt's own
 /// example request answered with the very block the prompt shows, in each protocol and
 /// language; a required call leaves the plain answer out.
