@@ -295,6 +295,27 @@ async fn a_call_to_a_tool_not_offered_is_content() {
     assert!(got.calls.is_empty());
 }
 
+/// A call element written without its `<ACTION>` block (the real model's reply in the e2e
+/// proof leg, session 20) is prose by SPEC §3: through the proxy it comes back as the
+/// model's text, streamed in any split and whole, and never as a call.
+#[tokio::test]
+async fn a_call_element_without_its_action_block_is_content() {
+    let reply = "<get_weather>\n  <city>Paris</city>\n</get_weather>";
+    for size in [1, 3, 7, 200] {
+        let upstream = ScriptedUpstream::always(deltas_reply(reply, size, "stop")).await;
+        let proxy = start_proxy(&upstream, Protocol::Action).await;
+        let got = stream(&proxy, request(json!({}))).await;
+        assert_eq!(got.content, reply, "deltas of {size}");
+        assert!(got.calls.is_empty(), "deltas of {size}: {:?}", got.calls);
+        assert_eq!(got.finish.as_deref(), Some("Stop"));
+        assert!(got.error.is_none(), "{:?}", got.error);
+        let whole = complete(&proxy, request(json!({}))).await;
+        let message = &whole.choices[0].message;
+        assert_eq!(message.content.as_deref(), Some(reply));
+        assert!(message.tool_calls.as_ref().is_none_or(Vec::is_empty));
+    }
+}
+
 #[tokio::test]
 async fn tool_choice_none_sends_no_tool_prompt_and_decodes_nothing() {
     let upstream = ScriptedUpstream::always(deltas_reply(TAM_CALL, 9, "stop")).await;

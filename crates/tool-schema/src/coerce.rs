@@ -365,7 +365,8 @@ pub(crate) fn convert(shape: &Shape, value: Value) -> Result<Value, Refusal> {
 
 /// Reads text as the first allowed type it parses as: integer, number, boolean, null,
 /// object (`{…}`: JSON, else a Python/JavaScript literal), array (`[…]` likewise; for
-/// number or boolean items, a comma-separated list); failing those, an array type takes
+/// number or boolean items, a comma-separated list; for enumerated string items, a
+/// comma-separated list of members: [`member_list`]); failing those, an array type takes
 /// the text as its one element. Text that is plainly meant as an array or object (it
 /// closes its bracket, or nests too deep) but cannot be read is refused with the reason.
 fn from_text(shape: &Shape, text: String) -> Result<Value, Refusal> {
@@ -411,6 +412,8 @@ fn from_text(shape: &Shape, text: String) -> Result<Value, Refusal> {
             }
         } else if splits_on_commas(shape) && trimmed.contains(LIST_SEPARATORS) {
             return Ok(comma_list(trimmed));
+        } else if let Some(members) = member_list(shape, trimmed) {
+            return Ok(members);
         }
         if reason.is_none() {
             return Ok(Value::Array(vec![Value::String(text)]));
@@ -447,6 +450,39 @@ fn splits_on_commas(shape: &Shape) -> bool {
         types.contains(TypeSet::INTEGER | TypeSet::NUMBER | TypeSet::BOOLEAN)
             && !types.contains(TypeSet::STRING | TypeSet::OBJECT | TypeSet::ARRAY)
     })
+}
+
+/// `vegan, gluten-free` for an array whose items are enumerated strings: a comma-separated
+/// list when the text is not itself a member and every part names one (exactly, quoted or
+/// in another ASCII case, as [`unquoted_member`] reads an item). Text with commas that
+/// does not list members (`Paris, France` for free strings, or for an enum that lacks
+/// one of its parts) stays a single value. The parts are coerced as items after.
+fn member_list(shape: &Shape, trimmed: &str) -> Option<Value> {
+    let items = shape.items.as_deref()?;
+    if items.enumeration.is_none()
+        || !items.types.contains(TypeSet::STRING)
+        || !trimmed.contains(LIST_SEPARATORS)
+        || names_member(items, trimmed)
+    {
+        return None;
+    }
+    let list = comma_list(trimmed);
+    let Value::Array(parts) = &list else {
+        return None;
+    };
+    let every = parts
+        .iter()
+        .all(|part| part.as_str().is_some_and(|text| names_member(items, text)));
+    every.then_some(list)
+}
+
+/// Whether `text` is a member of `shape`'s enum or names exactly one ([`unquoted_member`]).
+fn names_member(shape: &Shape, text: &str) -> bool {
+    let exact = shape
+        .enumeration
+        .as_ref()
+        .is_some_and(|allowed| allowed.iter().any(|v| v.as_str() == Some(text)));
+    exact || unquoted_member(shape, text).is_some()
 }
 
 /// What separates the items of a bare list: the ASCII comma, the full-width comma and the

@@ -114,7 +114,11 @@
 //!   are numbers or booleans (their `type` allows `integer`, `number` or `boolean` and
 //!   none of `string`, `object`, `array`), text with a comma is a comma-separated list
 //!   (`3,4,5`, `3, 4, 5`, one trailing comma allowed; `"1,000"` is `[1, 0]`; the full-width
-//!   `，` and the ideographic `、` separate items too: `3、5`); anything else
+//!   `，` and the ideographic `、` separate items too: `3、5`); when the `items` are
+//!   enumerated strings, text that is not itself a member but whose comma-separated parts
+//!   each name one (exactly, quoted, or in another ASCII case) is the list of those parts
+//!   (`vegan, gluten-free` → `["vegan", "gluten-free"]`; models write lists of allowed
+//!   values that way; a part that names no member leaves the text one value); anything else
 //!   is a single value, a one-element array (`"Paris, France"` for an array of strings is
 //!   `["Paris, France"]`; `"[draft] notes"` is `["[draft] notes"]`). The items are then
 //!   coerced to the `items` schema, text items by these same rules (`['1,2', '3']` for an

@@ -585,6 +585,61 @@ fn an_enum_member_in_another_case_is_that_member() {
     );
 }
 
+/// What the e2e model wrote in ACTION for arrays of enumerated strings once the tool list
+/// named their members (session 21: `<data_field>Personal Info, Job History</data_field>`,
+/// `<dietary_requirements>vegan, gluten-free</dietary_requirements>`): a comma-separated
+/// list of members is those members; text that lists anything else stays one value.
+#[test]
+fn a_comma_list_of_enum_members_is_those_members() {
+    let tool: ToolDefinition = serde_json::from_value(json!({
+        "id": "find_restaurants",
+        "parameters": {"type": "object", "properties": {
+            "diet": {"type": "array", "items": {"type": "string",
+                "enum": ["vegan", "gluten-free", "Paris, France", "Rome"]}},
+            "places": {"type": "array", "items": {"type": "string"}}}},
+        "implementation": {"type": "service"}
+    }))
+    .unwrap();
+    let tool = CompiledTool::new(tool).unwrap();
+    let coerce = |key: &'static str, text: &str| {
+        tool.coerce([(key, json!(text))], KeyMatch::Exact)
+            .map(Value::Object)
+    };
+    for text in [
+        "vegan, gluten-free",
+        "vegan,gluten-free,",
+        "Vegan，Gluten-Free",
+        "\"vegan\", 'gluten-free'",
+        " vegan 、 gluten-free ",
+    ] {
+        assert_eq!(
+            coerce("diet", text).unwrap(),
+            json!({"diet": ["vegan", "gluten-free"]}),
+            "{text:?}"
+        );
+    }
+    // A member that holds a comma is that member, not a list.
+    assert_eq!(
+        coerce("diet", "Paris, France").unwrap(),
+        json!({"diet": ["Paris, France"]})
+    );
+    assert_eq!(
+        coerce("diet", "Paris, France, Rome")
+            .unwrap_err()
+            .arguments()["diet"],
+        json!("Paris, France, Rome"),
+        "a part (`Paris`) names no member: one value, refused by the enum"
+    );
+    // One part that names no member: the text stays one value, refused as written.
+    let errors = coerce("diet", "vegan, halal").unwrap_err();
+    assert_eq!(errors.arguments()["diet"], json!("vegan, halal"));
+    // Free strings are never split.
+    assert_eq!(
+        coerce("places", "vegan, gluten-free").unwrap(),
+        json!({"places": ["vegan, gluten-free"]})
+    );
+}
+
 /// What the e2e model wrote for BFCL's `lawsuits_search` and `flight.book` in ACTION:
 /// every string quoted as in Python (`<company_name>'Apple Inc.'</company_name>`).
 #[test]
