@@ -366,7 +366,8 @@ pub(crate) fn convert(shape: &Shape, value: Value) -> Result<Value, Refusal> {
 /// Reads text as the first allowed type it parses as: integer, number, boolean, null,
 /// object (`{…}`: JSON, else a Python/JavaScript literal), array (`[…]` likewise; for
 /// number or boolean items, a comma-separated list; for enumerated string items, a
-/// comma-separated list of members: [`member_list`]); failing those, an array type takes
+/// comma-separated list of members: [`member_list`]; quoted strings without brackets:
+/// [`quoted_list`]); failing those, an array type takes
 /// the text as its one element. Text that is plainly meant as an array or object (it
 /// closes its bracket, or nests too deep) but cannot be read is refused with the reason.
 fn from_text(shape: &Shape, text: String) -> Result<Value, Refusal> {
@@ -414,6 +415,8 @@ fn from_text(shape: &Shape, text: String) -> Result<Value, Refusal> {
             return Ok(comma_list(trimmed));
         } else if let Some(members) = member_list(shape, trimmed) {
             return Ok(members);
+        } else if let Some(list) = quoted_list(trimmed) {
+            return Ok(list);
         }
         if reason.is_none() {
             return Ok(Value::Array(vec![Value::String(text)]));
@@ -474,6 +477,22 @@ fn member_list(shape: &Shape, trimmed: &str) -> Option<Value> {
         .iter()
         .all(|part| part.as_str().is_some_and(|text| names_member(items, text)));
     every.then_some(list)
+}
+
+/// `"2018-2019", "2019-2020"`: a list of two or more quoted strings written without its
+/// brackets (the e2e model wrote lists so in both protocols), read as the literal list it
+/// is inside `[` … `]`. Text that only starts with a quote (`"Hi", she said`) does not read
+/// as a list of strings and stays a single value.
+fn quoted_list(trimmed: &str) -> Option<Value> {
+    if !trimmed.starts_with(['"', '\'']) || !trimmed.contains(',') {
+        return None;
+    }
+    match literal::read(&format!("[{trimmed}]")) {
+        Ok(Value::Array(items)) if items.len() >= 2 && items.iter().all(Value::is_string) => {
+            Some(Value::Array(items))
+        }
+        _ => None,
+    }
 }
 
 /// Whether `text` is a member of `shape`'s enum or names exactly one ([`unquoted_member`]).

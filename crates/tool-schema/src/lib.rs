@@ -118,7 +118,9 @@
 //!   enumerated strings, text that is not itself a member but whose comma-separated parts
 //!   each name one (exactly, quoted, or in another ASCII case) is the list of those parts
 //!   (`vegan, gluten-free` → `["vegan", "gluten-free"]`; models write lists of allowed
-//!   values that way; a part that names no member leaves the text one value); anything else
+//!   values that way; a part that names no member leaves the text one value); two or
+//!   more quoted strings separated by commas without brackets are that list
+//!   (`"2018-2019", "2019-2020"` → `["2018-2019", "2019-2020"]`); anything else
 //!   is a single value, a one-element array (`"Paris, France"` for an array of strings is
 //!   `["Paris, France"]`; `"[draft] notes"` is `["[draft] notes"]`). The items are then
 //!   coerced to the `items` schema, text items by these same rules (`['1,2', '3']` for an

@@ -640,6 +640,32 @@ fn a_comma_list_of_enum_members_is_those_members() {
     );
 }
 
+/// What the e2e model wrote in TAM for BFCL's `sport_analysis.compare_ppg` (session 21):
+/// `seasons:「始」"2018-2019", "2019-2020"「末」`, a list of quoted strings without its
+/// brackets.
+#[test]
+fn quoted_strings_without_brackets_are_a_list() {
+    assert_eq!(
+        ok(&[("names", "\"2018-2019\", \"2019-2020\"")])["names"],
+        json!(["2018-2019", "2019-2020"])
+    );
+    assert_eq!(
+        ok(&[("names", " 'Sam', \"Alice\", ")])["names"],
+        json!(["Sam", "Alice"])
+    );
+    // One quoted string, or text that only starts with a quote, is one item.
+    assert_eq!(
+        ok(&[("names", "'Paris, France'")])["names"],
+        json!(["Paris, France"])
+    );
+    assert_eq!(
+        ok(&[("names", "\"Hi\", she said")])["names"],
+        json!(["\"Hi\", she said"])
+    );
+    // Items of another type are read by their own rules, not as quoted strings.
+    assert_eq!(ok(&[("ids", "'3', '4'")])["ids"], json!([3, 4]));
+}
+
 /// What the e2e model wrote for BFCL's `lawsuits_search` and `flight.book` in ACTION:
 /// every string quoted as in Python (`<company_name>'Apple Inc.'</company_name>`).
 #[test]
