@@ -154,7 +154,6 @@ pub(crate) fn render_with<'a>(
     let render = Render {
         labels,
         xml_examples,
-        array_examples: xml_examples,
     };
     match style {
         PromptStyle::Tam => {
@@ -216,13 +215,12 @@ pub(crate) fn render_xml_items<'a>(
     labels: &Labels,
 ) -> String {
     let mut out = String::new();
-    // The compact prompt's rules say to write lists as `[1, 2]` or `["a", "b"]`: an
-    // `<item>` example under an array would contradict them (and the model copied its
-    // `…` as values, e2e/README session 21), so only objects get an example here.
+    // The `<item>` example under an array stays although the compact rules say "lists as
+    // [1, 2]": without it the e2e model wrote lists of strings as `a, b`, which cannot be
+    // told from one value (e2e/README, session 21: 3 of 38 BFCL cases lost).
     let render = Render {
         labels,
         xml_examples: true,
-        array_examples: false,
     };
     render.xml_items(&mut out, tools.into_iter().collect());
     let trimmed = out.trim_end_matches('\n').len();
@@ -234,8 +232,6 @@ pub(crate) fn render_xml_items<'a>(
 struct Render<'l> {
     labels: &'l Labels,
     xml_examples: bool,
-    /// With `xml_examples`: arrays get one too (`<item>` tags), not only objects.
-    array_examples: bool,
 }
 
 impl Render<'_> {
@@ -270,7 +266,7 @@ impl Render<'_> {
             line.write_to(out, layout);
             if with_examples
                 && line.depth == 0
-                && let Some(example) = xml_example(line.name, line.shape, self.array_examples)
+                && let Some(example) = xml_example(line.name, line.shape)
             {
                 let indent = layout.indent + layout.step;
                 let text = format!("{}{}: {example}", layout.bullet, self.labels.example);
@@ -281,12 +277,9 @@ impl Render<'_> {
 }
 
 /// How to write a structured top-level parameter in ACTION XML, as the seed's §4.2 shows
-/// for `payload`: an object as nested tags, an array as `<item>` tags (with `arrays`).
-fn xml_example(name: &str, shape: &Shape, arrays: bool) -> Option<String> {
+/// for `payload`: an object as nested tags, an array as `<item>` tags.
+fn xml_example(name: &str, shape: &Shape) -> Option<String> {
     if shape.types == TypeSet::ARRAY {
-        if !arrays {
-            return None;
-        }
         return Some(format!("`<{name}><item>…</item><item>…</item></{name}>`"));
     }
     if shape.types == TypeSet::OBJECT {

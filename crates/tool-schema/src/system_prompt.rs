@@ -260,9 +260,8 @@ impl SystemPrompt {
     /// The tool list [`SystemPrompt::render_compact`] ends with: TAM as
     /// `- tool_id: description` with its parameters indented beneath
     /// ([`PromptStyle::plain`]); ACTION as ``*   `<tool_id>`: description`` with its
-    /// parameters as `` `<name>` `` items and an example under each object parameter (the
-    /// ACTION seed §4.2 entries, without its group headings; no `<item>` example under an
-    /// array, since the rules ask for lists as `[1, 2]`). Fewer tokens
+    /// parameters as `` `<name>` `` items and an example under each object or array
+    /// parameter (the ACTION seed §4.2 entries, without its group headings). Fewer tokens
     /// than [`SystemPrompt::render_tools`] for the same facts: a one-tool request costs
     /// little more than the server's own template. No trailing line break.
     pub fn render_compact_tools<'a>(
