@@ -217,7 +217,8 @@ pub(crate) fn render_xml_items<'a>(
     let mut out = String::new();
     // The `<item>` example under an array stays although the compact rules say "lists as
     // [1, 2]": without it the e2e model wrote lists of strings as `a, b`, which cannot be
-    // told from one value (e2e/README, session 21: 3 of 38 BFCL cases lost).
+    // told from one value (e2e/README, session 21: 26 of 38 BFCL cases right without
+    // the example, 29 with it).
     let render = Render {
         labels,
         xml_examples: true,
