@@ -122,7 +122,13 @@
 //!   `Observation: Error - Tool NAME failed: MESSAGE` when its content is a result object
 //!   with `"success": false`; NAME comes from the call its `tool_call_id` answers. A run
 //!   of `tool` messages is one user message, one observation per line (chat templates
-//!   want user and assistant turns to alternate).
+//!   want user and assistant turns to alternate), closed — when the request's tools are
+//!   prompted — by a blank line and the prompt's line on what to do next
+//!   ([`SystemPrompt::after_observations`](tool_schema::SystemPrompt::after_observations):
+//!   "Now answer the request in plain text with these results. Call another tool only if
+//!   you still need one.").
+//!   Without it a 1.5B model answered nothing after its results in TAM (`e2e/README.md`,
+//!   session 23).
 //!
 //! # What a reply becomes
 //!

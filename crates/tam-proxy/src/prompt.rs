@@ -21,6 +21,13 @@
 //!   model (`e2e/README.md`, session 12): ACTION 105 → 111 of 140 (irrelevance 13 → 20 of
 //!   30); TAM 96 → 94 (irrelevance +6, the call categories −8) for 1.2× the prompt
 //!   tokens, so TAM goes without.
+//! * Each message of observations (a run of the client's `tool` messages) ends with the
+//!   prompt's line on what to do next ([`after_observations`]), in both protocols. The
+//!   BFCL cases are one turn each and never show it; the second round of a real agent
+//!   does: through this proxy, given its calls' results, the 1.5B model of the e2e runs
+//!   answered in 0 of 20 TAM conversations without the line (15 empty replies: its first
+//!   token was the block's end marker, the stop sequence; 3 calls again, 2 blocks of the
+//!   prompt's example as text), and in 18 of 20 with it (`e2e/README.md`, session 23).
 
 use tam_model::Message;
 use tool_schema::{PromptLanguage, PromptProtocol, Speaker, SystemPrompt, ToolDefinition};
@@ -79,6 +86,14 @@ pub(crate) fn demonstration(protocol: Protocol, choice: &Choice) -> Vec<Message>
             Speaker::Assistant => Message::assistant(text),
         })
         .collect()
+}
+
+/// The line that closes each message of observations (the client's `tool` messages) when
+/// the request's tools are prompted ([`SystemPrompt::after_observations`]): answer with
+/// the results, or call another tool. Without it a 1.5B model answered nothing after the
+/// observations in TAM (see the module's decisions).
+pub(crate) fn after_observations(protocol: Protocol) -> &'static str {
+    SystemPrompt::new(prompt_protocol(protocol), PromptLanguage::English).after_observations()
 }
 
 fn prompt_protocol(protocol: Protocol) -> PromptProtocol {

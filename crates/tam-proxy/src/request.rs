@@ -8,7 +8,7 @@ use tool_schema::{CompiledTool, Implementation, ToolDefinition, ToolId, empty_pa
 
 use crate::ProxyError;
 use crate::history::{PastCall, observation, render_calls};
-use crate::prompt::{Choice, demonstration, tool_prompt};
+use crate::prompt::{Choice, after_observations, demonstration, tool_prompt};
 use tam_model::{Message, ModelOptions, Role};
 
 use crate::Protocol;
@@ -181,7 +181,8 @@ pub(crate) fn translate(
         offered.tools.insert(name, tool);
     }
 
-    let mut messages = read_messages(request.get("messages"), protocol, prompt)?;
+    let after = decode.then(|| after_observations(protocol));
+    let mut messages = read_messages(request.get("messages"), protocol, prompt, after)?;
     // The demonstration goes between the system messages and the conversation.
     let first_turn = messages
         .iter()
@@ -315,11 +316,13 @@ fn read_tools(tools: Option<&Value>) -> Result<Vec<ToolDefinition>, ProxyError> 
 /// `messages` as the upstream sees them: the tool prompt after the first system message's
 /// text (or as a new first system message), `developer` as `system`, assistant
 /// `tool_calls` as the protocol's block after the message's text, and each run of `tool`
-/// messages as one user message of observations.
+/// messages as one user message of observations, closed by `after` when given (the tool
+/// prompt's line saying what to do with them, [`after_observations`]).
 fn read_messages(
     messages: Option<&Value>,
     protocol: Protocol,
     prompt: Option<String>,
+    after: Option<&str>,
 ) -> Result<Vec<Message>, ProxyError> {
     let Some(Value::Array(messages)) = messages else {
         return Err(ProxyError::invalid(
@@ -347,6 +350,9 @@ fn read_messages(
             ContentError::Invalid => invalid("'content' must be a string or an array of parts"),
         })?;
         let is_tool = matches!(role, "tool" | "function");
+        if last_was_tool && !is_tool {
+            close_observations(&mut out, after);
+        }
         match role {
             "system" | "developer" => out.push(Message::system(content)),
             "user" => out.push(Message::user(content)),
@@ -383,6 +389,9 @@ fn read_messages(
         }
         last_was_tool = is_tool;
     }
+    if last_was_tool {
+        close_observations(&mut out, after);
+    }
     if let Some(prompt) = prompt {
         match out.first_mut() {
             Some(first) if first.role == Role::System => {
@@ -395,6 +404,14 @@ fn read_messages(
         }
     }
     Ok(out)
+}
+
+/// Ends the message of observations that is last in `out` with `after`, after a blank line.
+fn close_observations(out: &mut [Message], after: Option<&str>) {
+    if let (Some(after), Some(observations)) = (after, out.last_mut()) {
+        observations.content.push_str("\n\n");
+        observations.content.push_str(after);
+    }
 }
 
 /// An assistant message's `tool_calls`, recording each id's function name.
@@ -615,6 +632,68 @@ mod tests {
                 Message::system("Answer in French."),
             ]
         );
+    }
+
+    /// When the request's tools are prompted, each message of observations ends with the
+    /// prompt's line saying what to do with them (once per run of `tool` messages, in both
+    /// protocols); a request whose tools are not prompted gets the observations alone.
+    #[test]
+    fn observations_end_with_what_to_do_next_when_tools_are_prompted() {
+        let tools = json!([{"type": "function", "function": {"name": "w",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]);
+        let call = |id: &str, city: &str| {
+            json!({"role": "assistant", "content": "", "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": "w", "arguments": json!({"city": city}).to_string()}}]})
+        };
+        let history = json!([
+            {"role": "user", "content": "Paris, then Rome?"},
+            call("c1", "Paris"),
+            {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+            call("c2", "Rome"),
+            {"role": "tool", "tool_call_id": "c2", "content": "rain"},
+            {"role": "tool", "tool_call_id": "c2", "content": "wind"},
+        ]);
+        for protocol in [Protocol::Tam, Protocol::Action] {
+            let after = after_observations(protocol);
+            let t = translate(
+                &body(json!({"model": "m", "messages": history, "tools": tools})),
+                protocol,
+                "",
+            )
+            .unwrap();
+            let observations: Vec<&str> = t
+                .messages
+                .iter()
+                .filter(|m| m.content.starts_with("Observation: "))
+                .map(|m| m.content.as_str())
+                .collect();
+            assert_eq!(
+                observations,
+                [
+                    format!("Observation: Tool w executed successfully. Result: sunny\n\n{after}"),
+                    format!(
+                        "Observation: Tool w executed successfully. Result: rain\nObservation: Tool w executed successfully. Result: wind\n\n{after}"
+                    ),
+                ],
+                "{protocol:?}"
+            );
+            // Tools not prompted (`tool_choice: "none"`): the observations alone.
+            let none = translate(
+                &body(
+                    json!({"model": "m", "messages": history, "tools": tools, "tool_choice": "none"}),
+                ),
+                protocol,
+                "",
+            )
+            .unwrap();
+            assert!(
+                none.messages
+                    .iter()
+                    .filter(|m| m.content.starts_with("Observation: "))
+                    .all(|m| !m.content.contains(after)),
+                "{protocol:?}"
+            );
+        }
     }
 
     /// In ACTION the demonstration goes between the system messages and the conversation;

@@ -366,6 +366,36 @@ impl SystemPrompt {
     }
 }
 
+impl SystemPrompt {
+    /// The line that closes a message of tool results (observations) in a conversation
+    /// under the compact prompt ([`render_compact`](Self::render_compact)): what the model
+    /// does next — answer with the results, or call another tool. The same for both
+    /// protocols.
+    ///
+    /// Why: under the compact prompt, a 1.5B model given only the observations answered
+    /// nothing at all in TAM (its next token was the block's end marker, the stop
+    /// sequence: an empty reply) and, in either protocol, sometimes wrote the same calls
+    /// again; with this line after the observations it answers. The measurements are in the
+    /// repository's `e2e/README.md` (session 23).
+    ///
+    /// ```
+    /// use tool_schema::{PromptLanguage, PromptProtocol, SystemPrompt};
+    ///
+    /// let prompt = SystemPrompt::new(PromptProtocol::Tam, PromptLanguage::English);
+    /// assert!(prompt.after_observations().starts_with("Now answer the request"));
+    /// ```
+    pub fn after_observations(&self) -> &'static str {
+        match self.language {
+            PromptLanguage::English => AFTER_OBSERVATIONS_EN,
+            PromptLanguage::Chinese => AFTER_OBSERVATIONS_ZH,
+        }
+    }
+}
+
+const AFTER_OBSERVATIONS_EN: &str = "Now answer the request in plain text with these results. Call another tool only if you still need one.";
+const AFTER_OBSERVATIONS_ZH: &str =
+    "现在用这些结果以自然语言回答请求。只有仍需要别的工具时才再调用。";
+
 /// The demonstration's exchanges, per language: a question no tool fits, its plain answer,
 /// and the request the compact prompts' example answers.
 const NO_TOOL_EN: [&str; 2] = [

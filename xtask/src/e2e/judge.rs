@@ -214,6 +214,10 @@ pub(super) struct ServeVerdict {
     pub(super) call: bool,
     /// Calls seen, as `tool(args)` (arguments that are not JSON: as written).
     pub(super) calls: Vec<String>,
+    /// Calls seen, as the client gathers them: name and arguments text, by index.
+    pub(super) raw_calls: Vec<(String, String)>,
+    /// The reply's text (`delta.content`), joined.
+    pub(super) content: String,
     /// Chunks that carried a piece of arguments.
     pub(super) argument_chunks: usize,
     /// The `finish_reason` of the last chunk.
@@ -282,6 +286,13 @@ pub(super) fn judge_serve_stream(sse: &str) -> ServeVerdict {
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             verdict.finish = Some(reason.to_owned());
         }
+        if let Some(text) = choice
+            .get("delta")
+            .and_then(|d| d.get("content"))
+            .and_then(Value::as_str)
+        {
+            verdict.content.push_str(text);
+        }
         let Some(Value::Array(deltas)) = choice.get("delta").and_then(|d| d.get("tool_calls"))
         else {
             continue;
@@ -339,7 +350,33 @@ pub(super) fn judge_serve_stream(sse: &str) -> ServeVerdict {
                 .push(format!("{name}(unfinished arguments {arguments:?})")),
         }
     }
+    verdict.raw_calls = calls;
     verdict
+}
+
+/// What the model did with a tool's result, from the second round of the `tam serve` leg
+/// (its reply judged by [`judge_serve_stream`]): answered in prose, called again, wrote a
+/// block that is not a call (its markers in the text), or said nothing.
+pub(super) fn describe_follow_up(reply: &ServeVerdict) -> String {
+    const MARKERS: [&str; 3] = ["<|[REQUEST_TOOL]|>", "<ACTION>", "<|[END_TOOL]|>"];
+    let text = reply.content.trim();
+    if !reply.calls.is_empty() {
+        format!("CALLED AGAIN: {}", reply.calls.join(", "))
+    } else if MARKERS.iter().any(|m| text.contains(m)) {
+        format!("A BLOCK AS TEXT: {:?}", clip(text))
+    } else if text.is_empty() {
+        "NO ANSWER (an empty reply)".to_owned()
+    } else {
+        format!("answered {:?}", clip(text))
+    }
+}
+
+/// The first 100 characters of `text`, `…` after a cut.
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(100) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -502,5 +539,36 @@ mod tests {
                 .error
                 .is_some()
         );
+    }
+
+    /// The second round's reply: prose is an answer; a call, a block written as text or
+    /// nothing at all is not.
+    #[test]
+    fn follow_up_replies_are_told_apart() {
+        let reply = |delta: &str| {
+            judge_serve_stream(
+                &[
+                    chunk(delta, "null"),
+                    chunk("{}", "\"stop\""),
+                    "data: [DONE]\n\n".to_owned(),
+                ]
+                .concat(),
+            )
+        };
+        let answered = reply(r#"{"content":"The player is Alice, level 7."}"#);
+        assert_eq!(answered.content, "The player is Alice, level 7.");
+        assert!(describe_follow_up(&answered).starts_with("answered"));
+        assert!(describe_follow_up(&reply(r#"{"content":""}"#)).starts_with("NO ANSWER"));
+        assert!(
+            describe_follow_up(&reply(
+                r#"{"content":"<|[REQUEST_TOOL]|>\ncommand:「始」x「末」"}"#
+            ))
+            .starts_with("A BLOCK AS TEXT")
+        );
+        let again = reply(
+            r#"{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"GetPlayerInfo","arguments":"{\"player_id\":\"player123\"}"}}]}"#,
+        );
+        assert_eq!(again.raw_calls[0].0, "GetPlayerInfo");
+        assert!(describe_follow_up(&again).starts_with("CALLED AGAIN"));
     }
 }

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::judge::{judge_decoded, judge_run_output, judge_serve_stream};
+use super::judge::{
+    ServeVerdict, describe_follow_up, judge_decoded, judge_run_output, judge_serve_stream,
+};
 use super::server::{Server, start_proxy};
 use super::setup::{Cache, tam_binary};
 use super::{MODEL_ALIAS, Protocol};
@@ -254,10 +256,16 @@ pub(super) fn run_leg(
 /// `GetPlayerInfo`.
 const SERVE_TOOL: &str = r#"{"type":"function","function":{"name":"GetPlayerInfo","description":"Looks up a player by id and returns their profile (name, level).","parameters":{"type":"object","properties":{"player_id":{"type":"string","description":"The player's id, e.g. player123."}},"required":["player_id"]}}}"#;
 
+/// The result the `tam serve` leg's second round gives for the call (what the demo's
+/// `GetPlayerInfo` returns for player123).
+const SERVE_RESULT: &str = r#"{"name":"Alice","level":7}"#;
+
 /// The `tam serve` leg in `protocol`: `tam serve` in front of the server, one streaming
-/// request offering [`SERVE_TOOL`] with the user prompt of `e2e/prompts/user.txt`.
-/// Returns the summary line; fails (Err) on a proxy failure only, not on the model's
-/// choice of call.
+/// request offering [`SERVE_TOOL`] with the user prompt of `e2e/prompts/user.txt`; when
+/// the model calls the tool, a second request as a client sends it after running the tool
+/// (the conversation, the call, its result [`SERVE_RESULT`]), whose reply is described:
+/// answered, called again, wrote a block as text, or said nothing. Returns the summary
+/// line; fails (Err) on a proxy failure only, not on the model's choices.
 pub(super) fn serve_leg(
     cache: &Cache,
     server: &Server,
@@ -271,18 +279,69 @@ pub(super) fn serve_leg(
     )?;
     let user = read_prompt("user.txt")?;
     let tool: Value = serde_json::from_str(SERVE_TOOL).map_err(|e| format!("SERVE_TOOL: {e}"))?;
-    let body = json!({
-        "model": MODEL_ALIAS,
-        "messages": [{"role": "user", "content": user.trim_end()}],
-        "tools": [tool],
-        "temperature": 0,
-        "cache_prompt": false,
-        "max_tokens": PROOF_MAX_TOKENS,
-        "stream": true,
-    })
-    .to_string();
+    let body = |messages: Value| {
+        json!({
+            "model": MODEL_ALIAS,
+            "messages": messages,
+            "tools": [tool],
+            "temperature": 0,
+            "cache_prompt": false,
+            "max_tokens": PROOF_MAX_TOKENS,
+            "stream": true,
+        })
+    };
+    let ask = json!({"role": "user", "content": user.trim_end()});
+    let (verdict, took) = serve_request(cache, &name, proxy.port, &body(json!([ask])))?;
+    let mut line = format!(
+        "e2e tam serve --protocol {:<6}: {} ({:.1} s)",
+        protocol.flag(),
+        verdict.describe(),
+        took.as_secs_f64()
+    );
+    if let Some(error) = &verdict.error {
+        return Err(format!("{line} — PROXY FAILURE: {error}"));
+    }
+    if verdict.call {
+        let (tool_name, arguments) = verdict.raw_calls[0].clone();
+        let messages = json!([
+            ask,
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_e2e_1", "type": "function",
+                "function": {"name": tool_name, "arguments": arguments}}]},
+            {"role": "tool", "tool_call_id": "call_e2e_1", "content": SERVE_RESULT},
+        ]);
+        let (reply, took) = serve_request(
+            cache,
+            &format!("{name}-result"),
+            proxy.port,
+            &body(messages),
+        )?;
+        if let Some(error) = &reply.error {
+            return Err(format!(
+                "{line} — PROXY FAILURE in the second round: {error}"
+            ));
+        }
+        let _ = write!(
+            line,
+            "; given the result: {} ({:.1} s)",
+            describe_follow_up(&reply),
+            took.as_secs_f64()
+        );
+    }
+    drop(proxy);
+    eprintln!("xtask e2e: {name}: {line}");
+    Ok(line)
+}
+
+/// One streaming request of the `tam serve` leg to the proxy on `port`: the body and the
+/// stream go to the logs (`NAME.request.json`, `NAME.response.sse`); the stream judged.
+fn serve_request(
+    cache: &Cache,
+    name: &str,
+    port: u16,
+    body: &Value,
+) -> Result<(ServeVerdict, Duration), String> {
     let body_path = cache.logs().join(format!("{name}.request.json"));
-    fs::write(&body_path, &body).map_err(|e| format!("{}: {e}", body_path.display()))?;
+    fs::write(&body_path, body.to_string()).map_err(|e| format!("{}: {e}", body_path.display()))?;
     let out_path = cache.logs().join(format!("{name}.response.sse"));
     let started = Instant::now();
     let (ok, response, stderr) = run_with_timeout(
@@ -295,31 +354,14 @@ pub(super) fn serve_leg(
             ])
             .args(["-H", "Content-Type: application/json", "--data-binary"])
             .arg(format!("@{}", body_path.display()))
-            .arg(format!(
-                "http://127.0.0.1:{}/v1/chat/completions",
-                proxy.port
-            )),
+            .arg(format!("http://127.0.0.1:{port}/v1/chat/completions")),
         &out_path,
         REQUEST_TIMEOUT + Duration::from_secs(10),
     )?;
     let took = started.elapsed();
-    drop(proxy);
     if !ok {
         return Err(format!("{name}: curl failed: {}", stderr.trim()));
     }
-    let verdict = judge_serve_stream(&response);
-    let line = format!(
-        "e2e tam serve --protocol {:<6}: {} ({:.1} s)",
-        protocol.flag(),
-        verdict.describe(),
-        took.as_secs_f64()
-    );
-    eprintln!(
-        "xtask e2e: {name}: {line} (stream in {})",
-        out_path.display()
-    );
-    match &verdict.error {
-        Some(error) => Err(format!("{line} — PROXY FAILURE: {error}")),
-        None => Ok(line),
-    }
+    eprintln!("xtask e2e: {name}: stream in {}", out_path.display());
+    Ok((judge_serve_stream(&response), took))
 }
