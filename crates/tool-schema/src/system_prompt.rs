@@ -364,9 +364,7 @@ impl SystemPrompt {
         turns.push((Speaker::Assistant, block));
         turns
     }
-}
 
-impl SystemPrompt {
     /// The line that closes a message of tool results (observations) in a conversation
     /// under the compact prompt ([`render_compact`](Self::render_compact)): what the model
     /// does next — answer with the results, or call another tool. The same for both
