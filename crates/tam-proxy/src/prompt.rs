@@ -20,7 +20,12 @@
 //!   request, and are not part of the reply. Measured on the BFCL dev set with a 1.5B
 //!   model (`e2e/README.md`, session 12): ACTION 105 → 111 of 140 (irrelevance 13 → 20 of
 //!   30); TAM 96 → 94 (irrelevance +6, the call categories −8) for 1.2× the prompt
-//!   tokens, so TAM goes without.
+//!   tokens, so TAM goes without. Only in a conversation that holds no call yet: once the
+//!   history has a call of the model's or a tool's result, its own turns show the form,
+//!   and with the demonstration before them the model given its results answered the
+//!   demonstration's questions as well ("The capital of France is Paris. The weather in
+//!   Paris is sunny …") in 4 of 20 second rounds, in none without it (`e2e/README.md`,
+//!   session 24).
 //! * Each message of observations (a run of the client's `tool` messages) ends with the
 //!   prompt's line on what to do next ([`after_observations`]), in both protocols. The
 //!   BFCL cases are one turn each and never show it; the second round of a real agent
@@ -69,7 +74,7 @@ pub(crate) fn tool_prompt(
         .render_compact(tools.iter().copied(), &extra)
 }
 
-/// The earlier turns that go before the conversation in ACTION
+/// The earlier turns that go before a conversation without calls in ACTION
 /// ([`SystemPrompt::compact_demonstration`]): a question no tool fits answered in plain
 /// text, then the prompt's example request answered with its block; only the second when
 /// `choice` requires a call. None in TAM (see the module's decisions).

@@ -168,9 +168,11 @@ pub(crate) fn translate(
         let refs: Vec<&ToolDefinition> = offered_definitions.iter().collect();
         tool_prompt(protocol, &refs, choice, parallel)
     });
+    // Once the conversation holds a call, its own turns show the form, and the model given
+    // its results answers the demonstration's questions too (see `prompt`'s decisions).
     let demonstration = choice
         .as_ref()
-        .filter(|_| decode)
+        .filter(|_| decode && !holds_calls(request.get("messages")))
         .map(|choice| demonstration(protocol, choice))
         .unwrap_or_default();
     let mut offered = OfferedTools::default();
@@ -412,6 +414,23 @@ fn close_observations(out: &mut [Message], after: Option<&str>) {
         observations.content.push_str("\n\n");
         observations.content.push_str(after);
     }
+}
+
+/// True when the conversation holds a call already: an assistant message with
+/// `tool_calls`, or a tool's result (a `tool` or `function` message).
+fn holds_calls(messages: Option<&Value>) -> bool {
+    let Some(Value::Array(messages)) = messages else {
+        return false;
+    };
+    messages.iter().any(|m| {
+        matches!(
+            m.get("role").and_then(Value::as_str),
+            Some("tool" | "function")
+        ) || m
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .is_some_and(|calls| !calls.is_empty())
+    })
 }
 
 /// An assistant message's `tool_calls`, recording each id's function name.
@@ -698,21 +717,24 @@ mod tests {
 
     /// In ACTION the demonstration goes between the system messages and the conversation;
     /// without the no-tool exchange when the request requires a call; not at all when
-    /// nothing is decoded (no tools, `tool_choice: "none"`). TAM (and auto, which teaches
-    /// TAM) has none.
+    /// nothing is decoded (no tools, `tool_choice: "none"`) or once the conversation holds
+    /// a call (a later round of an agent). TAM (and auto, which teaches TAM) has none.
     #[test]
     fn the_demonstration_goes_before_the_conversation_in_action() {
         let tools = json!([{"type": "function", "function": {"name": "get_time",
             "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}}}}]);
-        let history = json!([
+        let first_round = json!([
             {"role": "system", "content": "Be brief."},
             {"role": "user", "content": "time in Paris?"},
-            {"role": "assistant", "content": "", "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "get_time", "arguments": "{\"zone\":\"CET\"}"}}]},
-            {"role": "tool", "tool_call_id": "c1", "content": "12:00"},
         ]);
+        let call = json!({"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_time", "arguments": "{\"zone\":\"CET\"}"}}]});
+        let result = json!({"role": "tool", "tool_call_id": "c1", "content": "12:00"});
+        let mut history = first_round.as_array().unwrap().clone();
+        history.extend([call.clone(), result.clone()]);
+        let history = Value::Array(history);
         let t = translate(
-            &body(json!({"model": "m", "messages": history, "tools": tools})),
+            &body(json!({"model": "m", "messages": first_round, "tools": tools})),
             Protocol::Action,
             "",
         )
@@ -731,16 +753,54 @@ mod tests {
         assert_eq!(t.messages[1..5], demo[..]);
         assert!(t.messages[4].content.starts_with("<ACTION>"));
         assert_eq!(t.messages[5], Message::user("time in Paris?"));
+        assert_eq!(t.messages.len(), 6);
+
+        // A later round, the history holding the model's call and its result: no
+        // demonstration (given the results, the model answered its questions too).
+        let later = translate(
+            &body(json!({"model": "m", "messages": history, "tools": tools})),
+            Protocol::Action,
+            "",
+        )
+        .unwrap();
+        assert_eq!(later.messages[0], t.messages[0]);
+        assert_eq!(later.messages[1], Message::user("time in Paris?"));
         assert!(
-            t.messages[6].content.starts_with("<ACTION>"),
+            later.messages[2].content.starts_with("<ACTION>"),
             "the history's call"
         );
-        assert_eq!(t.messages.len(), 8);
+        assert!(later.messages[3].content.starts_with("Observation: "));
+        assert_eq!(later.messages.len(), 4);
+        // Either one alone counts as a call in the conversation.
+        for held in [call, result] {
+            let mut messages = first_round.as_array().unwrap().clone();
+            messages.push(held);
+            let t = translate(
+                &body(json!({"model": "m", "messages": messages, "tools": tools})),
+                Protocol::Action,
+                "",
+            )
+            .unwrap();
+            assert!(!t.messages.contains(&demo[0]), "{:?}", t.messages);
+        }
+        // An earlier exchange in plain text is no call: the demonstration stays.
+        let chat = json!([
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "Hello!", "tool_calls": []},
+            {"role": "user", "content": "time in Paris?"},
+        ]);
+        let t = translate(
+            &body(json!({"model": "m", "messages": chat, "tools": tools})),
+            Protocol::Action,
+            "",
+        )
+        .unwrap();
+        assert_eq!(t.messages[1..5], demo[..]);
 
         // A call is required: only the exchange with a call.
         let required = translate(
             &body(
-                json!({"model": "m", "messages": history, "tools": tools, "tool_choice": "required"}),
+                json!({"model": "m", "messages": first_round, "tools": tools, "tool_choice": "required"}),
             ),
             Protocol::Action,
             "",

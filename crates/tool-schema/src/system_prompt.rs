@@ -336,6 +336,11 @@ impl SystemPrompt {
     /// text where a tool fits, hence the second exchange. The measurements are in the
     /// repository's `e2e/README.md`.
     ///
+    /// They are for a conversation that holds no call yet. After a call and its results the
+    /// conversation's own turns show the form, and the same model, given its results,
+    /// sometimes answered the demonstration's questions too (`tam serve` leaves the turns
+    /// out then).
+    ///
     /// ```
     /// use tool_schema::{PromptLanguage, PromptProtocol, Speaker, SystemPrompt};
     ///

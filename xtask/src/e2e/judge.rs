@@ -355,8 +355,10 @@ pub(super) fn judge_serve_stream(sse: &str) -> ServeVerdict {
 }
 
 /// What the model did with a tool's result, from the second round of the `tam serve` leg
-/// (its reply judged by [`judge_serve_stream`]): answered in prose, called again, wrote a
-/// block that is not a call (its markers in the text), or said nothing.
+/// (its reply judged by [`judge_serve_stream`]): answered in prose with the result (the
+/// text holds [`EXPECTED_OBSERVATION`]) or without it (an answer to something else: the
+/// demonstration's questions, or a result made up), called again, wrote a block that is
+/// not a call (its markers in the text), or said nothing.
 pub(super) fn describe_follow_up(reply: &ServeVerdict) -> String {
     const MARKERS: [&str; 3] = ["<|[REQUEST_TOOL]|>", "<ACTION>", "<|[END_TOOL]|>"];
     let text = reply.content.trim();
@@ -366,8 +368,10 @@ pub(super) fn describe_follow_up(reply: &ServeVerdict) -> String {
         format!("A BLOCK AS TEXT: {:?}", clip(text))
     } else if text.is_empty() {
         "NO ANSWER (an empty reply)".to_owned()
+    } else if text.contains(EXPECTED_OBSERVATION) {
+        format!("answered with the result {:?}", clip(text))
     } else {
-        format!("answered {:?}", clip(text))
+        format!("ANSWERED WITHOUT THE RESULT {:?}", clip(text))
     }
 }
 
@@ -557,7 +561,9 @@ mod tests {
         };
         let answered = reply(r#"{"content":"The player is Alice, level 7."}"#);
         assert_eq!(answered.content, "The player is Alice, level 7.");
-        assert!(describe_follow_up(&answered).starts_with("answered"));
+        assert!(describe_follow_up(&answered).starts_with("answered with the result"));
+        let elsewhere = reply(r#"{"content":"The capital of France is Paris."}"#);
+        assert!(describe_follow_up(&elsewhere).starts_with("ANSWERED WITHOUT THE RESULT"));
         assert!(describe_follow_up(&reply(r#"{"content":""}"#)).starts_with("NO ANSWER"));
         assert!(
             describe_follow_up(&reply(

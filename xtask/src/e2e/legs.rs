@@ -264,8 +264,9 @@ const SERVE_RESULT: &str = r#"{"name":"Alice","level":7}"#;
 /// request offering [`SERVE_TOOL`] with the user prompt of `e2e/prompts/user.txt`; when
 /// the model calls the tool, a second request as a client sends it after running the tool
 /// (the conversation, the call, its result [`SERVE_RESULT`]), whose reply is described:
-/// answered, called again, wrote a block as text, or said nothing. Returns the summary
-/// line; fails (Err) on a proxy failure only, not on the model's choices.
+/// answered with the result or without it, called again, wrote a block as text, or said
+/// nothing. Returns the summary line; fails (Err) on a proxy failure only, not on the
+/// model's choices.
 pub(super) fn serve_leg(
     cache: &Cache,
     server: &Server,
