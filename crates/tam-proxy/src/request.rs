@@ -168,13 +168,6 @@ pub(crate) fn translate(
         let refs: Vec<&ToolDefinition> = offered_definitions.iter().collect();
         tool_prompt(protocol, &refs, choice, parallel)
     });
-    // Once the conversation holds a call, its own turns show the form, and the model given
-    // its results answers the demonstration's questions too (see `prompt`'s decisions).
-    let demonstration = choice
-        .as_ref()
-        .filter(|_| decode && !holds_calls(request.get("messages")))
-        .map(|choice| demonstration(protocol, choice))
-        .unwrap_or_default();
     let mut offered = OfferedTools::default();
     for definition in offered_definitions {
         let name = definition.id.as_str().to_owned();
@@ -184,7 +177,15 @@ pub(crate) fn translate(
     }
 
     let after = decode.then(|| after_observations(protocol));
-    let mut messages = read_messages(request.get("messages"), protocol, prompt, after)?;
+    let (mut messages, holds_calls) =
+        read_messages(request.get("messages"), protocol, prompt, after)?;
+    // Once the conversation holds a call, its own turns show the form, and the model given
+    // its results answers the demonstration's questions too (see `prompt`'s decisions).
+    let demonstration = choice
+        .as_ref()
+        .filter(|_| decode && !holds_calls)
+        .map(|choice| demonstration(protocol, choice))
+        .unwrap_or_default();
     // The demonstration goes between the system messages and the conversation.
     let first_turn = messages
         .iter()
@@ -319,13 +320,15 @@ fn read_tools(tools: Option<&Value>) -> Result<Vec<ToolDefinition>, ProxyError> 
 /// text (or as a new first system message), `developer` as `system`, assistant
 /// `tool_calls` as the protocol's block after the message's text, and each run of `tool`
 /// messages as one user message of observations, closed by `after` when given (the tool
-/// prompt's line saying what to do with them, [`after_observations`]).
+/// prompt's line saying what to do with them, [`after_observations`]); and whether the
+/// conversation holds a call already (an assistant message with `tool_calls`, or a
+/// `tool` or `function` message).
 fn read_messages(
     messages: Option<&Value>,
     protocol: Protocol,
     prompt: Option<String>,
     after: Option<&str>,
-) -> Result<Vec<Message>, ProxyError> {
+) -> Result<(Vec<Message>, bool), ProxyError> {
     let Some(Value::Array(messages)) = messages else {
         return Err(ProxyError::invalid(
             "invalid_messages",
@@ -336,6 +339,7 @@ fn read_messages(
     // Function names of the history's calls, by call id, for the tool messages.
     let mut names: HashMap<String, String> = HashMap::new();
     let mut last_was_tool = false;
+    let mut holds_calls = false;
     for (position, message) in messages.iter().enumerate() {
         let invalid = |what: &str| {
             ProxyError::invalid("invalid_messages", format!("messages[{position}]: {what}"))
@@ -362,6 +366,7 @@ fn read_messages(
                 let calls = read_past_calls(message.get("tool_calls"), &mut names)
                     .map_err(|what| invalid(&what))?;
                 let mut text = content;
+                holds_calls |= !calls.is_empty();
                 if !calls.is_empty() {
                     if !text.is_empty() && !text.ends_with('\n') {
                         text.push('\n');
@@ -371,6 +376,7 @@ fn read_messages(
                 out.push(Message::assistant(text));
             }
             "tool" | "function" => {
+                holds_calls = true;
                 let name = message
                     .get("tool_call_id")
                     .and_then(Value::as_str)
@@ -405,7 +411,7 @@ fn read_messages(
             _ => out.insert(0, Message::system(prompt)),
         }
     }
-    Ok(out)
+    Ok((out, holds_calls))
 }
 
 /// Ends the message of observations that is last in `out` with `after`, after a blank line.
@@ -414,23 +420,6 @@ fn close_observations(out: &mut [Message], after: Option<&str>) {
         observations.content.push_str("\n\n");
         observations.content.push_str(after);
     }
-}
-
-/// True when the conversation holds a call already: an assistant message with
-/// `tool_calls`, or a tool's result (a `tool` or `function` message).
-fn holds_calls(messages: Option<&Value>) -> bool {
-    let Some(Value::Array(messages)) = messages else {
-        return false;
-    };
-    messages.iter().any(|m| {
-        matches!(
-            m.get("role").and_then(Value::as_str),
-            Some("tool" | "function")
-        ) || m
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .is_some_and(|calls| !calls.is_empty())
-    })
 }
 
 /// An assistant message's `tool_calls`, recording each id's function name.
