@@ -24,7 +24,10 @@ The definitions come from the files given with --tools (workflow JSON, node defi
 JSON, plugin.yaml, or a plugin directory holding a plugin.yaml and the workflow files its
 tools name; tools they define outside the inventory are left out) and, for workflow:<id>
 tools, from <id>.json in the --workflows directory. An inventory tool no file defines is an
-error, unless --skip-missing leaves it out (with a note on standard error).
+error, unless --skip-missing leaves it out (with a note on standard error). The name demo
+alone stands for the tools of `tam demo` (a file called demo is ./demo): `tam prompt --full
+--protocol P --tools demo` prints the system prompt `tam run --protocol P --tools demo`
+sends.
 
 Tool list styles: tam (the TAM seed §6.2 layout), xml (the ACTION XML seed §4.2 layout,
 workflow tools listed apart as skills), list (one entry per tool from --template, default
@@ -86,7 +89,7 @@ pub(crate) struct PromptArgs {
     #[arg(long, value_enum, conflicts_with = "full")]
     style: Option<StyleChoice>,
     /// Files that define the tools: workflow JSON, node definitions, plugin.yaml, plugin
-    /// directories.
+    /// directories; `demo` alone, the tools of `tam demo`.
     #[arg(long = "tools", value_name = "FILE", num_args = 1.., action = clap::ArgAction::Append)]
     tools: Vec<PathBuf>,
     /// Directory holding `workflow:<id>` tools as `<id>.json`.

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use tool_schema::{ExportFormat, ToolDefinition, export_tools};
 
+use crate::demo::tools::demo_definitions;
 use crate::error::CliError;
 use crate::tool_files::load_tool_file;
 
@@ -21,7 +22,8 @@ Kinds are told by extension and content: *.yaml / *.yml is a plugin manifest (it
 a JSON object with interfaceInputs, interfaceOutputs, inputInterface (a skill, ACTION seed
 §7.1), outputInterface, nodes or edges is a workflow (the tool workflow:<file stem>); a
 directory holding a plugin.yaml is a whole plugin; a JSON object with fullType, or an array of them, is node
-definitions. A tool id defined by two files is an error.
+definitions. A tool id defined by two files is an error. The name demo alone stands for the
+tools of `tam demo` (`tam run --tools demo`); a file called demo is ./demo.
 
 Export formats name tools by ^[a-zA-Z0-9_-]{1,64}$; other ids get a reversible alias
 (workflow:summarize_text -> workflow__summarize_text). --aliases prints
@@ -53,7 +55,8 @@ pub(crate) struct SchemaArgs {
     /// One line of JSON instead of indented JSON.
     #[arg(long)]
     compact: bool,
-    /// Workflow JSON, node definition JSON or plugin.yaml files, or plugin directories.
+    /// Workflow JSON, node definition JSON or plugin.yaml files, or plugin directories;
+    /// `demo` alone, the tools of `tam demo`.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
 }
@@ -93,13 +96,23 @@ pub(crate) fn run(args: &SchemaArgs) -> Result<(), CliError> {
     print_json(&document, args.compact)
 }
 
+/// The name that stands for the demo's built-in tools instead of a file ([`load_all`]);
+/// a file of that name is `./demo`.
+pub(crate) const DEMO_TOOLS: &str = "demo";
+
 /// The tools of every file, in order; a tool id defined twice is an error naming both
-/// files.
+/// files. The name [`DEMO_TOOLS`] alone is the tools of `tam demo` (as `tam run --tools
+/// demo` has them), so `tam prompt --full --tools demo` prints the prompt `tam run` sends.
 pub(crate) fn load_all(files: &[PathBuf]) -> Result<Vec<ToolDefinition>, CliError> {
     let mut tools: Vec<ToolDefinition> = Vec::new();
     let mut origins: Vec<&Path> = Vec::new();
     for file in files {
-        for tool in load_tool_file(file)? {
+        let defined = if file.as_os_str() == DEMO_TOOLS {
+            demo_definitions()?
+        } else {
+            load_tool_file(file)?
+        };
+        for tool in defined {
             if let Some(index) = tools.iter().position(|seen| seen.id == tool.id) {
                 return Err(CliError::Definition(format!(
                     "{}: tool '{}' is already defined by {}",

@@ -370,6 +370,33 @@ async fn the_prompt_language_and_usage_notes_shape_the_system_prompt() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tam_prompt_with_the_demo_tools_prints_the_prompt_tam_run_sends() {
+    for protocol in ["tam", "action"] {
+        let server = Server::start(vec![Reply::events(&text_stream("Hi.", 4, "stop", "\n"))]).await;
+        let output = tam_run(&server, &["--tools", "demo", "--protocol", protocol, "Hi"]).await;
+        assert_eq!(output.code, Some(0), "{}", output.stderr);
+        let printed = run(
+            &[
+                "prompt",
+                "--full",
+                "--protocol",
+                protocol,
+                "--tools",
+                "demo",
+            ],
+            b"",
+        );
+        assert_eq!(printed.code, Some(0), "{}", printed.stderr);
+        // `tam prompt` ends its output with a line break; the prompt itself has none.
+        assert_eq!(
+            printed.stdout.strip_suffix('\n'),
+            Some(system_of(&server).as_str()),
+            "{protocol}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_system_prompt_file_replaces_the_prompt_and_gets_the_tool_list() {
     let server = Server::start(vec![Reply::events(&text_stream("Fine.", 4, "stop", "\n"))]).await;
     let file = temp_file(

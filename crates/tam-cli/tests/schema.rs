@@ -228,3 +228,44 @@ fn tam_seed_5_3_schema_of_a_plugin_directory() {
     assert_eq!(missing.code, Some(1));
     assert!(missing.stderr.contains("plugin.yaml"), "{}", missing.stderr);
 }
+
+#[test]
+fn demo_alone_names_the_demo_tools_and_a_file_called_demo_is_dot_slash_demo() {
+    let tools = json_of(&run(&["schema", "--format", "openai", "demo"], b""));
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "GetPlayerInfo",
+            "system__get_current_time",
+            "workflow__summarize_text"
+        ],
+        "{tools}"
+    );
+    // Beside a file, in the order given; an id both define is the usual error.
+    let both = json_of(&schema(&["--format", "internal"], &[NODES]));
+    let mut args = vec!["schema", "demo"];
+    let nodes = test_path(NODES).to_string_lossy().into_owned();
+    args.push(&nodes);
+    let all = json_of(&run(&args, b""));
+    assert_eq!(
+        all.as_array().unwrap().len(),
+        3 + both.as_array().unwrap().len()
+    );
+    let twice = run(&["schema", "demo", "demo"], b"");
+    assert_ne!(twice.code, Some(0));
+    assert!(
+        twice.stderr.contains("already defined by demo"),
+        "{}",
+        twice.stderr
+    );
+    // `./demo` is a path: here no such file.
+    let path = run(&["schema", "./demo"], b"");
+    assert_ne!(path.code, Some(0));
+    assert!(path.stderr.contains("./demo"), "{}", path.stderr);
+}

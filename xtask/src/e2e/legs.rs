@@ -28,6 +28,33 @@ fn read_prompt(name: &str) -> Result<String, String> {
     fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The system prompt `tam run --tools demo --protocol P` sends, as `tam prompt --full
+/// --protocol P --tools demo` prints it (without the line break after it).
+fn product_prompt(cache: &Cache, protocol: Protocol) -> Result<String, String> {
+    let out_path = cache
+        .logs()
+        .join(format!("proof-{}.system.txt", protocol.flag()));
+    let (ok, out, err) = run_with_timeout(
+        Command::new(tam_binary()).args([
+            "prompt",
+            "--full",
+            "--protocol",
+            protocol.flag(),
+            "--tools",
+            "demo",
+        ]),
+        &out_path,
+        Duration::from_secs(60),
+    )?;
+    if !ok {
+        return Err(format!(
+            "tam prompt --full --tools demo failed: {}",
+            err.trim()
+        ));
+    }
+    Ok(out.strip_suffix('\n').unwrap_or(&out).to_owned())
+}
+
 /// Runs `cmd` with standard output and error to files (no pipe to fill up), killed after
 /// `timeout`; returns (success, stdout, stderr).
 fn run_with_timeout(
@@ -72,7 +99,7 @@ pub(super) fn proof_leg(
     server: &Server,
     protocol: Protocol,
 ) -> Result<String, String> {
-    let system = read_prompt(protocol.system_prompt_file())?;
+    let system = product_prompt(cache, protocol)?;
     let user = read_prompt("user.txt")?;
     let body = json!({
         "model": MODEL_ALIAS,

@@ -17,7 +17,8 @@
 //!    times per request as a user's server gives them (a request reuses what it shares
 //!    with the one before: the same system prompt's fixed text, say).
 //! 3. The legs ([`legs`], judged by [`judge`]), each in both protocols (TAM and ACTION XML):
-//!    * proof: one chat request with the system prompt of `e2e/prompts/` at temperature 0;
+//!    * proof: one chat request with the product's system prompt for the demo tools (`tam
+//!      prompt --full --tools demo`, what `tam run --tools demo` sends) at temperature 0;
 //!      the reply goes through `tam decode` and must hold a well-formed block calling the
 //!      expected tool with the expected arguments;
 //!    * `tam run` against the server with the demo tools, `--tries` times (default 1): the
@@ -147,14 +148,6 @@ impl Protocol {
         match self {
             Protocol::Tam => "tam",
             Protocol::Action => "action",
-        }
-    }
-
-    /// The proof leg's system prompt file under `e2e/prompts/`.
-    fn system_prompt_file(self) -> &'static str {
-        match self {
-            Protocol::Tam => "tam-system.txt",
-            Protocol::Action => "action-system.txt",
         }
     }
 }

@@ -57,6 +57,14 @@ pub(crate) fn register_demo_tools(registry: &mut Registry) -> Result<(), CliErro
     Ok(())
 }
 
+/// The demo's tool definitions in the order `tam run --tools demo` lists them (the
+/// registry's), for `tam prompt --tools demo` and `tam schema demo`.
+pub(crate) fn demo_definitions() -> Result<Vec<ToolDefinition>, CliError> {
+    let mut registry = Registry::new();
+    register_demo_tools(&mut registry)?;
+    Ok(registry.definitions().cloned().collect())
+}
+
 fn tool_id(id: &str) -> ToolId {
     ToolId::parse(id).expect("the demo's tool ids are valid")
 }
