@@ -125,8 +125,7 @@
 //!   want user and assistant turns to alternate), closed — when the request's tools are
 //!   prompted — by a blank line and the prompt's line on what to do next
 //!   ([`SystemPrompt::after_observations`](tool_schema::SystemPrompt::after_observations):
-//!   "Now answer the request in plain text with these results. Call another tool only if
-//!   you still need one.").
+//!   "Now answer the request in plain text with these results.").
 //!   Without it a 1.5B model answered nothing after its results in TAM (`e2e/README.md`,
 //!   session 23).
 //!

@@ -32,7 +32,12 @@
 //!   does: through this proxy, given its calls' results, the 1.5B model of the e2e runs
 //!   answered in 0 of 20 TAM conversations without the line (15 empty replies: its first
 //!   token was the block's end marker, the stop sequence; 3 calls again, 2 blocks of the
-//!   prompt's example as text), and in 18 of 20 with it (`e2e/README.md`, session 23).
+//!   prompt's example as text), and in 18 of 20 with it (`e2e/README.md`, session 23);
+//!   20 of 20 since the line no longer says "Call another tool only if you still need
+//!   one." (session 25: with it the model called again the tool whose result it had, and
+//!   an agent looped; requests that need a second tool after a first result are answered
+//!   from the first result, as they mostly were with it — see
+//!   [`SystemPrompt::after_observations`]).
 
 use tam_model::Message;
 use tool_schema::{PromptLanguage, PromptProtocol, Speaker, SystemPrompt, ToolDefinition};
@@ -95,7 +100,7 @@ pub(crate) fn demonstration(protocol: Protocol, choice: &Choice) -> Vec<Message>
 
 /// The line that closes each message of observations (the client's `tool` messages) when
 /// the request's tools are prompted ([`SystemPrompt::after_observations`]): answer with
-/// the results, or call another tool. Without it a 1.5B model answered nothing after the
+/// the results. Without it a 1.5B model answered nothing after the
 /// observations in TAM (see the module's decisions).
 pub(crate) fn after_observations(protocol: Protocol) -> &'static str {
     SystemPrompt::new(prompt_protocol(protocol), PromptLanguage::English).after_observations()

@@ -269,7 +269,7 @@ async fn history_tool_calls_and_results_reach_the_upstream_as_text() {
         // The observation, then the prompt's line on what to do with it.
         assert_eq!(
             messages[3],
-            json!({"role": "user", "content": "Observation: Tool get_weather executed successfully. Result: sunny, 21 °C\n\nNow answer the request in plain text with these results. Call another tool only if you still need one."})
+            json!({"role": "user", "content": "Observation: Tool get_weather executed successfully. Result: sunny, 21 °C\n\nNow answer the request in plain text with these results."})
         );
         // The first round of the same conversation: in ACTION the demonstration's four
         // turns follow the system message.
