@@ -248,14 +248,14 @@ fn demo_alone_names_the_demo_tools_and_a_file_called_demo_is_dot_slash_demo() {
         "{tools}"
     );
     // Beside a file, in the order given; an id both define is the usual error.
-    let both = json_of(&schema(&["--format", "internal"], &[NODES]));
+    let nodes_alone = json_of(&schema(&["--format", "internal"], &[NODES]));
     let mut args = vec!["schema", "demo"];
     let nodes = test_path(NODES).to_string_lossy().into_owned();
     args.push(&nodes);
     let all = json_of(&run(&args, b""));
     assert_eq!(
         all.as_array().unwrap().len(),
-        3 + both.as_array().unwrap().len()
+        3 + nodes_alone.as_array().unwrap().len()
     );
     let twice = run(&["schema", "demo", "demo"], b"");
     assert_ne!(twice.code, Some(0));
