@@ -5,7 +5,7 @@ use memchr::memmem;
 
 use super::line::{LineFloor, is_line_start};
 use super::pattern::{MatchAt, Pattern, TAG_MAX_BLANKS, is_blank};
-use super::stops::Stops;
+use super::stops::{Stops, mask_stops, tail_mask};
 
 /// What happens when a pattern of a [`PatternSet`] matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +77,10 @@ struct Quick {
 /// The length from which [`PatternSet::find`] takes candidates from [`Stops`] instead of
 /// `memchr`.
 const LONG_TAIL: usize = 256;
+
+/// From this length up to 64 bytes, [`PatternSet::find`] takes a tail's candidates from
+/// one mask ([`tail_mask`]) instead of `memchr`; below it, `memchr`'s one call costs less.
+const WINDOW_TAIL: usize = 16;
 
 /// Third-byte tables are built for a first byte only when it allows at most this many
 /// second bytes.
@@ -278,21 +282,35 @@ impl PatternSet {
             // than the look that rejects it: [`Stops`] takes them from a bit per byte, 64
             // bytes at a time. A short one (a token-sized delta) keeps `memchr`, whose one
             // call costs less than a block's bits.
-            Finder::One(a) if tail.len() < LONG_TAIL => {
+            //
+            // From a token-sized delta's tail of 16 bytes (30 code points of code) up to 64,
+            // the candidates come from one mask of the last 64 bytes ([`tail_mask`]):
+            // code's `<`s would cost a `memchr` each. A shorter tail keeps `memchr`, and is
+            // told by one look at its length, as before.
+            Finder::One(a) if tail.len() < WINDOW_TAIL => {
                 self.find_candidates(hay, from, eof, lf, memchr::memchr_iter(*a, tail))
             }
-            Finder::Two(a, b) if tail.len() < LONG_TAIL => {
+            Finder::Two(a, b) if tail.len() < WINDOW_TAIL => {
                 self.find_candidates(hay, from, eof, lf, memchr::memchr2_iter(*a, *b, tail))
             }
-            Finder::Three(a, b, c) if tail.len() < LONG_TAIL => {
+            Finder::Three(a, b, c) if tail.len() < WINDOW_TAIL => {
                 self.find_candidates(hay, from, eof, lf, memchr::memchr3_iter(*a, *b, *c, tail))
             }
-            Finder::One(a) => self.find_candidates(hay, from, eof, lf, each_stop(tail, *a, *a, *a)),
+            Finder::One(a) if tail.len() < LONG_TAIL => {
+                self.find_by_mask(hay, from, eof, lf, tail_mask(hay, from, [*a]))
+            }
+            Finder::Two(a, b) if tail.len() < LONG_TAIL => {
+                self.find_by_mask(hay, from, eof, lf, tail_mask(hay, from, [*a, *b]))
+            }
+            Finder::Three(a, b, c) if tail.len() < LONG_TAIL => {
+                self.find_by_mask(hay, from, eof, lf, tail_mask(hay, from, [*a, *b, *c]))
+            }
+            Finder::One(a) => self.find_outlined(hay, from, eof, lf, each_stop(tail, *a, *a, *a)),
             Finder::Two(a, b) => {
-                self.find_candidates(hay, from, eof, lf, each_stop(tail, *a, *b, *b))
+                self.find_outlined(hay, from, eof, lf, each_stop(tail, *a, *b, *b))
             }
             Finder::Three(a, b, c) => {
-                self.find_candidates(hay, from, eof, lf, each_stop(tail, *a, *b, *c))
+                self.find_outlined(hay, from, eof, lf, each_stop(tail, *a, *b, *c))
             }
             Finder::Table(t) => self.find_candidates(
                 hay,
@@ -307,6 +325,61 @@ impl PatternSet {
         }
     }
 
+    /// [`PatternSet::find`] in a tail of [`WINDOW_TAIL`] bytes up to [`LONG_TAIL`], its
+    /// candidates' bits in `mask` when it fits in 64 bytes ([`tail_mask`]): none, the
+    /// common case, is told here; the candidates' look and a longer tail's `memchr` are
+    /// out of line, so that [`PatternSet::find`] stays as small as it was.
+    #[inline(always)]
+    fn find_by_mask(
+        &self,
+        hay: &[u8],
+        from: usize,
+        eof: bool,
+        lf: LineFloor,
+        mask: Option<u64>,
+    ) -> Found {
+        match mask {
+            Some(0) => Found::None,
+            Some(mask) => self.find_in_mask(hay, from, eof, lf, mask),
+            None => self.find_in_tail(hay, from, eof, lf),
+        }
+    }
+
+    fn find_in_mask(&self, hay: &[u8], from: usize, eof: bool, lf: LineFloor, mask: u64) -> Found {
+        self.find_outlined(hay, from, eof, lf, mask_stops(mask))
+    }
+
+    /// A tail longer than 64 bytes, shorter than [`LONG_TAIL`]: `memchr`.
+    fn find_in_tail(&self, hay: &[u8], from: usize, eof: bool, lf: LineFloor) -> Found {
+        let tail = &hay[from..];
+        match self.finder {
+            Finder::One(a) => self.find_outlined(hay, from, eof, lf, memchr::memchr_iter(a, tail)),
+            Finder::Two(a, b) => {
+                self.find_outlined(hay, from, eof, lf, memchr::memchr2_iter(a, b, tail))
+            }
+            Finder::Three(a, b, c) => {
+                self.find_outlined(hay, from, eof, lf, memchr::memchr3_iter(a, b, c, tail))
+            }
+            _ => Found::None,
+        }
+    }
+
+    /// [`PatternSet::find_candidates`] out of line, one function per kind of candidates.
+    #[inline(never)]
+    fn find_outlined(
+        &self,
+        hay: &[u8],
+        from: usize,
+        eof: bool,
+        lf: LineFloor,
+        candidates: impl Iterator<Item = usize>,
+    ) -> Found {
+        self.find_candidates(hay, from, eof, lf, candidates)
+    }
+
+    /// Inline where it is called: in [`PatternSet::find`] for the short tails' way, which
+    /// runs once per delta, and in [`PatternSet::find_outlined`].
+    #[inline(always)]
     fn find_candidates(
         &self,
         hay: &[u8],

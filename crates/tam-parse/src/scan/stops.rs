@@ -148,6 +148,51 @@ impl<'h> Stops<'h> {
     }
 }
 
+/// The needles (up to three) in a short tail, `hay[from..]` of 1 to 64 bytes in a
+/// haystack of at least 64: bit `i` set when `hay[from + i]` is one — one mask of the
+/// haystack's last 64 bytes, shifted past `from`. A fixed cost, then a few instructions per
+/// stop ([`mask_stops`]): for a look at a token-sized delta that may hold several stops,
+/// where a `memchr` per stop costs its set-up each time. `None` when the tail or the
+/// haystack does not fit.
+#[inline(always)]
+pub(super) fn tail_mask<const N: usize>(hay: &[u8], from: usize, needles: [u8; N]) -> Option<u64> {
+    let base = hay.len().checked_sub(STOP_BLOCK)?;
+    let skip = from.checked_sub(base)?;
+    let block = hay.get(base..)?;
+    block_mask_of(block, needles).checked_shr(skip as u32)
+}
+
+/// The offsets of the bits set in `mask`, in order.
+#[inline]
+pub(super) fn mask_stops(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if mask == 0 {
+            return None;
+        }
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        Some(i)
+    })
+}
+
+/// [`block_mask`] for any number of needles, each compared once.
+#[inline]
+fn block_mask_of<const N: usize>(block: &[u8], needles: [u8; N]) -> u64 {
+    use wide::u8x16;
+    let needles = needles.map(|n| u8x16::new([n; 16]));
+    let mut mask = 0u64;
+    for (k, lane) in block.chunks_exact(16).enumerate() {
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(lane);
+        let v = u8x16::new(bytes);
+        let hit = needles
+            .iter()
+            .fold(u8x16::new([0; 16]), |hit, &n| hit | v.cmp_eq(n));
+        mask |= u64::from(hit.move_mask() as u16) << (16 * k);
+    }
+    mask
+}
+
 /// Bit `i` of the result is set when `block[i]` is one of `needles` (`block` is 64 bytes).
 #[inline]
 fn block_mask(block: &[u8], needles: [u8; 3]) -> u64 {
@@ -174,6 +219,19 @@ mod tests {
             failure_persistence: None,
             ..proptest::prelude::ProptestConfig::default()
         })]
+
+        /// [`tail_mask`] finds what `memchr3` finds in a tail of 1 to 64 bytes of a
+        /// haystack of at least 64, and declines anything else.
+        #[test]
+        fn tail_masks_are_memchr3(
+            hay in proptest::collection::vec(proptest::sample::select(vec![b'a', b'<', b'&', b'\r', 0x80, b'x', 0]), 0..140),
+            from in 0usize..150,
+        ) {
+            let got = tail_mask(&hay, from, [b'<', b'&', b'\r']).map(|m| mask_stops(m).map(|i| from + i).collect::<Vec<_>>());
+            let fits = hay.len() >= 64 && from < hay.len() && hay.len() - from <= 64;
+            let want = fits.then(|| memchr::memchr3_iter(b'<', b'&', b'\r', &hay[from..]).map(|i| from + i).collect::<Vec<_>>());
+            proptest::prop_assert_eq!(got, want);
+        }
 
         /// [`find3`] finds what `memchr3` finds, from anywhere.
         #[test]
