@@ -50,7 +50,7 @@ use tam_parse::Span;
 use crate::event::Event;
 use crate::fence::is_fence_line;
 use crate::prescan::{RegionKind, RegionRef};
-use tam_parse::scan::{Stops, find3};
+use tam_parse::scan::{Stops, find3, tail_mask};
 
 use crate::xml_chars::{is_name_char_at, is_xml_space, name_end, reference_len, space_end};
 
@@ -260,8 +260,10 @@ impl Streamer {
             // A few bytes are looked at one by one first; past that, most pieces of code
             // hold a `<` or `&`, and the look for a stop is the one to make.
             let quiet = |new: &[u8]| !new.iter().any(|&c| matches!(c, b'<' | b'&' | b'\r'));
-            if new.len() <= SHORT_PIECE {
-                let to = if new.len() < QUIET_LOOK && quiet(new) {
+            // [`QUIET_LOOK`] to [`SHORT_PIECE`] new bytes: [`Streamer::advance_on`]'s
+            // short path, out of line.
+            if new.len() < QUIET_LOOK {
+                let to = if quiet(new) {
                     settled
                 } else {
                     let names = [b[own.start], b[call.1.start].to_ascii_lowercase()];
@@ -279,7 +281,14 @@ impl Streamer {
                             );
                         }
                         Short::General => {
-                            return self.advance_on(buf, settled, regions, open_region, span, out);
+                            return self.advance_general(
+                                buf,
+                                settled,
+                                regions,
+                                open_region,
+                                span,
+                                out,
+                            );
                         }
                     }
                 };
@@ -295,6 +304,45 @@ impl Streamer {
             }
         }
         self.advance_on(buf, settled, regions, open_region, span, out);
+    }
+
+    /// The short path of [`Streamer::advance`] for [`QUIET_LOOK`] to [`SHORT_PIECE`] new
+    /// bytes inside a value (`settled` is within `buf`), its stops from one mask
+    /// ([`short_stop_by_mask`]): what the short path did with [`short_stop`].
+    fn advance_by_mask(
+        &mut self,
+        buf: &str,
+        settled: usize,
+        regions: &[RegionRef],
+        open_region: Option<(RegionKind, usize)>,
+        span: &dyn Fn(Range<usize>) -> Span,
+        out: &mut dyn FnMut(Event<'_>),
+    ) {
+        let b = buf.as_bytes();
+        let State::Param {
+            name: own, call, ..
+        } = &self.state
+        else {
+            return self.advance_general(buf, settled, regions, open_region, span, out);
+        };
+        let names = [b[own.start], b[call.1.start].to_ascii_lowercase()];
+        let to = match short_stop_by_mask(&b[..settled], self.pos, names) {
+            Short::To(to) => to,
+            Short::Reference(at) => {
+                return self.advance_references(at, buf, settled, regions, open_region, span, out);
+            }
+            Short::General => {
+                return self.advance_general(buf, settled, regions, open_region, span, out);
+            }
+        };
+        if to > self.pos {
+            out(Event::ParamText {
+                text: Cow::Borrowed(&buf[self.pos..to]),
+                span: span(self.pos..to),
+                cdata: false,
+            });
+        }
+        self.pos = to;
     }
 
     /// [`Streamer::advance`] from a whole reference at `at` in a token-sized delta inside
@@ -319,13 +367,13 @@ impl Streamer {
             name: own, call, ..
         } = &self.state
         else {
-            return self.advance_on(buf, settled, regions, open_region, span, out);
+            return self.advance_general(buf, settled, regions, open_region, span, out);
         };
         let names = [b[own.start], b[call.1.start].to_ascii_lowercase()];
         loop {
             // `b[at]` is an `&`.
             let Some(len) = reference_len(b, at) else {
-                return self.advance_on(buf, settled, regions, open_region, span, out);
+                return self.advance_general(buf, settled, regions, open_region, span, out);
             };
             if at > self.pos {
                 out(Event::ParamText {
@@ -347,7 +395,7 @@ impl Streamer {
                     continue;
                 }
                 Short::General => {
-                    return self.advance_on(buf, settled, regions, open_region, span, out);
+                    return self.advance_general(buf, settled, regions, open_region, span, out);
                 }
             };
             if to > self.pos {
@@ -362,9 +410,35 @@ impl Streamer {
         }
     }
 
-    /// [`Streamer::advance`] in general.
+    /// [`Streamer::advance`] past its common case: the short path for a token-sized delta
+    /// of [`QUIET_LOOK`] to [`SHORT_PIECE`] new bytes inside a value
+    /// ([`Streamer::advance_by_mask`]), else the general way.
     #[inline(never)]
     fn advance_on(
+        &mut self,
+        buf: &str,
+        settled: usize,
+        regions: &[RegionRef],
+        open_region: Option<(RegionKind, usize)>,
+        span: &dyn Fn(Range<usize>) -> Span,
+        out: &mut dyn FnMut(Event<'_>),
+    ) {
+        if self.start == Start::Element
+            && matches!(self.state, State::Param { .. })
+            && self.next_region == regions.len()
+            && open_region.is_none()
+        {
+            let settled = settled.min(buf.len());
+            if (QUIET_LOOK..=SHORT_PIECE).contains(&settled.saturating_sub(self.pos)) {
+                return self.advance_by_mask(buf, settled, regions, open_region, span, out);
+            }
+        }
+        self.advance_general(buf, settled, regions, open_region, span, out);
+    }
+
+    /// [`Streamer::advance`] in general.
+    #[inline(never)]
+    fn advance_general(
         &mut self,
         buf: &str,
         settled: usize,
@@ -1018,9 +1092,35 @@ enum Short {
 
 #[inline(always)]
 fn short_stop(b: &[u8], from: usize, names: [u8; 2]) -> Short {
-    match next_stop_in_value(b, from, names, [usize::MAX; 2], |from| {
-        find3(b, from, b'<', b'&', b'\r')
-    }) {
+    short(
+        b,
+        next_stop_in_value(b, from, names, [usize::MAX; 2], |from| {
+            find3(b, from, b'<', b'&', b'\r')
+        }),
+    )
+}
+
+/// [`short_stop`] for a look at [`QUIET_LOOK`] bytes or more: the stops of `b[from..]`
+/// from one mask of the last 64 bytes ([`tail_mask`]) — code's stops come every few words,
+/// and [`find3`] would start again at each — or, when it does not fit there, as
+/// [`short_stop`] finds them.
+#[inline(always)]
+fn short_stop_by_mask(b: &[u8], from: usize, names: [u8; 2]) -> Short {
+    let Some(mask) = tail_mask(b, from, [b'<', b'&', b'\r']) else {
+        return short_stop(b, from, names);
+    };
+    // Bit `i` of `mask` is `b[from + i]`; the looks go forward from `from`.
+    let stop = next_stop_in_value(b, from, names, [usize::MAX; 2], |at| {
+        let ahead = mask.checked_shr((at - from) as u32).unwrap_or(0);
+        (ahead != 0).then(|| at + ahead.trailing_zeros() as usize)
+    });
+    short(b, stop)
+}
+
+/// Where the short path goes from the first stop of a look, as [`short_stop`] says.
+#[inline(always)]
+fn short(b: &[u8], stop: Option<usize>) -> Short {
+    match stop {
         None => Short::To(b.len()),
         Some(at) if waits_at(b, at) => Short::To(at),
         Some(at) if b[at] == b'&' => Short::Reference(at),

@@ -177,3 +177,57 @@ fn references_in_code_stream_decoded_in_every_delta_size() {
         assert_eq!(events, whole, "deltas of {size} bytes");
     }
 }
+
+/// Deltas of 16 to 64 bytes (30 code points of code) take their stops from one mask of the
+/// buffer's last 64 bytes — the streamer's short path and the block scanner's candidates —
+/// shorter ones from a search per stop, longer ones the general way: replies whose values
+/// hold every kind of stop (`Vec<u8>`, `HashMap<K, Vec<T>>`, `a && b`, `&amp;`, `&lt;`, a
+/// bare `&`, HTML, CDATA, an element kept in the value, a line end `\r\n`, a comment),
+/// and a block whose value the stream cuts, decode the same in deltas of every size up to
+/// 80 bytes, of 30 code points, and every way the harness feeds them.
+#[test]
+fn stops_of_token_sized_deltas_are_those_of_the_whole_reply() {
+    let mut code = String::new();
+    for n in 0..6 {
+        code.push_str(&format!(
+            "fn f_{n}(v: Vec<u8>, m: &HashMap<String, Vec<T>>) -> bool {{ a && b || c < d }}\r\n\
+             // escape & as &amp; and < as &lt; {n}: <div class=\"x\">Hi & bye</div> <br/>\n\
+             let s = \"<b>bold</b>\"; if x<y {{ return &v[..n]; }} impl<'a> X<'a> {{}}\n"
+        ));
+    }
+    let replies = [
+        // The direct reader's way at the close: code, a kept element, references.
+        format!(
+            "Writing.\n<ACTION>\n<write_to_file>\n<path>src/a.rs</path>\n<content>{code}</content>\n</write_to_file>\n</ACTION>\nDone."
+        ),
+        // CDATA and a comment in the value: the other ways at the close.
+        format!(
+            "<ACTION><write_to_file><path>b.rs</path><content>{code}<![CDATA[x < y && </content>]]>{code}<!-- note -->tail &amp; end</content></write_to_file></ACTION>"
+        ),
+        // A value the stream cuts: no call, the same events however it is fed.
+        format!("<ACTION><write_to_file><path>c.rs</path><content>{code}{code}let v: Vec<u"),
+    ];
+    for input in &replies {
+        let whole = tam_testkit::decode_all_ways(Action(Config::default()), input.as_bytes());
+        for size in 1..=80 {
+            let mut deltas = Vec::new();
+            let mut at = 0;
+            while at < input.len() {
+                let mut end = (at + size).min(input.len());
+                while !input.is_char_boundary(end) {
+                    end += 1;
+                }
+                deltas.push(&input[at..end]);
+                at = end;
+            }
+            assert_eq!(run(deltas), whole, "deltas of {size} bytes");
+        }
+        let chars: Vec<usize> = input.char_indices().map(|(i, _)| i).collect();
+        let mut deltas = Vec::new();
+        for (k, start) in chars.iter().enumerate().step_by(30) {
+            let end = chars.get(k + 30).copied().unwrap_or(input.len());
+            deltas.push(&input[*start..end]);
+        }
+        assert_eq!(run(deltas), whole, "deltas of 30 code points");
+    }
+}

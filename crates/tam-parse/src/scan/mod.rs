@@ -60,4 +60,4 @@ pub use offsets::OffsetMap;
 pub use pattern::{MAX_PATTERN_LEN, Pattern};
 pub use prose::Quote;
 pub use scanner::Scanner;
-pub use stops::{Stops, find3};
+pub use stops::{Stops, find3, tail_mask};

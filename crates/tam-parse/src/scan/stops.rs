@@ -155,7 +155,7 @@ impl<'h> Stops<'h> {
 /// where a `memchr` per stop costs its set-up each time. `None` when the tail or the
 /// haystack does not fit.
 #[inline(always)]
-pub(super) fn tail_mask<const N: usize>(hay: &[u8], from: usize, needles: [u8; N]) -> Option<u64> {
+pub fn tail_mask<const N: usize>(hay: &[u8], from: usize, needles: [u8; N]) -> Option<u64> {
     let base = hay.len().checked_sub(STOP_BLOCK)?;
     let skip = from.checked_sub(base)?;
     let block = hay.get(base..)?;
