@@ -151,8 +151,8 @@ impl<'h> Stops<'h> {
 /// The needles (up to three) in a short tail, `hay[from..]` of 1 to 64 bytes in a
 /// haystack of at least 64: bit `i` set when `hay[from + i]` is one — one mask of the
 /// haystack's last 64 bytes, shifted past `from`. A fixed cost, then a few instructions per
-/// stop ([`mask_stops`]): for a look at a token-sized delta that may hold several stops,
-/// where a `memchr` per stop costs its set-up each time. `None` when the tail or the
+/// stop (a loop over its bits): for a look at a token-sized delta that may hold several
+/// stops, where a `memchr` per stop costs its set-up each time. `None` when the tail or the
 /// haystack does not fit.
 #[inline(always)]
 pub fn tail_mask<const N: usize>(hay: &[u8], from: usize, needles: [u8; N]) -> Option<u64> {
