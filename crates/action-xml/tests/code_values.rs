@@ -163,17 +163,7 @@ fn references_in_code_stream_decoded_in_every_delta_size() {
     // The path's text streams too: the content's pieces come after it.
     assert!(streamed(&whole).ends_with(&value), "whole");
     for size in 1..=70 {
-        let mut deltas = Vec::new();
-        let mut at = 0;
-        while at < input.len() {
-            let mut end = (at + size).min(input.len());
-            while !input.is_char_boundary(end) {
-                end += 1;
-            }
-            deltas.push(&input[at..end]);
-            at = end;
-        }
-        let events = run(deltas);
+        let events = run(deltas_of(&input, size));
         assert_eq!(events, whole, "deltas of {size} bytes");
     }
 }
@@ -210,17 +200,7 @@ fn stops_of_token_sized_deltas_are_those_of_the_whole_reply() {
     for input in &replies {
         let whole = tam_testkit::decode_all_ways(Action(Config::default()), input.as_bytes());
         for size in 1..=80 {
-            let mut deltas = Vec::new();
-            let mut at = 0;
-            while at < input.len() {
-                let mut end = (at + size).min(input.len());
-                while !input.is_char_boundary(end) {
-                    end += 1;
-                }
-                deltas.push(&input[at..end]);
-                at = end;
-            }
-            assert_eq!(run(deltas), whole, "deltas of {size} bytes");
+            assert_eq!(run(deltas_of(input, size)), whole, "deltas of {size} bytes");
         }
         let chars: Vec<usize> = input.char_indices().map(|(i, _)| i).collect();
         let mut deltas = Vec::new();
@@ -230,4 +210,19 @@ fn stops_of_token_sized_deltas_are_those_of_the_whole_reply() {
         }
         assert_eq!(run(deltas), whole, "deltas of 30 code points");
     }
+}
+
+/// `input` in deltas of `size` bytes, each widened to the next character boundary.
+fn deltas_of(input: &str, size: usize) -> Vec<&str> {
+    let mut deltas = Vec::new();
+    let mut at = 0;
+    while at < input.len() {
+        let mut end = (at + size).min(input.len());
+        while !input.is_char_boundary(end) {
+            end += 1;
+        }
+        deltas.push(&input[at..end]);
+        at = end;
+    }
+    deltas
 }
