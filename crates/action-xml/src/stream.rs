@@ -292,18 +292,30 @@ impl Streamer {
                         }
                     }
                 };
-                if to > self.pos {
-                    out(Event::ParamText {
-                        text: Cow::Borrowed(&buf[self.pos..to]),
-                        span: span(self.pos..to),
-                        cdata: false,
-                    });
-                }
-                self.pos = to;
-                return;
+                return self.text_to(buf, to, span, out);
             }
         }
         self.advance_on(buf, settled, regions, open_region, span, out);
+    }
+
+    /// The value's text from `self.pos` up to `to` as one borrowed [`Event::ParamText`]
+    /// (none when it is empty), and `self.pos` moved there: the short paths' one emit.
+    #[inline(always)]
+    fn text_to(
+        &mut self,
+        buf: &str,
+        to: usize,
+        span: &dyn Fn(Range<usize>) -> Span,
+        out: &mut dyn FnMut(Event<'_>),
+    ) {
+        if to > self.pos {
+            out(Event::ParamText {
+                text: Cow::Borrowed(&buf[self.pos..to]),
+                span: span(self.pos..to),
+                cdata: false,
+            });
+        }
+        self.pos = to;
     }
 
     /// The short path of [`Streamer::advance`] for [`QUIET_LOOK`] to [`SHORT_PIECE`] new
@@ -335,14 +347,7 @@ impl Streamer {
                 return self.advance_general(buf, settled, regions, open_region, span, out);
             }
         };
-        if to > self.pos {
-            out(Event::ParamText {
-                text: Cow::Borrowed(&buf[self.pos..to]),
-                span: span(self.pos..to),
-                cdata: false,
-            });
-        }
-        self.pos = to;
+        self.text_to(buf, to, span, out);
     }
 
     /// [`Streamer::advance`] from a whole reference at `at` in a token-sized delta inside
@@ -375,13 +380,7 @@ impl Streamer {
             let Some(len) = reference_len(b, at) else {
                 return self.advance_general(buf, settled, regions, open_region, span, out);
             };
-            if at > self.pos {
-                out(Event::ParamText {
-                    text: Cow::Borrowed(&buf[self.pos..at]),
-                    span: span(self.pos..at),
-                    cdata: false,
-                });
-            }
+            self.text_to(buf, at, span, out);
             out(Event::ParamText {
                 text: crate::xml_chars::reference_text(&buf[at..at + len]),
                 span: span(at..at + len),
@@ -398,15 +397,7 @@ impl Streamer {
                     return self.advance_general(buf, settled, regions, open_region, span, out);
                 }
             };
-            if to > self.pos {
-                out(Event::ParamText {
-                    text: Cow::Borrowed(&buf[self.pos..to]),
-                    span: span(self.pos..to),
-                    cdata: false,
-                });
-            }
-            self.pos = to;
-            return;
+            return self.text_to(buf, to, span, out);
         }
     }
 
