@@ -5,7 +5,7 @@ use memchr::memmem;
 
 use super::line::{LineFloor, is_line_start};
 use super::pattern::{MatchAt, Pattern, TAG_MAX_BLANKS, is_blank};
-use super::stops::{Stops, mask_stops, tail_mask};
+use super::stops::{STOP_BLOCK, block_mask_of, mask_at, mask_stops, memchr_of, tail_mask};
 
 /// What happens when a pattern of a [`PatternSet`] matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,9 +26,13 @@ pub(super) enum Action {
 enum Finder {
     /// One exact pattern: memmem for full matches, then a look at the tail.
     Memmem(Box<memmem::Finder<'static>>),
-    One(u8),
-    Two(u8, u8),
-    Three(u8, u8, u8),
+    /// One, two or three first bytes, each with its [`Look`] for the long tails' way. The
+    /// looks are here, not in a field of their own, so that [`PatternSet`]'s size stays as
+    /// it was: the scanner's per-delta code indexes its sets by it, and 16 bytes more cost
+    /// an instruction per delta (measured in 30- and 1-code-point deltas).
+    One(u8, Box<Look>),
+    Two(u8, u8, Box<[Look; 2]>),
+    Three(u8, u8, u8, Box<[Look; 3]>),
     Table(Box<[bool; 256]>),
 }
 
@@ -74,8 +78,79 @@ struct Quick {
     after_blank: Option<Box<[bool; 256]>>,
 }
 
-/// The length from which [`PatternSet::find`] takes candidates from [`Stops`] instead of
-/// `memchr`.
+/// [`Quick`]'s looks as [`PatternSet::find_long`] makes them, for a candidate of one first
+/// byte: the byte after it tells with one table look whether a pattern may match, and
+/// whether the byte after a blank must be looked at (`a < b` in code). [`Quick`] stays as
+/// it is for the short tails' way ([`PatternSet::rejects`]).
+#[derive(Debug, Clone)]
+struct Look {
+    /// Per byte after the first: [`REJECT`], [`KEEP`] or [`BLANK`].
+    second: [u8; 256],
+    /// Per byte after the first and one blank: may a pattern match (a blank: yes, the
+    /// patterns tell).
+    after_blank: [bool; 256],
+}
+
+/// [`Look::second`]: no pattern matches with this byte second.
+const REJECT: u8 = 0;
+/// [`Look::second`]: a pattern may match; [`PatternSet::try_at`] tells.
+const KEEP: u8 = 1;
+/// [`Look::second`]: a blank; the byte after it tells ([`Look::after_blank`]).
+const BLANK: u8 = 2;
+
+impl Look {
+    /// No look rejects a candidate: the patterns tell.
+    fn keep_all() -> Self {
+        Look {
+            second: [KEEP; 256],
+            after_blank: [true; 256],
+        }
+    }
+
+    fn new(q: &Quick) -> Self {
+        let mut look = Look {
+            second: [REJECT; 256],
+            after_blank: [true; 256],
+        };
+        for b in 0..=255u8 {
+            let i = usize::from(b);
+            look.second[i] = match (q.second[i], &q.after_blank) {
+                (false, _) => REJECT,
+                (true, Some(_)) if is_blank(b) => BLANK,
+                (true, _) => KEEP,
+            };
+            if let Some(table) = &q.after_blank {
+                look.after_blank[i] = is_blank(b) || table[i];
+            }
+        }
+        look
+    }
+
+    /// [`PatternSet::rejects`]: false when `hay` ends before a byte it needs.
+    #[inline(always)]
+    fn rejects(&self, hay: &[u8], at: usize) -> bool {
+        match hay.get(at + 1).map(|&b| self.second[usize::from(b)]) {
+            Some(REJECT) => true,
+            Some(BLANK) => hay
+                .get(at + 2)
+                .is_some_and(|&b| !self.after_blank[usize::from(b)]),
+            _ => false,
+        }
+    }
+
+    /// [`Look::rejects`] at `window[i]`, the window holding two bytes after it.
+    #[inline(always)]
+    fn rejects_in<const W: usize>(&self, window: &[u8; W], i: usize) -> bool {
+        match self.second[usize::from(window[i + 1])] {
+            REJECT => true,
+            BLANK => !self.after_blank[usize::from(window[i + 2])],
+            _ => false,
+        }
+    }
+}
+
+/// The length from which [`PatternSet::find`] takes candidates from 64-byte blocks' bits
+/// ([`PatternSet::find_long`]) instead of `memchr`.
 const LONG_TAIL: usize = 256;
 
 /// From this length up to 64 bytes, [`PatternSet::find`] takes a tail's candidates from
@@ -91,21 +166,6 @@ impl PatternSet {
         let mut firsts: Vec<u8> = patterns.iter().map(|(p, _)| p.first_byte()).collect();
         firsts.sort_unstable();
         firsts.dedup();
-        let finder = match (patterns.as_slice(), firsts.as_slice()) {
-            ([(p, _)], _) if p.exact_bytes().is_some() => Finder::Memmem(Box::new(
-                memmem::Finder::new(p.exact_bytes().unwrap()).into_owned(),
-            )),
-            (_, [a]) => Finder::One(*a),
-            (_, [a, b]) => Finder::Two(*a, *b),
-            (_, [a, b, c]) => Finder::Three(*a, *b, *c),
-            _ => {
-                let mut t = Box::new([false; 256]);
-                for b in firsts {
-                    t[usize::from(b)] = true;
-                }
-                Finder::Table(t)
-            }
-        };
         let mut second: Vec<(u8, [bool; 256])> = Vec::new();
         for (p, _) in &patterns {
             let first = p.first_byte();
@@ -158,6 +218,27 @@ impl PatternSet {
                 }
             })
             .collect();
+        // A first byte's [`Look`]: its [`Quick`]'s (every first byte has one).
+        let look = |b: u8| {
+            let i = usize::from(slot[usize::from(b)]).checked_sub(1);
+            i.and_then(|i| quick.get(i))
+                .map_or_else(Look::keep_all, Look::new)
+        };
+        let finder = match (patterns.as_slice(), firsts.as_slice()) {
+            ([(p, _)], _) if p.exact_bytes().is_some() => Finder::Memmem(Box::new(
+                memmem::Finder::new(p.exact_bytes().unwrap()).into_owned(),
+            )),
+            (_, [a]) => Finder::One(*a, Box::new(look(*a))),
+            (_, [a, b]) => Finder::Two(*a, *b, Box::new([look(*a), look(*b)])),
+            (_, [a, b, c]) => Finder::Three(*a, *b, *c, Box::new([look(*a), look(*b), look(*c)])),
+            _ => {
+                let mut t = Box::new([false; 256]);
+                for b in firsts {
+                    t[usize::from(b)] = true;
+                }
+                Finder::Table(t)
+            }
+        };
         PatternSet {
             patterns,
             finder,
@@ -279,38 +360,34 @@ impl PatternSet {
             }
             // A long tail (a reply fed whole, a large delta) has candidates every few words
             // in code (every `<` of an XML body), where a `memchr` per candidate costs more
-            // than the look that rejects it: [`Stops`] takes them from a bit per byte, 64
-            // bytes at a time. A short one (a token-sized delta) keeps `memchr`, whose one
-            // call costs less than a block's bits.
+            // than the look that rejects it: [`PatternSet::find_long`] takes them from a bit
+            // per byte, 128 bytes at a time. A short one (a token-sized delta) keeps
+            // `memchr`, whose one call costs less than a block's bits.
             //
             // From a token-sized delta's tail of 16 bytes (30 code points of code) up to 64,
             // the candidates come from one mask of the last 64 bytes ([`tail_mask`]):
             // code's `<`s would cost a `memchr` each. A shorter tail keeps `memchr`, and is
             // told by one look at its length, as before.
-            Finder::One(a) if tail.len() < WINDOW_TAIL => {
+            Finder::One(a, _) if tail.len() < WINDOW_TAIL => {
                 self.find_candidates(hay, from, eof, lf, memchr::memchr_iter(*a, tail))
             }
-            Finder::Two(a, b) if tail.len() < WINDOW_TAIL => {
+            Finder::Two(a, b, _) if tail.len() < WINDOW_TAIL => {
                 self.find_candidates(hay, from, eof, lf, memchr::memchr2_iter(*a, *b, tail))
             }
-            Finder::Three(a, b, c) if tail.len() < WINDOW_TAIL => {
+            Finder::Three(a, b, c, _) if tail.len() < WINDOW_TAIL => {
                 self.find_candidates(hay, from, eof, lf, memchr::memchr3_iter(*a, *b, *c, tail))
             }
-            Finder::One(a) if tail.len() < LONG_TAIL => {
+            Finder::One(a, _) if tail.len() < LONG_TAIL => {
                 self.find_by_mask(hay, from, eof, lf, tail_mask(hay, from, [*a]))
             }
-            Finder::Two(a, b) if tail.len() < LONG_TAIL => {
+            Finder::Two(a, b, _) if tail.len() < LONG_TAIL => {
                 self.find_by_mask(hay, from, eof, lf, tail_mask(hay, from, [*a, *b]))
             }
-            Finder::Three(a, b, c) if tail.len() < LONG_TAIL => {
+            Finder::Three(a, b, c, _) if tail.len() < LONG_TAIL => {
                 self.find_by_mask(hay, from, eof, lf, tail_mask(hay, from, [*a, *b, *c]))
             }
-            Finder::One(a) => self.find_outlined(hay, from, eof, lf, each_stop(tail, *a, *a, *a)),
-            Finder::Two(a, b) => {
-                self.find_outlined(hay, from, eof, lf, each_stop(tail, *a, *b, *b))
-            }
-            Finder::Three(a, b, c) => {
-                self.find_outlined(hay, from, eof, lf, each_stop(tail, *a, *b, *c))
+            Finder::One(..) | Finder::Two(..) | Finder::Three(..) => {
+                self.find_long(hay, from, eof, lf)
             }
             Finder::Table(t) => self.find_candidates(
                 hay,
@@ -352,16 +429,113 @@ impl PatternSet {
     /// A tail longer than 64 bytes, shorter than [`LONG_TAIL`]: `memchr`.
     fn find_in_tail(&self, hay: &[u8], from: usize, eof: bool, lf: LineFloor) -> Found {
         let tail = &hay[from..];
-        match self.finder {
-            Finder::One(a) => self.find_outlined(hay, from, eof, lf, memchr::memchr_iter(a, tail)),
-            Finder::Two(a, b) => {
-                self.find_outlined(hay, from, eof, lf, memchr::memchr2_iter(a, b, tail))
+        match &self.finder {
+            Finder::One(a, _) => {
+                self.find_outlined(hay, from, eof, lf, memchr::memchr_iter(*a, tail))
             }
-            Finder::Three(a, b, c) => {
-                self.find_outlined(hay, from, eof, lf, memchr::memchr3_iter(a, b, c, tail))
+            Finder::Two(a, b, _) => {
+                self.find_outlined(hay, from, eof, lf, memchr::memchr2_iter(*a, *b, tail))
+            }
+            Finder::Three(a, b, c, _) => {
+                self.find_outlined(hay, from, eof, lf, memchr::memchr3_iter(*a, *b, *c, tail))
             }
             _ => Found::None,
         }
+    }
+
+    /// [`PatternSet::find`] in a long tail (a reply fed whole), where code has a candidate
+    /// every few words (every `<` of an XML body): the candidates of 128 bytes at a time
+    /// are taken from their bits (two 64-byte masks, [`block_mask_of`]) in a loop of its
+    /// own, a few instructions each, and most are rejected by [`Look`]'s table looks (the
+    /// byte after; after a blank, the byte after that) read from the window without a
+    /// bound check. The looks come with the finder's needles: with one (ACTION's `<`),
+    /// nothing is looked up per candidate. 128 bytes without a candidate mean sparse ones
+    /// (prose, code without markup): the next is `memchr`'s, and the next blocks begin
+    /// there. Out of line, as [`PatternSet::find_outlined`] is, so that
+    /// [`PatternSet::find`]'s short-tail paths stay as they are.
+    #[inline(never)]
+    fn find_long(&self, hay: &[u8], from: usize, eof: bool, lf: LineFloor) -> Found {
+        match &self.finder {
+            Finder::One(a, look) => self.find_blocks(hay, from, eof, lf, [*a], |_| look),
+            Finder::Two(a, b, looks) => {
+                let [for_a, for_b] = &**looks;
+                self.find_blocks(hay, from, eof, lf, [*a, *b], |first| {
+                    if first == *a { for_a } else { for_b }
+                })
+            }
+            Finder::Three(a, b, c, looks) => {
+                let [for_a, for_b, for_c] = &**looks;
+                self.find_blocks(hay, from, eof, lf, [*a, *b, *c], |first| {
+                    if first == *a {
+                        for_a
+                    } else if first == *b {
+                        for_b
+                    } else {
+                        for_c
+                    }
+                })
+            }
+            Finder::Memmem(_) | Finder::Table(_) => Found::None,
+        }
+    }
+
+    /// [`PatternSet::find_long`]'s loop, `look_of` the looks of a candidate's first byte.
+    #[inline(always)]
+    fn find_blocks<'s, const N: usize>(
+        &'s self,
+        hay: &[u8],
+        from: usize,
+        eof: bool,
+        lf: LineFloor,
+        needles: [u8; N],
+        look_of: impl Fn(u8) -> &'s Look,
+    ) -> Found {
+        /// Two blocks and the two bytes after them that [`Look::rejects_in`] reads.
+        const WINDOW: usize = 2 * STOP_BLOCK + 2;
+        let mut base = from;
+        while let Some(window) = hay.get(base..).and_then(|w| w.first_chunk::<WINDOW>()) {
+            let low = block_mask_of(&window[..STOP_BLOCK], needles);
+            let high = block_mask_of(&window[STOP_BLOCK..2 * STOP_BLOCK], needles);
+            if low | high == 0 {
+                // Sparse: no candidate in 128 bytes; the next is `memchr`'s, and the next
+                // blocks begin there.
+                base += 2 * STOP_BLOCK;
+                match memchr_of(&hay[base..], needles) {
+                    Some(i) => base += i,
+                    None => return Found::None,
+                }
+                continue;
+            }
+            for (offset, mut mask) in [(0, low), (STOP_BLOCK, high)] {
+                while mask != 0 {
+                    let i = offset + mask.trailing_zeros() as usize;
+                    mask &= mask - 1;
+                    if look_of(window[i]).rejects_in(window, i) {
+                        continue;
+                    }
+                    if let Some(found) = self.try_at(hay, base + i, eof, lf) {
+                        return found;
+                    }
+                }
+            }
+            base += 2 * STOP_BLOCK;
+        }
+        // The last bytes, fewer than a window: a mask per 64 bytes.
+        while base < hay.len() {
+            let mut mask = mask_at(hay, base, needles);
+            while mask != 0 {
+                let at = base + mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                if look_of(hay[at]).rejects(hay, at) {
+                    continue;
+                }
+                if let Some(found) = self.try_at(hay, at, eof, lf) {
+                    return found;
+                }
+            }
+            base += STOP_BLOCK;
+        }
+        Found::None
     }
 
     /// [`PatternSet::find_candidates`] out of line, one function per kind of candidates.
@@ -400,17 +574,6 @@ impl PatternSet {
     }
 }
 
-/// Every `a`, `b` or `c` in `hay`, in order, found by [`Stops`].
-fn each_stop(hay: &[u8], a: u8, b: u8, c: u8) -> impl Iterator<Item = usize> + '_ {
-    let mut stops = Stops::new(hay, a, b, c);
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        let found = stops.next(at)?;
-        at = found + 1;
-        Some(found)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,6 +582,27 @@ mod tests {
         floor: 0,
         floor_is_line_start: true,
     };
+
+    impl PatternSet {
+        /// This set without its byte looks: every candidate goes to the patterns.
+        fn without_looks(&self) -> Self {
+            let keep = Look::keep_all;
+            let mut plain = self.clone();
+            plain.third = Box::new([]);
+            plain.after_blanks = Box::new([]);
+            plain.slot = [0; 256];
+            plain.quick = Box::new([]);
+            plain.finder = match plain.finder {
+                Finder::One(a, _) => Finder::One(a, Box::new(keep())),
+                Finder::Two(a, b, _) => Finder::Two(a, b, Box::new([keep(), keep()])),
+                Finder::Three(a, b, c, _) => {
+                    Finder::Three(a, b, c, Box::new([keep(), keep(), keep()]))
+                }
+                other => other,
+            };
+            plain
+        }
+    }
 
     #[test]
     fn one_exact_pattern_uses_memmem_and_reports_a_partial_tail() {
@@ -473,8 +657,9 @@ mod tests {
         ));
     }
 
-    /// A long tail, whose candidates come from [`Stops`], gives what `memchr`'s candidates
-    /// give: code's `<`s and `&`s by the hundred before a close tag, or none.
+    /// A long tail, whose candidates come a block at a time ([`PatternSet::find_long`]),
+    /// gives what `memchr`'s candidates give: code's `<`s and `&`s by the hundred before a
+    /// close tag, or none.
     #[test]
     fn long_tails_find_what_memchr_finds() {
         use proptest::prelude::*;
@@ -518,12 +703,119 @@ mod tests {
             let from = hay.len() * from_frac / 100;
             let tail = &hay[from..];
             let by_memchr = match &set.finder {
-                Finder::One(a) => set.find_candidates(hay, from, eof, LF, memchr::memchr_iter(*a, tail)),
-                Finder::Two(a, b) => set.find_candidates(hay, from, eof, LF, memchr::memchr2_iter(*a, *b, tail)),
-                Finder::Three(a, b, c) => set.find_candidates(hay, from, eof, LF, memchr::memchr3_iter(*a, *b, *c, tail)),
+                Finder::One(a, _) => set.find_candidates(hay, from, eof, LF, memchr::memchr_iter(*a, tail)),
+                Finder::Two(a, b, _) => set.find_candidates(hay, from, eof, LF, memchr::memchr2_iter(*a, *b, tail)),
+                Finder::Three(a, b, c, _) => set.find_candidates(hay, from, eof, LF, memchr::memchr3_iter(*a, *b, *c, tail)),
                 other => panic!("{other:?}"),
             };
             prop_assert_eq!(set.find(hay, from, eof, LF), by_memchr);
+        });
+    }
+
+    /// In a long haystack (256 bytes and more) of dense candidates — code's `<`s before
+    /// blanks, `/`, names, `=`, `'`, matches and near-matches across the 64-byte blocks'
+    /// edges, a match or a partial one in the last bytes — [`PatternSet::find`] gives what
+    /// a look at every byte gives: each candidate in order, decided by the patterns alone
+    /// (no table looks), from any offset, at the end of the stream or not, for one, two,
+    /// three or more first bytes.
+    #[test]
+    fn long_tails_are_every_candidate_in_order() {
+        use proptest::prelude::*;
+        let patterns = || {
+            vec![
+                (Pattern::closing_tag("ACTION"), Action::Close),
+                (Pattern::tag("ACTION"), Action::Restart),
+                (Pattern::closing_tag(""), Action::Restart),
+                (Pattern::exact("<![CDATA["), Action::EnterRegion(0)),
+                (Pattern::exact("<!--"), Action::EnterRegion(1)),
+                (Pattern::exact("「始」"), Action::EnterRegion(2)),
+                (Pattern::exact("&amp;"), Action::EnterRegion(3)),
+                (Pattern::exact("#").at_line_start(), Action::EnterRegion(4)),
+            ]
+        };
+        const PIECES: &[&str] = &[
+            "a < b",
+            "a <b",
+            "a <\tb",
+            "Vec<u8>",
+            "x <= y",
+            "impl<'a>",
+            "<<",
+            "< /",
+            "</x>",
+            "</ a",
+            "<A",
+            "< a",
+            "<!",
+            "<!-",
+            "</ACTION>",
+            "< / action >",
+            "<ACTION>",
+            "<![CDATA[",
+            "<!--",
+            "「始」",
+            "「",
+            "&amp;",
+            "&&",
+            "\n# ",
+            "#",
+            " ",
+            "\n",
+            "x",
+            "let v = 1;",
+        ];
+        const ENDS: &[&str] = &[
+            "",
+            "<",
+            "</",
+            "</ACT",
+            "</ACTION",
+            "< ",
+            "<  /",
+            "<!",
+            "<![CD",
+            "<!-",
+            "「",
+            "「始",
+            "&am",
+            "\n#",
+            "</ACTION>",
+            "a < b",
+        ];
+        fn naive(set: &PatternSet, hay: &[u8], from: usize, eof: bool) -> Found {
+            let plain = set.without_looks();
+            (from..hay.len())
+                .filter(|&at| set.patterns.iter().any(|(p, _)| p.first_byte() == hay[at]))
+                .find_map(|at| plain.try_at(hay, at, eof, LF))
+                .unwrap_or(Found::None)
+        }
+        proptest!(ProptestConfig::with_cases(1000), |(
+            parts in prop::collection::vec(prop::sample::select(PIECES), 30..220),
+            end in prop::sample::select(ENDS),
+            pad in 0usize..70,
+            subset in 1usize..256,
+            eof: bool,
+            froms in prop::collection::vec(0usize..1000, 1..5),
+        )| {
+            let chosen: Vec<(Pattern, Action)> = patterns()
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| subset & (1 << i) != 0)
+                .map(|(_, p)| p)
+                .collect();
+            let set = PatternSet::new(chosen);
+            let mut hay = "y".repeat(pad);
+            hay.push_str(&parts.concat());
+            hay.push_str(end);
+            let hay = hay.as_bytes();
+            for from in froms.into_iter().chain([0]) {
+                let from = from.min(hay.len());
+                prop_assert_eq!(
+                    set.find(hay, from, eof, LF),
+                    naive(&set, hay, from, eof),
+                    "{:?} from {} eof {}", String::from_utf8_lossy(hay), from, eof
+                );
+            }
         });
     }
 
@@ -585,11 +877,7 @@ mod tests {
                 .collect();
             let hay = parts.concat();
             let fast = PatternSet::new(chosen);
-            let mut plain = fast.clone();
-            plain.third = Box::new([]);
-            plain.after_blanks = Box::new([]);
-            plain.slot = [0; 256];
-            plain.quick = Box::new([]);
+            let plain = fast.without_looks();
             for from in 0..=hay.len() {
                 prop_assert_eq!(
                     fast.find(hay.as_bytes(), from, eof, LF),

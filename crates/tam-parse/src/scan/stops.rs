@@ -69,7 +69,9 @@ fn matches3(x: u64, a: u8, b: u8, c: u8) -> u64 {
 /// Not for a search that looks at a few bytes per call (a token-sized delta): there the
 /// mask costs more than it saves. The block scanner's own look for markers keeps `memchr`
 /// for that reason (measured in `docs/performance.md`, "ACTION in token deltas, session
-/// 11"), and takes `Stops` only for a long tail (a reply fed whole).
+/// 11"); for a long tail (a reply fed whole) it has a loop of its own over the same
+/// 64-byte masks, which takes each block's candidates from its bits without a call per
+/// candidate.
 ///
 /// ```
 /// use tam_parse::scan::Stops;
@@ -95,7 +97,7 @@ pub struct Stops<'h> {
 }
 
 /// The bytes one [`Stops`] mask covers.
-const STOP_BLOCK: usize = 64;
+pub(super) const STOP_BLOCK: usize = 64;
 
 impl<'h> Stops<'h> {
     /// The stops of `hay`: bytes `a`, `b` or `c` (repeat one for fewer needles).
@@ -162,6 +164,38 @@ pub fn tail_mask<const N: usize>(hay: &[u8], from: usize, needles: [u8; N]) -> O
     block_mask_of(block, needles).checked_shr(skip as u32)
 }
 
+/// The needles (up to three) of `hay[from..]`, whose first 64 bytes or fewer are
+/// looked at: bit `i` set when `hay[from + i]` is one. A whole block ([`block_mask_of`]);
+/// fewer than 64 bytes left, one mask of the haystack's last 64 ([`tail_mask`]), or the
+/// bytes one at a time in a haystack shorter than 64.
+#[inline]
+pub(super) fn mask_at<const N: usize>(hay: &[u8], from: usize, needles: [u8; N]) -> u64 {
+    if let Some(block) = hay.get(from..).and_then(|rest| rest.get(..STOP_BLOCK)) {
+        return block_mask_of(block, needles);
+    }
+    if let Some(mask) = tail_mask(hay, from, needles) {
+        return mask;
+    }
+    hay.get(from..)
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| needles.contains(b))
+        .fold(0, |mask, (i, _)| mask | 1 << i)
+}
+
+/// The first of up to three `needles` in `hay`: `memchr`, `memchr2` or `memchr3`.
+#[inline(always)]
+pub(super) fn memchr_of<const N: usize>(hay: &[u8], needles: [u8; N]) -> Option<usize> {
+    match needles.as_slice() {
+        [] => None,
+        [a] => memchr::memchr(*a, hay),
+        [a, b] => memchr::memchr2(*a, *b, hay),
+        [a, b, c] => memchr::memchr3(*a, *b, *c, hay),
+        _ => hay.iter().position(|b| needles.contains(b)),
+    }
+}
+
 /// The offsets of the bits set in `mask`, in order.
 #[inline]
 pub(super) fn mask_stops(mut mask: u64) -> impl Iterator<Item = usize> {
@@ -177,7 +211,7 @@ pub(super) fn mask_stops(mut mask: u64) -> impl Iterator<Item = usize> {
 
 /// [`block_mask`] for any number of needles, each compared once.
 #[inline]
-fn block_mask_of<const N: usize>(block: &[u8], needles: [u8; N]) -> u64 {
+pub(super) fn block_mask_of<const N: usize>(block: &[u8], needles: [u8; N]) -> u64 {
     use wide::u8x16;
     let needles = needles.map(|n| u8x16::new([n; 16]));
     let mut mask = 0u64;
