@@ -157,10 +157,19 @@ pub(crate) fn is_name_char_at(s: &str, at: usize) -> bool {
 #[inline]
 pub(crate) fn reference_len(s: &[u8], at: usize) -> Option<usize> {
     // Most `&`s in code are not references (`&&`, `&str`, `&mut`): one look tells.
-    match s.get(at + 1) {
-        Some(b'#' | b'l' | b'g' | b'a' | b'q') => reference_at(s, at),
-        _ => None,
+    if may_begin_reference(s.get(at + 1).copied()) {
+        reference_at(s, at)
+    } else {
+        None
     }
+}
+
+/// False when an `&` followed by `next` (`None`: nothing) is no reference
+/// ([`reference_len`]) whatever comes after: `next` begins none of the references it
+/// reads (`&&`, `& `, `&str`, `&mut` in code).
+#[inline(always)]
+pub(crate) fn may_begin_reference(next: Option<u8>) -> bool {
+    matches!(next, Some(b'#' | b'l' | b'g' | b'a' | b'q'))
 }
 
 /// [`reference_len`] past its first look.

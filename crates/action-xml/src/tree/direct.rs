@@ -373,7 +373,24 @@ fn piece_at(
             b'<' => lt.add(end..end + 1),
             _ => {}
         }
-        let Some(next) = stops.next(end + 1) else {
+        // The stops that are text at a glance (code's `&&`, `&str`, `a < b`, `<=`) are
+        // counted as they are passed; the others are looked at below.
+        let kept = stops.next_kept(end + 1, |i| {
+            let next = b.get(i + 1).copied();
+            if b[i] == b'&' {
+                if may_begin_reference(next) {
+                    return true;
+                }
+                amp.add(i..i + 1);
+            } else {
+                if !next.is_some_and(begins_no_markup) {
+                    return true;
+                }
+                lt.add(i..i + 1);
+            }
+            false
+        });
+        let Some(next) = kept else {
             return Some((Piece::Text, b.len(), None));
         };
         if b[next] == b'&' {

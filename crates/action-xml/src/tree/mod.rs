@@ -24,8 +24,8 @@ use crate::prescan::{
 };
 use crate::value::{assemble, cdata_edges};
 use crate::xml_chars::{
-    decode_text, is_blank, is_name_start_byte, is_xml_space, name_end, push_reference,
-    reference_len, space_end, trim_xml,
+    decode_text, is_blank, is_name_start_byte, is_xml_space, may_begin_reference, name_end,
+    push_reference, reference_len, space_end, trim_xml,
 };
 
 /// Converts the tree of one block, collecting warnings.
