@@ -422,8 +422,61 @@ impl PatternSet {
         }
     }
 
+    /// The candidates of a short tail's mask, each first looked at with [`Look`]'s tables
+    /// (as [`PatternSet::find_long`] does): with one needle (ACTION's `<`), nothing is
+    /// looked up per candidate, and a candidate the byte after rejects (code's `<T`, `a <
+    /// b`) costs a few instructions.
+    #[inline(always)]
     fn find_in_mask(&self, hay: &[u8], from: usize, eof: bool, lf: LineFloor, mask: u64) -> Found {
-        self.find_outlined(hay, from, eof, lf, mask_stops(mask))
+        match &self.finder {
+            Finder::One(_, look) => self.find_masked(hay, from, eof, lf, mask, |_| look),
+            Finder::Two(a, _, looks) => {
+                let [for_a, for_b] = &**looks;
+                self.find_masked(hay, from, eof, lf, mask, |first| {
+                    if first == *a { for_a } else { for_b }
+                })
+            }
+            Finder::Three(a, b, _, looks) => {
+                let [for_a, for_b, for_c] = &**looks;
+                self.find_masked(hay, from, eof, lf, mask, |first| {
+                    if first == *a {
+                        for_a
+                    } else if first == *b {
+                        for_b
+                    } else {
+                        for_c
+                    }
+                })
+            }
+            Finder::Memmem(_) | Finder::Table(_) => {
+                self.find_outlined(hay, from, eof, lf, mask_stops(mask))
+            }
+        }
+    }
+
+    /// [`PatternSet::find_in_mask`]'s loop, `look_of` the looks of a candidate's first
+    /// byte; `mask`'s bit `i` is a candidate at `from + i`.
+    #[inline(always)]
+    fn find_masked<'s>(
+        &'s self,
+        hay: &[u8],
+        from: usize,
+        eof: bool,
+        lf: LineFloor,
+        mut mask: u64,
+        look_of: impl Fn(u8) -> &'s Look,
+    ) -> Found {
+        while mask != 0 {
+            let at = from + mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if look_of(hay[at]).rejects(hay, at) {
+                continue;
+            }
+            if let Some(found) = self.try_at(hay, at, eof, lf) {
+                return found;
+            }
+        }
+        Found::None
     }
 
     /// A tail longer than 64 bytes, shorter than [`LONG_TAIL`]: `memchr`.
