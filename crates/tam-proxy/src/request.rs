@@ -58,8 +58,8 @@ impl OfferedTools {
     }
 }
 
-/// A tool name without ASCII case and the separators `_`, `-` and `.`.
-fn loose_name(name: &str) -> String {
+/// A tool or parameter name without ASCII case and the separators `_`, `-` and `.`.
+pub(crate) fn loose_name(name: &str) -> String {
     name.chars()
         .filter(|c| !matches!(c, '_' | '-' | '.'))
         .map(|c| c.to_ascii_lowercase())

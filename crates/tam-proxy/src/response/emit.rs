@@ -6,7 +6,7 @@ use tam::{BlockKind as MixedProtocol, Event as MixedEvent};
 use tam_parse::Diagnostic;
 
 use crate::history::{PastCall, render_calls};
-use crate::request::OfferedTools;
+use crate::request::{OfferedTools, loose_name};
 use tam_model::ToolCallChunk;
 use tool_dispatch::ToolCall;
 use tool_schema::KeyMatch;
@@ -113,9 +113,11 @@ pub(super) struct StreamingParam {
 /// How much of `pending` (a streaming ACTION value's text not sent yet) may go out: all of
 /// it up to the first close tag that names one of `names` (a misspelt close tag of the
 /// value? `<date>March 10</room_type><guests>…</call>`: the decoder reads the value as
-/// `March 10`, SPEC §3) or whose name may still grow at the end of `pending`. Sets
-/// `holding` at such a tag: from there the value waits for its end.
-pub(super) fn held_back(pending: &str, names: &[String], holding: &mut bool) -> usize {
+/// `March 10`, SPEC §3), or the value's own key `own` but for ASCII case and the
+/// separators `_`, `-` and `.` (`<DNA_id>XYZ123</dna_id>`, `<_from>New York</from>`: the
+/// decoder reads either as the value's close tag), or whose name may still grow at the end
+/// of `pending`. Sets `holding` at such a tag: from there the value waits for its end.
+pub(super) fn held_back(pending: &str, own: &str, names: &[String], holding: &mut bool) -> usize {
     if *holding {
         return 0;
     }
@@ -130,7 +132,9 @@ pub(super) fn held_back(pending: &str, names: &[String], holding: &mut bool) -> 
             return at;
         }
         let name = &pending[name_start..name_start + name_len];
-        if !name.is_empty() && names.iter().any(|n| n == name) {
+        if !name.is_empty()
+            && (names.iter().any(|n| n == name) || loose_name(name) == loose_name(own))
+        {
             *holding = true;
             return at;
         }
@@ -412,7 +416,7 @@ impl Emitter {
         let out = match &mut param.edges {
             Some(edges) => {
                 edges.push(text, span, cdata, &mut param.pending);
-                let ready = held_back(&param.pending, &param.names, &mut param.holding);
+                let ready = held_back(&param.pending, &param.key, &param.names, &mut param.holding);
                 let rest = param.pending.split_off(ready);
                 std::mem::replace(&mut param.pending, rest)
             }

@@ -741,6 +741,34 @@ fn a_misspelt_close_tag_in_a_streamed_value_completes_the_call() {
     }
 }
 
+/// A value closed with its own tag misspelt, the call going on (recorded on BFCL cases
+/// outside the dev set, ACTION: `<DNA_id>XYZ123</dna_id>`, `<_from>New York</from>`). The
+/// decoder reads the value up to that tag (`noncanonical_tag`, `mismatched_close_tag`);
+/// the proxy holds the value's text back from a close tag naming the value's own key but
+/// for case and separators, so what streamed is the block's value and the call completes,
+/// however the reply is split (before, the client got `streamed_call_invalid`).
+#[test]
+fn a_close_tag_naming_the_value_loosely_completes_the_call() {
+    for (text, args) in [
+        (
+            "<ACTION>\n<write_file><path>a.txt</PATH><mode>3</mode></write_file>\n</ACTION>",
+            r#"{"path":"a.txt","mode":3}"#,
+        ),
+        (
+            "<ACTION>\n<write_file><path>a.txt</path><content>x = 1</_content><mode>3</mode></write_file>\n</ACTION>",
+            r#"{"path":"a.txt","content":"x = 1","mode":3}"#,
+        ),
+    ] {
+        let (content, calls) = streams_the_same(Protocol::Action, text);
+        assert_eq!(content, "", "{text}");
+        assert_eq!(
+            calls,
+            [("write_file".to_owned(), args.to_owned())],
+            "{text}"
+        );
+    }
+}
+
 /// Code in a streamed value with close tags of its own (`</div>`) and one naming another
 /// parameter (`</path>`, an SVG): the value streams up to that tag, waits, and all of it
 /// comes at the value's close tag; the call is the block's.
