@@ -199,7 +199,11 @@
 //!   docs): leading whitespace and blank text runs are dropped, trailing whitespace is
 //!   held until more text follows, a leading CDATA section loses one line break and the
 //!   last keeps its final line break (`tam::ValueEdges`, the same rules as the closed
-//!   block, fed the pieces' `cdata` flag).
+//!   block, fed the pieces' `cdata` flag). An ACTION value's text also waits from a
+//!   close tag in it that names the call's tool or another of its parameters, or its own
+//!   key but for ASCII case and the separators `_`, `-` and `.` (`<date>March
+//!   10</room_type>`, `<DNA_id>XYZ123</dna_id>`: misspelt close tags the block reads as
+//!   the value's): the rest goes out at the value's close tag, or as the block's value.
 //! * **The rest at the close.** Every other argument (typed: integers, booleans, objects,
 //!   keys matched canonically, parameters written before the call was known) goes out
 //!   when the block closes, coerced by the schema as for whole blocks, then `}`. The
