@@ -58,12 +58,22 @@ impl OfferedTools {
     }
 }
 
-/// A tool or parameter name without ASCII case and the separators `_`, `-` and `.`.
-pub(crate) fn loose_name(name: &str) -> String {
+/// A tool name without ASCII case and the separators `_`, `-` and `.`.
+fn loose_name(name: &str) -> String {
+    loose_chars(name).collect()
+}
+
+/// The characters of `name` as [`loose_name`] keeps them.
+fn loose_chars(name: &str) -> impl Iterator<Item = char> + '_ {
     name.chars()
         .filter(|c| !matches!(c, '_' | '-' | '.'))
         .map(|c| c.to_ascii_lowercase())
-        .collect()
+}
+
+/// Whether two names are the same but for ASCII case and the separators `_`, `-` and `.`
+/// ([`loose_name`]), compared without an allocation.
+pub(crate) fn same_loosely(a: &str, b: &str) -> bool {
+    loose_chars(a).eq(loose_chars(b))
 }
 
 /// What the proxy does with one request.

@@ -6,7 +6,7 @@ use tam::{BlockKind as MixedProtocol, Event as MixedEvent};
 use tam_parse::Diagnostic;
 
 use crate::history::{PastCall, render_calls};
-use crate::request::{OfferedTools, loose_name};
+use crate::request::{OfferedTools, same_loosely};
 use tam_model::ToolCallChunk;
 use tool_dispatch::ToolCall;
 use tool_schema::KeyMatch;
@@ -132,9 +132,7 @@ pub(super) fn held_back(pending: &str, own: &str, names: &[String], holding: &mu
             return at;
         }
         let name = &pending[name_start..name_start + name_len];
-        if !name.is_empty()
-            && (names.iter().any(|n| n == name) || loose_name(name) == loose_name(own))
-        {
+        if !name.is_empty() && (names.iter().any(|n| n == name) || same_loosely(name, own)) {
             *holding = true;
             return at;
         }
