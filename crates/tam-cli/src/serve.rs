@@ -10,7 +10,8 @@ use clap::ValueEnum;
 use tam::Protocol as ProtocolChoice;
 use tam_model::openai::OpenAiConfig;
 use tam_proxy::{
-    ClientKeys, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_UPSTREAM_CONCURRENCY, ProxyConfig, serve,
+    ClientKeys, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_UPSTREAM_CONCURRENCY,
+    DEFAULT_STREAM_AFTER_BYTES, ProxyConfig, serve,
 };
 
 use crate::error::CliError;
@@ -105,6 +106,11 @@ pub(crate) struct ServeArgs {
     /// `tam_proxy::prompt`. Off by default: prompts hold what users wrote.
     #[arg(long)]
     log_prompts: bool,
+    /// In a streaming reply, a call goes out before its block closes once one of its
+    /// string values is this many bytes long (0: every call from its tool id); shorter
+    /// calls go out whole when their block decodes.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_STREAM_AFTER_BYTES)]
+    stream_after_bytes: usize,
 }
 
 /// The time-out flags' defaults: tam-proxy's and tam-model's (a test checks they agree).
@@ -198,7 +204,8 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), CliError> {
         .with_header_timeout(args.header_timeout)
         .with_body_timeout(args.body_timeout)
         .with_upstream_timeout(args.upstream_timeout)
-        .with_log_prompts(args.log_prompts);
+        .with_log_prompts(args.log_prompts)
+        .with_stream_after_bytes(args.stream_after_bytes);
     for origin in &args.allow_origin {
         config = config.with_allowed_origin(origin.clone());
     }

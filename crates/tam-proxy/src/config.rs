@@ -19,6 +19,8 @@ pub const DEFAULT_MAX_UPSTREAM_CONCURRENCY: usize = 64;
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default of [`ProxyConfig::body_timeout`]: 30 s.
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default of [`ProxyConfig::stream_after_bytes`]: 256 bytes.
+pub const DEFAULT_STREAM_AFTER_BYTES: usize = 256;
 
 /// How the proxy reaches its upstream and reads its replies.
 #[derive(Debug, Clone)]
@@ -62,6 +64,16 @@ pub struct ProxyConfig {
     /// history included), one line at INFO on target `tam_proxy::prompt` with the request
     /// id. Off by default: prompts hold what users wrote.
     pub log_prompts: bool,
+    /// In a streaming reply, a call's chunks go out before its block closes only once one
+    /// of its string values has grown to this many bytes (code, a file's content): from
+    /// then on the call and that value stream as the model writes them. A call whose
+    /// values stay shorter goes out whole when its block closes and decodes, so a block
+    /// that turns out not to be calls (a close tag that matches nothing, a block never
+    /// closed) comes back as content and never voids a call already sent. 0: every call
+    /// streams from its tool id and every plain string value from its first byte (a
+    /// block that then fails ends the reply with `streamed_call_invalid`). Default:
+    /// [`DEFAULT_STREAM_AFTER_BYTES`] (256).
+    pub stream_after_bytes: usize,
 }
 
 impl ProxyConfig {
@@ -80,6 +92,7 @@ impl ProxyConfig {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             log_prompts: false,
             body_timeout: DEFAULT_BODY_TIMEOUT,
+            stream_after_bytes: DEFAULT_STREAM_AFTER_BYTES,
         }
     }
 
@@ -137,6 +150,13 @@ impl ProxyConfig {
     #[must_use]
     pub fn with_body_timeout(mut self, body_timeout: Duration) -> Self {
         self.body_timeout = body_timeout;
+        self
+    }
+
+    /// This configuration with `stream_after_bytes` ([`ProxyConfig::stream_after_bytes`]).
+    #[must_use]
+    pub fn with_stream_after_bytes(mut self, stream_after_bytes: usize) -> Self {
+        self.stream_after_bytes = stream_after_bytes;
         self
     }
 

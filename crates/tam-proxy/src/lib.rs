@@ -177,19 +177,32 @@
 //! Long string values stream while the model writes them. A streaming
 //! request's reply is decoded with the parsers' argument events, by these rules:
 //!
-//! * **When a call is a call.** As soon as the tool id is known and offered and the call
+//! * **Short calls wait for their block.** A call goes out before its block closes only
+//!   once one of its string values (below) has grown to
+//!   [`ProxyConfig::stream_after_bytes`] (256 bytes by default): a file's content, code.
+//!   A call whose values stay shorter — most calls — goes out whole when its block closes
+//!   and decodes, so a block that turns out not to be calls (a close tag matching
+//!   nothing, `<species1>human</species2>`; a start marker repeated and never closed)
+//!   comes back as content and voids nothing. Measured on BFCL cases outside the dev set,
+//!   such blocks were the last stream errors from a real model's writing (e2e/README.md).
+//!   With `stream_after_bytes` 0 every call streams from its tool id, as below.
+//! * **When a call may stream.** As soon as the tool id is known and offered and the call
 //!   limit allows: an ACTION call element's start tag is complete (`CallStart`) in the
 //!   reply's first ACTION block, or a TAM block's unchained `command` value closed
 //!   (`CommandSeen`, chain number 0; chained `command1`… calls, and the later calls of a
 //!   block without chain numbers — a second `command`, a repeated key —
-//!   are emitted whole at the block's close). Then the call's first chunk goes out
-//!   (`index`, `id`, `function.name`, empty `arguments`).
+//!   are emitted whole at the block's close). From there it counts against the call
+//!   limit. Its first chunk (`index`, `id`, `function.name`, empty `arguments`) goes out
+//!   when its first value streams, after the first chunks of the block's calls before it
+//!   that have not gone out (indexes follow the block's order); at once with
+//!   `stream_after_bytes` 0.
 //! * **Which parameters stream.** A parameter of such a call written after that point
 //!   whose key is exactly a property of the tool's schema with `"type": "string"` and
 //!   no `enum` or `const` (coercion may change such a value at its close: a quoted member
 //!   `'asc'` is `asc`; it goes out complete instead), the first time the key appears in
-//!   the call. Its JSON text streams: `{"key":"` (or
-//!   `,"key":"`), the value's pieces JSON-escaped as they arrive, then `"`. A value that
+//!   the call. Once the value is `stream_after_bytes` long its JSON text streams:
+//!   `{"key":"` (or `,"key":"`), the value's pieces JSON-escaped as they arrive, then
+//!   `"`; a shorter value is held to its end, as below. A value that
 //!   coercion may still read as something other than its text is held back, its key
 //!   too, until it cannot be (`CompiledTool::text_may_change`): one quoted literal
 //!   (`'Apple Inc.'` is `Apple Inc.`), or `None`/`null` for an optional parameter (left

@@ -100,7 +100,7 @@ pub(crate) async fn complete(
     let translator = Translator::new(
         config.protocol,
         decode,
-        stream,
+        stream.then_some(config.stream_after_bytes),
         offered,
         max_calls,
         config.tam,

@@ -519,8 +519,20 @@ async fn a_reply_cut_at_the_token_limit_runs_no_call() {
     let upstream = ScriptedUpstream::always(deltas_reply(cut, 4, "length")).await;
     let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
-    // The call streamed while the block was written; it is never completed: its
-    // arguments are not valid JSON and the finish reason is `length`, not `tool_calls`.
+    // A call of short values waits for its block (`stream_after_bytes`): none went out,
+    // the cut block is text and the finish reason is `length`, not `tool_calls`.
+    assert!(got.calls.is_empty(), "{:?}", got.calls);
+    assert_eq!(got.content, cut, "nothing the model wrote is dropped");
+    assert_eq!(got.finish.as_deref(), Some("Length"));
+    // Streaming every call from its tool id, the call streamed while the block was
+    // written and is never completed: its arguments are not valid JSON.
+    let eager = start_proxy_with(
+        ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, ""))
+            .with_protocol(Protocol::Tam)
+            .with_stream_after_bytes(0),
+    )
+    .await;
+    let got = stream(&eager, request(json!({}))).await;
     assert_eq!(got.calls.len(), 1, "{:?}", got.calls);
     assert_eq!(got.calls[0].1, "get_weather");
     assert_eq!(got.calls[0].2, r#"{"city":"Paris""#);
@@ -532,10 +544,12 @@ async fn a_reply_cut_at_the_token_limit_runs_no_call() {
     assert_eq!(whole.choices[0].message.content.as_deref(), Some(cut));
 }
 
-/// What a real model wrote (BFCL `parallel_multiple_150`, Qwen2.5-Coder-1.5B): a start
-/// marker before each call and one end marker. By SPEC §2.3 the first block never closed:
-/// its call never runs. Streamed, its arguments stay unfinished and the stream ends with
-/// the error event; whole, the reply is the closed block's call and the first block as text.
+/// What a real model wrote (BFCL `parallel_multiple_150` and, outside the dev set,
+/// `parallel_multiple_135` and `_145`, Qwen2.5-Coder-1.5B): a start marker before each call
+/// and one end marker. By SPEC §2.3 the first block never closed: its call never runs.
+/// Streamed or whole, the reply is the closed block's call and the first block as text
+/// (its short call waited for its block). Streaming every call from its tool id, the first
+/// call's arguments stay unfinished and the stream ends with the error event.
 #[tokio::test]
 async fn a_start_marker_before_each_call_leaves_the_first_unfinished() {
     let first = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」3「末」\n\n";
@@ -543,6 +557,21 @@ async fn a_start_marker_before_each_call_leaves_the_first_unfinished() {
     let upstream = ScriptedUpstream::always(deltas_reply(&reply, 5, "stop")).await;
     let proxy = start_proxy(&upstream, Protocol::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
+    assert_eq!(got.error, None);
+    assert_eq!(got.calls.len(), 1, "{:?}", got.calls);
+    assert_eq!(
+        arguments(&got.calls[0].2),
+        json!({"city": "Rome", "days": 3})
+    );
+    assert_eq!(got.content, first);
+    assert_eq!(got.finish.as_deref(), Some("ToolCalls"));
+    let eager = start_proxy_with(
+        ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, ""))
+            .with_protocol(Protocol::Tam)
+            .with_stream_after_bytes(0),
+    )
+    .await;
+    let got = stream(&eager, request(json!({}))).await;
     assert_eq!(got.calls[0].1, "get_weather");
     assert!(
         serde_json::from_str::<Value>(&got.calls[0].2).is_err(),
@@ -578,14 +607,25 @@ async fn a_transport_error_mid_block_runs_no_call_and_ends_with_an_error() {
     })
     .await;
     let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    // The call waited for its block (short values): no call, the text, the error event.
     let got = stream(&proxy, request(json!({}))).await;
-    // The streamed call never completes: unfinished arguments, then the error event.
+    assert!(got.calls.is_empty(), "{:?}", got.calls);
+    let text = format!("Checking.\n{}", &TAM_CALL[..TAM_CALL.len() - 5]);
+    assert_eq!(got.content, text);
+    assert!(got.error.is_some(), "the client learns the reply broke off");
+    assert_eq!(got.finish, None);
+    // Streamed from its tool id, the call never completes: unfinished arguments, then the
+    // error event.
+    let eager = start_proxy_with(
+        ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, ""))
+            .with_protocol(Protocol::Tam)
+            .with_stream_after_bytes(0),
+    )
+    .await;
+    let got = stream(&eager, request(json!({}))).await;
     assert_eq!(got.calls.len(), 1, "{:?}", got.calls);
     assert!(serde_json::from_str::<Value>(&got.calls[0].2).is_err());
-    assert_eq!(
-        got.content,
-        format!("Checking.\n{}", &TAM_CALL[..TAM_CALL.len() - 5])
-    );
+    assert_eq!(got.content, text);
     assert!(got.error.is_some(), "the client learns the reply broke off");
     assert_eq!(got.finish, None);
 }
@@ -875,7 +915,8 @@ fn writer_tool() -> Value {
     }})
 }
 
-const LONG_CODE: &str = "use std::collections::HashMap;\n\nfn main() {\n    let mut m: HashMap<&str, Vec<u8>> = HashMap::new();\n    m.insert(\"a & b\", vec![1, 2]);\n    if 1 < 2 { println!(\"<ok>\"); }\n}\n";
+/// Code longer than `tam serve`'s default `stream_after_bytes` (256), so its call streams.
+const LONG_CODE: &str = "use std::collections::HashMap;\n\n/// Counts the bytes of every key: `a < b` when a's list is shorter.\nfn count<'a>(m: &HashMap<&'a str, Vec<u8>>) -> usize {\n    m.values().map(Vec::len).sum()\n}\n\nfn main() {\n    let mut m: HashMap<&str, Vec<u8>> = HashMap::new();\n    m.insert(\"a & b\", vec![1, 2]);\n    if 1 < count(&m) { println!(\"<ok>\"); }\n}\n";
 
 /// The upstream's reply for `protocol` writing LONG_CODE, and the text of its end marker.
 fn writer_reply(protocol: Protocol) -> (String, &'static str) {
@@ -949,8 +990,9 @@ async fn long_string_arguments_stream_before_the_block_ends() {
         }
         assert_eq!(name.as_deref(), Some("write_file"), "{protocol:?}");
         assert!(early_chunks >= 3, "{protocol:?}: {early_chunks} chunks");
+        // The short `path` waits for the block (it goes out with the typed `mode`).
         assert!(
-            args_text.starts_with(r#"{"path":"src/main.rs","content":"use std"#),
+            args_text.starts_with(r#"{"content":"use std"#),
             "{protocol:?}: {args_text}"
         );
         release.notify_one();

@@ -31,6 +31,10 @@ pub(super) struct Emitter {
     pub(super) pieces: Vec<Piece>,
     /// Stream calls and string arguments while blocks are written.
     pub(super) stream_args: bool,
+    /// While `stream_args`: a call's first chunk goes out before its block closes once one
+    /// of its string values is this many bytes long (then that value streams); 0: at its
+    /// tool id ([`crate::ProxyConfig::stream_after_bytes`]).
+    pub(super) stream_after: usize,
     /// The block being written, while `stream_args`.
     pub(super) open: Option<OpenBlock>,
     /// ACTION blocks closed so far (only the first holds calls).
@@ -55,9 +59,11 @@ pub(super) struct Emitter {
     pub(super) cutting: bool,
 }
 
-/// A block being written: its calls whose chunks went out already.
+/// A block being written: its calls that may stream.
 pub(super) struct OpenBlock {
     pub(super) protocol: MixedProtocol,
+    /// Its calls to offered tools, in block order, counted against the call limit; the
+    /// first chunks of a prefix of them went out (`Streamed::index`).
     pub(super) streamed: Vec<Streamed>,
     /// The slot in `streamed` of the call whose parameters are being written.
     pub(super) current: Option<usize>,
@@ -65,12 +71,14 @@ pub(super) struct OpenBlock {
     pub(super) param: Option<StreamingParam>,
 }
 
-/// A call whose first chunk went out while its block was open.
+/// A call to an offered tool seen while its block is open, that may stream.
 pub(super) struct Streamed {
     /// Its place in the block (ACTION call index; TAM: 0, the unchained `command`).
     pub(super) at: usize,
-    /// The client's index.
-    pub(super) index: usize,
+    /// The client's index, once its first chunk went out (a string value of it grew to
+    /// [`Emitter::stream_after`] bytes, or that is 0). A call whose first chunk did not go
+    /// out before its block closed goes out whole with the block, or not at all.
+    pub(super) index: Option<usize>,
     pub(super) tool: String,
     /// The string values streamed, by key, as sent.
     pub(super) values: Vec<(String, String)>,
@@ -240,9 +248,7 @@ impl Emitter {
             MixedEvent::Text { text, .. } => {
                 // A block whose calls streamed came back as text (a server stopped in it
                 // and, closed by its marker, it gave no call): those calls are void.
-                if self.open.take().is_some_and(|o| !o.streamed.is_empty()) {
-                    self.unfinished = true;
-                }
+                self.void_open();
                 self.content(&text)
             }
             // A `<think>` section of the text: reasoning, never calls.
@@ -302,14 +308,10 @@ impl Emitter {
             // never completed.
             MixedEvent::Diagnostic(diagnostic) => {
                 if let Some(raw) = &diagnostic.raw {
-                    if self.open.take().is_some_and(|o| !o.streamed.is_empty()) {
-                        self.unfinished = true;
-                    }
+                    self.void_open();
                     self.content(raw);
                 } else if diagnostic.is_error() {
-                    if self.open.take().is_some_and(|o| !o.streamed.is_empty()) {
-                        self.unfinished = true;
-                    }
+                    self.void_open();
                     self.block_text("", std::slice::from_ref(&diagnostic));
                 }
             }
@@ -329,8 +331,21 @@ impl Emitter {
         }
     }
 
-    /// A call's tool id is known while its block is open: its first chunk goes out when
-    /// the tool is offered and the call limit allows (TAM: the block's first call only).
+    /// The open block is gone without giving calls (its text comes back): the calls it
+    /// counted are not calls, and one whose first chunk went out is void.
+    pub(super) fn void_open(&mut self) {
+        if let Some(open) = self.open.take() {
+            self.calls -= open.streamed.len();
+            if open.streamed.iter().any(|s| s.index.is_some()) {
+                self.unfinished = true;
+            }
+        }
+    }
+
+    /// A call's tool id is known while its block is open: it may stream when the tool is
+    /// offered and the call limit allows (TAM: the block's first call only), and counts
+    /// against the limit from here. Its first chunk goes out now when
+    /// [`Emitter::stream_after`] is 0, else once a string value of it is that long.
     pub(super) fn stream_call(&mut self, protocol: MixedProtocol, at: usize, tool: &str) {
         let offered = self.offered.resolve(tool).map(str::to_owned);
         let allowed = self.calls < self.max_calls;
@@ -344,24 +359,39 @@ impl Emitter {
         }) else {
             return;
         };
-        let index = self.next_index;
-        self.next_index += 1;
         self.calls += 1;
         open.streamed.push(Streamed {
             at,
-            index,
-            tool: tool.clone(),
+            index: None,
+            tool,
             values: Vec::new(),
             opened: false,
             open_value: None,
             held: Vec::new(),
         });
-        open.current = Some(open.streamed.len() - 1);
-        self.pieces.push(Piece::CallStart {
-            index,
-            id: format!("call_{}_{index}", self.call_id_base),
-            name: tool,
-        });
+        let slot = open.streamed.len() - 1;
+        open.current = Some(slot);
+        if self.stream_after == 0 {
+            self.announce(slot);
+        }
+    }
+
+    /// The first chunks of the open block's calls up to `slot` that have not gone out
+    /// (in block order: the client's indexes follow the block's calls).
+    fn announce(&mut self, slot: usize) {
+        let Some(open) = &mut self.open else { return };
+        for call in open.streamed[..=slot].iter_mut() {
+            if call.index.is_none() {
+                let index = self.next_index;
+                self.next_index += 1;
+                call.index = Some(index);
+                self.pieces.push(Piece::CallStart {
+                    index,
+                    id: format!("call_{}_{index}", self.call_id_base),
+                    name: call.tool.clone(),
+                });
+            }
+        }
     }
 
     /// A parameter begins: it streams when its call streams, its key is a `string`
@@ -425,7 +455,9 @@ impl Emitter {
             Some(held) => {
                 held.push_str(&out);
                 let tool = self.offered.get(&call.tool);
-                if tool.is_some_and(|tool| tool.text_may_change(&param.key, held)) {
+                if held.len() < self.stream_after
+                    || tool.is_some_and(|tool| tool.text_may_change(&param.key, held))
+                {
                     return;
                 }
                 // The value streams from here: its key first.
@@ -439,8 +471,13 @@ impl Emitter {
         };
         param.value.push_str(&out);
         escaped.push_str(&json_inside(&out));
-        let index = call.index;
-        self.arguments(index, &escaped);
+        // The call's first chunk (and those of the block's calls before it) goes out
+        // before its first streamed value.
+        self.announce(slot);
+        let index = self.open.as_ref().and_then(|o| o.streamed[slot].index);
+        if let Some(index) = index {
+            self.arguments(index, &escaped);
+        }
     }
 
     /// A streaming value closed: its closing quote (ACTION: trailing CDATA whitespace).
@@ -461,7 +498,8 @@ impl Emitter {
         param.value.push_str(&out);
         let call = &mut open.streamed[slot];
         call.values.push((param.key, param.value));
-        let index = call.index;
+        // A value that streamed: its call's first chunk went out before it.
+        let Some(index) = call.index else { return };
         let text = format!("{}\"", json_inside(&out));
         self.arguments(index, &text);
     }
@@ -483,7 +521,7 @@ impl Emitter {
                 call.tool = name.to_owned();
             }
         }
-        let streamed = self.open.take().map_or_else(Vec::new, |mut open| {
+        let mut streamed = self.open.take().map_or_else(Vec::new, |mut open| {
             // A value still streaming: the block closed around it (one still held did not
             // stream: it goes out with the typed arguments).
             if let (Some(param), Some(slot)) = (open.param.take(), open.current)
@@ -493,6 +531,10 @@ impl Emitter {
             }
             open.streamed
         });
+        // Calls whose first chunk did not go out come with the block, as if none streamed.
+        let counted = streamed.len();
+        streamed.retain(|s| s.index.is_some());
+        self.calls -= counted - streamed.len();
         let clean = !calls.is_empty() && !diagnostics.iter().any(Diagnostic::is_error);
         let offered = calls.iter().any(|c| self.offered.get(&c.tool).is_some());
         if !streamed.is_empty() {
@@ -584,7 +626,11 @@ impl Emitter {
         }
         let mut rest = Vec::new();
         for (at, (call, args)) in calls.into_iter().zip(finals).enumerate() {
-            let Some(s) = streamed.iter().find(|s| s.at == at) else {
+            let Some((s, index)) = streamed
+                .iter()
+                .find(|s| s.at == at)
+                .and_then(|s| Some((s, s.index?)))
+            else {
                 rest.push(call);
                 continue;
             };
@@ -616,7 +662,7 @@ impl Emitter {
                 text.push('{');
             }
             text.push('}');
-            self.arguments(s.index, &text);
+            self.arguments(index, &text);
         }
         self.calls_or_text(rest);
     }

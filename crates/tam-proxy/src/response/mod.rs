@@ -76,8 +76,9 @@ fn block_decoder(
 /// anything else as its raw text. Reasoning passes through; native tool-call chunks the
 /// upstream sent anyway pass through with their own indexes mapped after the proxy's.
 ///
-/// With `stream_args` (streaming requests), calls and their string arguments stream while
-/// the block is written, by the rules of the module docs ("Arguments that stream").
+/// With `stream_after` (streaming requests), calls and their string arguments stream while
+/// the block is written, by the rules of the module docs ("Arguments that stream"), once
+/// one of a call's string values is that many bytes long.
 pub(crate) struct Translator {
     decoder: Option<OutputDecoder>,
     emitter: Emitter,
@@ -97,12 +98,14 @@ pub(crate) struct Translator {
 
 impl Translator {
     /// A translator for one reply. `decode` false passes text through undecoded;
-    /// `stream_args` streams calls and string arguments while blocks are written.
+    /// `stream_after` (`Some` for a streaming request) streams a call and its string
+    /// arguments while its block is written, from the moment one of its string values is
+    /// that many bytes long (0: from its tool id; [`crate::ProxyConfig::stream_after_bytes`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         protocol: Protocol,
         decode: bool,
-        stream_args: bool,
+        stream_after: Option<usize>,
         offered: OfferedTools,
         max_calls: usize,
         tam: tam_parse::Config,
@@ -128,7 +131,8 @@ impl Translator {
                 refused_native: Vec::new(),
                 call_id_base,
                 pieces: Vec::new(),
-                stream_args,
+                stream_args: stream_after.is_some(),
+                stream_after: stream_after.unwrap_or(usize::MAX),
                 open: None,
                 action_blocks: 0,
                 unfinished: false,
@@ -233,6 +237,8 @@ impl Translator {
                 decoder.finish(|event| self.emitter.event(event));
             }
         }
+        // A block the decoder left open (none should be): no call of it went out whole.
+        self.emitter.void_open();
         if self.emitter.unfinished && !cut && self.emitter.failure.is_none() {
             self.emitter.failure = Some("a block whose call was streamed did not close".to_owned());
         }

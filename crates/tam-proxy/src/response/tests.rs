@@ -22,7 +22,7 @@ fn translator(protocol: Protocol) -> Translator {
     Translator::new(
         protocol,
         true,
-        false,
+        None,
         offered(),
         usize::MAX,
         tam_parse::Config::default(),
@@ -227,8 +227,20 @@ fn writer_tools() -> OfferedTools {
 }
 
 /// A streaming translator's pieces after each delta (adjacent arguments of one call
-/// and adjacent content joined within a delta), the finish reason and the failure.
+/// and adjacent content joined within a delta), the finish reason and the failure; every
+/// call streams from its tool id (`stream_after` 0), as the tests of streaming's rules
+/// need (the default is [`a_short_call_goes_out_with_its_block`]'s).
 fn run_streaming(
+    protocol: Protocol,
+    deltas: &[&str],
+    finish: Option<FinishReason>,
+) -> (Vec<Vec<Piece>>, String, Option<String>) {
+    run_streaming_after(0, protocol, deltas, finish)
+}
+
+/// [`run_streaming`] with calls streaming once a string value is `after` bytes long.
+fn run_streaming_after(
+    after: usize,
     protocol: Protocol,
     deltas: &[&str],
     finish: Option<FinishReason>,
@@ -236,7 +248,7 @@ fn run_streaming(
     let mut t = Translator::new(
         protocol,
         true,
-        true,
+        Some(after),
         writer_tools(),
         usize::MAX,
         tam_parse::Config::default(),
@@ -802,7 +814,7 @@ fn whole_reply(
     let mut t = Translator::new(
         protocol,
         true,
-        false,
+        None,
         writer_tools(),
         usize::MAX,
         tam_parse::Config::default(),
@@ -837,6 +849,7 @@ proptest::proptest! {
     #[test]
     fn a_streamed_reply_is_the_whole_reply_or_a_failure(
         params in proptest::collection::vec((0usize..5, 0usize..9, 0usize..4), 0..4),
+        after in proptest::sample::select(vec![0usize, 12, crate::DEFAULT_STREAM_AFTER_BYTES]),
         closed in proptest::prelude::any::<bool>(),
         stop in proptest::prelude::any::<bool>(),
         cuts in proptest::collection::vec(0usize..512, 0..8),
@@ -879,7 +892,14 @@ proptest::proptest! {
         at.sort_unstable();
         at.dedup();
         let deltas: Vec<&str> = at.windows(2).map(|w| &text[w[0]..w[1]]).collect();
-        let (pieces, reason, failure) = run_streaming(Protocol::Action, &deltas, Some(finish));
+        let (pieces, reason, failure) =
+            run_streaming_after(after, Protocol::Action, &deltas, Some(finish));
+        // Short values wait for their block: no failure from this model's writing.
+        proptest::prop_assert!(
+            after < crate::DEFAULT_STREAM_AFTER_BYTES || failure.is_none(),
+            "text {:?}",
+            text
+        );
         if failure.is_none() && reason != "length" {
             let (content, calls) = gathered(&pieces);
             let calls: Vec<(String, Value)> = calls
@@ -920,4 +940,143 @@ fn a_call_naming_an_offered_tool_loosely_is_that_tools_call() {
         calls,
         [("write_file".to_owned(), r#"{"path":"a"}"#.to_owned())]
     );
+}
+
+/// What the e2e model wrote on BFCL `parallel_115` (outside the dev set, ACTION): four
+/// calls of one tool, the second one's value closed by another parameter's tag and that
+/// parameter's value then closed again (`<species1>human</species2>gorilla</species2>`), a
+/// block that does not decode. With the default `stream_after_bytes`, no call of short
+/// values goes out before its block decodes: the reply is the block's text, no call and
+/// no stream error, as the whole reply, however it is split (streaming every call from its
+/// tool id, the first call went out and the client got `streamed_call_invalid`).
+#[test]
+fn a_short_call_goes_out_with_its_block() {
+    let text = "<ACTION>\n<write_file><path>human</path><content>chimpanzee</content></write_file>\n<write_file><path>human</content>gorilla</content></write_file>\n<write_file><path>human</content>gorilla</content></write_file>\n</ACTION>";
+    let whole = whole_reply(Protocol::Action, text, FinishReason::Stop);
+    assert_eq!(
+        whole,
+        (text.to_owned(), Vec::new()),
+        "the block does not decode"
+    );
+    let after = crate::DEFAULT_STREAM_AFTER_BYTES;
+    let mut splits = vec![vec![text], one_char(text)];
+    splits.extend(
+        text.char_indices()
+            .skip(1)
+            .map(|(at, _)| vec![&text[..at], &text[at..]]),
+    );
+    for deltas in &splits {
+        let (pieces, reason, failure) =
+            run_streaming_after(after, Protocol::Action, deltas, Some(FinishReason::Stop));
+        assert_eq!((reason.as_str(), failure), ("stop", None), "{deltas:?}");
+        assert_eq!(
+            gathered(&pieces),
+            (text.to_owned(), Vec::new()),
+            "{deltas:?}"
+        );
+    }
+    let (pieces, _, failure) = run_streaming(Protocol::Action, &[text], Some(FinishReason::Stop));
+    assert_eq!(failure.as_deref(), Some("streamed_call_invalid"));
+    assert!(!gathered(&pieces).1.is_empty());
+    // A clean block of short calls: they go out at its close, typed, in block order.
+    let clean = "<ACTION><write_file><path>a</path><mode>3</mode></write_file><write_file><path>b</path></write_file></ACTION>";
+    let (pieces, reason, failure) =
+        run_streaming_after(after, Protocol::Action, &one_char(clean), None);
+    assert_eq!((reason.as_str(), failure), ("tool_calls", None));
+    let last = pieces.len() - 1;
+    let before_close = clean.len() - "</ACTION>".len() + 1;
+    assert!(
+        pieces[..before_close].iter().all(Vec::is_empty),
+        "nothing before the block closes: {pieces:?}"
+    );
+    let (content, calls) = gathered(&pieces[before_close..=last]);
+    assert_eq!(content, "");
+    assert_eq!(
+        calls,
+        [
+            (
+                "write_file".to_owned(),
+                r#"{"mode":3,"path":"a"}"#.to_owned()
+            ),
+            ("write_file".to_owned(), r#"{"path":"b"}"#.to_owned())
+        ]
+    );
+}
+
+/// A string value that grows to `stream_after_bytes` streams: its call's first chunk goes
+/// out then (after the first chunks of the block's calls before it, so indexes follow the
+/// block), and the value's pieces follow while the block is written; the calls complete
+/// at the close with their other (typed) arguments, in TAM and in ACTION, however split.
+#[test]
+fn a_value_that_grows_long_streams_its_call_and_the_calls_before_it() {
+    let long = CODE.repeat(4);
+    assert!(long.len() > 256);
+    for (protocol, text) in [
+        (
+            Protocol::Action,
+            format!(
+                "<ACTION><write_file><path>a</path></write_file><write_file><path>b</path><content>{}</content><mode>7</mode></write_file></ACTION>",
+                long.replace('&', "&amp;").replace('<', "&lt;")
+            ),
+        ),
+        (
+            Protocol::Tam,
+            format!(
+                "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」b「末」\ncontent:「始」{long}「末」\nmode:「始」7「末」\n<|[END_TOOL]|>"
+            ),
+        ),
+    ] {
+        let one = one_char(&text);
+        let (pieces, reason, failure) = run_streaming_after(256, protocol, &one, None);
+        assert_eq!(
+            (reason.as_str(), failure),
+            ("tool_calls", None),
+            "{protocol}"
+        );
+        let (_, calls) = gathered(&pieces);
+        let mut expected = Vec::new();
+        if protocol == Protocol::Action {
+            expected.push(json!({"path": "a"}));
+        }
+        // ACTION's edge rules drop the value's last line break.
+        let value = match protocol {
+            Protocol::Action => long.trim_end(),
+            _ => long.as_str(),
+        };
+        expected.push(json!({"path": "b", "content": value, "mode": 7}));
+        let got: Vec<Value> = calls
+            .iter()
+            .map(|(_, a)| serde_json::from_str(a).unwrap())
+            .collect();
+        assert_eq!(got, expected, "{protocol}");
+        // Before the value's close tag: every call's first chunk and most of the value.
+        let close = match protocol {
+            Protocol::Action => "</content>",
+            _ => "「末」\nmode",
+        };
+        let upto = text[..text.find(close).unwrap()].chars().count();
+        let starts = pieces[..upto]
+            .iter()
+            .flatten()
+            .filter(|p| matches!(p, Piece::CallStart { .. }))
+            .count();
+        assert_eq!(starts, expected.len(), "{protocol}");
+        let last = expected.len() - 1;
+        let early: String = pieces[..upto]
+            .iter()
+            .flatten()
+            .filter_map(|p| match p {
+                Piece::CallArguments { index, text } if *index == last => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            early.starts_with(r#"{"content":"fn main"#),
+            "{protocol}: {early}"
+        );
+        assert!(early.len() > 300, "{protocol}: {early}");
+        // Fed whole: the same.
+        let (whole, ..) = run_streaming_after(256, protocol, &[&text], None);
+        assert_eq!(gathered(&whole), gathered(&pieces), "{protocol}");
+    }
 }
