@@ -511,6 +511,17 @@ async fn arguments_that_do_not_validate_come_as_written() {
     );
 }
 
+/// A TAM proxy to `upstream` whose calls stream from their tool id
+/// (`stream_after_bytes` 0), short values too.
+async fn start_eager_tam_proxy(upstream: &ScriptedUpstream) -> String {
+    start_proxy_with(
+        ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, ""))
+            .with_protocol(Protocol::Tam)
+            .with_stream_after_bytes(0),
+    )
+    .await
+}
+
 #[tokio::test]
 async fn a_reply_cut_at_the_token_limit_runs_no_call() {
     // The block's entries are complete but its end marker never came.
@@ -526,12 +537,7 @@ async fn a_reply_cut_at_the_token_limit_runs_no_call() {
     assert_eq!(got.finish.as_deref(), Some("Length"));
     // Streaming every call from its tool id, the call streamed while the block was
     // written and is never completed: its arguments are not valid JSON.
-    let eager = start_proxy_with(
-        ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, ""))
-            .with_protocol(Protocol::Tam)
-            .with_stream_after_bytes(0),
-    )
-    .await;
+    let eager = start_eager_tam_proxy(&upstream).await;
     let got = stream(&eager, request(json!({}))).await;
     assert_eq!(got.calls.len(), 1, "{:?}", got.calls);
     assert_eq!(got.calls[0].1, "get_weather");
@@ -565,12 +571,7 @@ async fn a_start_marker_before_each_call_leaves_the_first_unfinished() {
     );
     assert_eq!(got.content, first);
     assert_eq!(got.finish.as_deref(), Some("ToolCalls"));
-    let eager = start_proxy_with(
-        ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, ""))
-            .with_protocol(Protocol::Tam)
-            .with_stream_after_bytes(0),
-    )
-    .await;
+    let eager = start_eager_tam_proxy(&upstream).await;
     let got = stream(&eager, request(json!({}))).await;
     assert_eq!(got.calls[0].1, "get_weather");
     assert!(
@@ -616,12 +617,7 @@ async fn a_transport_error_mid_block_runs_no_call_and_ends_with_an_error() {
     assert_eq!(got.finish, None);
     // Streamed from its tool id, the call never completes: unfinished arguments, then the
     // error event.
-    let eager = start_proxy_with(
-        ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, ""))
-            .with_protocol(Protocol::Tam)
-            .with_stream_after_bytes(0),
-    )
-    .await;
+    let eager = start_eager_tam_proxy(&upstream).await;
     let got = stream(&eager, request(json!({}))).await;
     assert_eq!(got.calls.len(), 1, "{:?}", got.calls);
     assert!(serde_json::from_str::<Value>(&got.calls[0].2).is_err());
