@@ -332,11 +332,13 @@ impl Emitter {
     }
 
     /// The open block is gone without giving calls (its text comes back): the calls it
-    /// counted are not calls, and one whose first chunk went out is void.
+    /// counted whose first chunk did not go out are not calls; one whose first chunk went
+    /// out is void (it still counts: the client saw it).
     pub(super) fn void_open(&mut self) {
         if let Some(open) = self.open.take() {
-            self.calls -= open.streamed.len();
-            if open.streamed.iter().any(|s| s.index.is_some()) {
+            let held = open.streamed.iter().filter(|s| s.index.is_none()).count();
+            self.calls -= held;
+            if held < open.streamed.len() {
                 self.unfinished = true;
             }
         }
@@ -451,6 +453,7 @@ impl Emitter {
             None => text.to_owned(),
         };
         let mut escaped = String::new();
+        let starts = param.held.is_some();
         let out = match &mut param.held {
             Some(held) => {
                 held.push_str(&out);
@@ -471,9 +474,11 @@ impl Emitter {
         };
         param.value.push_str(&out);
         escaped.push_str(&json_inside(&out));
-        // The call's first chunk (and those of the block's calls before it) goes out
-        // before its first streamed value.
-        self.announce(slot);
+        if starts {
+            // The call's first chunk (and those of the block's calls before it) goes out
+            // before its first streamed value.
+            self.announce(slot);
+        }
         let index = self.open.as_ref().and_then(|o| o.streamed[slot].index);
         if let Some(index) = index {
             self.arguments(index, &escaped);
