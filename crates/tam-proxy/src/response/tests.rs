@@ -501,6 +501,15 @@ fn unoffered_tools_and_non_string_parameters_do_not_stream() {
     assert_eq!(gathered(&pieces), (other.to_owned(), Vec::new()));
 }
 
+/// Each call's arguments read as JSON, to compare as values: key order depends on
+/// serde_json's `preserve_order`, which the workspace's feature unification may turn on.
+fn as_json(calls: Vec<(String, String)>) -> Vec<(String, Value)> {
+    calls
+        .into_iter()
+        .map(|(name, args)| (name, serde_json::from_str(&args).unwrap()))
+        .collect()
+}
+
 /// A `write_file` call with `params`, written in TAM and in ACTION, streams the same in
 /// every split (no failure, `tool_calls`) and its arguments end as `expected`.
 fn write_file_streams_to(params: &[(&str, &str)], expected: &str) {
@@ -524,10 +533,7 @@ fn write_file_streams_to(params: &[(&str, &str)], expected: &str) {
     ] {
         let (_, calls) = streams_the_same(protocol, &reply);
         // Values held to their end go out with the typed arguments: compared as JSON.
-        let calls: Vec<(String, Value)> = calls
-            .into_iter()
-            .map(|(tool, args)| (tool, serde_json::from_str(&args).unwrap()))
-            .collect();
+        let calls = as_json(calls);
         assert_eq!(
             calls,
             [(
@@ -991,12 +997,7 @@ fn a_short_call_goes_out_with_its_block() {
     );
     let (content, calls) = gathered(&pieces[before_close..=last]);
     assert_eq!(content, "");
-    // Compared as JSON: key order depends on serde_json's `preserve_order`, which the
-    // workspace's feature unification may turn on.
-    let calls: Vec<(String, Value)> = calls
-        .into_iter()
-        .map(|(name, args)| (name, serde_json::from_str(&args).unwrap()))
-        .collect();
+    let calls = as_json(calls);
     assert_eq!(
         calls,
         [
