@@ -175,7 +175,7 @@ mod tests {
     }
 
     /// The prompt's example is text the decoder reads as the example says: two calls of
-    /// `get_weather` in one block (a blank line between the TAM calls), in both protocols and
+    /// one tool (`get_weather` in TAM, `roll_die` in ACTION) in one block (a blank line between the TAM calls), in both protocols and
     /// both languages — a model that copies its shape gets every call it writes.
     #[test]
     fn the_examples_block_decodes_into_its_two_calls() {
@@ -193,7 +193,7 @@ mod tests {
                     PromptProtocol::Tam => tam::Protocol::Tam,
                     PromptProtocol::Action => tam::Protocol::Action,
                 };
-                let mut cities = Vec::new();
+                let mut values = Vec::new();
                 for event in tam::decode(example, tam::Config::for_protocol(choice)) {
                     match event {
                         tam::Event::TamBlock(block) => {
@@ -206,23 +206,25 @@ mod tests {
                             );
                             for call in block.calls {
                                 assert_eq!(&*call.tool, "get_weather");
-                                cities.push(call.params[0].value.to_string());
+                                values.push(call.params[0].value.to_string());
                             }
                         }
                         tam::Event::ActionBlock(block) => {
                             for call in block.calls {
-                                assert_eq!(call.tool, "get_weather");
-                                cities.push(call.args["city"].as_str().unwrap().to_string());
+                                assert_eq!(call.tool, "roll_die");
+                                let n = &call.args["sides"];
+                                values
+                                    .push(n.as_str().map_or_else(|| n.to_string(), str::to_owned));
                             }
                         }
                         _ => {}
                     }
                 }
-                assert_eq!(
-                    cities,
-                    ["Paris", "Rome"],
-                    "{protocol:?} {language:?}: {example}"
-                );
+                let want = match protocol {
+                    PromptProtocol::Tam => ["Paris", "Rome"],
+                    PromptProtocol::Action => ["6", "20"],
+                };
+                assert_eq!(values, want, "{protocol:?} {language:?}: {example}");
             }
         }
     }

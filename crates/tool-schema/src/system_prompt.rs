@@ -21,11 +21,19 @@ city:「始」Rome「末」
 }
 
 /// The example block of the compact ACTION prompts, also the call of the demonstration.
+///
+/// Not the TAM example's `get_weather`: with a weather tool as its example, the 1.5B model
+/// of the e2e runs wrote `get_weather` or a `get_` prefix for tools not offered
+/// (`get_movie_details_brief`), the example's `city` for a weather tool's `location`, and
+/// the example block itself for requests it did not fit; with `roll_die` it did so less,
+/// and answered in plain text more often where no tool fits (BFCL irrelevance 20 → 24 of
+/// 30 on the dev set and on a held-out set; in TAM the same change lost 10 of 140 cases:
+/// `e2e/README.md`, session 30).
 macro_rules! action_example_block {
     () => {
         "<ACTION>
-<get_weather><city>Paris</city></get_weather>
-<get_weather><city>Rome</city></get_weather>
+<roll_die><sides>6</sides></roll_die>
+<roll_die><sides>20</sides></roll_die>
 </ACTION>"
     };
 }
@@ -324,8 +332,8 @@ impl SystemPrompt {
     /// Earlier turns to put in the conversation after the compact system prompt
     /// ([`render_compact`](Self::render_compact)) and before the conversation's first
     /// message, in this order: a question no tool fits answered in plain text, then the
-    /// request of the prompt's example answered with its block (two calls of
-    /// `get_weather`). With `must_call` (the request requires a call) only the second
+    /// request of the prompt's example answered with its block (two calls of one tool:
+    /// `get_weather` in TAM, `roll_die` in ACTION). With `must_call` (the request requires a call) only the second
     /// exchange. The turns are the same for every request of a protocol and language, so
     /// a server's prefix cache still reuses everything before the conversation whenever
     /// the tools are the same.
@@ -352,9 +360,15 @@ impl SystemPrompt {
     /// assert_eq!(prompt.compact_demonstration(true).len(), 2);
     /// ```
     pub fn compact_demonstration(&self, must_call: bool) -> Vec<(Speaker, &'static str)> {
-        let (no_tool, request) = match self.language {
-            PromptLanguage::English => (NO_TOOL_EN, CALL_REQUEST_EN),
-            PromptLanguage::Chinese => (NO_TOOL_ZH, CALL_REQUEST_ZH),
+        let (no_tool, request) = match (self.language, self.protocol) {
+            (PromptLanguage::English, PromptProtocol::Tam) => (NO_TOOL_EN, CALL_REQUEST_EN),
+            (PromptLanguage::Chinese, PromptProtocol::Tam) => (NO_TOOL_ZH, CALL_REQUEST_ZH),
+            (PromptLanguage::English, PromptProtocol::Action) => {
+                (NO_TOOL_EN, ACTION_CALL_REQUEST_EN)
+            }
+            (PromptLanguage::Chinese, PromptProtocol::Action) => {
+                (NO_TOOL_ZH, ACTION_CALL_REQUEST_ZH)
+            }
         };
         let block = match self.protocol {
             PromptProtocol::Tam => tam_example_block!(),
@@ -405,7 +419,8 @@ const AFTER_OBSERVATIONS_EN: &str = "Now answer the request in plain text with t
 const AFTER_OBSERVATIONS_ZH: &str = "现在用这些结果以自然语言回答请求。";
 
 /// The demonstration's exchanges, per language: a question no tool fits, its plain answer,
-/// and the request the compact prompts' example answers.
+/// and the request the compact prompts' example answers (per protocol: TAM's example is
+/// `get_weather`, ACTION's `roll_die`).
 const NO_TOOL_EN: [&str; 2] = [
     "What is the capital of France?",
     "The capital of France is Paris.",
@@ -413,6 +428,8 @@ const NO_TOOL_EN: [&str; 2] = [
 const NO_TOOL_ZH: [&str; 2] = ["法国的首都是哪里？", "法国的首都是巴黎。"];
 const CALL_REQUEST_EN: &str = "What is the weather in Paris and in Rome?";
 const CALL_REQUEST_ZH: &str = "巴黎和罗马的天气怎么样？";
+const ACTION_CALL_REQUEST_EN: &str = "Roll a 6-sided die and a 20-sided die.";
+const ACTION_CALL_REQUEST_ZH: &str = "掷一个 6 面骰子和一个 20 面骰子。";
 
 const COMPACT_TAM_EN: &str = concat!("\
 You can call the tools listed below. To call tools, write one block in exactly this format, then stop:
@@ -439,7 +456,7 @@ Rules:
 - When the request asks for several things (values, items, places or tasks), write one call for each, all in the one <ACTION> block, and </ACTION> once at the end.
 - After </ACTION> stop: the results come in the next message. Never write results yourself.
 - If no tool fits the request, answer in plain text without a block.
-Example, for the weather in Paris and in Rome with a get_weather tool (not yours):
+Example, for rolling a 6-sided die and a 20-sided die with a roll_die tool (not yours):
 ",
     action_example_block!()
 );
@@ -469,7 +486,7 @@ const COMPACT_ACTION_ZH: &str = concat!("\
 - 请求要做几件事（几个值、几个对象、几个地点或几项任务）时，每件事写一个调用，全部写在同一个 <ACTION> 块里，</ACTION> 只在最后写一次。
 - 写完 </ACTION> 后停止：结果会在下一条消息给出。不要自己编写结果。
 - 没有合适的工具时，直接用自然语言回答，不要写块。
-示例：查询巴黎和罗马的天气，有一个 get_weather 工具（不是你的工具）：
+示例：掷一个 6 面骰子和一个 20 面骰子，有一个 roll_die 工具（不是你的工具）：
 ",
     action_example_block!()
 );

@@ -14,7 +14,7 @@ fn tool(id: &str) -> ToolDefinition {
 
 #[test]
 fn the_fixed_text_is_a_common_prefix_and_the_tools_come_last() {
-    let (a, b) = (tool("get_weather"), tool("get_time"));
+    let (a, b) = (tool("weather_of"), tool("get_time"));
     for protocol in [PromptProtocol::Tam, PromptProtocol::Action] {
         for language in [PromptLanguage::English, PromptLanguage::Chinese] {
             let prompt = SystemPrompt::new(protocol, language);
@@ -42,7 +42,11 @@ fn the_fixed_text_is_a_common_prefix_and_the_tools_come_last() {
             };
             assert!(one.contains(end));
             // Two calls of one tool in one block are shown; no workflow result rules.
-            assert!(one.matches("get_weather").count() >= 2);
+            let example = match protocol {
+                PromptProtocol::Tam => "get_weather",
+                PromptProtocol::Action => "roll_die",
+            };
+            assert!(one.matches(example).count() >= 2, "{one}");
             assert!(!one.contains("TOOL_EXECUTION_FAILED"));
         }
     }
@@ -155,9 +159,11 @@ fn the_demonstration_shows_a_plain_answer_then_the_prompts_example_block() {
             assert!(block.starts_with(start) && block.ends_with(end), "{block}");
             let text = prompt.render_compact([], &[]);
             assert!(text.contains(block), "{protocol:?} {language:?}: {text}");
-            assert!(turns[2].1.contains(match language {
-                PromptLanguage::English => "Paris",
-                PromptLanguage::Chinese => "巴黎",
+            assert!(turns[2].1.contains(match (protocol, language) {
+                (PromptProtocol::Tam, PromptLanguage::English) => "Paris",
+                (PromptProtocol::Tam, PromptLanguage::Chinese) => "巴黎",
+                (PromptProtocol::Action, PromptLanguage::English) => "20-sided die",
+                (PromptProtocol::Action, PromptLanguage::Chinese) => "20 面骰子",
             }));
             assert_eq!(prompt.compact_demonstration(true), turns[2..]);
         }
