@@ -174,9 +174,10 @@ mod tests {
         assert!(!required.contains("Call at most one tool"));
     }
 
-    /// The prompt's example is text the decoder reads as the example says: two calls of
-    /// one tool (`get_weather` in TAM, `roll_die` in ACTION) in one block (a blank line between the TAM calls), in both protocols and
-    /// both languages — a model that copies its shape gets every call it writes.
+    /// The prompt's example is text the decoder reads as the example says: two calls of one
+    /// tool (`get_weather` in TAM, `roll_die` in ACTION) in one block (a blank line between
+    /// the TAM calls), in both protocols and both languages — a model that copies its shape
+    /// gets every call it writes.
     #[test]
     fn the_examples_block_decodes_into_its_two_calls() {
         for (protocol, start, end) in [

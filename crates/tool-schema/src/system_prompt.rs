@@ -333,10 +333,10 @@ impl SystemPrompt {
     /// ([`render_compact`](Self::render_compact)) and before the conversation's first
     /// message, in this order: a question no tool fits answered in plain text, then the
     /// request of the prompt's example answered with its block (two calls of one tool:
-    /// `get_weather` in TAM, `roll_die` in ACTION). With `must_call` (the request requires a call) only the second
-    /// exchange. The turns are the same for every request of a protocol and language, so
-    /// a server's prefix cache still reuses everything before the conversation whenever
-    /// the tools are the same.
+    /// `get_weather` in TAM, `roll_die` in ACTION). With `must_call` (the request requires
+    /// a call) only the second exchange. The turns are the same for every request of a
+    /// protocol and language, so a server's prefix cache still reuses everything before the
+    /// conversation whenever the tools are the same.
     ///
     /// Why turns and not one more rule: on a 1.5B model the rules did not stop calls where
     /// no tool fits (it opens a block as its first token whatever they say), while a plain
@@ -360,15 +360,15 @@ impl SystemPrompt {
     /// assert_eq!(prompt.compact_demonstration(true).len(), 2);
     /// ```
     pub fn compact_demonstration(&self, must_call: bool) -> Vec<(Speaker, &'static str)> {
-        let (no_tool, request) = match (self.language, self.protocol) {
-            (PromptLanguage::English, PromptProtocol::Tam) => (NO_TOOL_EN, CALL_REQUEST_EN),
-            (PromptLanguage::Chinese, PromptProtocol::Tam) => (NO_TOOL_ZH, CALL_REQUEST_ZH),
-            (PromptLanguage::English, PromptProtocol::Action) => {
-                (NO_TOOL_EN, ACTION_CALL_REQUEST_EN)
-            }
-            (PromptLanguage::Chinese, PromptProtocol::Action) => {
-                (NO_TOOL_ZH, ACTION_CALL_REQUEST_ZH)
-            }
+        let no_tool = match self.language {
+            PromptLanguage::English => NO_TOOL_EN,
+            PromptLanguage::Chinese => NO_TOOL_ZH,
+        };
+        let request = match (self.protocol, self.language) {
+            (PromptProtocol::Tam, PromptLanguage::English) => CALL_REQUEST_EN,
+            (PromptProtocol::Tam, PromptLanguage::Chinese) => CALL_REQUEST_ZH,
+            (PromptProtocol::Action, PromptLanguage::English) => ACTION_CALL_REQUEST_EN,
+            (PromptProtocol::Action, PromptLanguage::Chinese) => ACTION_CALL_REQUEST_ZH,
         };
         let block = match self.protocol {
             PromptProtocol::Tam => tam_example_block!(),
