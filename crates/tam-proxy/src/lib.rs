@@ -145,9 +145,13 @@
 //!   too). In a streaming request, calls and string arguments stream while the
 //!   block is written (below); without `stream`, the reply is made from whole blocks.
 //! * A call in such a block to a tool the request did not offer is not a call (SPEC §8): it
-//!   comes back as content, re-rendered in the protocol, after the block's calls (a small
-//!   model lists a tool it imagines beside the ones it has; the others stay calls, and
-//!   calls already streamed stay valid). A name that differs from one offered tool's only
+//!   comes back as content after the block's calls (a small model lists a tool it imagines
+//!   beside the ones it has; the others stay calls, and calls already streamed stay
+//!   valid). In ACTION such elements come back as the model wrote them, in one `<ACTION>`
+//!   block: text in an element outside any parameter stays (a parameter written after its
+//!   call closed, `…</kinematics><distance>300</distance>`, reads as a call of a tool
+//!   `distance`; re-rendered from its arguments, none, its `300` was lost). TAM calls are
+//!   re-rendered in the protocol (their values are all text: nothing is lost). A name that differs from one offered tool's only
 //!   in ASCII case and the separators `_`, `-` and `.` names that tool, and the call comes
 //!   under the offered name (`prob_dist.binomial` for `prob_dist_binomial`: clients
 //!   rewrite names an API refuses, and models write the one they know); when two offered
@@ -161,7 +165,7 @@
 //!   (`[tool block not shown (CODE): MESSAGE]`), whether it closed or not; a call streamed
 //!   from it is never completed (see "Arguments that stream").
 //! * Past the call limit (`parallel_tool_calls: false`), further calls come back as content,
-//!   re-rendered in the protocol.
+//!   the same way.
 //! * Native `delta.tool_calls` the upstream sends anyway pass through when they name an
 //!   offered tool (indexes after the proxy's own, the upstream's ids); a native call to a
 //!   tool the request did not offer (or with no name) is never a call: it comes back at

@@ -1054,7 +1054,7 @@ async fn a_call_to_a_tool_not_offered_beside_a_streamed_one_is_content() {
     // The first call streams; the block also calls a tool not offered: that call is not a
     // call (its text comes back as content), the streamed one completes.
     let reply = "<ACTION><write_file><path>a</path><content>x</content></write_file><rm_rf><p>/</p></rm_rf></ACTION>";
-    let rendered = "<ACTION>\n  <rm_rf>\n    <p>/</p>\n  </rm_rf>\n</ACTION>";
+    let rendered = "<ACTION>\n<rm_rf><p>/</p></rm_rf>\n</ACTION>";
     let upstream = ScriptedUpstream::always(deltas_reply(reply, 5, "stop")).await;
     let proxy = start_proxy(&upstream, Protocol::Action).await;
     let got = stream(&proxy, request(json!({"tools": [writer_tool()]}))).await;

@@ -289,7 +289,7 @@ impl Emitter {
                         .and_then(|name| offered.get(name))
                         .is_some_and(|t| t.is_one_item(key, KeyMatch::Canonical, text))
                 });
-                self.block(calls, &block.diagnostics, &block.raw);
+                self.block(calls, Vec::new(), &block.diagnostics, &block.raw);
             }
             MixedEvent::ActionBlock(block) => {
                 self.action_blocks += 1;
@@ -299,7 +299,18 @@ impl Emitter {
                     self.block_text(&block.raw, &block.diagnostics);
                 } else {
                     let calls = ToolCall::from_action_block(&block);
-                    self.block(calls, &block.diagnostics, &block.raw);
+                    // Each call element as written: what comes back as text when it is
+                    // not a call (its text content, attributes and layout included).
+                    let written = block
+                        .calls
+                        .iter()
+                        .map(|call| {
+                            let from = call.span.start.saturating_sub(block.span.start);
+                            let to = call.span.end.saturating_sub(block.span.start);
+                            block.raw.get(from..to).map(str::to_owned)
+                        })
+                        .collect();
+                    self.block(calls, written, &block.diagnostics, &block.raw);
                 }
             }
             // A block cut or never closed: its text, which the decoder did not emit. One
@@ -511,10 +522,13 @@ impl Emitter {
 
     /// A closed block: calls when it decoded cleanly and names at least one offered tool
     /// (a call to a tool not offered comes back as text, the others stay calls), else its
-    /// text. A block whose calls streamed completes them (module docs).
+    /// text. A block whose calls streamed completes them (module docs). `written` holds,
+    /// per call of an ACTION block, its element as the model wrote it (empty for TAM,
+    /// whose calls re-render without loss).
     pub(super) fn block(
         &mut self,
         mut calls: Vec<ToolCall>,
+        written: Vec<Option<String>>,
         diagnostics: &[Diagnostic],
         raw: &str,
     ) {
@@ -544,38 +558,54 @@ impl Emitter {
         let offered = calls.iter().any(|c| self.offered.get(&c.tool).is_some());
         if !streamed.is_empty() {
             // A streamed call names an offered tool: the block has one.
-            return self.complete_streamed(streamed, calls, clean, diagnostics, raw);
+            return self.complete_streamed(
+                streamed,
+                paired(calls, written),
+                clean,
+                diagnostics,
+                raw,
+            );
         }
         if !clean || !offered {
             return self.block_text(raw, diagnostics);
         }
-        self.calls_or_text(calls);
+        self.calls_or_text(paired(calls, written));
     }
 
-    /// Calls to offered tools within the limit; the rest written back as text.
-    pub(super) fn calls_or_text(&mut self, calls: Vec<ToolCall>) {
+    /// Calls to offered tools within the limit; the rest written back as text: in ACTION
+    /// their elements as the model wrote them, in one `<ACTION>` block (nothing the model
+    /// wrote is dropped: an element's text outside any parameter, `<distance>300</distance>`
+    /// written after the call it belonged to, comes back as written), else re-rendered in
+    /// the protocol.
+    pub(super) fn calls_or_text(&mut self, calls: Vec<(ToolCall, Option<String>)>) {
         let mut over = Vec::new();
-        for call in calls {
+        for (call, written) in calls {
             if self.calls >= self.max_calls || self.offered.get(&call.tool).is_none() {
-                over.push(call);
+                over.push((call, written));
             } else {
                 self.call(call);
             }
         }
-        if !over.is_empty() {
-            // Past the call limit (`parallel_tool_calls: false`), or to a tool the request
-            // did not offer (SPEC §8: not a tool call): written back as text.
+        if over.is_empty() {
+            return;
+        }
+        // Past the call limit (`parallel_tool_calls: false`), or to a tool the request
+        // did not offer (SPEC §8: not a tool call): written back as text.
+        let text = if over.iter().all(|(_, written)| written.is_some()) {
+            let elements: Vec<&str> = over.iter().filter_map(|(_, w)| w.as_deref()).collect();
+            format!("<ACTION>\n{}\n</ACTION>", elements.join("\n"))
+        } else {
             let past: Vec<PastCall> = over
                 .into_iter()
-                .map(|call| PastCall {
+                .map(|(call, _)| PastCall {
                     raw_args: Value::Object(call.args.clone()).to_string(),
                     name: call.tool,
                     args: Some(call.args),
                 })
                 .collect();
-            let text = render_calls(self.protocol, &past);
-            self.content(&text);
-        }
+            render_calls(self.protocol, &past)
+        };
+        self.content(&text);
     }
 
     /// The block of streamed calls closed: when it is calls and every streamed value is
@@ -584,14 +614,15 @@ impl Emitter {
     pub(super) fn complete_streamed(
         &mut self,
         streamed: Vec<Streamed>,
-        calls: Vec<ToolCall>,
+        calls: Vec<(ToolCall, Option<String>)>,
         clean: bool,
         diagnostics: &[Diagnostic],
         raw: &str,
     ) {
-        let finals: Vec<Map<String, Value>> = calls.iter().map(|c| self.final_args(c)).collect();
+        let finals: Vec<Map<String, Value>> =
+            calls.iter().map(|(c, _)| self.final_args(c)).collect();
         let mismatch = streamed.iter().find_map(|s| {
-            let Some(call) = calls.get(s.at) else {
+            let Some((call, _)) = calls.get(s.at) else {
                 return Some(format!("call {} of the block is gone", s.at));
             };
             if call.tool != s.tool {
@@ -768,4 +799,13 @@ impl Emitter {
             });
         }
     }
+}
+
+/// Each call with its element as written (`written` is empty for TAM: none).
+fn paired(calls: Vec<ToolCall>, written: Vec<Option<String>>) -> Vec<(ToolCall, Option<String>)> {
+    let mut written = written.into_iter();
+    calls
+        .into_iter()
+        .map(|call| (call, written.next().flatten()))
+        .collect()
 }

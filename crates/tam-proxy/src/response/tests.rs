@@ -452,7 +452,7 @@ fn a_call_to_a_tool_not_offered_beside_offered_ones_is_text_and_the_others_stay_
         (
             Protocol::Action,
             "<ACTION><write_file><path>a</path></write_file><rm><p>/</p></rm><write_file><path>b</path></write_file></ACTION>",
-            "<ACTION>\n  <rm>\n    <p>/</p>\n  </rm>\n</ACTION>",
+            "<ACTION>\n<rm><p>/</p></rm>\n</ACTION>",
         ),
         (
             Protocol::Tam,
@@ -469,6 +469,35 @@ fn a_call_to_a_tool_not_offered_beside_offered_ones_is_text_and_the_others_stay_
         assert_eq!(names, expected, "{protocol}");
         assert_eq!(calls[0].1, r#"{"path":"a"}"#, "{protocol}");
         assert_eq!(content, rendered, "{protocol}");
+    }
+}
+
+/// A real reply (BFCL `simple_python_30`, ACTION, session 31): the model closed its call,
+/// wrote the next parameter outside it, and the server stopped at `</ACTION>`. The element
+/// it wrote outside the call reads as a call to a tool not offered (`distance`): it comes
+/// back as written, its text `300` with it, not re-rendered from arguments it has none of;
+/// the call before it stays a call. Whole, in 1-char deltas and at every split.
+#[test]
+fn an_element_outside_its_call_comes_back_as_written() {
+    let text = "<ACTION>\n<write_file><path>a</path></write_file><mode>7</mode>";
+    let expected = (
+        "<ACTION>\n<mode>7</mode>\n</ACTION>".to_owned(),
+        vec![("write_file".to_owned(), r#"{"path":"a"}"#.to_owned())],
+    );
+    let chars: Vec<String> = text.chars().map(String::from).collect();
+    let mut splits: Vec<Vec<&str>> = vec![vec![text], chars.iter().map(String::as_str).collect()];
+    for (at, _) in text.char_indices().skip(1) {
+        splits.push(vec![&text[..at], &text[at..]]);
+    }
+    for deltas in splits {
+        let (pieces, reason, failure) =
+            run_streaming(Protocol::Action, &deltas, Some(FinishReason::Stop));
+        assert_eq!(
+            (reason.as_str(), failure),
+            ("tool_calls", None),
+            "{deltas:?}"
+        );
+        assert_eq!(gathered(&pieces), expected, "{deltas:?}");
     }
 }
 
