@@ -362,6 +362,18 @@ async fn parallel_tool_calls_false_gives_the_first_call_only() {
         .to_owned();
     assert!(system.contains("Call at most one tool per reply."));
 
+    // In ACTION the call past the limit comes back as the model wrote it, layout included.
+    let two = "<ACTION><get_weather><city>Paris</city></get_weather>\n<get_weather> <city>Rome</city> </get_weather></ACTION>";
+    let upstream = ScriptedUpstream::always(deltas_reply(two, 6, "stop")).await;
+    let proxy = start_proxy(&upstream, Protocol::Action).await;
+    let got = stream(&proxy, request(json!({"parallel_tool_calls": false}))).await;
+    assert_eq!(got.calls.len(), 1);
+    assert_eq!(arguments(&got.calls[0].2), json!({"city": "Paris"}));
+    assert_eq!(
+        got.content,
+        "<ACTION>\n<get_weather> <city>Rome</city> </get_weather>\n</ACTION>"
+    );
+
     // Two calls with parallel calls allowed: indexes 0 and 1, distinct ids.
     let upstream = ScriptedUpstream::always(deltas_reply(chain, 6, "stop")).await;
     let proxy = start_proxy(&upstream, Protocol::Tam).await;

@@ -1,6 +1,8 @@
 //! Writing the decoded reply as OpenAI chunks while it streams: prose, calls, string
 //! arguments piece by piece.
 
+use std::ops::Range;
+
 use serde_json::{Map, Value};
 use tam::{BlockKind as MixedProtocol, Event as MixedEvent};
 use tam_parse::Diagnostic;
@@ -299,15 +301,16 @@ impl Emitter {
                     self.block_text(&block.raw, &block.diagnostics);
                 } else {
                     let calls = ToolCall::from_action_block(&block);
-                    // Each call element as written: what comes back as text when it is
-                    // not a call (its text content, attributes and layout included).
+                    // Where each call element is in the block's text: what comes back as
+                    // text when it is not a call (its text content, attributes and layout
+                    // included). Positions, not copies: a call's value can be a file.
                     let written = block
                         .calls
                         .iter()
                         .map(|call| {
-                            let from = call.span.start.saturating_sub(block.span.start);
-                            let to = call.span.end.saturating_sub(block.span.start);
-                            block.raw.get(from..to).map(str::to_owned)
+                            let from = call.span.start.checked_sub(block.span.start)?;
+                            let to = call.span.end.checked_sub(block.span.start)?;
+                            block.raw.get(from..to).map(|_| from..to)
                         })
                         .collect();
                     self.block(calls, written, &block.diagnostics, &block.raw);
@@ -523,12 +526,12 @@ impl Emitter {
     /// A closed block: calls when it decoded cleanly and names at least one offered tool
     /// (a call to a tool not offered comes back as text, the others stay calls), else its
     /// text. A block whose calls streamed completes them (module docs). `written` holds,
-    /// per call of an ACTION block, its element as the model wrote it (empty for TAM,
-    /// whose calls re-render without loss).
+    /// per call of an ACTION block, where its element is in `raw` (empty for TAM, whose
+    /// calls re-render without loss).
     pub(super) fn block(
         &mut self,
         mut calls: Vec<ToolCall>,
-        written: Vec<Option<String>>,
+        written: Vec<Option<Range<usize>>>,
         diagnostics: &[Diagnostic],
         raw: &str,
     ) {
@@ -569,7 +572,7 @@ impl Emitter {
         if !clean || !offered {
             return self.block_text(raw, diagnostics);
         }
-        self.calls_or_text(paired(calls, written));
+        self.calls_or_text(paired(calls, written), raw);
     }
 
     /// Calls to offered tools within the limit; the rest written back as text: in ACTION
@@ -577,7 +580,7 @@ impl Emitter {
     /// wrote is dropped: an element's text outside any parameter, `<distance>300</distance>`
     /// written after the call it belonged to, comes back as written), else re-rendered in
     /// the protocol.
-    pub(super) fn calls_or_text(&mut self, calls: Vec<(ToolCall, Option<String>)>) {
+    pub(super) fn calls_or_text(&mut self, calls: Vec<(ToolCall, Written)>, raw: &str) {
         let mut over = Vec::new();
         for (call, written) in calls {
             if self.calls >= self.max_calls || self.offered.get(&call.tool).is_none() {
@@ -592,7 +595,10 @@ impl Emitter {
         // Past the call limit (`parallel_tool_calls: false`), or to a tool the request
         // did not offer (SPEC §8: not a tool call): written back as text.
         let text = if over.iter().all(|(_, written)| written.is_some()) {
-            let elements: Vec<&str> = over.iter().filter_map(|(_, w)| w.as_deref()).collect();
+            let elements: Vec<&str> = over
+                .iter()
+                .filter_map(|(_, w)| raw.get(w.clone()?))
+                .collect();
             format!("<ACTION>\n{}\n</ACTION>", elements.join("\n"))
         } else {
             let past: Vec<PastCall> = over
@@ -614,7 +620,7 @@ impl Emitter {
     pub(super) fn complete_streamed(
         &mut self,
         streamed: Vec<Streamed>,
-        calls: Vec<(ToolCall, Option<String>)>,
+        calls: Vec<(ToolCall, Written)>,
         clean: bool,
         diagnostics: &[Diagnostic],
         raw: &str,
@@ -700,7 +706,7 @@ impl Emitter {
             text.push('}');
             self.arguments(index, &text);
         }
-        self.calls_or_text(rest);
+        self.calls_or_text(rest, raw);
     }
 
     /// A block that is not calls: its raw text, or (a block over the decoder's size limit,
@@ -801,8 +807,11 @@ impl Emitter {
     }
 }
 
-/// Each call with its element as written (`written` is empty for TAM: none).
-fn paired(calls: Vec<ToolCall>, written: Vec<Option<String>>) -> Vec<(ToolCall, Option<String>)> {
+/// Where an ACTION call's element is in its block's raw text (none in TAM).
+type Written = Option<Range<usize>>;
+
+/// Each call with where its element is (`written` is empty for TAM: none).
+fn paired(calls: Vec<ToolCall>, written: Vec<Written>) -> Vec<(ToolCall, Written)> {
     let mut written = written.into_iter();
     calls
         .into_iter()
