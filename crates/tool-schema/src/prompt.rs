@@ -115,6 +115,12 @@ const TAM_LAYOUT: ParameterLayout = ParameterLayout {
     close: "",
 };
 
+/// The XML style's layout (the ACTION seed §4.2), also the compact prompt's list. The
+/// backticks around each tag and the `Parameters:` line stay there too although they cost
+/// about 16 tokens per request: without them (`- <name>: …`, `  - <name> (…): …`) the e2e
+/// model took the list's tags for the format more often and wrote a call element alone,
+/// without `<ACTION>` (prose), and the held-out BFCL set lost 4 of its first 87 cases
+/// (repository's `e2e/README.md`, session 32).
 const XML_LAYOUT: ParameterLayout = ParameterLayout {
     heading: Some("    *   "),
     indent: 8,
