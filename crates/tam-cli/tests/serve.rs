@@ -141,34 +141,46 @@ fn weather_request() -> Value {
     })
 }
 
+/// ACTION without `--protocol` (the default: the protocol small models called tools right
+/// in most often, e2e/README.md), TAM with `--protocol tam`: the prompt asks for the
+/// protocol's block and the reply's block becomes a native tool call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn serve_turns_an_action_block_into_a_native_tool_call() {
-    let reply =
+async fn serve_turns_a_block_into_a_native_tool_call_in_action_by_default() {
+    let action =
         "Looking.\n<ACTION><get_weather><city>Paris</city><days>2</days></get_weather></ACTION>";
-    let upstream = Server::start(vec![Reply::events(&text_stream(reply, 6, "stop", "\n"))]).await;
-    let base = upstream.base_url.clone();
-    let (status, body) = tokio::task::spawn_blocking(move || {
-        let (_server, address) = serve(&["--upstream", &base, "--protocol", "action"]);
-        post(&address, &weather_request())
-    })
-    .await
-    .unwrap();
-    assert_eq!(status, 200, "{body}");
-    let message = &body["choices"][0]["message"];
-    assert_eq!(message["content"], "Looking.\n");
-    assert_eq!(message["tool_calls"][0]["function"]["name"], "get_weather");
-    let arguments: Value = serde_json::from_str(
-        message["tool_calls"][0]["function"]["arguments"]
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(arguments, json!({"city": "Paris", "days": 2}));
-    assert_eq!(body["choices"][0]["finish_reason"], "tool_calls");
-    let sent = &upstream.requests()[0].body;
-    assert!(sent.get("tools").is_none());
-    let system = sent["messages"][0]["content"].as_str().unwrap();
-    assert!(system.contains("<ACTION>"), "{system}");
+    let tam = "Looking.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」2「末」\n<|[END_TOOL]|>";
+    for (flags, reply, marker) in [
+        (&[][..], action, "<ACTION>"),
+        (&["--protocol", "tam"][..], tam, "<|[REQUEST_TOOL]|>"),
+    ] {
+        let upstream =
+            Server::start(vec![Reply::events(&text_stream(reply, 6, "stop", "\n"))]).await;
+        let mut args = vec!["--upstream".to_owned(), upstream.base_url.clone()];
+        args.extend(flags.iter().map(|f| (*f).to_owned()));
+        let (status, body) = tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (_server, address) = serve(&args);
+            post(&address, &weather_request())
+        })
+        .await
+        .unwrap();
+        assert_eq!(status, 200, "{flags:?}: {body}");
+        let message = &body["choices"][0]["message"];
+        assert_eq!(message["content"], "Looking.\n", "{flags:?}");
+        assert_eq!(message["tool_calls"][0]["function"]["name"], "get_weather");
+        let arguments: Value = serde_json::from_str(
+            message["tool_calls"][0]["function"]["arguments"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(arguments, json!({"city": "Paris", "days": 2}), "{flags:?}");
+        assert_eq!(body["choices"][0]["finish_reason"], "tool_calls");
+        let sent = &upstream.requests()[0].body;
+        assert!(sent.get("tools").is_none());
+        let system = sent["messages"][0]["content"].as_str().unwrap();
+        assert!(system.contains(marker), "{flags:?}: {system}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -30,7 +30,11 @@ pub struct ProxyConfig {
     /// `http://127.0.0.1:8081/v1`), API key, idle time-out, SSE event limit, fields added to
     /// every request. Its `model` is used when a request names none (empty: required).
     pub upstream: OpenAiConfig,
-    /// The protocol the upstream model is asked to write. Default: [`Protocol::Tam`].
+    /// The protocol the upstream model is asked to write. Default: [`Protocol::Action`],
+    /// the protocol that small models called tools with best through the proxy: on the
+    /// BFCL cases of the repository's `e2e/README.md` (Qwen2.5-Coder-1.5B-Instruct), ACTION
+    /// answered 79 % of the development set and 72 % of a held-out set right, TAM 70 % and
+    /// 56 %, at the same prompt size and time. [`Protocol::Tam`] stays one call away.
     pub protocol: Protocol,
     /// Largest request body; a larger one gets 413. Default: [`DEFAULT_MAX_REQUEST_BYTES`]
     /// (4 MiB).
@@ -81,7 +85,7 @@ impl ProxyConfig {
     pub fn new(upstream: OpenAiConfig) -> Self {
         Self {
             upstream,
-            protocol: Protocol::Tam,
+            protocol: Protocol::Action,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             tam: tam_parse::Config::default(),
             action: action_xml::Config::default(),

@@ -18,7 +18,7 @@ pub(crate) struct PastCall {
     pub(crate) raw_args: String,
 }
 
-/// The block for `calls` in `protocol` (`Both` writes TAM). TAM takes a string value as
+/// The block for `calls` in `protocol` (`Auto` writes TAM). TAM takes a string value as
 /// is and any other value as its JSON text (tool-schema coerces it back). A call the
 /// renderer refuses (a key that cannot be a TAM key or an XML name, arguments that are not
 /// an object) is written as the line of [`plain_line`], so the model still sees what it

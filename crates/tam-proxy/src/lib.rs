@@ -2,10 +2,11 @@
 //! a text protocol (`tam serve`).
 //!
 //! A client sends `POST /v1/chat/completions` with `tools`, as to OpenAI. The proxy writes
-//! tool-schema's complete [`SystemPrompt`](tool_schema::SystemPrompt) (role, tool list,
-//! decision rules, examples, result rules; English) for its [`Protocol`] (TAM or ACTION
-//! XML; `Both` teaches TAM) after the client's own system message, rewrites the
-//! history (an assistant message's `tool_calls` → the protocol's block, a `tool` message →
+//! tool-schema's compact [`SystemPrompt`](tool_schema::SystemPrompt) (the protocol's
+//! format, its rules and an example block first, the tool list last; English) for its
+//! [`Protocol`] (ACTION XML by default, TAM on request; `Auto` teaches TAM) after the
+//! client's own system message (in ACTION followed by two fixed example turns), rewrites
+//! the history (an assistant message's `tool_calls` → the protocol's block, a `tool` message →
 //! its `Observation: …` line), asks the upstream server — any OpenAI-compatible server,
 //! through [`OpenAiModel`] — without `tools`, and decodes the upstream's text as it
 //! streams: prose comes back as `delta.content`, each call as `delta.tool_calls` chunks
@@ -19,7 +20,7 @@
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = ProxyConfig::new(OpenAiConfig::new("http://127.0.0.1:8081/v1", ""))
-//!     .with_protocol(Protocol::Action)
+//!     .with_protocol(Protocol::Tam) // the default is Protocol::Action
 //!     .with_client_keys(["a-long-random-key"]); // none: open to anyone who reaches it
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 //! // With its connection cap and header time-out; `tam_proxy::router(config)` is the

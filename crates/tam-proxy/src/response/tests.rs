@@ -401,7 +401,7 @@ fn action_string_arguments_stream_trimmed_and_cdata_edges_kept() {
     let (_, indented_calls) = streams_the_same(Protocol::Action, indented);
     let args: Value = serde_json::from_str(&indented_calls[0].1).unwrap();
     assert_eq!(args, json!({"content": "  x < y\n", "path": "p"}));
-    // The same through Both.
+    // The same through Auto.
     let (_, both) = streams_the_same(Protocol::Auto, &text);
     assert_eq!(both, calls);
 }
