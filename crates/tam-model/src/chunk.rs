@@ -106,6 +106,15 @@ pub fn read_chunk(data: &str) -> Result<Chunk, ChunkError> {
                 }
             }
         }
+        // Where the server stopped, when it names a stop sequence (a number there is a
+        // stop token's id: not a sequence of the text).
+        if let Some(sequence) = ["stop_reason", "matched_stop"]
+            .iter()
+            .find_map(|key| choice.get(*key).and_then(Value::as_str))
+            .filter(|s| !s.is_empty())
+        {
+            out.items.push(ModelItem::StopSequence(sequence.to_owned()));
+        }
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             out.items
                 .push(ModelItem::Finish(FinishReason::from_name(reason)));
@@ -162,6 +171,36 @@ mod tests {
 
     fn items(data: &str) -> Vec<ModelItem> {
         read_chunk(data).unwrap().items
+    }
+
+    /// vLLM names the stop sequence it stopped at (`stop_reason`), SGLang too
+    /// (`matched_stop`); a number there is a stop token's id, and null says nothing.
+    #[test]
+    fn the_stop_sequence_a_server_names_is_read() {
+        let vllm = r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop","stop_reason":"</ACTION>"}]}"#;
+        assert_eq!(
+            items(vllm),
+            [
+                ModelItem::StopSequence("</ACTION>".into()),
+                ModelItem::Finish(FinishReason::Stop)
+            ]
+        );
+        let sglang = r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop","matched_stop":"<|[END_TOOL]|>"}]}"#;
+        assert_eq!(
+            items(sglang)[0],
+            ModelItem::StopSequence("<|[END_TOOL]|>".into())
+        );
+        for silent in [
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop","stop_reason":null}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop","matched_stop":151645}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        ] {
+            assert_eq!(
+                items(silent),
+                [ModelItem::Finish(FinishReason::Stop)],
+                "{silent}"
+            );
+        }
     }
 
     #[test]

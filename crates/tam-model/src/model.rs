@@ -257,6 +257,12 @@ pub enum ModelItem {
     ToolCallChunk(ToolCallChunk),
     /// How the reply ended (`finish_reason`); the last item of a complete stream.
     Finish(FinishReason),
+    /// The stop sequence the server says the reply stopped at, sent before or with the
+    /// finish: vLLM's `stop_reason`, SGLang's `matched_stop` (when a string), llama-server
+    /// `/completion`'s `stopping_word`. A server that stopped at a stop sequence leaves it
+    /// out of the text; one that says nothing (most Chat Completions servers) sends no
+    /// such item.
+    StopSequence(String),
     /// The server's token counts for the request (`usage`: `prompt_tokens`,
     /// `completion_tokens`, `total_tokens`, and whatever else it reports), as sent. Servers
     /// send it once, with or after the finish.

@@ -511,6 +511,7 @@ fn replaced(item: &ModelItem) -> bool {
                     .as_deref()
                     .is_some_and(|n| n.contains(REPLACEMENT))
         }
+        ModelItem::StopSequence(sequence) => sequence.contains(REPLACEMENT),
         ModelItem::Finish(_) | ModelItem::Usage(_) => false,
     }
 }

@@ -68,6 +68,11 @@ impl<L: Layer> Driver<L> {
         self.scanner.buffered()
     }
 
+    /// The open block as written so far ([`Scanner::open_block_text`]).
+    pub fn open_block_text(&self) -> Option<&str> {
+        self.scanner.open_block_text()
+    }
+
     /// Feeds one text delta.
     #[inline]
     pub fn feed(&mut self, delta: &str, mut on_event: impl FnMut(L::Event<'_>)) {
@@ -151,6 +156,12 @@ macro_rules! decoder_methods {
         /// the open block.
         pub fn buffered(&self) -> usize {
             self.$driver.buffered()
+        }
+
+        /// The open block as written so far, its start marker included: `None` outside a
+        /// block, and for a block past its size limit (its bytes are being dropped).
+        pub fn open_block_text(&self) -> Option<&str> {
+            self.$driver.open_block_text()
         }
     };
 }

@@ -273,8 +273,12 @@
 //! the upstream request and finishes the reply (`finish_reason: "tool_calls"`): nothing the
 //! model writes after that block reaches the client. A reply the upstream stopped at the
 //! sequence ends where the end marker would begin: at a `stop` finish a block still open
-//! is closed by its marker, and its decoder decides whether it holds calls (a value or a
-//! call element still open is no call). A block the marker would take past the decoder's
+//! is closed by its marker when the upstream says it stopped at that sequence (vLLM's
+//! `stop_reason`, SGLang's `matched_stop`), or, when it says nothing, when the block can
+//! end there — its last entry or call element complete and nothing but blank space after
+//! it ([`tam::turn::stopped_block_closes`]); its decoder then decides whether it holds
+//! calls. A reply that merely mentions a start marker and ends by itself also finishes
+//! with `stop`: its block never closed, and its text comes back as content. A block the marker would take past the decoder's
 //! size limit is not closed: its bytes were dropped, and it is a block that never closed. A block that yields no call does not end the turn.
 //!
 //! # Usage

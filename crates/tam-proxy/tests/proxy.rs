@@ -16,7 +16,9 @@ use async_openai::types::chat::{
     ChatCompletionMessageToolCalls, CreateChatCompletionRequest, CreateChatCompletionResponse,
 };
 use futures_util::StreamExt;
-use proxy_upstream::{Reply, ScriptedUpstream, event, finish_event, start_proxy, start_proxy_with};
+use proxy_upstream::{
+    Reply, ScriptedUpstream, content_event, event, finish_event, start_proxy, start_proxy_with,
+};
 use serde_json::{Value, json};
 use tam::Protocol;
 use tam_model::openai::OpenAiConfig;
@@ -1199,16 +1201,98 @@ async fn a_reply_stopped_at_the_end_marker_is_a_closed_block() {
     }
 }
 
+/// A reply that merely mentions a start marker and ends by itself also finishes with
+/// `stop`: without the upstream saying it stopped at the end marker, its block is closed
+/// only when it can end there, so the mention is content, never a call — streamed and
+/// whole, both protocols, every delta size. When the upstream names the marker as where it
+/// stopped (vLLM's `stop_reason`), the block is closed by it.
+#[tokio::test]
+async fn a_mention_that_ends_by_itself_is_content_not_a_call() {
+    let delete_all = json!({"type": "function", "function": {"name": "delete_all",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}});
+    let cases = [
+        (
+            Protocol::Tam,
+            "To call it you write <|[REQUEST_TOOL]|> then command:「始」delete_all「末」 and the arguments; I will not call it now. The answer is 42.",
+        ),
+        (
+            Protocol::Action,
+            "An ACTION block looks like <ACTION><delete_all> with a path inside; I will not call it. The answer is 42.",
+        ),
+    ];
+    for (protocol, text) in cases {
+        for size in [1, 3, 7, 200] {
+            let upstream = ScriptedUpstream::always(deltas_reply(text, size, "stop")).await;
+            let proxy = start_proxy(&upstream, protocol).await;
+            let ask = || request(json!({"tools": [delete_all]}));
+            let got = stream(&proxy, ask()).await;
+            assert_eq!(got.error, None, "{protocol:?} {size}");
+            assert!(got.calls.is_empty(), "{protocol:?} {size}: {got:?}");
+            assert_eq!(got.content, text, "{protocol:?} {size}");
+            assert_eq!(got.finish.as_deref(), Some("Stop"), "{protocol:?} {size}");
+            let whole = complete(&proxy, ask()).await;
+            let message = &whole.choices[0].message;
+            assert!(
+                message.tool_calls.is_none(),
+                "{protocol:?} {size}: {message:?}"
+            );
+            assert_eq!(
+                message.content.as_deref(),
+                Some(text),
+                "{protocol:?} {size}"
+            );
+        }
+    }
+    // The upstream says it stopped at the marker: the block it left open is closed there.
+    let call = "Deleting.\n<ACTION><delete_all><path>/tmp</path></delete_all>";
+    let mut events: Vec<String> = pieces(call, 5).iter().map(|p| content_event(p)).collect();
+    let chunk = json!({"id": "up-1", "object": "chat.completion.chunk", "created": 1, "model": "up",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop", "stop_reason": "</ACTION>"}]});
+    events.push(format!("data: {chunk}\n\n"));
+    events.push("data: [DONE]\n\n".into());
+    let upstream = ScriptedUpstream::always(Reply::Events {
+        events,
+        pause: std::time::Duration::ZERO,
+        endless: false,
+    })
+    .await;
+    let proxy = start_proxy(&upstream, Protocol::Action).await;
+    let got = stream(&proxy, request(json!({"tools": [delete_all]}))).await;
+    assert_eq!(got.calls.len(), 1, "{got:?}");
+    assert_eq!(arguments(&got.calls[0].2), json!({"path": "/tmp"}));
+    assert_eq!(got.finish.as_deref(), Some("ToolCalls"));
+}
+
 /// A reply stopped at the end marker is read exactly as the same reply with the marker
-/// written out: whatever the model wrote before it (a block cut inside a value, a prose
-/// mention of the start marker, an unclosed call element), the client gets the same.
+/// written out: whatever the model wrote before it (a prose mention of the start marker,
+/// a block without a command), the client gets the same. (A block stopped inside a value
+/// or a call element is not: no call, its text as content — the model did not finish it,
+/// and the server did not say it stopped at the marker; with the marker written out, the
+/// decoder's end-of-block repairs read it as closed there.)
 #[tokio::test]
 async fn a_reply_stopped_at_the_marker_reads_as_the_reply_with_the_marker() {
-    let cases = [
+    for (protocol, unfinished) in [
         (
             Protocol::Tam,
             "Checking.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Par",
         ),
+        // The call element never closed: with the marker written, the decoder repairs
+        // the element (`missing_close_tag`); stopped there without the server's word, the
+        // block cannot end there.
+        (
+            Protocol::Action,
+            "Checking.\n<ACTION>\n  <get_weather>\n    <city>Paris</city>\n",
+        ),
+    ] {
+        let upstream = ScriptedUpstream::always(deltas_reply(unfinished, 4, "stop")).await;
+        let proxy = start_proxy(&upstream, protocol).await;
+        let message = complete(&proxy, request(json!({}))).await.choices[0]
+            .message
+            .clone();
+        assert!(message.tool_calls.is_none(), "{message:?}");
+        assert_eq!(message.content.as_deref(), Some(unfinished));
+    }
+    let cases = [
         (
             Protocol::Tam,
             "A model writes <|[REQUEST_TOOL]|> then entries. 日本語 🎉",
@@ -1216,10 +1300,6 @@ async fn a_reply_stopped_at_the_marker_reads_as_the_reply_with_the_marker() {
         (
             Protocol::Tam,
             "Checking.\n<|[REQUEST_TOOL]|>\ncity:「始」Paris「末」\n",
-        ),
-        (
-            Protocol::Action,
-            "Checking.\n<ACTION>\n  <get_weather>\n    <city>Paris</city>\n",
         ),
         (
             Protocol::Action,

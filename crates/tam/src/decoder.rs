@@ -115,6 +115,18 @@ impl Decoder {
         }
     }
 
+    /// The open block as written so far, its start marker included: `None` outside a
+    /// block, and for a block past its size limit (its bytes are being dropped). What
+    /// [`turn::close_stopped_block`](crate::turn::close_stopped_block) reads to tell
+    /// whether a block can end where a server stopped.
+    pub fn open_block_text(&self) -> Option<&str> {
+        match &self.inner {
+            Inner::Tam(d) => d.open_block_text(),
+            Inner::Action(d) => d.open_block_text(),
+            Inner::Auto(d) => d.open_block_text(),
+        }
+    }
+
     /// Feeds one text delta; events go to `on_event` as soon as they are decided.
     pub fn feed(&mut self, delta: &str, mut on_event: impl FnMut(Event<'_>)) {
         let on = self.param_events;

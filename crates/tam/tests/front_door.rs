@@ -1,7 +1,7 @@
 //! `tam::Decoder` through its public API only (no test kit: this file ships in the .crate):
 //! the same events whatever the split, a cut block gives no call, the turn helpers.
 
-use tam::turn::{ACTION_END, close_stopped_block, stop_sequences};
+use tam::turn::{ACTION_END, StoppedAt, close_stopped_block, stop_sequences, stopped_block_closes};
 use tam::{Config, Decoder, Event, Protocol};
 
 const REPLY: &str = "Sure — `<ACTION>` is quoted here.\n<think>maybe <ACTION><No/></ACTION></think>\n\
@@ -136,13 +136,171 @@ fn a_reply_stopped_at_the_end_marker_is_closed_by_the_turn_helper() {
     assert_eq!(stop, ["<|[END_TOOL]|>", ACTION_END, "\n\nUser:"]);
     let mut decoder = Decoder::new(Config::for_protocol(Protocol::Action));
     decoder.feed("<ACTION><Ping><n>1</n></Ping>", |_| {});
-    let events = close_stopped_block(&mut decoder, ACTION_END);
+    let events = close_stopped_block(&mut decoder, ACTION_END, StoppedAt::Unreported);
     assert_eq!(tools(&events), ["Ping"]);
     // A mention that gives no call comes back as the text the model wrote, marker left out.
     let mut decoder = Decoder::new(Config::for_protocol(Protocol::Action));
     decoder.feed("Use <ACTION> blocks.", |_| {});
-    let events = close_stopped_block(&mut decoder, ACTION_END);
+    let events = close_stopped_block(&mut decoder, ACTION_END, StoppedAt::Sequence(ACTION_END));
     assert!(tools(&events).is_empty(), "{events:?}");
+}
+
+const TAM_END: &str = "<|[END_TOOL]|>";
+
+/// The decoder's events for `reply` fed in `pieces` (every split of the same text), then
+/// stopped: closed by `marker` as the helper decides, then finished.
+fn stopped(
+    protocol: Protocol,
+    reply: &str,
+    cut: usize,
+    marker: &str,
+    at: StoppedAt<'_>,
+) -> Vec<Event<'static>> {
+    let mut decoder = Decoder::new(Config::for_protocol(protocol));
+    let mut events = Vec::new();
+    let (a, b) = reply.split_at(cut);
+    for piece in [a, b] {
+        decoder.feed(piece, |e| events.push(e.into_owned()));
+    }
+    events.extend(close_stopped_block(&mut decoder, marker, at));
+    decoder.finish(|e| events.push(e.into_owned()));
+    events
+}
+
+/// All the text an event sequence shows: prose, and the raw text of blocks and
+/// diagnostics that are not calls.
+fn shown(events: &[Event<'_>]) -> String {
+    let mut out = String::new();
+    for event in events {
+        match event {
+            Event::Text { text, .. } => out.push_str(text),
+            Event::Diagnostic(d) => out.push_str(d.raw.as_deref().unwrap_or("")),
+            Event::TamBlock(b) if b.calls.is_empty() => out.push_str(&b.raw),
+            Event::ActionBlock(b) if b.calls.is_empty() => out.push_str(&b.raw),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A server that stops at a stop sequence leaves the end marker out, so a `stop` finish
+/// inside a block may be a stop at the marker; but a reply that merely mentions a start
+/// marker and ends by itself finishes with `stop` too. Without the server saying where it
+/// stopped, the block is closed only when it can end there; with it, only when it stopped
+/// at the marker. Every split of the reply, both protocols, and `Auto`.
+#[test]
+fn a_mention_that_ends_by_itself_is_never_closed_as_stopped() {
+    let tam_mention = "To call it you write <|[REQUEST_TOOL]|> then command:「始」delete_all「末」 and the \
+        arguments; I will not call it now. The answer is 42.";
+    let action_mention = "An ACTION block looks like <ACTION><delete_all> with a path inside; I will not call it. The answer is 42.";
+    let tam_call =
+        "Deleting.\n<|[REQUEST_TOOL]|>\ncommand:「始」delete_all「末」\npath:「始」/tmp「末」\n";
+    let action_call = "Deleting.\n<ACTION>\n<delete_all><path>/tmp</path></delete_all>\n";
+    for (protocols, reply, marker, closes) in [
+        ([Protocol::Tam, Protocol::Auto], tam_mention, TAM_END, false),
+        (
+            [Protocol::Action, Protocol::Auto],
+            action_mention,
+            ACTION_END,
+            false,
+        ),
+        ([Protocol::Tam, Protocol::Auto], tam_call, TAM_END, true),
+        (
+            [Protocol::Action, Protocol::Auto],
+            action_call,
+            ACTION_END,
+            true,
+        ),
+    ] {
+        for protocol in protocols {
+            for cut in (0..=reply.len()).filter(|&i| reply.is_char_boundary(i)) {
+                let events = stopped(protocol, reply, cut, marker, StoppedAt::Unreported);
+                if closes {
+                    assert_eq!(
+                        tools(&events),
+                        ["delete_all"],
+                        "{protocol:?} {reply:?} at {cut}"
+                    );
+                } else {
+                    assert!(
+                        tools(&events).is_empty(),
+                        "{protocol:?} {reply:?} at {cut}: {events:?}"
+                    );
+                    // Nothing the model wrote is dropped.
+                    assert_eq!(shown(&events), reply, "{protocol:?} at {cut}");
+                }
+                // The server named where it stopped: the marker closes the block whatever
+                // it holds (it decides whether that is a call); another sequence never (the
+                // decoder's own end-of-stream rules then decide, as for a natural end).
+                let at_marker = stopped(protocol, reply, cut, marker, StoppedAt::Sequence(marker));
+                let mut decoder = Decoder::new(Config::for_protocol(protocol));
+                decoder.feed(reply, |_| {});
+                assert!(
+                    close_stopped_block(&mut decoder, marker, StoppedAt::Sequence("\n\nUser:"))
+                        .is_empty(),
+                    "{protocol:?} {reply:?}"
+                );
+                if closes {
+                    assert_eq!(tools(&at_marker), ["delete_all"], "{protocol:?} at {cut}");
+                }
+            }
+        }
+    }
+}
+
+/// What can end where a server stopped, without its word: the last entry or call element
+/// complete, nothing but blank space after it.
+#[test]
+fn a_block_can_end_where_its_last_entry_or_element_is_complete() {
+    let closes =
+        |block: &str, marker: &str| stopped_block_closes(block, marker, StoppedAt::Unreported);
+    for tam in [
+        "<|[REQUEST_TOOL]|>command:「始」a「末」",
+        "<|[REQUEST_TOOL]|>\ncommand:「始」a「末」\n  \n",
+        "<|[REQUEST_TOOL]|>\ncommand:「始」a「末」\ntext:「始ESCAPE」x「末」y「末ESCAPE」\n",
+        "<|[REQUEST_TOOL]|>\ncommand:「始」a「末」\nunit:「celsius」\n",
+    ] {
+        assert!(closes(tam, TAM_END), "{tam:?}");
+    }
+    for tam in [
+        "<|[REQUEST_TOOL]|>",
+        "<|[REQUEST_TOOL]|>\ncommand:「始」a「末」 and more",
+        "<|[REQUEST_TOOL]|>\ncommand:「始」a「末」\ntext:「始」unfinished",
+        "<|[REQUEST_TOOL]|>\ncommand:「始」a「末」\ntext:「始ESCAPE」x「末」\n",
+        "<|[REQUEST_TOOL]|>\ncommand:「始」a「末」\n# a comment\n",
+    ] {
+        assert!(!closes(tam, TAM_END), "{tam:?}");
+    }
+    for action in [
+        "<ACTION><a/>",
+        "<ACTION>\n<a><x>1</x></a>\n\n",
+        "<ACTION><a><code>Vec<u8> and a < b</code></a>",
+        "<ACTION><a><x>1</x></a><b><y>2</y></b >",
+    ] {
+        assert!(closes(action, ACTION_END), "{action:?}");
+    }
+    for action in [
+        "<ACTION>",
+        "<ACTION> blocks are how you call",
+        "<ACTION><a><x>1</x></a> and then",
+        "<ACTION><a><x>1</x>",
+        "<ACTION><a><x>1</x></a><b>",
+        "<ACTION><a><x>1</x></a><b",
+        "<ACTION><a> with a path inside. The answer is 42.",
+    ] {
+        assert!(!closes(action, ACTION_END), "{action:?}");
+    }
+    // The server named the sequence: only the marker closes.
+    assert!(stopped_block_closes(
+        "<ACTION>",
+        ACTION_END,
+        StoppedAt::Sequence(ACTION_END)
+    ));
+    assert!(!stopped_block_closes(
+        "<ACTION><a/>",
+        ACTION_END,
+        StoppedAt::Sequence("STOP")
+    ));
 }
 
 #[cfg(feature = "stream")]
@@ -191,7 +349,11 @@ fn a_stopped_block_over_the_size_limit_keeps_its_diagnostic() {
         &format!("<ACTION><Write><text>{body}</text></Write>"),
         |e| seen.push(e.into_owned()),
     );
-    let closed = close_stopped_block(&mut decoder, ACTION_END);
+    let mut closed = close_stopped_block(&mut decoder, ACTION_END, StoppedAt::Sequence(ACTION_END));
+    // A block past the size limit has had its bytes dropped: it is not closed, and the
+    // decoder's finish reports it.
+    assert!(closed.is_empty(), "{closed:?}");
+    decoder.finish(|e| closed.push(e.into_owned()));
     assert!(tools(&closed).is_empty(), "{closed:?}");
     let all: Vec<&Event<'_>> = seen.iter().chain(&closed).collect();
     assert!(

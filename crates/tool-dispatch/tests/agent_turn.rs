@@ -204,3 +204,49 @@ async fn a_prose_mention_stopped_at_the_marker_is_prose_without_it() {
     assert!(outcome.calls.is_empty());
     assert_eq!(shown_text(&events), text);
 }
+
+/// A reply that merely mentions a start marker and ends by itself finishes with `stop`,
+/// as one stopped at the end marker does; without the server saying it stopped there, the
+/// block is closed only where it can end (its last entry or call element complete): the
+/// mention runs nothing, in either protocol, however it is split. A server that names the
+/// marker as where it stopped (vLLM's `stop_reason`) has its block closed there.
+#[tokio::test]
+async fn a_mention_that_ends_by_itself_runs_nothing() {
+    for (protocol, text) in [
+        (
+            ProtocolChoice::Tam,
+            "To call it you write <|[REQUEST_TOOL]|> then command:「始」GetPlayerInfo「末」 and the arguments; I will not call it now. The answer is 42.",
+        ),
+        (
+            ProtocolChoice::Action,
+            "An ACTION block looks like <ACTION><GetPlayerInfo> with a player_id inside; I will not call it. The answer is 42.",
+        ),
+    ] {
+        for size in [1, 4, 10_000] {
+            let runs = Arc::new(AtomicUsize::new(0));
+            let agent = agent(protocol, &runs);
+            let mut round = deltas(text, size);
+            round.push(Step::Item(ModelItem::Finish(FinishReason::Stop)));
+            // A block that never closed holding a complete entry is an error the agent
+            // tells the model about: it gets a second round.
+            let model = ScriptedModel::new(vec![round, deltas("The answer is 42.", 4)]);
+            let mut conversation = Vec::new();
+            let (outcome, _) = run(&agent, &model, &mut conversation).await;
+            assert_eq!(runs.load(Ordering::SeqCst), 0, "{protocol:?} {size}");
+            assert!(outcome.calls.is_empty(), "{protocol:?} {size}");
+        }
+    }
+    // The server names the sequence it stopped at: the marker closes the block.
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = agent(ProtocolChoice::Action, &runs);
+    let unfinished =
+        "Looking it up.\n<ACTION>\n<GetPlayerInfo>\n<player_id>player123</player_id>\n";
+    let mut round = deltas(unfinished, 5);
+    round.push(Step::Item(ModelItem::StopSequence("</ACTION>".into())));
+    round.push(Step::Item(ModelItem::Finish(FinishReason::Stop)));
+    let model = ScriptedModel::new(vec![round, deltas("It is Alice.", 4)]);
+    let mut conversation = Vec::new();
+    let (outcome, _) = run(&agent, &model, &mut conversation).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(outcome.calls.len(), 1);
+}

@@ -8,7 +8,7 @@ use tam::{BlockKind as MixedProtocol, Config as MixedConfig, Decoder as OutputDe
 
 use crate::ProxyError;
 use crate::request::OfferedTools;
-use tam::turn::{ACTION_END, close_stopped_block, stop_sequences};
+use tam::turn::{ACTION_END, StoppedAt, close_stopped_block, stop_sequences};
 use tam_model::{FinishReason, ModelItem};
 
 use crate::Protocol;
@@ -94,6 +94,8 @@ pub(crate) struct Translator {
     fed: usize,
     /// The decoder's block size limit: a block larger than this has its bytes dropped.
     block_limit: usize,
+    /// The stop sequence the upstream said it stopped at, when it said.
+    stopped_at: Option<String>,
 }
 
 impl Translator {
@@ -149,6 +151,7 @@ impl Translator {
             tail: String::new(),
             fed: 0,
             block_limit,
+            stopped_at: None,
         }
     }
 
@@ -170,6 +173,7 @@ impl Translator {
             ModelItem::Reasoning(text) => self.emitter.pieces.push(Piece::Reasoning(text)),
             ModelItem::ToolCallChunk(chunk) => self.emitter.native_chunk(chunk),
             ModelItem::Finish(reason) => self.finish = Some(reason),
+            ModelItem::StopSequence(sequence) => self.stopped_at = Some(sequence),
         }
     }
 
@@ -206,8 +210,10 @@ impl Translator {
     pub(crate) fn finish(&mut self, failed: bool) -> String {
         let cut = failed || self.finish.as_ref().is_some_and(FinishReason::is_cut);
         // A server that honours the stop sequence leaves the end marker out: at a `stop`
-        // finish, a block still open is closed by its marker. Its decoder decides whether
-        // the block holds calls (a value or a call element still open is no call).
+        // finish, a block still open is closed by its marker when the server says it
+        // stopped there, or, when it says nothing, when the block can end there (a reply
+        // that mentions a start marker and ends by itself finishes with `stop` too). Its
+        // decoder then decides whether the block holds calls.
         if !cut
             && !self.emitter.turn_over
             && self.finish == Some(FinishReason::Stop)
@@ -224,7 +230,11 @@ impl Translator {
             // block that never closed, and the decoder's finish says so.
             let size = self.fed.saturating_sub(self.emitter.block_start) + marker.len();
             if !self.tail.ends_with(marker) && size <= self.block_limit {
-                for event in close_stopped_block(decoder, marker) {
+                let stopped = match &self.stopped_at {
+                    Some(sequence) => StoppedAt::Sequence(sequence),
+                    None => StoppedAt::Unreported,
+                };
+                for event in close_stopped_block(decoder, marker, stopped) {
                     self.emitter.event(event);
                 }
             }

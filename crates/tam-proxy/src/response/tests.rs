@@ -238,6 +238,51 @@ fn run_streaming(
     run_streaming_after(0, protocol, deltas, finish)
 }
 
+/// [`run_streaming`] of a reply the server stopped (`finish_reason: "stop"`), naming the
+/// stop sequence it stopped at (`Some`) or not.
+fn run_stopped(
+    deltas: &[&str],
+    stopped_at: Option<&str>,
+) -> (Vec<Vec<Piece>>, String, Option<String>) {
+    let mut t = Translator::new(
+        Protocol::Action,
+        true,
+        Some(0),
+        writer_tools(),
+        usize::MAX,
+        tam_parse::Config::default(),
+        action_xml::Config::default(),
+        "t".into(),
+    );
+    let mut per_delta = Vec::new();
+    for delta in deltas {
+        t.feed(ModelItem::Text((*delta).to_owned()));
+        per_delta.push(t.drain().collect());
+    }
+    if let Some(sequence) = stopped_at {
+        t.feed(ModelItem::StopSequence(sequence.to_owned()));
+    }
+    t.feed(ModelItem::Finish(FinishReason::Stop));
+    let reason = t.finish(false);
+    per_delta.push(t.drain().collect());
+    let failure = t.failure().map(|e| e.code().to_owned());
+    (per_delta, reason, failure)
+}
+
+/// A block whose streamed value was still open when the server stopped without naming
+/// the sequence it stopped at: it cannot end there (its call element is open), so it never
+/// closed — its text comes back, and the call that streamed is void (an error event).
+fn assert_open_value_voids_its_call(text: &str, deltas: &[&str]) {
+    let (pieces, reason, failure) = run_stopped(deltas, None);
+    let (content, calls) = gathered(&pieces);
+    assert_eq!(content, text);
+    assert_eq!(calls.len(), 1, "the call streamed");
+    assert_eq!(
+        (reason.as_str(), failure.as_deref()),
+        ("stop", Some("streamed_call_invalid"))
+    );
+}
+
 /// [`run_streaming`] with calls streaming once a string value is `after` bytes long.
 fn run_streaming_after(
     after: usize,
@@ -608,8 +653,9 @@ fn a_string_written_as_one_quoted_literal_streams_as_its_text() {
     );
 }
 
-/// A quoted value held back when the server stopped at `</ACTION>`: the block closes it and
-/// the streamed call ends with the value as coercion reads it.
+/// A quoted value held back when the server stopped at `</ACTION>` (and said so): the
+/// block closes it and the streamed call ends with the value as coercion reads it. Without
+/// the server's word the block cannot end there: no call.
 #[test]
 fn a_quoted_value_open_when_its_stopped_block_closes_ends_as_its_text() {
     for (text, expected) in [
@@ -627,12 +673,12 @@ fn a_quoted_value_open_when_its_stopped_block_closes_ends_as_its_text() {
             .skip(1)
             .map(|(at, _)| vec![&text[..at], &text[at..]]);
         for deltas in [vec![text], one_char(text)].into_iter().chain(splits) {
-            let (pieces, reason, failure) =
-                run_streaming(Protocol::Action, &deltas, Some(FinishReason::Stop));
+            let (pieces, reason, failure) = run_stopped(&deltas, Some("</ACTION>"));
             let (content, calls) = gathered(&pieces);
             assert_eq!(content, "");
             assert_eq!(calls, [("write_file".to_owned(), expected.to_owned())]);
             assert_eq!((reason.as_str(), failure), ("tool_calls", None));
+            assert_open_value_voids_its_call(text, &deltas);
         }
     }
 }
@@ -724,15 +770,16 @@ fn a_stopped_block_that_gives_no_call_voids_its_streamed_call() {
     }
 }
 
-/// A string value still streaming when the server stopped at `</ACTION>`: the block,
-/// closed by the marker, closes the value, and the streamed call ends with the rest of
-/// the value and its quote: the arguments are JSON, the value the block's.
+/// A string value still streaming when the server stopped at `</ACTION>` and said so: the
+/// block, closed by the marker, closes the value, and the streamed call ends with the rest
+/// of the value and its quote: the arguments are JSON, the value the block's. Without the
+/// server's word the block cannot end there: no call.
 #[test]
 fn a_value_open_when_its_stopped_block_closes_ends_with_the_block() {
     let text = "<ACTION>\n<write_file><path>a</path><content>fn main() {\n";
     for deltas in [vec![text], one_char(text)] {
-        let (pieces, reason, failure) =
-            run_streaming(Protocol::Action, &deltas, Some(FinishReason::Stop));
+        assert_open_value_voids_its_call(text, &deltas);
+        let (pieces, reason, failure) = run_stopped(&deltas, Some("</ACTION>"));
         let (content, calls) = gathered(&pieces);
         assert_eq!(content, "");
         assert_eq!(

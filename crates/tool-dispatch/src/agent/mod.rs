@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tool_schema::PromptStyle;
 
-use tam::turn::{ACTION_END, close_stopped_block, stop_sequences};
+use tam::turn::{ACTION_END, StoppedAt, close_stopped_block, stop_sequences};
 use tam::{Decoder as OutputDecoder, Event as MixedEvent};
 use tam_model::{
     ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelRequest, ThinkSplitter,
@@ -355,6 +355,7 @@ impl Agent {
                 self.route(event, &mut answer, &jobs, emit, &turn);
             };
             let mut finish = None;
+            let mut stopped_at: Option<String> = None;
             let mut native: BTreeMap<usize, String> = BTreeMap::new();
             let mut text = |delta: &str,
                             think: &mut Option<ThinkSplitter>,
@@ -402,6 +403,7 @@ impl Agent {
                         }
                         emit(AgentEvent::NativeToolCall(chunk));
                     }
+                    Some(Ok(ModelItem::StopSequence(sequence))) => stopped_at = Some(sequence),
                     Some(Ok(ModelItem::Finish(reason))) => {
                         emit(AgentEvent::ModelFinished(reason.clone()));
                         finish = Some(reason);
@@ -426,9 +428,10 @@ impl Agent {
                 }
             }
             // A server that honours the stop sequence leaves the end marker out: at a
-            // `stop` finish, a block still open is closed by its marker. Its decoder
-            // decides whether the block holds calls (a value or a call element still open
-            // is no call).
+            // `stop` finish, a block still open is closed by its marker when the server
+            // says it stopped there, or, when it says nothing, when the block can end
+            // there (a reply that mentions a start marker and ends by itself finishes
+            // with `stop` too). Its decoder then decides whether the block holds calls.
             let open = turn.open.load(Ordering::Relaxed);
             let marker = if open == 1 { tam_end } else { ACTION_END };
             // A reply that ends with the marker was not stopped at it (the server ignored
@@ -440,7 +443,11 @@ impl Agent {
                 && open != 0
                 && !raw.ends_with(marker)
             {
-                let events = close_stopped_block(&mut decoder, marker);
+                let stopped = match &stopped_at {
+                    Some(sequence) => StoppedAt::Sequence(sequence),
+                    None => StoppedAt::Unreported,
+                };
+                let events = close_stopped_block(&mut decoder, marker, stopped);
                 if events
                     .iter()
                     .any(|e| matches!(e, MixedEvent::TamBlock(_) | MixedEvent::ActionBlock(_)))

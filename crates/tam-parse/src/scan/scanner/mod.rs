@@ -136,6 +136,12 @@ impl Scanner {
         self.buf.len()
     }
 
+    /// The open block as written so far, its start marker included; `None` outside a block
+    /// and for a block past `max_block_bytes` (whose bytes are being dropped).
+    pub fn open_block_text(&self) -> Option<&str> {
+        (self.in_block() && !self.overflow).then_some(self.buf.as_str())
+    }
+
     /// Feeds a delta of text.
     pub fn feed(&mut self, delta: &str, h: &mut impl ScanHandler) {
         if self.utf8_pending_len > 0 {
