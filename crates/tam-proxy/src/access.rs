@@ -10,7 +10,7 @@ use std::time::Instant;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde_json::{Map, Value};
 use subtle::{Choice, ConstantTimeEq};
 
@@ -127,14 +127,18 @@ impl fmt::Debug for ClientKeys {
     }
 }
 
-/// The key of a request: `Authorization: Bearer KEY` (the scheme in any case).
+/// The key of a request: `Authorization: Bearer KEY` (the scheme in any case), else
+/// `x-api-key: KEY` (Anthropic's clients send either).
 fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
-    let value = headers.get(header::AUTHORIZATION)?.as_bytes();
-    let scheme = value.get(..7)?;
-    if !scheme.eq_ignore_ascii_case(b"bearer ") {
-        return None;
-    }
-    Some(value[7..].trim_ascii())
+    let from_authorization = || {
+        let value = headers.get(header::AUTHORIZATION)?.as_bytes();
+        let scheme = value.get(..7)?;
+        if !scheme.eq_ignore_ascii_case(b"bearer ") {
+            return None;
+        }
+        Some(value[7..].trim_ascii())
+    };
+    from_authorization().or_else(|| Some(headers.get("x-api-key")?.as_bytes().trim_ascii()))
 }
 
 /// Whether the `Content-Type` is `application/json` (parameters such as `charset`
@@ -279,7 +283,7 @@ pub(crate) async fn guard(
         None
     };
     let mut response = match refused {
-        Some(error) => error.into_response(),
+        Some(error) => error.into_shaped_response(crate::api::ErrorShape::of_path(&info.path)),
         None => {
             request.extensions_mut().insert(info.clone());
             next.run(request).await

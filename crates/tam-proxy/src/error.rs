@@ -182,9 +182,40 @@ impl ProxyError {
     }
 }
 
-impl IntoResponse for ProxyError {
-    fn into_response(self) -> Response {
-        let body = self.body().to_string();
+impl ProxyError {
+    /// The error's `type` in Anthropic's error bodies, by status.
+    pub(crate) fn anthropic_kind(&self) -> &'static str {
+        match self.status().as_u16() {
+            400 | 408 | 415 => "invalid_request_error",
+            401 => "authentication_error",
+            403 => "permission_error",
+            404 => "not_found_error",
+            413 => "request_too_large",
+            429 => "rate_limit_error",
+            503 | 529 => "overloaded_error",
+            504 => "timeout_error",
+            _ => "api_error",
+        }
+    }
+
+    /// The body in Anthropic's shape: `{"type":"error","error":{"type","message"}}`.
+    pub(crate) fn anthropic_body(&self) -> Value {
+        json!({"type": "error", "error": {"type": self.anthropic_kind(), "message": self.to_string()}})
+    }
+
+    /// The error answered in the shape of the API it happened in.
+    pub(crate) fn into_shaped_response(self, shape: crate::api::ErrorShape) -> Response {
+        match shape {
+            crate::api::ErrorShape::OpenAi => self.into_response(),
+            crate::api::ErrorShape::Anthropic => {
+                let body = self.anthropic_body().to_string();
+                self.respond(body)
+            }
+        }
+    }
+
+    /// `body` with the error's status and headers.
+    fn respond(self, body: String) -> Response {
         let mut response = (
             self.status(),
             [(header::CONTENT_TYPE, "application/json")],
@@ -207,5 +238,12 @@ impl IntoResponse for ProxyError {
         }
         response.extensions_mut().insert(ErrorCode(self.code()));
         response
+    }
+}
+
+impl IntoResponse for ProxyError {
+    fn into_response(self) -> Response {
+        let body = self.body().to_string();
+        self.respond(body)
     }
 }

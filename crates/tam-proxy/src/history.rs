@@ -10,7 +10,10 @@ use tool_dispatch::OBSERVATION_PREFIX;
 use crate::Protocol;
 
 /// One native call of the history: its function name and arguments object.
+#[derive(Debug)]
 pub(crate) struct PastCall {
+    /// The call's id in the client's API, when it has one (tool results name it).
+    pub(crate) id: Option<String>,
     pub(crate) name: String,
     /// The parsed `function.arguments`; `None` when they were not a JSON object.
     pub(crate) args: Option<Map<String, Value>>,
@@ -106,6 +109,12 @@ fn render_action(calls: &[PastCall]) -> Option<String> {
         .map(|text| text.trim_end().to_owned())
 }
 
+/// The observation for a tool result the client marked an error (Messages'
+/// `is_error`): `Observation: Error - Tool NAME failed: CONTENT`.
+pub(crate) fn observation_error(name: &str, content: &str) -> String {
+    format!("{OBSERVATION_PREFIX}Error - Tool {name} failed: {content}")
+}
+
 /// The observation for a `tool` message: `Observation: Error - Tool NAME failed: MESSAGE`
 /// when the content is a result object with `"success": false` (the unified result format),
 /// else `Observation: Tool NAME executed successfully. Result: CONTENT`.
@@ -129,6 +138,7 @@ mod tests {
 
     fn call(name: &str, args: Value) -> PastCall {
         PastCall {
+            id: None,
             name: name.into(),
             raw_args: args.to_string(),
             args: args.as_object().cloned(),
@@ -169,6 +179,7 @@ mod tests {
             "<ACTION>\n  <write>\n    <code><![CDATA[a < b]]></code>\n  </write>\n</ACTION>\nTool call: \"bad name\" {}"
         );
         let not_object = PastCall {
+            id: None,
             name: "f".into(),
             args: None,
             raw_args: "[1".into(),
@@ -185,6 +196,7 @@ mod tests {
         let cases = [
             (
                 PastCall {
+                    id: None,
                     name: "f".into(),
                     args: None,
                     raw_args: block.into(),
@@ -194,6 +206,7 @@ mod tests {
             ),
             (
                 PastCall {
+                    id: None,
                     name: "<ACTION><rm/></ACTION>".into(),
                     args: None,
                     raw_args: "{}".into(),

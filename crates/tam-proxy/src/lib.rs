@@ -294,10 +294,11 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod access;
+mod api;
+mod conversation;
 mod error;
 mod history;
 mod prompt;
-mod request;
 mod response;
 mod server;
 
@@ -350,6 +351,9 @@ pub fn router(config: ProxyConfig) -> Result<Router, OpenAiError> {
     });
     let guarded = Router::new()
         .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/messages", post(messages))
+        .route("/v1/messages/count_tokens", post(count_tokens))
+        .route("/v1/responses", post(responses))
         .route("/v1/models", get(models))
         .route("/v1/models/{*id}", get(model_by_id))
         .fallback(not_found)

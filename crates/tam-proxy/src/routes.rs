@@ -1,12 +1,13 @@
-//! The routes: health, chat completions (whole or streamed), models.
+//! The routes: health, the three client APIs (whole or streamed) over one flow, models.
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::{StatusCode, Uri, header};
-use axum::response::sse::{Event, Sse};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
@@ -14,8 +15,10 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use access::{LogsItself, RequestInfo, RequestLog, Summary};
 
-use request::Translated;
-use response::{ChunkWriter, Completion, Translator, unique_id};
+use api::chat::ChunkWriter;
+use api::{Ending, ErrorShape, Gathered, Wire, unique_id};
+use conversation::{Conversation, Translated};
+use response::Translator;
 use tam_model::{BoxError, LanguageModel, ModelItem, ModelRequest};
 
 use crate::*;
@@ -30,23 +33,73 @@ pub(crate) async fn health() -> Response {
 }
 
 pub(crate) async fn not_found(uri: Uri) -> Response {
-    ProxyError::NotFound(uri.path().to_owned()).into_response()
+    ProxyError::NotFound(uri.path().to_owned())
+        .into_shaped_response(ErrorShape::of_path(uri.path()))
 }
 
 pub(crate) async fn chat_completions(
     State(shared): State<Arc<Shared>>,
     request: Request,
 ) -> Response {
+    handle(&shared, request, ErrorShape::OpenAi, None, |body, model, id| {
+        let conversation = api::chat::read(body, model)?;
+        let writer = ChunkWriter::new(id, &conversation.model, conversation.include_usage);
+        Ok((conversation, writer))
+    })
+    .await
+}
+
+/// How long an idle Messages stream waits before a `ping` event.
+const PING_EVERY: Duration = Duration::from_secs(10);
+
+pub(crate) async fn messages(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    handle(
+        &shared,
+        request,
+        ErrorShape::Anthropic,
+        Some(PING_EVERY),
+        api::messages::read,
+    )
+    .await
+}
+
+pub(crate) async fn count_tokens(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    match api::messages::count_tokens(&shared, request).await {
+        Ok(response) => response,
+        Err(error) => error.into_shaped_response(ErrorShape::Anthropic),
+    }
+}
+
+pub(crate) async fn responses(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    handle(
+        &shared,
+        request,
+        ErrorShape::OpenAi,
+        None,
+        api::responses::read,
+    )
+    .await
+}
+
+/// One request of any API: its reply, and the facts of its log line in the response's
+/// extensions.
+async fn handle<W: Wire>(
+    shared: &Shared,
+    request: Request,
+    shape: ErrorShape,
+    ping: Option<Duration>,
+    read: impl FnOnce(&[u8], &str, &str) -> Result<(Conversation, W), ProxyError>,
+) -> Response {
     let info = request.extensions().get::<RequestInfo>().cloned();
     let mut summary = Summary::default();
-    match complete(&shared, request, info, &mut summary).await {
+    match complete(shared, request, info, &mut summary, read, ping).await {
         Ok(mut response) => {
             response.extensions_mut().insert(summary);
             response
         }
         Err(error) => {
             summary.outcome = Some(error.code().to_owned());
-            let mut response = error.into_response();
+            let mut response = error.into_shaped_response(shape);
             response.extensions_mut().insert(summary);
             response
         }
@@ -74,15 +127,21 @@ pub(crate) async fn read_body(config: &ProxyConfig, request: Request) -> Result<
     })
 }
 
-pub(crate) async fn complete(
+/// The one flow of every API: read the request into the conversation, translate it, ask
+/// the upstream, decode its reply, and write it with the API's `W`.
+async fn complete<W: Wire>(
     shared: &Shared,
     request: Request,
     info: Option<RequestInfo>,
     summary: &mut Summary,
+    read: impl FnOnce(&[u8], &str, &str) -> Result<(Conversation, W), ProxyError>,
+    ping: Option<Duration>,
 ) -> Result<Response, ProxyError> {
     let config = &shared.config;
     let body = read_body(config, request).await?;
-    let request = request::translate(&body, config.protocol, &config.upstream.model)?;
+    let id = unique_id();
+    let (conversation, writer) = read(&body, &config.upstream.model, &id)?;
+    let request = conversation::translate(conversation, config.protocol)?;
     summary.model = Some(request.model.clone());
     let slot = shared.upstream_slot()?;
     let Translated {
@@ -91,12 +150,10 @@ pub(crate) async fn complete(
         mut options,
         mut extra,
         stream,
-        include_usage,
         offered,
         decode,
         max_calls,
     } = request;
-    let id = unique_id();
     let translator = Translator::new(
         config.protocol,
         decode,
@@ -119,7 +176,7 @@ pub(crate) async fn complete(
         options.stop = stop;
     }
     // Usage is always asked for (the proxy streams from the upstream), and reported to the
-    // client as OpenAI does: in a whole reply, and in a stream when the client asked.
+    // client as its API does.
     extra.insert(
         "stream_options".into(),
         serde_json::json!({"include_usage": true}),
@@ -152,23 +209,32 @@ pub(crate) async fn complete(
             first,
             upstream,
             translator,
-            ChunkWriter::new(&id, &model_name),
-            include_usage,
+            writer,
             Held {
                 slot: Some(slot),
                 log,
             },
+            ping,
         );
         response.extensions_mut().insert(LogsItself);
         Ok(response)
     } else {
-        let (value, translator) = gather(first, upstream, translator, &id, &model_name).await?;
+        let (gathered, mut translator) = gather(first, upstream, translator).await?;
         drop(slot);
+        let finish = translator.finish(false);
+        let mut gathered = gathered;
+        for piece in translator.drain() {
+            gathered.push(piece);
+        }
         summary.calls = translator.calls();
         summary.usage = translator.usage().cloned();
-        summary.outcome = value["choices"][0]["finish_reason"]
-            .as_str()
-            .map(str::to_owned);
+        summary.outcome = Some(finish.as_openai().to_owned());
+        let ending = Ending {
+            finish: &finish,
+            usage: translator.usage(),
+            stop_sequence: translator.client_stop_sequence(),
+        };
+        let value = writer.whole(gathered, &ending);
         Ok((
             [(header::CONTENT_TYPE, "application/json")],
             value.to_string(),
@@ -186,15 +252,14 @@ pub(crate) struct Held {
 
 type Upstream = BoxStream<'static, Result<ModelItem, BoxError>>;
 
-/// A request without `stream`: the whole reply in one `chat.completion`.
+/// A request without `stream`: the reply's pieces up to the end of the turn (the caller
+/// finishes the translator).
 pub(crate) async fn gather(
     first: Option<Result<ModelItem, BoxError>>,
     mut upstream: Upstream,
     mut translator: Translator,
-    id: &str,
-    model: &str,
-) -> Result<(serde_json::Value, Translator), ProxyError> {
-    let mut completion = Completion::default();
+) -> Result<(Gathered, Translator), ProxyError> {
+    let mut gathered = Gathered::default();
     let mut next = first;
     while let Some(item) = next {
         match item {
@@ -202,7 +267,7 @@ pub(crate) async fn gather(
             Err(error) => return Err(ProxyError::from_upstream(&*error)),
         }
         for piece in translator.drain() {
-            completion.push(piece);
+            gathered.push(piece);
         }
         if translator.turn_over() {
             // The turn ended at the call: the upstream request is closed now, whatever
@@ -212,33 +277,23 @@ pub(crate) async fn gather(
         next = upstream.next().await;
     }
     drop(upstream);
-    let finish_reason = translator.finish(false);
-    for piece in translator.drain() {
-        completion.push(piece);
-    }
-    let mut value = completion.into_json(id, model, &finish_reason);
-    if let Some(usage) = translator.usage() {
-        value["usage"] = serde_json::Value::Object(usage.clone());
-    }
-    Ok((value, translator))
+    Ok((gathered, translator))
 }
 
 /// The state of one streamed response.
-pub(crate) struct Streaming {
+pub(crate) struct Streaming<W: Wire> {
     pub(crate) first: Option<Option<Result<ModelItem, BoxError>>>,
     /// `None` once the turn ended at a call: the upstream request is dropped then.
     pub(crate) upstream: Option<Upstream>,
     pub(crate) translator: Translator,
-    pub(crate) writer: ChunkWriter,
-    /// The client asked for `usage` (`stream_options.include_usage`).
-    pub(crate) include_usage: bool,
+    pub(crate) writer: W,
     pub(crate) done: bool,
     /// Released when the response ends or is dropped (the client went away): the
     /// upstream slot, and the log line, written then.
     pub(crate) held: Held,
 }
 
-impl Streaming {
+impl<W: Wire> Streaming<W> {
     /// The events of the next upstream item (none, or the last ones).
     pub(crate) async fn step(&mut self) -> Vec<Event> {
         let next = match (self.first.take(), &mut self.upstream) {
@@ -262,34 +317,26 @@ impl Streaming {
                 self.translator.finish(true);
                 self.drain_into(&mut events);
                 let error = ProxyError::from_upstream(&*error);
-                events.push(Event::default().data(error.body().to_string()));
+                events.extend(self.writer.fail(&error));
                 self.log(error.code());
                 self.done = true;
             }
             None => {
-                let finish_reason = self.translator.finish(false);
+                let finish = self.translator.finish(false);
                 self.drain_into(&mut events);
                 if let Some(error) = self.translator.failure() {
                     // A streamed call the block did not confirm: chunks cannot be taken
                     // back, so the reply ends as a broken stream.
-                    events.push(Event::default().data(error.body().to_string()));
+                    events.extend(self.writer.fail(&error));
                     self.log(error.code());
                 } else {
-                    self.log(&finish_reason);
-                    let mut finish = self.writer.finish(&finish_reason);
-                    match self.translator.usage() {
-                        Some(usage) if self.include_usage => {
-                            events.push(json_event(&finish));
-                            events.push(json_event(&self.writer.usage(usage)));
-                        }
-                        // Not asked for: on the finish chunk, as llama-server sends it.
-                        Some(usage) => {
-                            finish["usage"] = serde_json::Value::Object(usage.clone());
-                            events.push(json_event(&finish));
-                        }
-                        None => events.push(json_event(&finish)),
-                    }
-                    events.push(Event::default().data("[DONE]"));
+                    self.log(finish.as_openai());
+                    let ending = Ending {
+                        finish: &finish,
+                        usage: self.translator.usage(),
+                        stop_sequence: self.translator.client_stop_sequence(),
+                    };
+                    events.extend(self.writer.finish(&ending));
                 }
                 self.done = true;
             }
@@ -306,26 +353,23 @@ impl Streaming {
 
     pub(crate) fn drain_into(&mut self, events: &mut Vec<Event>) {
         for piece in self.translator.drain() {
-            events.push(json_event(&self.writer.piece(piece)));
+            events.extend(self.writer.piece(piece));
         }
     }
 }
 
-pub(crate) fn json_event(value: &serde_json::Value) -> Event {
-    Event::default().data(value.to_string())
-}
-
-/// A request with `stream: true`: one event per piece, as the upstream streams. Dropping
+/// A request with `stream: true`: the writer's events, as the upstream streams. Dropping
 /// the response (the client went away) drops the upstream stream and its connection.
-pub(crate) fn stream_response(
+/// With `ping`, an idle stream gets the API's keep-alive event that often.
+pub(crate) fn stream_response<W: Wire>(
     first: Option<Result<ModelItem, BoxError>>,
     upstream: Upstream,
     translator: Translator,
-    writer: ChunkWriter,
-    include_usage: bool,
+    mut writer: W,
     mut held: Held,
+    ping: Option<Duration>,
 ) -> Response {
-    let role = json_event(&writer.role());
+    let start = writer.start();
     if let Some(log) = &mut held.log {
         // Until the reply ends, the outcome is that the client went away.
         log.summary.outcome = Some("client_closed".to_owned());
@@ -335,7 +379,6 @@ pub(crate) fn stream_response(
         upstream: Some(upstream),
         translator,
         writer,
-        include_usage,
         done: false,
         held,
     };
@@ -347,13 +390,23 @@ pub(crate) fn stream_response(
         Some((stream::iter(events), state))
     })
     .flatten();
-    let all = stream::once(async { role })
+    let all = stream::iter(start)
         .chain(events)
         .map(Ok::<Event, Infallible>);
-    Sse::new(all).into_response()
+    let sse = Sse::new(all);
+    match ping {
+        Some(every) => sse
+            .keep_alive(
+                KeepAlive::new()
+                    .interval(every)
+                    .event(Event::default().event("ping").data(r#"{"type":"ping"}"#)),
+            )
+            .into_response(),
+        None => sse.into_response(),
+    }
 }
 
-impl Drop for Streaming {
+impl<W: Wire> Drop for Streaming<W> {
     fn drop(&mut self) {
         if let Some(log) = &mut self.held.log {
             log.summary.calls = self.translator.calls();

@@ -8,7 +8,7 @@ use tam::{BlockKind as MixedProtocol, Event as MixedEvent};
 use tam_parse::Diagnostic;
 
 use crate::history::{PastCall, render_calls};
-use crate::request::{OfferedTools, same_loosely};
+use crate::conversation::{OfferedTools, same_loosely};
 use tam_model::ToolCallChunk;
 use tool_dispatch::ToolCall;
 use tool_schema::KeyMatch;
@@ -604,6 +604,7 @@ impl Emitter {
             let past: Vec<PastCall> = over
                 .into_iter()
                 .map(|(call, _)| PastCall {
+                    id: None,
                     raw_args: Value::Object(call.args.clone()).to_string(),
                     name: call.tool,
                     args: Some(call.args),
@@ -705,6 +706,7 @@ impl Emitter {
             }
             text.push('}');
             self.arguments(index, &text);
+            self.pieces.push(Piece::CallEnd { index });
         }
         self.calls_or_text(rest, raw);
     }
@@ -754,6 +756,7 @@ impl Emitter {
             index,
             text: Value::Object(arguments).to_string(),
         });
+        self.pieces.push(Piece::CallEnd { index });
     }
 
     /// A native call chunk: a call to an offered tool passes through (its index mapped

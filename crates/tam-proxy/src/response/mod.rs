@@ -1,13 +1,13 @@
-//! The upstream's stream turned into the client's: a sans-IO [`Translator`] that decodes
-//! the upstream's text into prose and calls ([`Piece`]s), a [`ChunkWriter`] that writes
-//! pieces as `chat.completion.chunk` objects, and a [`Completion`] that gathers them into
-//! one `chat.completion`.
+//! The upstream's stream turned into the one stream of decoded pieces every client API
+//! writes: a sans-IO [`Translator`] that decodes the upstream's text into prose, reasoning
+//! and calls ([`Piece`]s) and says how the reply ended ([`Finish`]). The API modules
+//! (`crate::api`) write the pieces in their own events.
 
 use serde_json::{Map, Value};
 use tam::{BlockKind as MixedProtocol, Config as MixedConfig, Decoder as OutputDecoder};
 
 use crate::ProxyError;
-use crate::request::OfferedTools;
+use crate::conversation::OfferedTools;
 use tam::turn::{ACTION_END, StoppedAt, close_stopped_block, stop_sequences};
 use tam_model::{FinishReason, ModelItem};
 
@@ -16,10 +16,8 @@ use crate::Protocol;
 mod emit;
 #[cfg(test)]
 mod tests;
-mod wire;
 
 use emit::*;
-pub(crate) use wire::{ChunkWriter, Completion, unique_id};
 
 /// Keeps the last 64 bytes (or a little more, at a character boundary) of a stream's text.
 fn keep_tail(tail: &mut String, text: &str) {
@@ -49,6 +47,34 @@ pub(crate) enum Piece {
     },
     /// A piece of a call's arguments' JSON text.
     CallArguments { index: usize, text: String },
+    /// A call's arguments are complete (their pieces join to a JSON object). A call that
+    /// began and never ends was voided: the reply ends with an error or a cut.
+    CallEnd { index: usize },
+}
+
+/// How a reply ended, as the client is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Finish {
+    /// Calls were emitted, and every streamed call was completed.
+    ToolCalls,
+    /// The model ended its reply (or a stop sequence did).
+    Stop,
+    /// The reply hit the token limit.
+    Length,
+    /// Another reason the upstream named (`content_filter`, …).
+    Other(String),
+}
+
+impl Finish {
+    /// The reason in the OpenAI form (`finish_reason`).
+    pub(crate) fn as_openai(&self) -> &str {
+        match self {
+            Finish::ToolCalls => "tool_calls",
+            Finish::Stop => "stop",
+            Finish::Length => "length",
+            Finish::Other(reason) => reason,
+        }
+    }
 }
 
 /// The protocol decoder of one response: the front door for the proxy's protocol, with
@@ -207,7 +233,7 @@ impl Translator {
     /// from a block open at the cut, whose text comes back as content. Returns the
     /// `finish_reason`: `tool_calls` when a call was emitted and every streamed call was
     /// completed, else the upstream's (`stop` when it sent none).
-    pub(crate) fn finish(&mut self, failed: bool) -> String {
+    pub(crate) fn finish(&mut self, failed: bool) -> Finish {
         let cut = failed || self.finish.as_ref().is_some_and(FinishReason::is_cut);
         // A server that honours the stop sequence leaves the end marker out: at a `stop`
         // finish, a block still open is closed by its marker when the server says it
@@ -261,16 +287,31 @@ impl Translator {
             self.emitter
                 .content(&format!("Tool call: {name} {arguments}"));
         }
+        // Native calls passed through are complete at a normal end.
+        if !cut {
+            for (_, index) in std::mem::take(&mut self.emitter.native) {
+                self.emitter.pieces.push(Piece::CallEnd { index });
+            }
+        }
         if self.emitter.calls > 0 && !self.emitter.unfinished {
-            "tool_calls".to_owned()
+            Finish::ToolCalls
         } else {
             match &self.finish {
                 // No call reached the client: the upstream's own `tool_calls` finish
                 // named calls that were not passed on.
-                Some(FinishReason::ToolCalls) | None => "stop".to_owned(),
-                Some(reason) => reason.as_str().to_owned(),
+                Some(FinishReason::ToolCalls | FinishReason::Stop) | None => Finish::Stop,
+                Some(FinishReason::Length) => Finish::Length,
+                Some(reason) => Finish::Other(reason.as_str().to_owned()),
             }
         }
+    }
+
+    /// The client's own stop sequence the upstream said it stopped at (not the protocol's
+    /// end marker, which is the proxy's): Messages' `stop_sequence`.
+    pub(crate) fn client_stop_sequence(&self) -> Option<&str> {
+        let sequence = self.stopped_at.as_deref()?;
+        let ours = sequence == ACTION_END || sequence == self.tam_end;
+        (!ours && self.finish == Some(FinishReason::Stop)).then_some(sequence)
     }
 
     /// After [`Translator::finish`]: the error that ends the reply instead of a finish

@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 use tam_model::ToolCallChunk;
 
 use super::*;
-use crate::request::translate;
+use crate::api::chat::translate;
 
 /// The offered tools of a request with `get_weather(city: string, days: integer)`.
 fn offered() -> OfferedTools {
@@ -34,24 +34,57 @@ fn translator(protocol: Protocol) -> Translator {
 /// Pieces of `deltas` with adjacent content joined, and the finish reason.
 fn run(protocol: Protocol, deltas: &[&str], finish: Option<FinishReason>) -> (Vec<Piece>, String) {
     let mut t = translator(protocol);
-    let mut pieces: Vec<Piece> = Vec::new();
-    let mut push = |piece: Piece| match (pieces.last_mut(), piece) {
-        (Some(Piece::Content(previous)), Piece::Content(text))
-        | (Some(Piece::Reasoning(previous)), Piece::Reasoning(text)) => {
-            previous.push_str(&text);
-        }
-        (_, piece) => pieces.push(piece),
-    };
+    let mut raw: Vec<Piece> = Vec::new();
     for delta in deltas {
         t.feed(ModelItem::Text((*delta).to_owned()));
-        t.drain().for_each(&mut push);
+        raw.extend(t.drain());
     }
     if let Some(finish) = finish {
         t.feed(ModelItem::Finish(finish));
     }
-    let reason = t.finish(false);
-    t.drain().for_each(&mut push);
+    let reason = t.finish(false).as_openai().to_owned();
+    raw.extend(t.drain());
+    let raw = without_call_ends(raw, &reason);
+    let mut pieces: Vec<Piece> = Vec::new();
+    for piece in raw {
+        match (pieces.last_mut(), piece) {
+            (Some(Piece::Content(previous)), Piece::Content(text))
+            | (Some(Piece::Reasoning(previous)), Piece::Reasoning(text)) => {
+                previous.push_str(&text);
+            }
+            (_, piece) => pieces.push(piece),
+        }
+    }
     (pieces, reason)
+}
+
+/// `pieces` without their `CallEnd`s, checked first: a call ends once, after its last
+/// arguments, and in a reply that finished `tool_calls` every call ends.
+fn without_call_ends(pieces: Vec<Piece>, reason: &str) -> Vec<Piece> {
+    let mut started = Vec::new();
+    let mut ended = Vec::new();
+    for piece in &pieces {
+        match piece {
+            Piece::CallStart { index, .. } => started.push(*index),
+            Piece::CallArguments { index, .. } => {
+                assert!(!ended.contains(index), "arguments after the end: {pieces:?}")
+            }
+            Piece::CallEnd { index } => {
+                assert!(started.contains(index) && !ended.contains(index), "{pieces:?}");
+                ended.push(*index);
+            }
+            _ => {}
+        }
+    }
+    if reason == "tool_calls" {
+        started.sort_unstable();
+        ended.sort_unstable();
+        assert_eq!(started, ended, "every call ends: {pieces:?}");
+    }
+    pieces
+        .into_iter()
+        .filter(|p| !matches!(p, Piece::CallEnd { .. }))
+        .collect()
 }
 
 /// The same pieces whole, in 1-character deltas and split at every character boundary.
@@ -185,8 +218,8 @@ fn native_chunks_pass_through_before_decoded_calls() {
         Some("late".into()),
         "{}",
     )));
-    let reason = t.finish(false);
-    let pieces: Vec<Piece> = t.drain().collect();
+    let reason = t.finish(false).as_openai().to_owned();
+    let pieces: Vec<Piece> = without_call_ends(t.drain().collect(), &reason);
     let [start, args] = call(1, "get_weather", "{}");
     assert_eq!(
         pieces,
@@ -263,7 +296,7 @@ fn run_stopped(
         t.feed(ModelItem::StopSequence(sequence.to_owned()));
     }
     t.feed(ModelItem::Finish(FinishReason::Stop));
-    let reason = t.finish(false);
+    let reason = t.finish(false).as_openai().to_owned();
     per_delta.push(t.drain().collect());
     let failure = t.failure().map(|e| e.code().to_owned());
     (per_delta, reason, failure)
@@ -308,7 +341,7 @@ fn run_streaming_after(
     if let Some(finish) = finish {
         t.feed(ModelItem::Finish(finish));
     }
-    let reason = t.finish(false);
+    let reason = t.finish(false).as_openai().to_owned();
     per_delta.push(t.drain().collect());
     let failure = t.failure().map(|e| e.code().to_owned());
     (per_delta, reason, failure)
@@ -336,7 +369,7 @@ fn gathered(pieces: &[Vec<Piece>]) -> (String, Vec<(String, String)>) {
                 calls.push((name.clone(), String::new()));
             }
             Piece::CallArguments { index, text } => calls[*index].1.push_str(text),
-            Piece::Reasoning(_) => {}
+            Piece::Reasoning(_) | Piece::CallEnd { .. } => {}
         }
     }
     (content, calls)

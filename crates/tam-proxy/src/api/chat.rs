@@ -1,17 +1,26 @@
-//! A client's `chat.completions` request turned into the upstream's: tools into the system
-//! prompt, native calls and tool results into text, every other field passed through.
-
-use std::collections::HashMap;
+//! OpenAI Chat Completions (`POST /v1/chat/completions`): a client's request read into the
+//! one [`Conversation`], and the reply written as `chat.completion.chunk` events or one
+//! `chat.completion` ([`ChunkWriter`], [`Completion`]).
 
 use serde_json::{Map, Value};
-use tool_schema::{CompiledTool, Implementation, ToolDefinition, ToolId, empty_parameters};
+use tool_schema::{Implementation, ToolDefinition, ToolId, empty_parameters};
 
 use crate::ProxyError;
-use crate::history::{PastCall, observation, render_calls};
-use crate::prompt::{Choice, after_observations, demonstration, tool_prompt};
-use tam_model::{Message, ModelOptions, Role};
+use crate::conversation::{Conversation, Turn, past_call};
+use crate::history::PastCall;
+use crate::prompt::Choice;
+use tam_model::ModelOptions;
 
+#[cfg(test)]
 use crate::Protocol;
+#[cfg(test)]
+use crate::conversation::Translated;
+#[cfg(test)]
+use crate::prompt::after_observations;
+#[cfg(test)]
+use tam_model::{Message, Role};
+
+pub(crate) use super::chat_wire::ChunkWriter;
 
 /// Fields the proxy consumes; every other field goes to the upstream as the client sent it.
 const CONSUMED: &[&str] = &[
@@ -28,83 +37,18 @@ const CONSUMED: &[&str] = &[
     "seed",
 ];
 
-/// The tools a request offered, by function name.
-#[derive(Debug, Default)]
-pub(crate) struct OfferedTools {
-    tools: HashMap<String, CompiledTool>,
-}
-
-impl OfferedTools {
-    /// The offered tool named `name` (exactly).
-    pub(crate) fn get(&self, name: &str) -> Option<&CompiledTool> {
-        self.tools.get(name)
-    }
-
-    /// The name of the offered tool a call naming `name` is for: `name` itself when
-    /// offered, else the one offered tool whose name is `name` but for ASCII case and the
-    /// separators `_`, `-` and `.` (`prob_dist.binomial` for an offered
-    /// `prob_dist_binomial`: clients rewrite names an API refuses, and models write the
-    /// name they know). Two offered names that match that way: neither (no guess).
-    pub(crate) fn resolve<'a>(&'a self, name: &'a str) -> Option<&'a str> {
-        if self.tools.contains_key(name) {
-            return Some(name);
-        }
-        let want = loose_name(name);
-        let mut found = self.tools.keys().filter(|k| loose_name(k) == want);
-        match (found.next(), found.next()) {
-            (Some(one), None) => Some(one),
-            _ => None,
-        }
-    }
-}
-
-/// A tool name without ASCII case and the separators `_`, `-` and `.`.
-fn loose_name(name: &str) -> String {
-    loose_chars(name).collect()
-}
-
-/// The characters of `name` as [`loose_name`] keeps them.
-fn loose_chars(name: &str) -> impl Iterator<Item = char> + '_ {
-    name.chars()
-        .filter(|c| !matches!(c, '_' | '-' | '.'))
-        .map(|c| c.to_ascii_lowercase())
-}
-
-/// Whether two names are the same but for ASCII case and the separators `_`, `-` and `.`
-/// ([`loose_name`]), compared without an allocation.
-pub(crate) fn same_loosely(a: &str, b: &str) -> bool {
-    loose_chars(a).eq(loose_chars(b))
-}
-
-/// What the proxy does with one request.
-#[derive(Debug)]
-pub(crate) struct Translated {
-    /// The `model` to ask the upstream for.
-    pub(crate) model: String,
-    /// The conversation as the upstream sees it.
-    pub(crate) messages: Vec<Message>,
-    /// `max_tokens`, `stop`, `seed`.
-    pub(crate) options: ModelOptions,
-    /// Every field the proxy does not consume, as sent.
-    pub(crate) extra: Map<String, Value>,
-    /// The client asked for a stream.
-    pub(crate) stream: bool,
-    /// The client asked for usage in the stream (`stream_options.include_usage`).
-    pub(crate) include_usage: bool,
-    /// The offered tools; empty when the upstream's text is passed through undecoded.
-    pub(crate) offered: OfferedTools,
-    /// Decode the upstream's text into calls (tools offered and `tool_choice` not `none`).
-    pub(crate) decode: bool,
-    /// Most calls in the reply: 1 for `parallel_tool_calls: false`.
-    pub(crate) max_calls: usize,
-}
-
-/// Reads and translates a request body.
+/// Reads and translates a request body (the reader, then the one translation).
+#[cfg(test)]
 pub(crate) fn translate(
     body: &[u8],
     protocol: Protocol,
     default_model: &str,
 ) -> Result<Translated, ProxyError> {
+    crate::conversation::translate(read(body, default_model)?, protocol)
+}
+
+/// Reads a `chat.completions` request body.
+pub(crate) fn read(body: &[u8], default_model: &str) -> Result<Conversation, ProxyError> {
     let request: Map<String, Value> = serde_json::from_slice(body).map_err(|e| {
         ProxyError::invalid(
             "invalid_json",
@@ -152,56 +96,8 @@ pub(crate) fn translate(
             }
         },
     };
-    let definitions = read_tools(request.get("tools"))?;
-    let offered_definitions: Vec<ToolDefinition> = match &choice {
-        None => Vec::new(),
-        Some(Choice::Named(name)) => {
-            let chosen: Vec<ToolDefinition> = definitions
-                .into_iter()
-                .filter(|d| d.id.as_str() == name)
-                .collect();
-            if chosen.is_empty() {
-                return Err(ProxyError::invalid(
-                    "invalid_tools",
-                    format!("'tool_choice' names '{name}', which 'tools' does not define"),
-                ));
-            }
-            chosen
-        }
-        Some(_) => definitions,
-    };
-    if protocol == Protocol::Action {
-        writable_in_action(&offered_definitions)?;
-    }
-    let decode = !offered_definitions.is_empty();
-    let prompt = choice.as_ref().filter(|_| decode).map(|choice| {
-        let refs: Vec<&ToolDefinition> = offered_definitions.iter().collect();
-        tool_prompt(protocol, &refs, choice, parallel)
-    });
-    let mut offered = OfferedTools::default();
-    for definition in offered_definitions {
-        let name = definition.id.as_str().to_owned();
-        let tool = CompiledTool::new(definition)
-            .map_err(|e| ProxyError::invalid("invalid_tools", format!("tool '{name}': {e}")))?;
-        offered.tools.insert(name, tool);
-    }
-
-    let after = decode.then(|| after_observations(protocol));
-    let (mut messages, holds_calls) =
-        read_messages(request.get("messages"), protocol, prompt, after)?;
-    // Once the conversation holds a call, its own turns show the form, and the model given
-    // its results answers the demonstration's questions too (see `prompt`'s decisions).
-    let demonstration = choice
-        .as_ref()
-        .filter(|_| decode && !holds_calls)
-        .map(|choice| demonstration(protocol, choice))
-        .unwrap_or_default();
-    // The demonstration goes between the system messages and the conversation.
-    let first_turn = messages
-        .iter()
-        .position(|m| m.role != Role::System)
-        .unwrap_or(messages.len());
-    messages.splice(first_turn..first_turn, demonstration);
+    let tools = read_tools(request.get("tools"))?;
+    let turns = read_messages(request.get("messages"))?;
 
     let mut options = ModelOptions::new();
     options.max_tokens = request
@@ -235,52 +131,17 @@ pub(crate) fn translate(
         .and_then(|o| o.get("include_usage"))
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    Ok(Translated {
+    Ok(Conversation {
         model,
-        messages,
+        turns,
+        tools,
+        choice,
+        parallel,
         options,
         extra,
         stream,
         include_usage,
-        offered,
-        decode,
-        max_calls: if parallel { usize::MAX } else { 1 },
     })
-}
-
-/// In ACTION a call is an element named by its tool and parameters: a tool (or a
-/// parameter of its top-level schema) whose name is no XML element name could never be
-/// called. Rather than offer it silently, the request is refused (400 `invalid_tools`),
-/// saying which name and what to do.
-fn writable_in_action(definitions: &[ToolDefinition]) -> Result<(), ProxyError> {
-    for definition in definitions {
-        let tool = definition.id.as_str();
-        let keys = definition
-            .parameters
-            .get("properties")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flat_map(|p| p.keys());
-        let bad = std::iter::once(tool)
-            .chain(keys.map(String::as_str))
-            .find(|name| !action_xml::is_element_name(name));
-        if let Some(name) = bad {
-            let what = if name == tool {
-                format!("function name '{tool}'")
-            } else {
-                format!("parameter '{name}' of function '{tool}'")
-            };
-            return Err(ProxyError::invalid(
-                "invalid_tools",
-                format!(
-                    "{what} cannot be written as an ACTION element (an XML name: a letter or \
-                     '_' first, then letters, digits, '_', '-', '.', at most one ':'), so the \
-                     model could never call it; rename it, or serve with --protocol tam"
-                ),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// `tools`: function definitions; a name tool-schema refuses or a schema it cannot compile
@@ -305,51 +166,51 @@ fn read_tools(tools: Option<&Value>) -> Result<Vec<ToolDefinition>, ProxyError> 
             .get("name")
             .and_then(Value::as_str)
             .ok_or_else(|| ProxyError::invalid("invalid_tools", "each function needs a 'name'"))?;
-        let id = ToolId::parse(name).map_err(|e| {
-            ProxyError::invalid("invalid_tools", format!("function name '{name}': {e}"))
-        })?;
         let description = function
             .get("description")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let parameters = function
-            .get("parameters")
-            .cloned()
-            .unwrap_or_else(empty_parameters);
-        definitions.push(ToolDefinition::new(
-            id,
+        definitions.push(tool_definition(
+            name,
             description,
-            parameters,
-            Implementation::Service,
-        ));
+            function.get("parameters").cloned(),
+        )?);
     }
     Ok(definitions)
 }
 
-/// `messages` as the upstream sees them: the tool prompt after the first system message's
-/// text (or as a new first system message), `developer` as `system`, assistant
-/// `tool_calls` as the protocol's block after the message's text, and each run of `tool`
-/// messages as one user message of observations, closed by `after` when given (the tool
-/// prompt's line saying what to do with them, [`after_observations`]); and whether the
-/// conversation holds a call already (an assistant message with `tool_calls`, or a
-/// `tool` or `function` message).
-fn read_messages(
-    messages: Option<&Value>,
-    protocol: Protocol,
-    prompt: Option<String>,
-    after: Option<&str>,
-) -> Result<(Vec<Message>, bool), ProxyError> {
+/// A client's function as a tool definition: a name tool-schema refuses is a 400
+/// (`invalid_tools`); no parameters is an object without properties.
+pub(crate) fn tool_definition(
+    name: &str,
+    description: &str,
+    parameters: Option<Value>,
+) -> Result<ToolDefinition, ProxyError> {
+    let id = ToolId::parse(name).map_err(|e| {
+        ProxyError::invalid("invalid_tools", format!("function name '{name}': {e}"))
+    })?;
+    let parameters = match parameters {
+        None | Some(Value::Null) => empty_parameters(),
+        Some(parameters) => parameters,
+    };
+    Ok(ToolDefinition::new(
+        id,
+        description,
+        parameters,
+        Implementation::Service,
+    ))
+}
+
+/// `messages` as turns: `developer` is `system`, an assistant message's `tool_calls` its
+/// calls, a `tool` (or `function`) message a tool result.
+fn read_messages(messages: Option<&Value>) -> Result<Vec<Turn>, ProxyError> {
     let Some(Value::Array(messages)) = messages else {
         return Err(ProxyError::invalid(
             "invalid_messages",
             "'messages' must be an array",
         ));
     };
-    let mut out: Vec<Message> = Vec::with_capacity(messages.len() + 1);
-    // Function names of the history's calls, by call id, for the tool messages.
-    let mut names: HashMap<String, String> = HashMap::new();
-    let mut last_was_tool = false;
-    let mut holds_calls = false;
+    let mut out = Vec::with_capacity(messages.len());
     for (position, message) in messages.iter().enumerate() {
         let invalid = |what: &str| {
             ProxyError::invalid("invalid_messages", format!("messages[{position}]: {what}"))
@@ -365,78 +226,33 @@ fn read_messages(
             ),
             ContentError::Invalid => invalid("'content' must be a string or an array of parts"),
         })?;
-        let is_tool = matches!(role, "tool" | "function");
-        if last_was_tool && !is_tool {
-            close_observations(&mut out, after);
-        }
-        match role {
-            "system" | "developer" => out.push(Message::system(content)),
-            "user" => out.push(Message::user(content)),
-            "assistant" => {
-                let calls = read_past_calls(message.get("tool_calls"), &mut names)
-                    .map_err(|what| invalid(&what))?;
-                let mut text = content;
-                holds_calls |= !calls.is_empty();
-                if !calls.is_empty() {
-                    if !text.is_empty() && !text.ends_with('\n') {
-                        text.push('\n');
-                    }
-                    text.push_str(&render_calls(protocol, &calls));
-                }
-                out.push(Message::assistant(text));
-            }
-            "tool" | "function" => {
-                holds_calls = true;
-                let name = message
+        out.push(match role {
+            "system" | "developer" => Turn::System(content),
+            "user" => Turn::User(content),
+            "assistant" => Turn::Assistant {
+                text: content,
+                calls: read_past_calls(message.get("tool_calls")).map_err(|what| invalid(&what))?,
+            },
+            "tool" | "function" => Turn::ToolResult {
+                call_id: message
                     .get("tool_call_id")
                     .and_then(Value::as_str)
-                    .and_then(|id| names.get(id))
-                    .map(String::as_str)
-                    .or_else(|| message.get("name").and_then(Value::as_str))
-                    .unwrap_or("unknown");
-                let line = observation(name, &content);
-                match out.last_mut() {
-                    Some(previous) if last_was_tool => {
-                        previous.content.push('\n');
-                        previous.content.push_str(&line);
-                    }
-                    _ => out.push(Message::user(line)),
-                }
-            }
+                    .map(str::to_owned),
+                name: message
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                content,
+                is_error: false,
+            },
             other => return Err(invalid(&format!("unknown role '{other}'"))),
-        }
-        last_was_tool = is_tool;
+        });
     }
-    if last_was_tool {
-        close_observations(&mut out, after);
-    }
-    if let Some(prompt) = prompt {
-        match out.first_mut() {
-            Some(first) if first.role == Role::System => {
-                if !first.content.is_empty() {
-                    first.content.push_str("\n\n");
-                }
-                first.content.push_str(&prompt);
-            }
-            _ => out.insert(0, Message::system(prompt)),
-        }
-    }
-    Ok((out, holds_calls))
+    Ok(out)
 }
 
-/// Ends the message of observations that is last in `out` with `after`, after a blank line.
-fn close_observations(out: &mut [Message], after: Option<&str>) {
-    if let (Some(after), Some(observations)) = (after, out.last_mut()) {
-        observations.content.push_str("\n\n");
-        observations.content.push_str(after);
-    }
-}
-
-/// An assistant message's `tool_calls`, recording each id's function name.
-fn read_past_calls(
-    calls: Option<&Value>,
-    names: &mut HashMap<String, String>,
-) -> Result<Vec<PastCall>, String> {
+/// An assistant message's `tool_calls`.
+fn read_past_calls(calls: Option<&Value>) -> Result<Vec<PastCall>, String> {
     let calls = match calls {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(calls)) => calls,
@@ -453,18 +269,8 @@ fn read_past_calls(
             None | Some(Value::Null) => "{}".to_owned(),
             Some(other) => other.to_string(),
         };
-        let args = match serde_json::from_str::<Value>(&raw_args) {
-            Ok(Value::Object(args)) => Some(args),
-            _ => None,
-        };
-        if let Some(id) = call.get("id").and_then(Value::as_str) {
-            names.insert(id.to_owned(), name.to_owned());
-        }
-        out.push(PastCall {
-            name: name.to_owned(),
-            args,
-            raw_args,
-        });
+        let id = call.get("id").and_then(Value::as_str).map(str::to_owned);
+        out.push(past_call(id, name, raw_args));
     }
     Ok(out)
 }
