@@ -18,7 +18,8 @@
 //!   event sequences the proxy must write): a check of the harness and of those sequences
 //!   that needs no proxy.
 //!
-//! A failure prints what the CLI wrote and the requests each server received.
+//! A failure prints what the CLI wrote and the requests each server received. The test
+//! lives with the `tam` binary's other tests because it runs `tam serve` as a user would.
 //!
 //! One check here needs no CLI and always runs: the scripted model, behind `tam serve`,
 //! gets its shell call and its final answer through the Chat Completions route, so the
@@ -72,6 +73,14 @@ struct Clis {
     codex: PathBuf,
 }
 
+/// Why the CLIs are not there.
+enum Missing {
+    /// npm is not installed: the tests skip, saying so.
+    Skip(String),
+    /// The install failed: every test that needs the CLIs fails with this.
+    Fail(String),
+}
+
 /// Whether the tests run, and the installed CLIs when they do. Installs once per test
 /// binary; a skip is said on standard error by each test.
 fn clis() -> Option<&'static Clis> {
@@ -82,13 +91,14 @@ fn clis() -> Option<&'static Clis> {
         );
         return None;
     }
-    static INSTALLED: OnceLock<Result<Clis, String>> = OnceLock::new();
+    static INSTALLED: OnceLock<Result<Clis, Missing>> = OnceLock::new();
     match INSTALLED.get_or_init(install) {
         Ok(clis) => Some(clis),
-        Err(skip) => {
-            eprintln!("agent_clis: SKIPPED — {skip}");
+        Err(Missing::Skip(why)) => {
+            eprintln!("agent_clis: SKIPPED — {why}");
             None
         }
+        Err(Missing::Fail(why)) => panic!("{why}"),
     }
 }
 
@@ -105,9 +115,8 @@ fn cache_dir() -> PathBuf {
     base.join("tam-agents")
 }
 
-/// The pinned CLIs in the cache, installed with npm unless they are there already. `Err`
-/// (a skip) when npm is missing; a failed install fails the test that asked for it.
-fn install() -> Result<Clis, String> {
+/// The pinned CLIs in the cache, installed with npm unless they are there already.
+fn install() -> Result<Clis, Missing> {
     let cache = cache_dir();
     let bin = cache.join("node_modules").join(".bin");
     let clis = Clis {
@@ -119,9 +128,16 @@ fn install() -> Result<Clis, String> {
     }
     let npm_version = Command::new("npm").arg("--version").output();
     if npm_version.is_err() {
-        return Err("npm is not installed: it installs Claude Code and Codex".to_owned());
+        return Err(Missing::Skip(
+            "npm is not installed: it installs Claude Code and Codex".to_owned(),
+        ));
     }
-    std::fs::create_dir_all(&cache).expect("the cache directory can be created");
+    if let Err(e) = std::fs::create_dir_all(&cache) {
+        return Err(Missing::Fail(format!(
+            "cannot create {}: {e}",
+            cache.display()
+        )));
+    }
     let packages = [CLAUDE_CODE, CODEX].map(|(name, version)| format!("{name}@{version}"));
     eprintln!(
         "agent_clis: installing {} into {}",
@@ -132,26 +148,24 @@ fn install() -> Result<Clis, String> {
         .args(["install", "--no-audit", "--no-fund", "--prefix"])
         .arg(&cache)
         .args(&packages)
-        .output()
-        .expect("npm starts");
-    assert!(
-        npm.status.success(),
-        "npm install failed ({}):\n{}\n{}",
-        npm.status,
-        String::from_utf8_lossy(&npm.stdout),
-        String::from_utf8_lossy(&npm.stderr)
-    );
-    assert!(
-        clis.are_pinned(),
-        "after npm install, {} or {} is missing or not the pinned version ({} {}, {} {})",
-        clis.claude.display(),
-        clis.codex.display(),
-        CLAUDE_CODE.0,
-        CLAUDE_CODE.1,
-        CODEX.0,
-        CODEX.1
-    );
-    Ok(clis)
+        .output();
+    match npm {
+        Ok(npm) if !npm.status.success() => Err(Missing::Fail(format!(
+            "npm install failed ({}):\n{}\n{}",
+            npm.status,
+            String::from_utf8_lossy(&npm.stdout),
+            String::from_utf8_lossy(&npm.stderr)
+        ))),
+        Err(e) => Err(Missing::Fail(format!("npm install did not start: {e}"))),
+        Ok(_) if !clis.are_pinned() => Err(Missing::Fail(format!(
+            "after npm install, {} or {} is missing or not the pinned version ({}, {})",
+            clis.claude.display(),
+            clis.codex.display(),
+            packages[0],
+            packages[1]
+        ))),
+        Ok(_) => Ok(clis),
+    }
 }
 
 impl Clis {
