@@ -34,6 +34,7 @@ fn main() -> ExitCode {
         Some("bench") => bench(&args[1..]),
         Some("e2e") => e2e::run(&args[1..]),
         Some("bfcl-score") => e2e::bfcl::report::main(&args[1..]),
+        Some("agents") => agents(),
         _ => {
             eprintln!(
                 "usage: cargo xtask <ci | fuzz [TARGET] [--secs N | --runs N] [--seed N] | bench [--quick] \
@@ -41,7 +42,7 @@ fn main() -> ExitCode {
                  [--bfcl FILE [--per-category N] [--paths tam,action,native] [--max-tokens N] \
                  [--out DIR] [--base-url URL]] \
                  | bfcl-score CASES RESULTS [--details] [--strict-irrelevance] [--require-all] \
-                 [--verdicts PATH]>"
+                 [--verdicts PATH] | agents>"
             );
             return ExitCode::from(2);
         }
@@ -78,6 +79,15 @@ fn run(step: &str, mut cmd: Command) -> Result<(), String> {
     } else {
         Err(format!("{step} failed ({status})"))
     }
+}
+
+/// The real agent CLIs (Claude Code, Codex) through `tam serve`: tam-cli's opt-in test,
+/// which installs the pinned CLIs with npm into a cache outside the repository.
+fn agents() -> Result<(), String> {
+    let mut test = cargo();
+    test.args(["test", "-p", "tam-cli", "--test", "agent_clis"])
+        .env("TAM_AGENT_CLIS", "1");
+    run("agent CLIs through tam serve", test)
 }
 
 fn ci() -> Result<(), String> {

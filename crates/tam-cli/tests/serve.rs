@@ -9,127 +9,22 @@
 mod openai_server;
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use openai_server::{Reply, Server, text_stream};
 use serde_json::{Value, json};
-use support::{LINE_WAIT, TAM, run};
-
-/// The server, killed when the test ends whatever happens, and the lines of its standard
-/// error so far (read all along, so the server never writes to a closed pipe).
-struct Serving {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Serving {
-    fn lines(&self) -> Vec<String> {
-        self.lines.lock().unwrap().clone()
-    }
-
-    /// Waits for a line of standard error that `wanted` accepts.
-    fn wait_for_line(&self, wanted: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            if let Some(line) = self.lines().into_iter().find(|l| wanted(l)) {
-                return line;
-            }
-            assert!(
-                start.elapsed() < LINE_WAIT,
-                "no such line in {:?}",
-                self.lines()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
+use support::{LINE_WAIT, Serving, request, run, serve_with};
 
 /// Starts `tam serve --listen 127.0.0.1:0 args…`; the server and its address.
 fn serve(args: &[&str]) -> (Serving, String) {
     serve_with(&["--listen", "127.0.0.1:0"], args, &[])
 }
 
-/// Starts `tam serve listen… args…` with the environment variables `env`.
-fn serve_with(listen: &[&str], args: &[&str], env: &[(&str, &str)]) -> (Serving, String) {
-    let mut child = Command::new(TAM)
-        .arg("serve")
-        .args(listen)
-        .args(args)
-        .envs(env.iter().copied())
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the tam binary starts");
-    let stderr = child.stderr.take().unwrap();
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let (first, first_line) = mpsc::channel();
-    {
-        let lines = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let _ = first.send(line.clone());
-                lines.lock().unwrap().push(line);
-            }
-        });
-    }
-    let serving = Serving { child, lines };
-    let line = first_line
-        .recv_timeout(LINE_WAIT)
-        .expect("tam serve printed no line");
-    let address = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
-    (serving, address)
-}
-
 /// `POST /v1/chat/completions` with `body`, over a plain socket; the status and the body.
 fn post(address: &str, body: &Value) -> (u16, Value) {
     request(address, "POST", "/v1/chat/completions", &[], Some(body))
-}
-
-/// `METHOD path` with `headers` (and a JSON `body`), over a plain socket; the status and
-/// the body.
-fn request(
-    address: &str,
-    method: &str,
-    path: &str,
-    headers: &[&str],
-    body: Option<&Value>,
-) -> (u16, Value) {
-    let body = body.map(Value::to_string).unwrap_or_default();
-    let mut socket = TcpStream::connect(address).unwrap();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
-        body.len()
-    );
-    for header in headers {
-        head.push_str(header);
-        head.push_str("\r\n");
-    }
-    write!(socket, "{head}\r\n{body}").unwrap();
-    let mut response = String::new();
-    socket.read_to_string(&mut response).unwrap();
-    let status = response[9..12].parse().unwrap();
-    let (_, body) = response.split_once("\r\n\r\n").unwrap();
-    (status, serde_json::from_str(body).unwrap())
 }
 
 fn weather_request() -> Value {

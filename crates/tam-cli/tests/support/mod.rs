@@ -1,10 +1,13 @@
 //! Shared by the tests that run the `tam` binary: running it with a time limit, feeding
-//! its standard input whole or in pieces, and reading and checking its NDJSON.
+//! its standard input whole or in pieces, reading and checking its NDJSON, and running
+//! `tam serve` as a server.
 #![allow(dead_code)] // each test file uses a part
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -382,8 +385,7 @@ impl LiveRun {
         let stdout = child.stdout.take().unwrap();
         let (sender, lines) = std::sync::mpsc::channel();
         let reader = thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(stdout).lines() {
+            for line in BufReader::new(stdout).lines() {
                 if sender.send(line.unwrap()).is_err() {
                     return;
                 }
@@ -467,4 +469,107 @@ impl Drop for LiveRun {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The server, killed when the test ends whatever happens, and the lines of its standard
+/// error so far (read all along, so the server never writes to a closed pipe).
+pub struct Serving {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Serving {
+    /// The lines of standard error so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// Waits for a line of standard error that `wanted` accepts.
+    pub fn wait_for_line(&self, wanted: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            if let Some(line) = self.lines().into_iter().find(|l| wanted(l)) {
+                return line;
+            }
+            assert!(
+                start.elapsed() < LINE_WAIT,
+                "no such line in {:?}",
+                self.lines()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// Starts `tam serve listen… args…` with the environment variables `env`.
+pub fn serve_with(listen: &[&str], args: &[&str], env: &[(&str, &str)]) -> (Serving, String) {
+    let mut child = Command::new(TAM)
+        .arg("serve")
+        .args(listen)
+        .args(args)
+        .envs(env.iter().copied())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the tam binary starts");
+    let stderr = child.stderr.take().unwrap();
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let (first, first_line) = mpsc::channel();
+    {
+        let lines = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let _ = first.send(line.clone());
+                lines.lock().unwrap().push(line);
+            }
+        });
+    }
+    let serving = Serving { child, lines };
+    let line = first_line
+        .recv_timeout(LINE_WAIT)
+        .expect("tam serve printed no line");
+    let address = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    (serving, address)
+}
+
+/// `METHOD path` with `headers` (and a JSON `body`), over a plain socket; the status and
+/// the body.
+pub fn request(
+    address: &str,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: Option<&Value>,
+) -> (u16, Value) {
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let mut socket = TcpStream::connect(address).unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    for header in headers {
+        head.push_str(header);
+        head.push_str("\r\n");
+    }
+    write!(socket, "{head}\r\n{body}").unwrap();
+    let mut response = String::new();
+    socket.read_to_string(&mut response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let (_, body) = response.split_once("\r\n\r\n").unwrap();
+    (status, serde_json::from_str(body).unwrap())
 }

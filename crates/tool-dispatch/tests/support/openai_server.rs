@@ -1,8 +1,8 @@
 //! A scripted OpenAI-compatible server on 127.0.0.1 (port chosen by the system): it reads
 //! each request (headers and a `Content-Length` body), records it, and answers with the
-//! next scripted reply, written byte for byte (chunked transfer encoding for streams) so a
-//! test controls line ends, pauses and a connection dropped mid-stream. Each test's server
-//! stops when the test drops it.
+//! next scripted reply (or the reply a script makes of the request), written byte for byte
+//! (chunked transfer encoding for streams) so a test controls line ends, pauses and a
+//! connection dropped mid-stream. Each test's server stops when the test drops it.
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
@@ -60,6 +60,9 @@ impl Request {
     }
 }
 
+/// What answers a request: the request, already recorded, to the reply (`None`: a 500).
+type Answer = Arc<dyn Fn(&Request) -> Option<Reply> + Send + Sync>;
+
 /// A running server.
 pub struct Server {
     /// `http://127.0.0.1:PORT/v1`.
@@ -79,10 +82,23 @@ impl Server {
     /// Starts a server answering requests with `replies`, in order (a request beyond them
     /// gets a 500).
     pub async fn start(replies: Vec<Reply>) -> Server {
+        let replies = Mutex::new(VecDeque::from(replies));
+        Self::answering(Arc::new(move |_: &Request| {
+            replies.lock().unwrap().pop_front()
+        }))
+        .await
+    }
+
+    /// Starts a server answering each request with what `script` makes of it: a scripted
+    /// model that reads the conversation, or a fake of another API (any path is accepted).
+    pub async fn scripted(script: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
+        Self::answering(Arc::new(move |request: &Request| Some(script(request)))).await
+    }
+
+    async fn answering(answer: Answer) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
         let seen = requests.clone();
         let task = tokio::spawn(async move {
             loop {
@@ -90,9 +106,9 @@ impl Server {
                     return;
                 };
                 let seen = seen.clone();
-                let replies = replies.clone();
+                let answer = answer.clone();
                 tokio::spawn(async move {
-                    let _ = serve(socket, seen, replies).await;
+                    let _ = serve(socket, seen, answer).await;
                 });
             }
         });
@@ -112,7 +128,7 @@ impl Server {
 async fn serve(
     mut socket: TcpStream,
     seen: Arc<Mutex<Vec<Request>>>,
-    replies: Arc<Mutex<VecDeque<Reply>>>,
+    answer: Answer,
 ) -> std::io::Result<()> {
     let mut buffer = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -148,12 +164,13 @@ async fn serve(
         body.extend_from_slice(&chunk[..read]);
     }
     let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    seen.lock().unwrap().push(Request {
+    let request = Request {
         line,
         headers,
         body,
-    });
-    let reply = replies.lock().unwrap().pop_front();
+    };
+    seen.lock().unwrap().push(request.clone());
+    let reply = answer(&request);
     match reply {
         Some(Reply::Stream { pieces, drop }) => {
             socket
