@@ -69,9 +69,108 @@ pub(crate) enum Turn {
 #[derive(Debug, Default)]
 pub(crate) struct OfferedTools {
     tools: HashMap<String, CompiledTool>,
+    /// TAM: per tool, the parameters offered under another key ([`tam_aliases`]):
+    /// (alias, parameter).
+    aliases: HashMap<String, Vec<(String, String)>>,
+}
+
+/// In TAM the key `command` names the tool (and `command1`, `command2`, … chain calls), so
+/// a parameter whose key reads as one (Claude Code's `Bash` tool has `command`) could never
+/// be written: the model's `command:「始」ls「末」` would name a tool `ls`. Such a parameter
+/// is offered to the model as `arg_` and its name (`arg_command`), and read back under its
+/// own name.
+const TAM_ALIAS_PREFIX: &str = "arg_";
+
+/// Whether `key` reads as a TAM `command` key (canonically: lowercase, without `_` and
+/// `-`, `command` and digits).
+fn is_command_key(key: &str) -> bool {
+    let canonical: String = key
+        .chars()
+        .filter(|c| !matches!(c, '_' | '-'))
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    canonical
+        .strip_prefix("command")
+        .is_some_and(|rest| rest.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// The parameters of `definition` TAM must offer under another key: (alias, parameter).
+fn tam_aliases(definition: &ToolDefinition) -> Vec<(String, String)> {
+    let Some(properties) = definition
+        .parameters
+        .get("properties")
+        .and_then(Value::as_object)
+    else {
+        return Vec::new();
+    };
+    properties
+        .keys()
+        .filter(|key| is_command_key(key))
+        .map(|key| (format!("{TAM_ALIAS_PREFIX}{key}"), key.clone()))
+        .filter(|(alias, _)| !properties.contains_key(alias))
+        .collect()
+}
+
+/// `definition` with each aliased parameter renamed to its alias (properties and
+/// `required`): what the TAM prompt lists.
+fn with_aliases(definition: &ToolDefinition, aliases: &[(String, String)]) -> ToolDefinition {
+    let mut renamed = definition.clone();
+    let rename = |key: &str| {
+        aliases
+            .iter()
+            .find(|(_, real)| real == key)
+            .map_or_else(|| key.to_owned(), |(alias, _)| alias.clone())
+    };
+    if let Some(Value::Object(properties)) = renamed.parameters.get_mut("properties") {
+        *properties = std::mem::take(properties)
+            .into_iter()
+            .map(|(key, value)| (rename(&key), value))
+            .collect();
+    }
+    if let Some(Value::Array(required)) = renamed.parameters.get_mut("required") {
+        for key in required.iter_mut() {
+            if let Some(name) = key.as_str() {
+                *key = Value::String(rename(name));
+            }
+        }
+    }
+    renamed
+}
+
+/// Renames the keys of `args` by `pairs` (from → to).
+fn rename_keys(args: &mut Map<String, Value>, pairs: impl Iterator<Item = (String, String)>) {
+    for (from, to) in pairs {
+        if let Some(value) = args.remove(&from) {
+            args.insert(to, value);
+        }
+    }
 }
 
 impl OfferedTools {
+    /// A decoded TAM call's arguments with the parameters the prompt offered under an
+    /// alias back under their own names (keys compared canonically, as TAM keys are).
+    pub(crate) fn unalias(&self, tool: &str, args: &mut Map<String, Value>) {
+        let Some(aliases) = self.aliases.get(tool) else {
+            return;
+        };
+        let canonical = |key: &str| -> String {
+            key.chars()
+                .filter(|c| !matches!(c, '_' | '-'))
+                .map(|c| c.to_ascii_lowercase())
+                .collect()
+        };
+        let pairs: Vec<(String, String)> = args
+            .keys()
+            .filter_map(|key| {
+                aliases
+                    .iter()
+                    .find(|(alias, _)| canonical(alias) == canonical(key))
+                    .map(|(_, real)| (key.clone(), real.clone()))
+            })
+            .collect();
+        rename_keys(args, pairs.into_iter());
+    }
+
     /// The offered tool named `name` (exactly).
     pub(crate) fn get(&self, name: &str) -> Option<&CompiledTool> {
         self.tools.get(name)
@@ -171,11 +270,46 @@ pub(crate) fn translate(
         writable_in_action(&offered_definitions)?;
     }
     let decode = !offered_definitions.is_empty();
+    let mut offered = OfferedTools::default();
+    // TAM (and auto, which teaches TAM) offers parameters named like its `command` keys
+    // under an alias.
+    if protocol != Protocol::Action {
+        for definition in &offered_definitions {
+            let aliases = tam_aliases(definition);
+            if !aliases.is_empty() {
+                offered
+                    .aliases
+                    .insert(definition.id.as_str().to_owned(), aliases);
+            }
+        }
+    }
     let prompt = choice.as_ref().filter(|_| decode).map(|choice| {
-        let refs: Vec<&ToolDefinition> = offered_definitions.iter().collect();
+        let prompted: Vec<ToolDefinition> = offered_definitions
+            .iter()
+            .map(|d| match offered.aliases.get(d.id.as_str()) {
+                Some(aliases) => with_aliases(d, aliases),
+                None => d.clone(),
+            })
+            .collect();
+        let refs: Vec<&ToolDefinition> = prompted.iter().collect();
         tool_prompt(protocol, &refs, choice, parallel)
     });
-    let mut offered = OfferedTools::default();
+    // The history's calls of such tools as the model would have written them.
+    let mut turns = turns;
+    if !offered.aliases.is_empty() {
+        for turn in &mut turns {
+            if let Turn::Assistant { calls, .. } = turn {
+                for call in calls {
+                    if let (Some(aliases), Some(args)) =
+                        (offered.aliases.get(&call.name), call.args.as_mut())
+                    {
+                        let pairs = aliases.iter().map(|(a, r)| (r.clone(), a.clone()));
+                        rename_keys(args, pairs);
+                    }
+                }
+            }
+        }
+    }
     for definition in offered_definitions {
         let name = definition.id.as_str().to_owned();
         let tool = CompiledTool::new(definition)

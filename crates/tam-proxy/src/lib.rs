@@ -411,6 +411,41 @@ pub async fn serve(
     server::run(listener, app, limits, shutdown).await
 }
 
+/// The request readers, for the fuzz targets (`fuzz/`): not a stable API.
+#[doc(hidden)]
+pub mod fuzzing {
+    use crate::api::{self, ErrorShape};
+    use crate::{ProxyError, conversation};
+
+    /// Reads `body` as a request of `api` (`"chat"`, `"messages"`, `"responses"`) and
+    /// translates it in both protocols, as the proxy would before asking the upstream.
+    /// `Err` holds the status of a refusal, which must be a 4xx and render in the API's
+    /// shape.
+    pub fn read_request(api: &str, body: &[u8]) -> Result<(), u16> {
+        for protocol in [crate::Protocol::Action, crate::Protocol::Tam] {
+            let read = match api {
+                "messages" => api::messages::read(body, "", "f").map(|(c, _)| c),
+                "responses" => api::responses::read(body, "", "f").map(|(c, _)| c),
+                _ => api::chat::read(body, ""),
+            };
+            let result = read.and_then(|c| conversation::translate(c, protocol));
+            if let Err(error) = result {
+                return Err(refusal(error, api));
+            }
+        }
+        Ok(())
+    }
+
+    fn refusal(error: ProxyError, api: &str) -> u16 {
+        let shape = if api == "messages" {
+            ErrorShape::Anthropic
+        } else {
+            ErrorShape::OpenAi
+        };
+        error.into_shaped_response(shape).status().as_u16()
+    }
+}
+
 /// This crate's README example, compiled as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

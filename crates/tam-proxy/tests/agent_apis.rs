@@ -65,20 +65,22 @@ fn events(text: &str) -> Vec<(String, Value)> {
 
 const BASH: &str = "Listing the files.\n";
 
-/// The scripted model's reply calling `Bash` with `ls -la` in `protocol`.
+/// The scripted model's reply calling `Bash` with `ls -la` in `protocol`. Claude Code's
+/// `Bash` takes `command`, which in TAM would name the tool: the TAM prompt offers it as
+/// `arg_command`, and the proxy reads it back as `command`.
 fn bash_call(protocol: Protocol) -> String {
     match protocol {
         Protocol::Tam => format!(
-            "{BASH}<|[REQUEST_TOOL]|>\ncommand:「始」Bash「末」\ncommand_line:「始」ls -la「末」\n<|[END_TOOL]|>"
+            "{BASH}<|[REQUEST_TOOL]|>\ncommand:「始」Bash「末」\narg_command:「始」ls -la「末」\n<|[END_TOOL]|>"
         ),
-        _ => format!("{BASH}<ACTION>\n<Bash>\n<command_line>ls -la</command_line>\n</Bash>\n</ACTION>"),
+        _ => format!("{BASH}<ACTION>\n<Bash>\n<command>ls -la</command>\n</Bash>\n</ACTION>"),
     }
 }
 
 fn bash_tool() -> Value {
     json!({"name": "Bash", "description": "Runs a shell command.",
-        "input_schema": {"type": "object", "properties": {"command_line": {"type": "string"}},
-            "required": ["command_line"]}})
+        "input_schema": {"type": "object", "properties": {"command": {"type": "string"}},
+            "required": ["command"]}})
 }
 
 /// A Messages reply as the client reads it: its content blocks and stop reason, from a
@@ -232,28 +234,34 @@ async fn messages_round_trip_in_both_protocols_whole_and_streamed() {
                 assert_eq!(blocks[1]["type"], "tool_use");
                 assert_eq!(blocks[1]["name"], "Bash");
                 assert!(blocks[1]["id"].as_str().unwrap().starts_with("toolu_"));
-                assert_eq!(blocks[1]["input"], json!({"command_line": "ls -la"}));
+                assert_eq!(blocks[1]["input"], json!({"command": "ls -la"}));
             }
             let sent = &upstream.bodies()[0];
             assert!(sent.get("tools").is_none(), "{sent}");
             let system = sent["messages"][0]["content"].as_str().unwrap();
             assert!(system.starts_with("You are an agent.\n\n"), "{system}");
             assert!(system.contains("Bash") && !system.contains("web_search"), "{system}");
+            if protocol == Protocol::Tam {
+                assert!(system.contains("arg_command"), "{system}");
+            }
             for field in ["thinking", "metadata", "max_tokens_to_sample"] {
                 assert!(sent.get(field).is_none(), "{field}: {sent}");
             }
         }
     }
-    // The second round: the call and its result reach the upstream as text.
+    // The second round: the call and its result reach the upstream as text (in TAM the
+    // aliased parameter as the prompt offers it).
     let upstream = ScriptedUpstream::always(reply("Two files: a.txt, b.txt.", 5, "stop")).await;
+    let tam = ScriptedUpstream::always(reply("Two files.", 5, "stop")).await;
     let proxy = start_proxy(&upstream, Protocol::Action).await;
+    let tam_proxy = start_proxy(&tam, Protocol::Tam).await;
     let request = json!({
         "model": "m", "max_tokens": 100,
         "messages": [
             {"role": "user", "content": "List the files here."},
             {"role": "assistant", "content": [
                 {"type": "text", "text": "Listing."},
-                {"type": "tool_use", "id": "toolu_7", "name": "Bash", "input": {"command_line": "ls"}}]},
+                {"type": "tool_use", "id": "toolu_7", "name": "Bash", "input": {"command": "ls"}}]},
             {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": "toolu_7", "content": [{"type": "text", "text": "a.txt b.txt"}]}]},
         ],
@@ -271,10 +279,17 @@ async fn messages_round_trip_in_both_protocols_whole_and_streamed() {
         .iter()
         .map(|m| m["content"].as_str().unwrap())
         .collect();
-    assert!(texts.contains(&"Listing.\n<ACTION>\n  <Bash>\n    <command_line>ls</command_line>\n  </Bash>\n</ACTION>"), "{texts:?}");
+    assert!(texts.contains(&"Listing.\n<ACTION>\n  <Bash>\n    <command>ls</command>\n  </Bash>\n</ACTION>"), "{texts:?}");
     assert!(
         texts.iter().any(|t| t.starts_with("Observation: Tool Bash executed successfully. Result: a.txt b.txt")),
         "{texts:?}"
+    );
+    let (status, body) = post(&tam_proxy, "/v1/messages", &[], &request).await;
+    assert_eq!(status, 200, "{body}");
+    let history = tam.bodies()[0]["messages"].to_string();
+    assert!(
+        history.contains("command:「始」Bash「末」\\narg_command:「始」ls「末」"),
+        "{history}"
     );
 }
 
@@ -392,9 +407,9 @@ async fn responses_round_trip_in_both_protocols_whole_and_streamed() {
 #[tokio::test]
 async fn what_is_not_a_call_never_becomes_one_on_the_agent_routes() {
     let cases = [
-        ("quoted", "Never write `<ACTION><Bash><command_line>rm -rf /</command_line></Bash></ACTION>` unless asked.", "stop"),
-        ("reasoned", "<think>maybe <ACTION><Bash><command_line>rm</command_line></Bash></ACTION></think>No call.", "stop"),
-        ("cut", "Running.\n<ACTION><Bash><command_line>rm -rf /tmp/x</command_line></Bash>", "length"),
+        ("quoted", "Never write `<ACTION><Bash><command>rm -rf /</command></Bash></ACTION>` unless asked.", "stop"),
+        ("reasoned", "<think>maybe <ACTION><Bash><command>rm</command></Bash></ACTION></think>No call.", "stop"),
+        ("cut", "Running.\n<ACTION><Bash><command>rm -rf /tmp/x</command></Bash>", "length"),
         ("mention", "An ACTION block looks like <ACTION><Bash> with a command inside; I will not call it.", "stop"),
         ("not offered", "<ACTION><delete_all><path>/</path></delete_all></ACTION>", "stop"),
     ];
@@ -548,7 +563,7 @@ async fn count_tokens_counts_the_prompt_the_upstream_would_get() {
 #[tokio::test]
 async fn an_upstream_failure_mid_stream_is_the_apis_error_event() {
     let broken = vec![
-        content_event("Running.\n<ACTION><Bash><command_line>ls"),
+        content_event("Running.\n<ACTION><Bash><command>ls"),
         "data: {not json\n\n".to_owned(),
     ];
     let upstream = ScriptedUpstream::always(Reply::Events {

@@ -149,6 +149,17 @@ fn read_message(message: &Value, position: usize, turns: &mut Vec<Turn>) -> Resu
     let assistant = match role {
         "user" => false,
         "assistant" => true,
+        // Claude Code sends its environment's details as a `system` message among the
+        // turns (not a role of the Messages API, but what the real client sends).
+        "system" => {
+            let text = match message.get("content") {
+                Some(Value::String(text)) => text.clone(),
+                Some(Value::Array(blocks)) => text_blocks(blocks, &format!("{at}.content"))?,
+                _ => return Err(invalid(format!("{at}.content: must be a string or an array of blocks"))),
+            };
+            turns.push(Turn::System(text));
+            return Ok(());
+        }
         other => return Err(invalid(format!("{at}.role: unknown role '{other}'"))),
     };
     let blocks: Vec<Value> = match message.get("content") {

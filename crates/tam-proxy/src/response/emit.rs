@@ -285,12 +285,18 @@ impl Emitter {
             // canonically, ACTION parameters with their element sources.
             MixedEvent::TamBlock(block) => {
                 let offered = &self.offered;
-                let calls = ToolCall::from_tam_block_with(&block, |tool, key, text| {
+                let mut calls = ToolCall::from_tam_block_with(&block, |tool, key, text| {
                     offered
                         .resolve(tool)
                         .and_then(|name| offered.get(name))
                         .is_some_and(|t| t.is_one_item(key, KeyMatch::Canonical, text))
                 });
+                // Parameters the prompt offered under an alias, under their own names.
+                for call in &mut calls {
+                    if let Some(name) = offered.resolve(&call.tool) {
+                        offered.unalias(name, &mut call.args);
+                    }
+                }
                 self.block(calls, Vec::new(), &block.diagnostics, &block.raw);
             }
             MixedEvent::ActionBlock(block) => {
