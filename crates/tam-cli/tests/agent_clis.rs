@@ -701,14 +701,15 @@ async fn chat_round_trip(protocol: &'static str, tool: ShellTool) -> Result<(), 
     Ok(())
 }
 
-/// Always runs (no CLI needed). Claude Code's `Bash` in TAM is left out: its parameter is
-/// named `command`, the key that names the tool in a TAM block, so no block can pass it
-/// yet; the opt-in test through tam serve shows it.
+/// Always runs (no CLI needed). Claude Code's `Bash` in TAM: its parameter is named
+/// `command`, the key that names the tool in a TAM block; the prompt offers it as
+/// `arg_command` and the proxy reads it back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scripted_model_gets_its_shell_calls_through_the_chat_route() {
     let mut failures = Vec::new();
     for (protocol, tool) in [
         ("action", CLAUDE_BASH),
+        ("tam", CLAUDE_BASH),
         ("action", CODEX_EXEC),
         ("tam", CODEX_EXEC),
     ] {
