@@ -65,7 +65,8 @@
 //! call's, holding one close tag that matched nothing: that misspelt tag closed it
 //! (`<date>March 10</room>`, `mismatched_close_tag`); `]]>` in text (`unescaped_gt`); undeclared namespace
 //! prefixes (`undeclared_prefix`); a missing `</ACTION>` at the end of the stream when
-//! every call element in the block closed, or elements left open at the end of a closed
+//! every call element in the block closed and no tag was cut off (see "A block the stream
+//! ended in"), or elements left open at the end of a closed
 //! block (`missing_close_tag`: what arrived is parsed), or a parameter never closed before
 //! its call's close tag, holding no close tag that matched nothing: it ends there
 //! (`<days>100</get_effect>`, `missing_close_tag`); markdown code fence lines inside the block (`code_fence`); `<action>`,
