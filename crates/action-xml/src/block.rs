@@ -1,6 +1,7 @@
 //! ACTION blocks and their calls, and how a closed block becomes them: pre-scan and
 //! repairs, roxmltree, then the tree to calls.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use tam_parse::scan::{BlockEnd, ClosedBlock};
@@ -12,6 +13,7 @@ use crate::config::Config;
 use crate::fence::fences_in_body;
 use crate::position::Cursor;
 use crate::prescan::{Prepared, Refusal, RegionRef, Repair, clean_document, prescan};
+use crate::stream::start_tag_at;
 use crate::tree::{TreeReader, read_direct};
 
 /// What was learnt about a block while it was open.
@@ -69,8 +71,9 @@ impl Where<'_> {
 pub(crate) enum Built {
     /// An ACTION block.
     Block(ActionBlock),
-    /// A block that never closed and holds no call: a mention of `<ACTION>` in prose. Its
-    /// bytes are text; the diagnostic is warning `marker_in_prose`.
+    /// A mention of `<ACTION>` in prose: a block that never closed and holds no call, or
+    /// a closed one with no element in it. Its bytes are text; the diagnostic is warning
+    /// `marker_in_prose`.
     Prose(Diagnostic),
 }
 
@@ -156,6 +159,36 @@ fn starts_with_element(body: &str, fences: &[Range<usize>]) -> bool {
             .is_some_and(|&c| c >= 0x80 || c == b'_' || c.is_ascii_alphabetic())
 }
 
+/// True when the body of `closed` holds an element, as far as a closed block's reading
+/// goes: it begins with one ([`starts_with_element`], the rule the streamer applies, so a
+/// block whose calls may have streamed is always one), or a start tag complete as the
+/// pre-scan reads it (`<name>`, `<name/>`, attributes with quoted values) stands anywhere
+/// in it outside CDATA sections and comments (`regions`, in raw offsets). A closed block
+/// without one is a prose mention. The common case, a body that begins with its first
+/// call, is told by its first bytes.
+fn holds_element(closed: &ClosedBlock, fences: &[Range<usize>], regions: &[RegionRef]) -> bool {
+    let raw: &str = &closed.raw;
+    let body = closed.body.clone();
+    if starts_with_element(&raw[body.clone()], fences) {
+        return true;
+    }
+    let b = &raw.as_bytes()[..body.end];
+    let mut regions = regions.iter().peekable();
+    let mut at = body.start;
+    while let Some(lt) = memchr::memchr(b'<', &b[at..]).map(|i| at + i) {
+        while regions.next_if(|r| r.full.end <= lt).is_some() {}
+        if let Some(r) = regions.peek().filter(|r| r.full.start <= lt) {
+            at = r.full.end.max(lt + 1);
+            continue;
+        }
+        if start_tag_at(raw, lt, body.end).is_some() {
+            return true;
+        }
+        at = lt + 1;
+    }
+    false
+}
+
 /// [`build_block`]; `paths` says which fast ways to read a body as it is are tried before
 /// the full pre-scan, in order: [`read_direct`], then [`clean_document`] and roxmltree.
 fn build_block_with(
@@ -237,6 +270,13 @@ fn build_block_with(
             "markdown code fence inside the ACTION block ignored",
         ));
     }
+    if !at_eof && !holds_element(closed, &fences, &open.regions) {
+        // `Write <ACTION> to start a block and </ACTION> to end it.`: two tags in prose.
+        return Built::Prose(prose_mention(
+            closed,
+            "an <ACTION> tag and its close tag with no element between them hold no tool call: read as prose",
+        ));
+    }
     let max_depth = config.max_depth.min(DEPTH_CAP);
     let closed_clean = !at_eof && fences.is_empty();
     // The common case first: a well-formed body in the plain subset is read straight from
@@ -288,21 +328,32 @@ fn build_block_with(
     if at_eof {
         // A block the stream ended in is prose when its body does not begin
         // with an element (`an <ACTION> block with a tag such as <X> inside`) or holds no
-        // element at all; otherwise it runs only when every call in it closed and the
-        // stream was not cut.
-        let (closed_calls, open_call) = match &prepared {
-            Ok(p) => (p.closed_calls, p.open_call),
-            Err(_) => (0, true),
+        // element at all; otherwise it runs only when every call in it closed, the body
+        // does not end inside an element's tag and the stream was not cut. A tag the body
+        // ends in (`…</write_file><delete_all`) is a call being written when the stream
+        // ended, as much as a call element left open one byte later.
+        let (closed_calls, open_call, cut_tag) = match &prepared {
+            Ok(p) => (p.closed_calls, p.open_call, p.cut_tag.clone()),
+            Err(_) => (0, true, None),
         };
-        if !starts_with_element(body, &fences) || (closed_calls == 0 && !open_call) {
-            return Built::Prose(Diagnostic::warning(
-                codes::MARKER_IN_PROSE,
-                Span::new(closed.span.start, closed.span.start),
+        if !starts_with_element(body, &fences)
+            || (closed_calls == 0 && !open_call && cut_tag.is_none())
+        {
+            return Built::Prose(prose_mention(
+                closed,
                 "an <ACTION> tag that never closed and holds no tool call: read as prose",
             ));
         }
+        let cut_tag = cut_tag.map(|t| {
+            format!(
+                "the tag '{}', cut off (a tool call the model was still writing)",
+                shortened(&body[t])
+            )
+        });
         let why = if open_call {
             Some("a tool call the model did not finish")
+        } else if let Some(tag) = &cut_tag {
+            Some(tag.as_str())
         } else if cut {
             Some("a block the stream was cut in (no repair applies to a cut stream)")
         } else {
@@ -341,6 +392,24 @@ fn build_block_with(
         Ok(prepared) => parse_prepared(&prepared, &here, config, at_eof, &mut diags),
     };
     Built::Block(finish_block(closed, index, calls, diags, raw.clone()))
+}
+
+/// Warning `marker_in_prose` for a block read as a mention of `<ACTION>` in prose
+/// (`message` says what makes it one): an empty span at the tag.
+fn prose_mention(closed: &ClosedBlock, message: &'static str) -> Diagnostic {
+    Diagnostic::warning(
+        codes::MARKER_IN_PROSE,
+        Span::new(closed.span.start, closed.span.start),
+        message,
+    )
+}
+
+/// `text` for a message: at most 40 characters, `…` where it was shortened.
+fn shortened(text: &str) -> Cow<'_, str> {
+    match text.char_indices().nth(40) {
+        Some((at, _)) => Cow::Owned(format!("{}…", &text[..at])),
+        None => Cow::Borrowed(text),
+    }
 }
 
 /// Error `unterminated_block`: the stream ended before `</ACTION>`, inside `what`; the
@@ -752,8 +821,13 @@ mod tests {
             let handler = BothWays::scan(&input);
             let (fast, full) = &handler.pairs[0];
             prop_assert_eq!(fast, full, "{}", input);
-            let fast = fast.clone().block();
-            prop_assert!(!fast.has_errors(), "{:?}", fast.diagnostics);
+            if elements.is_empty() {
+                // No element between the tags: a mention of them in prose.
+                prop_assert!(matches!(fast, Built::Prose(_)), "{:?}", fast);
+            } else {
+                let fast = fast.clone().block();
+                prop_assert!(!fast.has_errors(), "{:?}", fast.diagnostics);
+            }
         }
 
         /// The fast path never changes the result: it applies only where the full pre-scan
@@ -784,7 +858,12 @@ mod tests {
             let (fast, full) = &handler.pairs[0];
             prop_assert_eq!(fast, full, "{}", input);
             prop_assert_eq!(&handler.clean[0], full, "{}", input);
-            prop_assert!(!fast.clone().block().has_errors());
+            if calls.is_empty() {
+                // No element between the tags: a mention of them in prose.
+                prop_assert!(matches!(fast, Built::Prose(_)), "{:?}", fast);
+            } else {
+                prop_assert!(!fast.clone().block().has_errors());
+            }
         }
 
         /// Whatever the direct reader reads, the full path reads without any diagnostic

@@ -59,16 +59,21 @@ pub const EXTRA_ACTION_BLOCK: Code = Code::new("extra_action_block");
 /// most likely a mention in prose and the real block followed; the inner element's
 /// children were read as the calls.
 pub const NESTED_ACTION_TAG: Code = Code::new("nested_action_tag");
-/// An `<ACTION>` tag that never closed and holds no tool call (warning): a mention in
-/// prose (`I write an <ACTION> block with a tag such as <X>`). Its bytes come out as
-/// text; nothing of it runs. The diagnostic's span is empty, at the tag.
+/// An `<ACTION>` tag that never closed and holds no tool call (`I write an <ACTION>
+/// block with a tag such as <X>`), or that closed with no element between the tags
+/// (`Write <ACTION> to start a block and </ACTION> to end it.`), or that is quoted (inline
+/// code, a `>` line) (warning): a mention in prose. Its bytes come out as text; nothing of
+/// it runs. The diagnostic's span is empty, at the tag.
 pub const MARKER_IN_PROSE: Code = Code::new("marker_in_prose");
 /// The stream ended, or was cut, before `</ACTION>` in a block holding a tool call the
-/// model did not finish, or (after `finish_cut`) in any block holding calls (error): the
-/// block yields no call. The diagnostic carries the block's raw text. The same code as
-/// tam-parse's.
+/// model did not finish — a call element still open, or a tag cut off at the end
+/// (`…</write_file><delete_all`) — or (after `finish_cut`) in any block holding calls
+/// (error): the block yields no call. The diagnostic carries the block's raw text. The
+/// same code as tam-parse's.
 pub const UNTERMINATED_BLOCK: Code = Code::UNTERMINATED_BLOCK;
-/// An ACTION block without any call (warning).
+/// An ACTION block whose elements are no calls (`<ACTION><ACTION/></ACTION>`) (warning).
+/// A closed block with no element at all is a prose mention instead
+/// ([`MARKER_IN_PROSE`]).
 pub const EMPTY_BLOCK: Code = Code::new("empty_block");
 /// Elements nested deeper than [`Config::max_depth`](crate::Config::max_depth) (error);
 /// the block has no calls.

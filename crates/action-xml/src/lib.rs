@@ -65,7 +65,8 @@
 //! call's, holding one close tag that matched nothing: that misspelt tag closed it
 //! (`<date>March 10</room>`, `mismatched_close_tag`); `]]>` in text (`unescaped_gt`); undeclared namespace
 //! prefixes (`undeclared_prefix`); a missing `</ACTION>` at the end of the stream when
-//! every call element in the block closed, or elements left open at the end of a closed
+//! every call element in the block closed and no tag was cut off (see "A block the stream
+//! ended in"), or elements left open at the end of a closed
 //! block (`missing_close_tag`: what arrived is parsed), or a parameter never closed before
 //! its call's close tag, holding no close tag that matched nothing: it ends there
 //! (`<days>100</get_effect>`, `missing_close_tag`); markdown code fence lines inside the block (`code_fence`); `<action>`,
@@ -110,11 +111,41 @@
 //! * A block that never closes with a call element still open (`<ACTION><write_to_file>
 //!   <path>a.rs</path><content>fn main() {`): no call, error `unterminated_block` with
 //!   the block's raw text. A call the model did not finish never runs.
+//! * The same when the stream ends inside an element's tag (`…</write_file><delete_all`,
+//!   `<delete_all a="x`, `</get_wea`): a lone `<`, `<` and a name, or `</` and anything but
+//!   the beginning of `</ACTION>`. The model was writing a call — the next one's start
+//!   tag, or a close tag — and one byte later (`<delete_all>` complete) its element would be
+//!   open: the block yields no call either way (`unterminated_block`, naming the tag). The
+//!   first call, complete as it stands, does not run alone: what the model meant by the
+//!   block was cut. The beginning of `</ACTION>` itself (`</`, `</ACTI`, `</ action`) is
+//!   not such a tag (the calls were written and the block was being closed), nor is the
+//!   beginning of a comment, a CDATA section or a processing instruction (`<!-`, `<?x`),
+//!   blanks, or text (`stray_text`): those end as below.
 //! * [`Decoder::finish`] with every call element closed and only `</ACTION>` missing: the
 //!   `missing_close_tag` repair, the calls run.
 //! * [`Decoder::finish_cut`] (a token limit, a transport error): no repair at all; a
 //!   block open at the cut yields no call (`unterminated_block`, saying the stream was
 //!   cut), prose mentions aside.
+//!
+//! # A closed block without an element
+//!
+//! A block that closes with no element between its tags — only text, blanks, comments,
+//! CDATA, a close tag, a `<` that begins no tag (`Write <ACTION> to start a block and
+//! </ACTION> to end it.`, `<ACTION></ACTION>`, `<ACTION>  </ACTION>`) — is a prose
+//! mention too, as one that never closes: warning `marker_in_prose` (an empty span at the
+//! tag), then its bytes, tags included, as one [`Event::Text`] after its
+//! [`Event::BlockStart`]. It takes no block index (the next real block is still the first,
+//! the one that runs) and nothing of it runs or streams. A model that writes both tags in a
+//! sentence is talking about the protocol, and its words belong in the reply, not in a
+//! diagnostic.
+//!
+//! An element is a body that begins with one (blanks and a code fence line aside: the
+//! rule argument streaming applies, so a block whose calls may have streamed is never
+//! prose), or a complete start tag anywhere in it outside CDATA and comments (`<name>`,
+//! `<name/>`, attributes with quoted values). A body that holds one stays a block, as
+//! before: `<ACTION>Use <read_file/> now</ACTION>` is a call of `read_file` with
+//! `stray_text`, and a body whose only elements are no calls — a nested `<ACTION/>` — is a
+//! block without calls, warning `empty_block`.
 //!
 //! What cannot be repaired is error `malformed_xml`: the message ends with the line and
 //! column (1-based, columns in characters) in the model's whole output, prose included

@@ -1286,7 +1286,7 @@ fn close_tag_at(buf: &str, lt: usize, to: usize) -> Option<(Range<usize>, bool, 
 
 /// The start tag at `lt` in `buf[..to]`, as the pre-scan takes it (`<name>`, `<name/>`,
 /// attributes with quoted values without `<`): its name, whether empty, and its end.
-fn start_tag_at(buf: &str, lt: usize, to: usize) -> Option<(Range<usize>, bool, usize)> {
+pub(crate) fn start_tag_at(buf: &str, lt: usize, to: usize) -> Option<(Range<usize>, bool, usize)> {
     let b = &buf.as_bytes()[..to];
     let skip_space = |j: usize| space_end(b, j);
     let name = lt + 1..name_end(buf, lt + 1).min(to);

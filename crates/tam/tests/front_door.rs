@@ -364,3 +364,84 @@ fn a_stopped_block_over_the_size_limit_keeps_its_diagnostic() {
         "{all:?}"
     );
 }
+
+/// `reply` decoded by `config` whole, byte by byte and split at every byte: the same
+/// events every way, which are returned.
+fn every_way(config: Config, reply: &str) -> Vec<Event<'static>> {
+    let bytes = reply.as_bytes();
+    let whole = run(config, &[bytes], false);
+    let ones: Vec<&[u8]> = bytes.chunks(1).collect();
+    assert_eq!(run(config, &ones, false), whole, "1-byte deltas: {reply:?}");
+    for at in 1..bytes.len() {
+        let (a, b) = bytes.split_at(at);
+        assert_eq!(
+            run(config, &[a, b], false),
+            whole,
+            "split at {at}: {reply:?}"
+        );
+    }
+    whole
+}
+
+#[test]
+fn a_closed_action_block_without_an_element_is_prose() {
+    let mention = "Write <ACTION> to start a block and </ACTION> to end it.\n";
+    let reply = format!("{mention}<ACTION><Ping/></ACTION>");
+    for protocol in [Protocol::Action, Protocol::Auto] {
+        let events = every_way(Config::for_protocol(protocol), &reply);
+        let text: String = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Text { text, .. } => Some(&**text),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, mention, "{protocol}");
+        let warnings: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Diagnostic(d) => Some(d.code.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(warnings, ["marker_in_prose"], "{protocol}");
+        // The real block is the first: it runs.
+        let blocks: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::ActionBlock(b) => Some(b),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(blocks.len(), 1, "{protocol}: {events:?}");
+        assert_eq!(blocks[0].index, 0);
+        assert!(
+            blocks[0].diagnostics.is_empty(),
+            "{:?}",
+            blocks[0].diagnostics
+        );
+        assert_eq!(tools(&events), ["Ping"], "{protocol}");
+    }
+}
+
+#[test]
+fn an_action_stream_ending_inside_a_tag_runs_no_call() {
+    let written = "Writing.\n<ACTION><write_file><path>a.txt</path></write_file>";
+    for protocol in [Protocol::Action, Protocol::Auto] {
+        let config = Config::for_protocol(protocol);
+        for tail in ["<", "<d", "<delete_all", "<delete_all a=\"x", "</get_wea"] {
+            let events = every_way(config, &format!("{written}{tail}"));
+            assert!(tools(&events).is_empty(), "{protocol} {tail:?}: {events:?}");
+            assert!(
+                events.iter().any(|e| matches!(
+                    e,
+                    Event::ActionBlock(b) if b.diagnostics.iter().any(|d| d.code.as_str() == "unterminated_block")
+                )),
+                "{protocol} {tail:?}: {events:?}"
+            );
+        }
+        // The beginning of the block's close tag: the calls were written; they run.
+        let events = every_way(config, &format!("{written}</ACTI"));
+        assert_eq!(tools(&events), ["write_file"], "{protocol}");
+    }
+}

@@ -120,6 +120,10 @@ pub(crate) struct Prepared {
     pub closed_calls: usize,
     /// True when a call element was still open at the end of the body.
     pub open_call: bool,
+    /// Where a block the stream ended in ends inside an element's start or close tag
+    /// (`…</write_file><delete_all`, `</get_wea`): the stream was cut mid-call
+    /// ([`pass::cuts_element_tag`]).
+    pub cut_tag: Option<Range<usize>>,
 }
 
 #[derive(Debug)]
@@ -265,6 +269,7 @@ pub(crate) fn clean_document(
         auto_closed: Vec::new(),
         closed_calls: 0,
         open_call: false,
+        cut_tag: None,
     })
 }
 

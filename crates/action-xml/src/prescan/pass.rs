@@ -84,6 +84,8 @@ pub(super) struct Prescan<'a> {
     /// Parameters closed at their call's close tag (`missing_close_tag`), one warning each.
     left_open: Vec<Repair>,
     truncated_tag: Option<Range<usize>>,
+    /// The body ends inside this element's start or close tag ([`cuts_element_tag`]).
+    cut_tag: Option<Range<usize>>,
     /// Call elements closed so far.
     closed_calls: usize,
     /// The first element nested deeper than `max_depth` that was kept as an element.
@@ -127,6 +129,7 @@ pub(crate) fn prescan(
         misspelt: Tally::default(),
         left_open: Vec::new(),
         truncated_tag: None,
+        cut_tag: None,
         closed_calls: 0,
         too_deep: None,
     };
@@ -237,7 +240,11 @@ impl<'a> Prescan<'a> {
     /// What to do with a `<` at `i` that begins no tag.
     fn not_a_tag(&mut self, i: usize, how: Tag) -> usize {
         if matches!(how, Tag::Incomplete) && self.at_eof {
-            // The stream was cut inside this tag: drop the fragment.
+            // The stream ended inside this tag: drop the fragment. A cut element tag means
+            // the stream was cut mid-call ([`Prepared::cut_tag`]).
+            if cuts_element_tag(&self.bytes[i..]) {
+                self.cut_tag = Some(i..self.bytes.len());
+            }
             self.edit(i, self.bytes.len() - i, "");
             self.truncated_tag = Some(i..self.bytes.len());
             return self.bytes.len();
@@ -370,7 +377,10 @@ impl<'a> Prescan<'a> {
             return Ok(end);
         }
         let how = if end_name == start {
-            if start >= b.len() {
+            // `</`, blanks and perhaps a name up to the end of the body (`</`, `</ ACTI`):
+            // the body ended inside the tag.
+            let name_start = self.skip_space(start);
+            if self.skip_space(name_end(body, name_start)) >= b.len() {
                 Tag::Incomplete
             } else {
                 Tag::Malformed
@@ -739,6 +749,45 @@ impl<'a> Prescan<'a> {
             auto_closed,
             closed_calls,
             open_call,
+            cut_tag: self.cut_tag,
         })
     }
+}
+
+/// True when `fragment`, a `<` and what follows it up to the end of a stream that ended
+/// inside a tag, is an element's start or close tag cut off: a lone `<`, `<` and a name
+/// (attributes may follow, `<delete_all a="x`), or `</` and anything but the beginning of
+/// the block's own close tag. The stream then ended while the model wrote a call — the
+/// next one's start tag, or a close tag of the one open — so no call of the block may run.
+///
+/// Not such a fragment: the beginning of `</ACTION>` (`</`, `</AC`, `</ action`; ASCII
+/// case-insensitive, blanks as the block's close tag allows them): the calls were written
+/// and the block was being closed, as when `</ACTION>` is missing altogether; and the
+/// beginning of a comment, a CDATA section or a processing instruction (`<!-`, `<![CD`,
+/// `<?x`), which begin no call.
+pub(crate) fn cuts_element_tag(fragment: &[u8]) -> bool {
+    match fragment {
+        [b'<'] => true,
+        [b'<', b'!' | b'?', ..] => false,
+        [b'<', b'/', rest @ ..] => !begins_block_close(rest),
+        [b'<', ..] => true,
+        _ => false,
+    }
+}
+
+/// True when `rest`, what follows `</` up to the end of the stream, may still become the
+/// block's close tag: blanks, a prefix of the name `ACTION` in any case, then blanks once
+/// the name is whole.
+fn begins_block_close(rest: &[u8]) -> bool {
+    const NAME: &[u8] = b"action";
+    // The scanner's tags allow up to 8 blanks at each place.
+    let blanks = |s: &[u8]| s.iter().take_while(|&&c| c == b' ' || c == b'\t').count();
+    let before = blanks(rest);
+    let rest = &rest[before..];
+    let n = rest.len().min(NAME.len());
+    if before > 8 || !rest[..n].eq_ignore_ascii_case(&NAME[..n]) {
+        return false;
+    }
+    let after = &rest[n..];
+    after.is_empty() || (n == NAME.len() && blanks(after) == after.len() && after.len() <= 8)
 }
