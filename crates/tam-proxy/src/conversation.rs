@@ -50,10 +50,7 @@ pub(crate) enum Turn {
     /// What the user wrote.
     User(String),
     /// What the model answered: its text, then its calls.
-    Assistant {
-        text: String,
-        calls: Vec<PastCall>,
-    },
+    Assistant { text: String, calls: Vec<PastCall> },
     /// The result of a call, answering the call with `call_id`.
     ToolResult {
         call_id: Option<String>,
@@ -259,7 +256,9 @@ pub(crate) fn translate(
             if chosen.is_empty() {
                 return Err(ProxyError::invalid(
                     "invalid_tools",
-                    format!("the tool choice names '{name}', which the request's tools do not define"),
+                    format!(
+                        "the tool choice names '{name}', which the request's tools do not define"
+                    ),
                 ));
             }
             chosen

@@ -1,5 +1,6 @@
-//! An OpenAI-compatible server that gives native tool calling to any model that can follow
-//! a text protocol (`tam serve`).
+//! A server that gives native tool calling to any model that can follow a text protocol
+//! (`tam serve`), for clients of OpenAI Chat Completions, Anthropic Messages and OpenAI
+//! Responses.
 //!
 //! A client sends `POST /v1/chat/completions` with `tools`, as to OpenAI. The proxy writes
 //! tool-schema's compact [`SystemPrompt`](tool_schema::SystemPrompt) (the protocol's
@@ -32,8 +33,65 @@
 //!
 //! # Endpoints
 //!
+//! Three client APIs over one translation: each reads its own request into one
+//! conversation (turns, offered tools, tool choice, sampling options), the proxy decodes
+//! the upstream's text into one stream of pieces (prose, reasoning, a call starting, its
+//! arguments, its end), and each writes those pieces in its own events. Every rule below —
+//! a tool not offered is text, a block that fails is text, the turn ends at the call, a
+//! quoted, cut, reasoned or unfinished call never becomes a call — holds in each.
+//!
 //! * `POST /v1/chat/completions` — `stream` true (server-sent events, `data: [DONE]` at
 //!   the end) or false (one `chat.completion`).
+//! * `POST /v1/messages` (Anthropic Messages; `?beta=true` and other query parameters
+//!   ignored) — `system` (a string or text blocks; `cache_control` ignored), `messages`
+//!   whose content is a string or blocks (`text`; `tool_use` → the protocol's block;
+//!   `tool_result` → its observation, `is_error` → `Observation: Error - …`; `thinking`
+//!   and `redacted_thinking` dropped; a `system` message among the turns, as Claude Code
+//!   sends, is a system turn), `tools` (`name`, `description`, `input_schema`; a tool of
+//!   another `type`, a server tool, is not offered and is named in one log line),
+//!   `tool_choice` (`auto`, `any`, `tool`, `none`; `disable_parallel_tool_use`),
+//!   `max_tokens`, `stop_sequences` (after the protocol's end marker), `temperature`,
+//!   `top_p` and `top_k` (passed on); every other field (`metadata`, `thinking`,
+//!   `context_management`, `output_config`, …) is accepted and not sent upstream. An
+//!   `image` or `document` block is a 400 naming it: the upstream is a text model. The
+//!   reply: a `message` whose `content` holds `text`, `thinking` (reasoning, empty
+//!   `signature`) and `tool_use` blocks (`toolu_…` ids, `input` typed by the tool's
+//!   schema), `stop_reason` `end_turn`, `tool_use`, `max_tokens` or `stop_sequence`, and
+//!   `usage` from the upstream's; streamed as `message_start`, `content_block_start` /
+//!   `content_block_delta` (`text_delta`, `thinking_delta`, `input_json_delta`) /
+//!   `content_block_stop` — blocks one after another, never interleaved: a call that
+//!   begins while another's block is open waits for its end — `message_delta`,
+//!   `message_stop`, a `ping` every 10 s of silence, and an `error` event when the upstream
+//!   breaks. Errors are Anthropic's shape, `{"type":"error","error":{"type","message"}}`.
+//!   Client keys are read from `x-api-key` as well as `Authorization: Bearer`.
+//! * `POST /v1/messages/count_tokens` — the tokens of the prompt the upstream would get
+//!   (the system prompt with the tools, the demonstration, the history as text), counted
+//!   by the upstream's tokenizer where it has one (llama-server's `POST /tokenize`), else
+//!   estimated: one token per four bytes of each message, plus four per message.
+//! * `POST /v1/responses` (OpenAI Responses) — `instructions`, `input` (a string, or items:
+//!   `message` of role `user`, `assistant`, `system` or `developer` with text parts;
+//!   `function_call` and `custom_tool_call` → the protocol's block; their outputs →
+//!   observations; `reasoning` and built-in tools' items dropped), `tools` (`function`;
+//!   `custom` — freeform, raw text — offered as a tool with one string parameter `input`
+//!   and returned as a `custom_tool_call` whose `input` is that text exactly; a
+//!   `namespace`'s functions offered by their own names, a call returned as a
+//!   `function_call` with its `namespace`; built-in tools not offered, named in one log
+//!   line), `tool_choice`, `parallel_tool_calls`, `max_output_tokens`, `temperature`,
+//!   `top_p`; `store`, `include`, `reasoning`, `text` and other fields accepted and not
+//!   sent upstream. Responses are not stored: `previous_response_id` is a 400 saying so.
+//!   The reply: a `response` (`output` items `message`, `reasoning`, `function_call`,
+//!   `custom_tool_call`; `usage`; `status` `incomplete` with `incomplete_details` at the
+//!   token limit), streamed as `response.created`, `response.in_progress`,
+//!   `response.output_item.added`, `response.content_part.added`,
+//!   `response.output_text.delta` / `.done`, `response.content_part.done`,
+//!   `response.function_call_arguments.delta` / `.done`,
+//!   `response.custom_tool_call_input.delta` / `.done` (a custom call's text whole, at its
+//!   end), `response.output_item.done`, and `response.completed` (`response.incomplete`;
+//!   `response.failed` when the upstream breaks), each with its `sequence_number`.
+//!
+//! In TAM the key `command` names the tool, so a parameter whose key reads as one
+//! (Claude Code's `Bash` takes `command`) is offered to the model as `arg_command` and
+//! read back under its own name, in calls and in the history.
 //! * `GET /v1/models`, `GET /v1/models/{id}` — passed through to the upstream (status,
 //!   content type and body as they come).
 //! * `GET /health` — `200 {"status":"ok"}` without asking the upstream and without a key
@@ -50,8 +108,9 @@
 //!   `Authorization` and `Content-Type`). None are allowed by default: the proxy's clients
 //!   are programs, and a page the operator visits must not be able to use it.
 //! * **Client keys.** With [`ProxyConfig::client_keys`], a request must send one as
-//!   `Authorization: Bearer KEY` (the scheme in any case; no other header is read), else
-//!   401 `invalid_api_key` with `WWW-Authenticate: Bearer`. Keys are compared in constant
+//!   `Authorization: Bearer KEY` (the scheme in any case) or as `x-api-key: KEY` (as
+//!   Anthropic's clients do), else 401 `invalid_api_key` with `WWW-Authenticate: Bearer`
+//!   (in Anthropic's error shape on the Messages routes). Keys are compared in constant
 //!   time ([`ClientKeys`]). Without keys the proxy is open to anyone who reaches it; it
 //!   listens where it is told, so keep it on loopback or behind a firewall then.
 //! * **JSON only.** A POST's `Content-Type` must be `application/json` (parameters such as
@@ -387,7 +446,13 @@ fn cors(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
         CorsLayer::new()
             .allow_origin(AllowOrigin::list(origins))
             .allow_methods([Method::GET, Method::POST])
-            .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
+            .allow_headers([
+                header::AUTHORIZATION,
+                header::CONTENT_TYPE,
+                header::HeaderName::from_static("x-api-key"),
+                header::HeaderName::from_static("anthropic-version"),
+                header::HeaderName::from_static("anthropic-beta"),
+            ])
             .expose_headers([header::HeaderName::from_static("x-request-id")]),
     )
 }

@@ -41,11 +41,17 @@ pub(crate) async fn chat_completions(
     State(shared): State<Arc<Shared>>,
     request: Request,
 ) -> Response {
-    handle(&shared, request, ErrorShape::OpenAi, None, |body, model, id| {
-        let conversation = api::chat::read(body, model)?;
-        let writer = ChunkWriter::new(id, &conversation.model, conversation.include_usage);
-        Ok((conversation, writer))
-    })
+    handle(
+        &shared,
+        request,
+        ErrorShape::OpenAi,
+        None,
+        |body, model, id| {
+            let conversation = api::chat::read(body, model)?;
+            let writer = ChunkWriter::new(id, &conversation.model, conversation.include_usage);
+            Ok((conversation, writer))
+        },
+    )
     .await
 }
 

@@ -172,7 +172,10 @@ fn response_of(streamed: bool, body: &str) -> (Vec<Value>, String) {
             }
             "response.output_text.delta" => {
                 let at = data["output_index"].as_u64().unwrap() as usize;
-                let text = built[at]["content"][0]["text"].as_str().unwrap_or("").to_owned();
+                let text = built[at]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned();
                 built[at]["content"] = json!([{"type": "output_text", "text": text + data["delta"].as_str().unwrap()}]);
             }
             "response.function_call_arguments.delta" => {
@@ -203,7 +206,10 @@ fn response_of(streamed: bool, body: &str) -> (Vec<Value>, String) {
             _ => {}
         }
     }
-    (output, data["response"]["status"].as_str().unwrap().to_owned())
+    (
+        output,
+        data["response"]["status"].as_str().unwrap().to_owned(),
+    )
 }
 
 /// Messages: one tool round trip, whole and streamed, every delta size, both protocols:
@@ -224,8 +230,13 @@ async fn messages_round_trip_in_both_protocols_whole_and_streamed() {
                     "tools": [bash_tool(), {"type": "web_search_20250305", "name": "web_search"}],
                     "thinking": {"type": "adaptive"}, "metadata": {"user_id": "u"},
                 });
-                let (status, body) =
-                    post(&proxy, "/v1/messages?beta=true", &[("anthropic-version", "2023-06-01")], &request).await;
+                let (status, body) = post(
+                    &proxy,
+                    "/v1/messages?beta=true",
+                    &[("anthropic-version", "2023-06-01")],
+                    &request,
+                )
+                .await;
                 assert_eq!(status, 200, "{body}");
                 let (blocks, stop) = message_of(streamed, &body);
                 assert_eq!(stop, "tool_use", "{protocol:?} {size} {streamed}: {body}");
@@ -240,7 +251,10 @@ async fn messages_round_trip_in_both_protocols_whole_and_streamed() {
             assert!(sent.get("tools").is_none(), "{sent}");
             let system = sent["messages"][0]["content"].as_str().unwrap();
             assert!(system.starts_with("You are an agent.\n\n"), "{system}");
-            assert!(system.contains("Bash") && !system.contains("web_search"), "{system}");
+            assert!(
+                system.contains("Bash") && !system.contains("web_search"),
+                "{system}"
+            );
             if protocol == Protocol::Tam {
                 assert!(system.contains("arg_command"), "{system}");
             }
@@ -271,7 +285,10 @@ async fn messages_round_trip_in_both_protocols_whole_and_streamed() {
     assert_eq!(status, 200, "{body}");
     let (blocks, stop) = message_of(false, &body);
     assert_eq!(stop, "end_turn");
-    assert_eq!(blocks, [json!({"type": "text", "text": "Two files: a.txt, b.txt."})]);
+    assert_eq!(
+        blocks,
+        [json!({"type": "text", "text": "Two files: a.txt, b.txt."})]
+    );
     let messages = upstream.bodies()[0]["messages"].clone();
     let texts: Vec<&str> = messages
         .as_array()
@@ -279,9 +296,17 @@ async fn messages_round_trip_in_both_protocols_whole_and_streamed() {
         .iter()
         .map(|m| m["content"].as_str().unwrap())
         .collect();
-    assert!(texts.contains(&"Listing.\n<ACTION>\n  <Bash>\n    <command>ls</command>\n  </Bash>\n</ACTION>"), "{texts:?}");
     assert!(
-        texts.iter().any(|t| t.starts_with("Observation: Tool Bash executed successfully. Result: a.txt b.txt")),
+        texts.contains(
+            &"Listing.\n<ACTION>\n  <Bash>\n    <command>ls</command>\n  </Bash>\n</ACTION>"
+        ),
+        "{texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t
+                .starts_with("Observation: Tool Bash executed successfully. Result: a.txt b.txt")),
         "{texts:?}"
     );
     let (status, body) = post(&tam_proxy, "/v1/messages", &[], &request).await;
@@ -307,12 +332,17 @@ fn responses_tools() -> Value {
 }
 
 /// A patch a custom tool gets as raw text: code with `<`, `&` and line breaks.
-const PATCH: &str = "*** Begin Patch\n*** Update File: a.rs\n-if a < b && c {\n+if a <= b && c {\n*** End Patch";
+const PATCH: &str =
+    "*** Begin Patch\n*** Update File: a.rs\n-if a < b && c {\n+if a <= b && c {\n*** End Patch";
 
 fn patch_call(protocol: Protocol) -> String {
     match protocol {
-        Protocol::Tam => format!("Patching.\n<|[REQUEST_TOOL]|>\ncommand:「始」apply_patch「末」\ninput:「始」{PATCH}「末」\n<|[END_TOOL]|>"),
-        _ => format!("Patching.\n<ACTION>\n<apply_patch>\n<input><![CDATA[{PATCH}]]></input>\n</apply_patch>\n</ACTION>"),
+        Protocol::Tam => format!(
+            "Patching.\n<|[REQUEST_TOOL]|>\ncommand:「始」apply_patch「末」\ninput:「始」{PATCH}「末」\n<|[END_TOOL]|>"
+        ),
+        _ => format!(
+            "Patching.\n<ACTION>\n<apply_patch>\n<input><![CDATA[{PATCH}]]></input>\n</apply_patch>\n</ACTION>"
+        ),
     }
 }
 
@@ -329,7 +359,9 @@ fn exec_call(protocol: Protocol) -> String {
 async fn responses_round_trip_in_both_protocols_whole_and_streamed() {
     for protocol in [Protocol::Action, Protocol::Tam] {
         for size in [1, 5, 10_000] {
-            for (text, expect_custom) in [(patch_call(protocol), true), (exec_call(protocol), false)] {
+            for (text, expect_custom) in
+                [(patch_call(protocol), true), (exec_call(protocol), false)]
+            {
                 let upstream = ScriptedUpstream::always(reply(&text, size, "stop")).await;
                 let proxy = start_proxy(&upstream, protocol).await;
                 for streamed in [false, true] {
@@ -357,7 +389,11 @@ async fn responses_round_trip_in_both_protocols_whole_and_streamed() {
                         assert_eq!(output.len(), 2, "{body}");
                         assert_eq!(output[0]["type"], "function_call");
                         assert_eq!(output[0]["name"], "exec_command");
-                        assert_eq!(serde_json::from_str::<Value>(output[0]["arguments"].as_str().unwrap()).unwrap(), json!({"cmd": "ls"}));
+                        assert_eq!(
+                            serde_json::from_str::<Value>(output[0]["arguments"].as_str().unwrap())
+                                .unwrap(),
+                            json!({"cmd": "ls"})
+                        );
                         assert_eq!(output[1]["name"], "spawn_agent");
                         assert_eq!(output[1]["namespace"], "agents");
                     }
@@ -394,10 +430,26 @@ async fn responses_round_trip_in_both_protocols_whole_and_streamed() {
         .iter()
         .map(|m| m["content"].as_str().unwrap().to_owned())
         .collect();
-    assert!(texts.iter().any(|t| t.contains("command:「始」exec_command「末」")), "{texts:?}");
-    assert!(texts.iter().any(|t| t.contains("Observation: Tool exec_command executed successfully. Result: a.rs")), "{texts:?}");
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("command:「始」exec_command「末」")),
+        "{texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t
+                .contains("Observation: Tool exec_command executed successfully. Result: a.rs")),
+        "{texts:?}"
+    );
     assert!(texts.iter().any(|t| t.contains(PATCH)), "{texts:?}");
-    assert!(texts.iter().any(|t| t.contains("Observation: Tool apply_patch executed successfully. Result: ok")), "{texts:?}");
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("Observation: Tool apply_patch executed successfully. Result: ok")),
+        "{texts:?}"
+    );
     assert!(!texts.iter().any(|t| t.contains("xyz")), "{texts:?}");
 }
 
@@ -407,11 +459,31 @@ async fn responses_round_trip_in_both_protocols_whole_and_streamed() {
 #[tokio::test]
 async fn what_is_not_a_call_never_becomes_one_on_the_agent_routes() {
     let cases = [
-        ("quoted", "Never write `<ACTION><Bash><command>rm -rf /</command></Bash></ACTION>` unless asked.", "stop"),
-        ("reasoned", "<think>maybe <ACTION><Bash><command>rm</command></Bash></ACTION></think>No call.", "stop"),
-        ("cut", "Running.\n<ACTION><Bash><command>rm -rf /tmp/x</command></Bash>", "length"),
-        ("mention", "An ACTION block looks like <ACTION><Bash> with a command inside; I will not call it.", "stop"),
-        ("not offered", "<ACTION><delete_all><path>/</path></delete_all></ACTION>", "stop"),
+        (
+            "quoted",
+            "Never write `<ACTION><Bash><command>rm -rf /</command></Bash></ACTION>` unless asked.",
+            "stop",
+        ),
+        (
+            "reasoned",
+            "<think>maybe <ACTION><Bash><command>rm</command></Bash></ACTION></think>No call.",
+            "stop",
+        ),
+        (
+            "cut",
+            "Running.\n<ACTION><Bash><command>rm -rf /tmp/x</command></Bash>",
+            "length",
+        ),
+        (
+            "mention",
+            "An ACTION block looks like <ACTION><Bash> with a command inside; I will not call it.",
+            "stop",
+        ),
+        (
+            "not offered",
+            "<ACTION><delete_all><path>/</path></delete_all></ACTION>",
+            "stop",
+        ),
     ];
     for (what, text, finish) in cases {
         let upstream = ScriptedUpstream::always(reply(text, 3, finish)).await;
@@ -422,7 +494,10 @@ async fn what_is_not_a_call_never_becomes_one_on_the_agent_routes() {
             let (status, body) = post(&proxy, "/v1/messages", &[], &request).await;
             assert_eq!(status, 200, "{what}: {body}");
             let (blocks, stop) = message_of(streamed, &body);
-            assert!(blocks.iter().all(|b| b["type"] != "tool_use"), "{what}: {body}");
+            assert!(
+                blocks.iter().all(|b| b["type"] != "tool_use"),
+                "{what}: {body}"
+            );
             assert_ne!(stop, "tool_use", "{what}");
             if finish == "length" {
                 assert_eq!(stop, "max_tokens", "{what}");
@@ -432,7 +507,12 @@ async fn what_is_not_a_call_never_becomes_one_on_the_agent_routes() {
             let (status, body) = post(&proxy, "/v1/responses", &[], &request).await;
             assert_eq!(status, 200, "{what}: {body}");
             let (output, status) = response_of(streamed, &body);
-            assert!(output.iter().all(|o| o["type"] == "message" || o["type"] == "reasoning"), "{what}: {body}");
+            assert!(
+                output
+                    .iter()
+                    .all(|o| o["type"] == "message" || o["type"] == "reasoning"),
+                "{what}: {body}"
+            );
             if finish == "length" {
                 assert_eq!(status, "incomplete", "{what}");
             }
@@ -452,7 +532,8 @@ async fn the_door_answers_in_each_apis_shape() {
             .with_max_request_bytes(4096),
     )
     .await;
-    let messages = json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]});
+    let messages =
+        json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]});
     let responses = json!({"model": "m", "input": "hi"});
     let anthropic = |body: &str, kind: &str| {
         let body: Value = serde_json::from_str(body).unwrap();
@@ -475,9 +556,21 @@ async fn the_door_answers_in_each_apis_shape() {
     assert_eq!(status, 401);
     let (status, body) = post(&proxy, "/v1/messages", &[("x-api-key", "k-123")], &messages).await;
     assert_eq!(status, 200, "{body}");
-    let (status, body) = post(&proxy, "/v1/responses", &[("authorization", "Bearer k-123")], &responses).await;
+    let (status, body) = post(
+        &proxy,
+        "/v1/responses",
+        &[("authorization", "Bearer k-123")],
+        &responses,
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
-    let (status, _) = post(&proxy, "/v1/responses", &[("x-api-key", "k-123")], &responses).await;
+    let (status, _) = post(
+        &proxy,
+        "/v1/responses",
+        &[("x-api-key", "k-123")],
+        &responses,
+    )
+    .await;
     assert_eq!(status, 200);
     let key = [("x-api-key", "k-123")];
     // Origins.
@@ -543,7 +636,8 @@ async fn the_door_answers_in_each_apis_shape() {
 async fn count_tokens_counts_the_prompt_the_upstream_would_get() {
     let upstream = ScriptedUpstream::always(reply("x", 1, "stop")).await;
     let proxy = start_proxy(&upstream, Protocol::Action).await;
-    let bare = json!({"model": "m", "messages": [{"role": "user", "content": "List the files here."}]});
+    let bare =
+        json!({"model": "m", "messages": [{"role": "user", "content": "List the files here."}]});
     let mut with_tools = bare.clone();
     with_tools["tools"] = json!([bash_tool()]);
     let mut counts = Vec::new();

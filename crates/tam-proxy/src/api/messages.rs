@@ -58,7 +58,11 @@ pub(crate) fn read_conversation(
             let text = text_blocks(blocks, "system")?;
             turns.push(Turn::System(text));
         }
-        Some(_) => return Err(invalid("system: must be a string or an array of text blocks")),
+        Some(_) => {
+            return Err(invalid(
+                "system: must be a string or an array of text blocks",
+            ));
+        }
     }
     let Some(Value::Array(messages)) = request.get("messages") else {
         return Err(invalid("messages: must be an array"));
@@ -133,7 +137,9 @@ fn block_type(block: &Value) -> &str {
 fn not_text(what: &str, kind: &str) -> ProxyError {
     ProxyError::invalid(
         "invalid_request_error",
-        format!("{what}: a content block of type '{kind}' cannot be passed to the upstream, a text model"),
+        format!(
+            "{what}: a content block of type '{kind}' cannot be passed to the upstream, a text model"
+        ),
     )
 }
 
@@ -155,7 +161,11 @@ fn read_message(message: &Value, position: usize, turns: &mut Vec<Turn>) -> Resu
             let text = match message.get("content") {
                 Some(Value::String(text)) => text.clone(),
                 Some(Value::Array(blocks)) => text_blocks(blocks, &format!("{at}.content"))?,
-                _ => return Err(invalid(format!("{at}.content: must be a string or an array of blocks"))),
+                _ => {
+                    return Err(invalid(format!(
+                        "{at}.content: must be a string or an array of blocks"
+                    )));
+                }
             };
             turns.push(Turn::System(text));
             return Ok(());
@@ -165,7 +175,11 @@ fn read_message(message: &Value, position: usize, turns: &mut Vec<Turn>) -> Resu
     let blocks: Vec<Value> = match message.get("content") {
         Some(Value::String(text)) => vec![json!({"type": "text", "text": text})],
         Some(Value::Array(blocks)) => blocks.clone(),
-        _ => return Err(invalid(format!("{at}.content: must be a string or an array of blocks"))),
+        _ => {
+            return Err(invalid(format!(
+                "{at}.content: must be a string or an array of blocks"
+            )));
+        }
     };
     let mut text = String::new();
     let mut calls: Vec<PastCall> = Vec::new();
@@ -293,7 +307,10 @@ fn read_tool_choice(choice: Option<&Value>) -> Result<(Option<Choice>, bool), Pr
     let Some(choice) = choice.filter(|c| !c.is_null()) else {
         return Ok((Some(Choice::Auto), true));
     };
-    let parallel = choice.get("disable_parallel_tool_use").and_then(Value::as_bool) != Some(true);
+    let parallel = choice
+        .get("disable_parallel_tool_use")
+        .and_then(Value::as_bool)
+        != Some(true);
     let choice = match choice.get("type").and_then(Value::as_str) {
         Some("auto") => Some(Choice::Auto),
         Some("any") => Some(Choice::Required),
@@ -393,7 +410,10 @@ impl MessagesWriter {
 
     fn call_arguments(&self, text: &str, events: &mut Vec<Event>) {
         if !text.is_empty() {
-            self.delta(json!({"type": "input_json_delta", "partial_json": text}), events);
+            self.delta(
+                json!({"type": "input_json_delta", "partial_json": text}),
+                events,
+            );
         }
     }
 
@@ -439,7 +459,10 @@ impl Wire for MessagesWriter {
                         &mut events,
                     );
                 }
-                self.delta(json!({"type": "thinking_delta", "thinking": text}), &mut events);
+                self.delta(
+                    json!({"type": "thinking_delta", "thinking": text}),
+                    &mut events,
+                );
             }
             Piece::CallStart { index, id, name } => {
                 if matches!(self.open, Some(Open::Tool(_))) || !self.queued.is_empty() {
@@ -485,7 +508,10 @@ impl Wire for MessagesWriter {
                 "delta": {"stop_reason": stop_reason, "stop_sequence": stop_sequence},
                 "usage": usage(ending)}),
         ));
-        events.push(named_event("message_stop", &json!({"type": "message_stop"})));
+        events.push(named_event(
+            "message_stop",
+            &json!({"type": "message_stop"}),
+        ));
         events
     }
 
@@ -548,7 +574,10 @@ fn usage(ending: &Ending<'_>) -> Value {
 /// text): counted by the upstream's tokenizer where it has one (llama-server's
 /// `POST /tokenize`, beside its `/v1`), else estimated as one token per four bytes of the
 /// messages' text, rounded up, plus four per message (the chat template's role markers).
-pub(crate) async fn count_tokens(shared: &Shared, request: Request) -> Result<Response, ProxyError> {
+pub(crate) async fn count_tokens(
+    shared: &Shared,
+    request: Request,
+) -> Result<Response, ProxyError> {
     let config = &shared.config;
     let body = crate::routes::read_body(config, request).await?;
     let conversation = read_conversation(&body, &config.upstream.model)?;
@@ -654,7 +683,10 @@ mod tests {
         assert_eq!(c.model, "m");
         assert_eq!(c.options.max_tokens, Some(100));
         assert_eq!(c.options.stop, ["END"]);
-        assert_eq!(Value::Object(c.extra), json!({"temperature": 0.2, "top_k": 5}));
+        assert_eq!(
+            Value::Object(c.extra),
+            json!({"temperature": 0.2, "top_k": 5})
+        );
         assert_eq!(c.choice, Some(Choice::Required));
         assert!(!c.parallel);
         assert_eq!(c.tools.len(), 1, "the server tool is not offered");
@@ -666,7 +698,10 @@ mod tests {
                 Turn::User(text) => format!("user {text}"),
                 Turn::Assistant { text, calls } => format!(
                     "assistant {text} {:?}",
-                    calls.iter().map(|c| (&c.name, &c.raw_args, &c.id)).collect::<Vec<_>>()
+                    calls
+                        .iter()
+                        .map(|c| (&c.name, &c.raw_args, &c.id))
+                        .collect::<Vec<_>>()
                 ),
                 Turn::ToolResult {
                     call_id,
@@ -695,7 +730,10 @@ mod tests {
             (json!([1]), "not a JSON object"),
             (json!({"messages": []}), "model"),
             (json!({"model": "m"}), "messages"),
-            (json!({"model": "m", "messages": [{"role": "robot", "content": "x"}]}), "role"),
+            (
+                json!({"model": "m", "messages": [{"role": "robot", "content": "x"}]}),
+                "role",
+            ),
             (
                 json!({"model": "m", "messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]}),
                 "'image'",
@@ -704,15 +742,30 @@ mod tests {
                 json!({"model": "m", "messages": [{"role": "user", "content": [{"type": "document", "source": {}}]}]}),
                 "'document'",
             ),
-            (json!({"model": "m", "messages": [], "max_tokens": -1}), "max_tokens"),
-            (json!({"model": "m", "messages": [], "tool_choice": {"type": "maybe"}}), "tool_choice"),
-            (json!({"model": "m", "messages": [], "tools": [{"description": "x"}]}), "tools.0.name"),
-            (json!({"model": "m", "messages": [], "stop_sequences": [1]}), "stop_sequences"),
+            (
+                json!({"model": "m", "messages": [], "max_tokens": -1}),
+                "max_tokens",
+            ),
+            (
+                json!({"model": "m", "messages": [], "tool_choice": {"type": "maybe"}}),
+                "tool_choice",
+            ),
+            (
+                json!({"model": "m", "messages": [], "tools": [{"description": "x"}]}),
+                "tools.0.name",
+            ),
+            (
+                json!({"model": "m", "messages": [], "stop_sequences": [1]}),
+                "stop_sequences",
+            ),
         ] {
             let error = read_json(request.clone()).unwrap_err();
             assert_eq!(error.status().as_u16(), 400, "{request}");
             assert!(error.to_string().contains(says), "{request}: {error}");
-            assert_eq!(error.anthropic_body()["error"]["type"], "invalid_request_error");
+            assert_eq!(
+                error.anthropic_body()["error"]["type"],
+                "invalid_request_error"
+            );
         }
     }
 
@@ -728,18 +781,39 @@ mod tests {
         let mut events = w.start();
         for piece in [
             Piece::Content("Hi".into()),
-            Piece::CallStart { index: 0, id: "call_x_0".into(), name: "a".into() },
-            Piece::CallStart { index: 1, id: "call_x_1".into(), name: "b".into() },
-            Piece::CallArguments { index: 1, text: "{\"p\":\"long".into() },
-            Piece::CallArguments { index: 0, text: "{}".into() },
+            Piece::CallStart {
+                index: 0,
+                id: "call_x_0".into(),
+                name: "a".into(),
+            },
+            Piece::CallStart {
+                index: 1,
+                id: "call_x_1".into(),
+                name: "b".into(),
+            },
+            Piece::CallArguments {
+                index: 1,
+                text: "{\"p\":\"long".into(),
+            },
+            Piece::CallArguments {
+                index: 0,
+                text: "{}".into(),
+            },
             Piece::CallEnd { index: 0 },
-            Piece::CallArguments { index: 1, text: "\"}".into() },
+            Piece::CallArguments {
+                index: 1,
+                text: "\"}".into(),
+            },
             Piece::CallEnd { index: 1 },
         ] {
             events.extend(w.piece(piece));
         }
         let finish = Finish::ToolCalls;
-        events.extend(w.finish(&Ending { finish: &finish, usage: None, stop_sequence: None }));
+        events.extend(w.finish(&Ending {
+            finish: &finish,
+            usage: None,
+            stop_sequence: None,
+        }));
         let text = events_text(&events);
         let order: Vec<usize> = [
             "text_delta",
@@ -750,10 +824,21 @@ mod tests {
             "message_delta",
         ]
         .iter()
-        .map(|needle| text.find(needle).unwrap_or_else(|| panic!("{needle} in {text}")))
+        .map(|needle| {
+            text.find(needle)
+                .unwrap_or_else(|| panic!("{needle} in {text}"))
+        })
         .collect();
         assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}: {text}");
-        assert_eq!(text.matches("event: content_block_start").count(), 3, "{text}");
-        assert_eq!(text.matches("event: content_block_stop").count(), 3, "{text}");
+        assert_eq!(
+            text.matches("event: content_block_start").count(),
+            3,
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("event: content_block_stop").count(),
+            3,
+            "{text}"
+        );
     }
 }

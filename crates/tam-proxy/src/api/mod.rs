@@ -121,10 +121,8 @@ impl Gathered {
                 });
             }
             Piece::CallArguments { index, text } => {
-                if let Some(Item::Call { arguments, .. }) = self
-                    .calls
-                    .get(index)
-                    .and_then(|&at| self.items.get_mut(at))
+                if let Some(Item::Call { arguments, .. }) =
+                    self.calls.get(index).and_then(|&at| self.items.get_mut(at))
                 {
                     arguments.push_str(&text);
                 }

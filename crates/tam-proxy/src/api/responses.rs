@@ -190,14 +190,18 @@ fn message_text(content: Option<&Value>, at: &str) -> Result<String, ProxyError>
                     (other, _) => {
                         return Err(ProxyError::invalid(
                             "unsupported_content",
-                            format!("{at}: content of type '{other}' cannot be passed to the upstream, a text model"),
+                            format!(
+                                "{at}: content of type '{other}' cannot be passed to the upstream, a text model"
+                            ),
                         ));
                     }
                 }
             }
             Ok(texts.join("\n"))
         }
-        Some(_) => Err(invalid(format!("{at}: content must be a string or an array of parts"))),
+        Some(_) => Err(invalid(format!(
+            "{at}: content must be a string or an array of parts"
+        ))),
     }
 }
 
@@ -228,11 +232,15 @@ fn push_call(turns: &mut Vec<Turn>, call: PastCall) {
 /// (built-in tools' calls) dropped too — their tools were never the model's.
 fn read_item(item: &Value, position: usize, turns: &mut Vec<Turn>) -> Result<(), ProxyError> {
     let at = format!("input[{position}]");
-    let kind = item.get("type").and_then(Value::as_str).unwrap_or("message");
+    let kind = item
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("message");
     let string = |key: &str| item.get(key).and_then(Value::as_str);
     match kind {
         "message" => {
-            let role = string("role").ok_or_else(|| invalid(format!("{at}: a message needs a 'role'")))?;
+            let role =
+                string("role").ok_or_else(|| invalid(format!("{at}: a message needs a 'role'")))?;
             let text = message_text(item.get("content"), &at)?;
             turns.push(match role {
                 "user" => Turn::User(text),
@@ -245,7 +253,8 @@ fn read_item(item: &Value, position: usize, turns: &mut Vec<Turn>) -> Result<(),
             });
         }
         "function_call" => {
-            let name = string("name").ok_or_else(|| invalid(format!("{at}: a function_call needs a 'name'")))?;
+            let name = string("name")
+                .ok_or_else(|| invalid(format!("{at}: a function_call needs a 'name'")))?;
             let arguments = match item.get("arguments") {
                 Some(Value::String(text)) => text.clone(),
                 None | Some(Value::Null) => "{}".to_owned(),
@@ -255,7 +264,8 @@ fn read_item(item: &Value, position: usize, turns: &mut Vec<Turn>) -> Result<(),
             push_call(turns, past_call(id, name, arguments));
         }
         "custom_tool_call" => {
-            let name = string("name").ok_or_else(|| invalid(format!("{at}: a custom_tool_call needs a 'name'")))?;
+            let name = string("name")
+                .ok_or_else(|| invalid(format!("{at}: a custom_tool_call needs a 'name'")))?;
             let input = string("input").unwrap_or_default();
             let id = string("call_id").map(str::to_owned);
             let arguments = json!({ CUSTOM_INPUT: input }).to_string();
@@ -315,7 +325,11 @@ fn read_tools(
     };
     for (index, tool) in tools.iter().enumerate() {
         let at = format!("tools[{index}]");
-        match tool.get("type").and_then(Value::as_str).unwrap_or("function") {
+        match tool
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("function")
+        {
             "function" => add(tool, &at, None)?,
             "custom" => add(tool, &at, Some(Kind::Custom))?,
             "namespace" => {
@@ -328,7 +342,11 @@ fn read_tools(
                 };
                 for (position, function) in inner.iter().enumerate() {
                     let at = format!("{at}.tools[{position}]");
-                    match function.get("type").and_then(Value::as_str).unwrap_or("function") {
+                    match function
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("function")
+                    {
                         "function" => {
                             add(function, &at, Some(Kind::Namespaced(namespace.to_owned())))?;
                         }
@@ -419,7 +437,10 @@ impl ResponsesWriter {
             response[key] = value.clone();
         }
         if let Some(ending) = ending {
-            let (input, output) = (ending.tokens("prompt_tokens"), ending.tokens("completion_tokens"));
+            let (input, output) = (
+                ending.tokens("prompt_tokens"),
+                ending.tokens("completion_tokens"),
+            );
             response["usage"] = json!({
                 "input_tokens": input, "output_tokens": output, "total_tokens": input + output,
                 "input_tokens_details": {"cached_tokens": 0},
@@ -498,7 +519,8 @@ impl ResponsesWriter {
                     None,
                     events,
                 );
-                let part = json!({"type": "output_text", "text": "", "annotations": [], "logprobs": []});
+                let part =
+                    json!({"type": "output_text", "text": "", "annotations": [], "logprobs": []});
                 self.outputs[index].item["content"] = json!([part.clone()]);
                 events.push(self.event(
                     "response.content_part.added",
@@ -549,8 +571,10 @@ impl ResponsesWriter {
         match self.kinds.get(name) {
             Some(Kind::Custom) => json!({"id": format!("ctc_{id}"), "type": "custom_tool_call",
                 "status": "in_progress", "call_id": id, "name": name, "input": ""}),
-            Some(Kind::Namespaced(namespace)) => json!({"id": format!("fc_{id}"), "type": "function_call",
-                "status": "in_progress", "call_id": id, "name": name, "namespace": namespace, "arguments": ""}),
+            Some(Kind::Namespaced(namespace)) => {
+                json!({"id": format!("fc_{id}"), "type": "function_call",
+                "status": "in_progress", "call_id": id, "name": name, "namespace": namespace, "arguments": ""})
+            }
             None => json!({"id": format!("fc_{id}"), "type": "function_call",
                 "status": "in_progress", "call_id": id, "name": name, "arguments": ""}),
         }
@@ -569,7 +593,9 @@ impl ResponsesWriter {
     }
 
     fn call_arguments(&mut self, index: usize, text: &str, events: &mut Vec<Event>) {
-        let Some(at) = self.output_of_call(index) else { return };
+        let Some(at) = self.output_of_call(index) else {
+            return;
+        };
         let custom = self.outputs[at].item["type"] == "custom_tool_call";
         let key = if custom { "input" } else { "arguments" };
         if let Some(Value::String(all)) = self.outputs[at].item.get_mut(key) {
@@ -586,14 +612,20 @@ impl ResponsesWriter {
     }
 
     fn end_call(&mut self, index: usize, events: &mut Vec<Event>) {
-        let Some(at) = self.output_of_call(index) else { return };
+        let Some(at) = self.output_of_call(index) else {
+            return;
+        };
         let item_id = self.outputs[at].item["id"].clone();
         if self.outputs[at].item["type"] == "custom_tool_call" {
             // The arguments are `{"input": TEXT}`: the call's input is TEXT, exactly.
             let arguments = self.outputs[at].item["input"].as_str().unwrap_or_default();
             let input = serde_json::from_str::<Value>(arguments)
                 .ok()
-                .and_then(|v| v.get(CUSTOM_INPUT).and_then(Value::as_str).map(str::to_owned))
+                .and_then(|v| {
+                    v.get(CUSTOM_INPUT)
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                })
                 .unwrap_or_default();
             self.outputs[at].item["input"] = Value::String(input.clone());
             events.push(self.event(
@@ -690,7 +722,8 @@ impl Wire for ResponsesWriter {
     }
 
     fn whole(&self, reply: Gathered, ending: &Ending<'_>) -> Value {
-        let mut writer = ResponsesWriter::new("", &self.model, self.kinds.clone(), self.echo.clone());
+        let mut writer =
+            ResponsesWriter::new("", &self.model, self.kinds.clone(), self.echo.clone());
         writer.id.clone_from(&self.id);
         writer.created_at = self.created_at;
         let mut sink = Vec::new();

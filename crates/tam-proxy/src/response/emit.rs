@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 use tam::{BlockKind as MixedProtocol, Event as MixedEvent};
 use tam_parse::Diagnostic;
 
-use crate::history::{PastCall, render_calls};
 use crate::conversation::{OfferedTools, same_loosely};
+use crate::history::{PastCall, render_calls};
 use tam_model::ToolCallChunk;
 use tool_dispatch::ToolCall;
 use tool_schema::KeyMatch;

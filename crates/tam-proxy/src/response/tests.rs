@@ -67,10 +67,16 @@ fn without_call_ends(pieces: Vec<Piece>, reason: &str) -> Vec<Piece> {
         match piece {
             Piece::CallStart { index, .. } => started.push(*index),
             Piece::CallArguments { index, .. } => {
-                assert!(!ended.contains(index), "arguments after the end: {pieces:?}")
+                assert!(
+                    !ended.contains(index),
+                    "arguments after the end: {pieces:?}"
+                )
             }
             Piece::CallEnd { index } => {
-                assert!(started.contains(index) && !ended.contains(index), "{pieces:?}");
+                assert!(
+                    started.contains(index) && !ended.contains(index),
+                    "{pieces:?}"
+                );
                 ended.push(*index);
             }
             _ => {}
