@@ -4,6 +4,9 @@
 //! (`through_proxy`, TAM decoding on: prose, then one tool call at the end). Throughput is
 //! in deltas, so criterion's time per element is the end-to-end cost of one delta; the
 //! ratio of the two is what the proxy adds (its HTTP hop, the decoder, the chunk encoder).
+//! The same reply through the proxy's other two client APIs (`through_proxy_messages`,
+//! Anthropic Messages; `through_proxy_responses`, OpenAI Responses) against
+//! `through_proxy` (Chat Completions) is what each API's writer costs per event.
 //!
 //! Before the timings it measures memory per open stream: the process's resident set with
 //! 100 streams open and paused mid-reply, through the proxy and directly, less the resident
@@ -95,22 +98,58 @@ async fn proxy(upstream: &str) -> String {
     url
 }
 
-fn request_body() -> String {
-    json!({
-        "model": "m", "stream": true,
-        "messages": [{"role": "user", "content": "Note seven."}],
-        "tools": [{"type": "function", "function": {"name": "note", "parameters": {
-            "type": "object", "properties": {"n": {"type": "integer"}}}}}],
-    })
-    .to_string()
+/// The client API a request is sent in.
+#[derive(Clone, Copy)]
+enum Api {
+    Chat,
+    Messages,
+    Responses,
+}
+
+/// The same request in each API's form: its path and body.
+fn request_body(api: Api) -> (&'static str, String) {
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+    match api {
+        Api::Chat => (
+            "/chat/completions",
+            json!({
+                "model": "m", "stream": true,
+                "messages": [{"role": "user", "content": "Note seven."}],
+                "tools": [{"type": "function", "function": {"name": "note", "parameters": schema}}],
+            })
+            .to_string(),
+        ),
+        Api::Messages => (
+            "/messages",
+            json!({
+                "model": "m", "stream": true, "max_tokens": 1000,
+                "messages": [{"role": "user", "content": "Note seven."}],
+                "tools": [{"name": "note", "input_schema": schema}],
+            })
+            .to_string(),
+        ),
+        Api::Responses => (
+            "/responses",
+            json!({
+                "model": "m", "stream": true, "input": "Note seven.",
+                "tools": [{"type": "function", "name": "note", "parameters": schema}],
+            })
+            .to_string(),
+        ),
+    }
 }
 
 /// Sends the request; the response, its body not read yet.
 async fn send(client: &reqwest::Client, base: &str) -> reqwest::Response {
+    send_in(client, base, Api::Chat).await
+}
+
+async fn send_in(client: &reqwest::Client, base: &str, api: Api) -> reqwest::Response {
+    let (path, body) = request_body(api);
     let response = client
-        .post(format!("{base}/chat/completions"))
+        .post(format!("{base}{path}"))
         .header("content-type", "application/json")
-        .body(request_body())
+        .body(body)
         .send()
         .await
         .unwrap();
@@ -120,7 +159,11 @@ async fn send(client: &reqwest::Client, base: &str) -> reqwest::Response {
 
 /// One streamed completion read to its end; the bytes read.
 async fn complete(client: &reqwest::Client, base: &str) -> usize {
-    let mut body = send(client, base).await.bytes_stream();
+    complete_in(client, base, Api::Chat).await
+}
+
+async fn complete_in(client: &reqwest::Client, base: &str, api: Api) -> usize {
+    let mut body = send_in(client, base, api).await.bytes_stream();
     let mut read = 0;
     while let Some(bytes) = body.next().await {
         read += bytes.unwrap().len();
@@ -176,6 +219,9 @@ fn bench(c: &mut Criterion) {
     // The proxy turns the block into a tool call: the outputs differ only by that.
     let through = runtime.block_on(complete(&client, &proxied));
     assert!(through > 0);
+    for api in [Api::Messages, Api::Responses] {
+        assert!(runtime.block_on(complete_in(&client, &proxied, api)) > 0);
+    }
 
     // Warm both paths so connection pools and allocator arenas exist before measuring.
     open_streams_growth(&runtime, &client, &held_direct);
@@ -194,6 +240,12 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("through_proxy", |b| {
         b.iter(|| runtime.block_on(complete(&client, &proxied)))
+    });
+    group.bench_function("through_proxy_messages", |b| {
+        b.iter(|| runtime.block_on(complete_in(&client, &proxied, Api::Messages)))
+    });
+    group.bench_function("through_proxy_responses", |b| {
+        b.iter(|| runtime.block_on(complete_in(&client, &proxied, Api::Responses)))
     });
     group.finish();
 }

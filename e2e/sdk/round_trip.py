@@ -61,7 +61,14 @@ PARAMETERS = {
     "properties": {"city": {"type": "string", "description": CITY_DESCRIPTION}},
     "required": ["city"],
 }
-DEFAULT_TAM = "/work/targets/sdks/release/tam"
+
+
+def default_tam() -> str:
+    """The workspace's release `tam`: under $CARGO_TARGET_DIR when set, else `target/`."""
+    repo = Path(__file__).resolve().parents[2]
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or "target")
+    return str((target if target.is_absolute() else repo / target) / "release" / "tam")
+
 ROUND_TRIPS = (
     "anthropic-messages-stream",
     "openai-responses-stream",
@@ -806,7 +813,11 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--protocol", choices=("action", "tam"), default="action")
-    parser.add_argument("--tam", default=DEFAULT_TAM, help="the tam binary (default: %(default)s)")
+    parser.add_argument(
+        "--tam",
+        default=default_tam(),
+        help="the tam binary (default: release/tam under $CARGO_TARGET_DIR or target/)",
+    )
     parser.add_argument(
         "--upstream",
         metavar="URL",
