@@ -276,12 +276,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
         }
     } else {
         summary.push(
-            "e2e tam run: SKIPPED — this `tam` has no `run` command (SPEC §7); only the proof \
+            "e2e tam run: SKIPPED — this `tam` has no `run` command; only the proof \
              leg ran"
                 .to_owned(),
         );
     }
-    // The `tam serve` leg (SPEC §8): the proxy in front of the server, one streaming
+    // The `tam serve` leg: the proxy in front of the server, one streaming
     // request with a tool, in both protocols. The model's choice is reported; a proxy
     // failure fails the run.
     for protocol in Protocol::BOTH {

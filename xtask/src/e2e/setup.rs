@@ -297,9 +297,9 @@ const CMAKE_OPTIONS: [&str; 10] = [
 /// a CPU with AMX (Intel Sapphire Rapids and later): with the pinned build and this
 /// model's Q4_K weights, `ggml_backend_amx_mul_mat` crashes the server at its first
 /// computation (SIGSEGV before `/health` answers; seen on a 2-core Xeon VM with
-/// `amx_int8`, and reported as llama.cpp issue 20824). An explicit `-mno-amx-*` wins over
-/// `-march=native` in GCC and Clang whatever the order, so every other feature of the
-/// host stays on; on a CPU without AMX the flags change nothing.
+/// `amx_int8`; <https://github.com/ggml-org/llama.cpp/issues/20824>). An explicit
+/// `-mno-amx-*` wins over `-march=native` in GCC and Clang whatever the order, so every
+/// other feature of the host stays on; on a CPU without AMX the flags change nothing.
 const NO_AMX: [&str; 2] = [
     "-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
     "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
