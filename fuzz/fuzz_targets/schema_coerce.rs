@@ -418,7 +418,7 @@ fn check_per_argument(
             assert_eq!(
                 value,
                 Some(written),
-                "'{key}' reported but not kept as written"
+                "'{key}' reported but not left as written"
             );
         } else {
             // `None` or `null` written for an optional property that does not take null

@@ -1,4 +1,4 @@
-//! tool-dispatch's SSE reader on arbitrary bytes cut at arbitrary points: no panic; the
+//! tam-model's SSE reader on arbitrary bytes cut at arbitrary points: no panic; the
 //! same events (and errors) whether the stream is fed whole, at the input's split points or
 //! byte by byte; memory held for an event stays within the bound whatever the input.
 //! Flag bits 0–5 pick a small `max_event_bytes` (1–64; 0 keeps the 1 MiB default).

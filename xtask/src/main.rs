@@ -130,7 +130,7 @@ fn ci() -> Result<(), String> {
     if fuzz_available() {
         // A fixed number of runs from a fixed seed: the same inputs on every machine, so
         // the gate cannot flake on what a random run happens to find (a time-bounded run
-        // with libFuzzer's random seed did: session 17). Open-ended fuzzing is
+        // with libFuzzer's random seed did). Open-ended fuzzing is
         // `cargo xtask fuzz`.
         fuzz(&[
             "--runs".into(),
@@ -258,7 +258,7 @@ fn forget_fingerprints(dir: &Path) {
 ///    (cargo strips path-only dev-dependencies when packaging, so such a file could not
 ///    compile from the .crate): the files `cargo package --list` gives are read, and one
 ///    that names `tam_testkit` fails the step, naming the file and the `exclude` list it
-///    belongs in. The rule is checked, not kept by hand.
+///    belongs in. The rule is checked, not upheld by hand.
 /// 2. `cargo package` of the libraries and tam-cli together. Cargo (≥ 1.90) packages
 ///    them in dependency order and verifies each one — unpacks its .crate and builds it with
 ///    default features — against the already packaged siblings (a local registry overlay),

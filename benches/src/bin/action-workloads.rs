@@ -1,7 +1,7 @@
 //! Feeds the peer workloads to `action_xml::Decoder` with its defaults, in deltas of 1, 4
 //! and 30 code points and whole, and prints MB/s (10⁶ bytes of the reply per second) and
-//! the calls decoded: issue 25's table, "ACTION per delta against the first landing" in
-//! `docs/performance.md`.
+//! the calls decoded, to compare two builds of the decoder on the same replies (see
+//! `docs/design.md`).
 //!
 //! `action-workloads DIR [NAME…]`: DIR holds the output of the dev set's
 //! `perf/make_workloads.py` (`xml_4k.txt`, `xml_64k.txt`, …); NAME defaults to `xml_4k
@@ -10,10 +10,9 @@
 //! wrapped text cut every N code points, as the generator's `split_cp` cuts. A cell feeds
 //! the reply as many times as fit in 0.4 s (at least 3) and takes the mean.
 //!
-//! It uses only what the first landing (`cc5c6a4`) already had — `Decoder::new`, `feed`,
-//! `finish`, `Event::Block` — so the same file builds there unchanged: copy it into that
-//! checkout's `benches/src/bin/` and `cargo build --release -p tam-benches --bin
-//! action-workloads` (see `docs/performance.md`).
+//! It uses only `Decoder::new`, `feed`, `finish` and `Event::Block`, so the same file builds
+//! on older checkouts unchanged: copy it into that checkout's `benches/src/bin/` and
+//! `cargo build --release -p tam-benches --bin action-workloads`.
 
 use std::hint::black_box;
 use std::process::ExitCode;

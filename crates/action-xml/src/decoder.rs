@@ -562,7 +562,7 @@ mod tests {
         }
     }
 
-    /// Issue 11 §5: the work per block does not grow with the number of blocks in one
+    /// The work per block does not grow with the number of blocks in one
     /// delta. Counted, not timed: the bytes looked at to place blocks (line and column)
     /// stay within one pass over the delta, and every block is found.
     #[test]

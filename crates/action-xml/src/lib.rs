@@ -267,7 +267,7 @@
 //!   tokenizer cost more than it gave (its events were 16 % of a typical block's
 //!   instructions, and the copy of each returned event was the hottest spot of a time
 //!   profile), so the dependency went: 12 % fewer instructions per block
-//!   (`docs/performance.md`, "ACTION block against roxmltree").
+//!   (`docs/design.md`, "ACTION's direct reader").
 //! * While arguments stream, the text pieces of a value are joined where they touch: a `<`
 //!   that is text inside a value (`Vec<String>`, a child element's tag in an object
 //!   parameter) or a bare `&` no longer cuts the text around it into separate events. The
@@ -277,7 +277,7 @@
 //!   element?). Both take their stops from [`tam_parse::scan::Stops`]: 64 bytes at a time
 //!   into a bit per byte, a few instructions per stop, where a search started at each stop
 //!   cost tens. A 64 KiB value of code fed whole: 24 % fewer instructions
-//!   (`docs/performance.md`, "ACTION in token deltas, session 11").
+//!   (`docs/design.md`, "Stops: a bit per byte").
 //! * An `&` cut by a delta's end waits for the next delta only when what arrived after it
 //!   begins a reference the block's reader takes (`lt`, `gt`, `amp`, `apos`, `quot`, `#`
 //!   digits, `#x` hex digits): code's `&mut` or `&str` streams at once. A stop that waits
@@ -296,8 +296,8 @@
 //!   this, the scanner reports a block's progress once per delta rather than per internal
 //!   push, and its last progress before a close through
 //!   [`tam_parse::scan::ScanHandler::block_closing`]. The 64 KiB value of code fed whole
-//!   with argument events on: 19 % fewer instructions (`docs/performance.md`, "ACTION in
-//!   token deltas, session 19").
+//!   with argument events on: 19 % fewer instructions (`docs/design.md`, "A closed block
+//!   is read once").
 //!
 //! # Serde
 //!

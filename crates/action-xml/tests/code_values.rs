@@ -1,6 +1,6 @@
-//! Issue 11 §3: source code is the most common parameter value (SPEC §3). Code with `<`,
-//! `&`, generics, HTML string literals and JSX decodes to exactly the text written, with
-//! no CDATA, however it is split; the depth limit guards real nesting only.
+//! Source code is the most common parameter value (docs/protocol/action-xml.md §5). Code
+//! with `<`, `&`, generics, HTML string literals and JSX decodes to exactly the text
+//! written, with no CDATA, however it is split; the depth limit guards real nesting only.
 
 use action_xml::{Config, Decoder, Event, codes, parse};
 use tam_testkit::{Action, XorShift, random_cuts, str_pieces};

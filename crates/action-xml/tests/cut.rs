@@ -1,4 +1,4 @@
-//! Issue 11, ACTION side: a stream that ends or is cut inside a block (SPEC §3, §5).
+//! A stream that ends or is cut inside an ACTION block (docs/protocol/action-xml.md §8).
 
 use action_xml::{
     ActionBlock, Config, Decoder, Event, MixedConfig, MixedDecoder, MixedEvent, codes,

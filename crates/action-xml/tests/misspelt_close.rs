@@ -1,4 +1,4 @@
-//! Close tags models get wrong (SPEC §3 repairs).
+//! Close tags models get wrong (the repairs of docs/protocol/action-xml.md §6).
 //!
 //! * A misspelt close tag (`mismatched_close_tag`): a real model writes a parameter's
 //!   value, closes it with another element's tag, and goes on with the call. Recorded from

@@ -1,4 +1,4 @@
-//! Issue 12 §1–§2: the mixed decoder streams both protocols' arguments through
+//! The mixed decoder streams both protocols' arguments through
 //! `MixedEvent`. For every split, the pieces of each parameter joined are its final value:
 //! exactly for TAM (matched by the entry's span), trimmed of XML whitespace for ACTION
 //! string values.

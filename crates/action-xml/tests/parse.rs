@@ -1,4 +1,4 @@
-//! The one-shot `parse`: the seed examples of action-xml-protocol.md §5 as the runtime
+//! The one-shot `parse`: the protocol's own examples as the runtime
 //! reads them (response text, tool id, parameters), and how `Parsed` gathers the events.
 
 use action_xml::{Config, Decoder, Event, codes, parse, parse_with};
@@ -131,7 +131,7 @@ fn malformed_xml_error_reads_as_an_observation() {
     assert!(out.has_errors());
 }
 
-/// Issue 11 §4: every parameter keeps the exact source of its content.
+/// Every parameter keeps the exact source of its content.
 #[test]
 fn parameters_keep_their_exact_source() {
     let input = "Go.\n<ACTION><edit><html><div><p>hi</p></div></html><n> 1 &amp; 2 </n><e/></edit></ACTION>";

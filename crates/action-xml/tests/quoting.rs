@@ -1,4 +1,4 @@
-//! SPEC §2.2 / §3: a quoted `<ACTION>` tag (inline code, a `>` line) is prose, a block in a
+//! A quoted `<ACTION>` tag (inline code, a `>` line) is prose, a block in a
 //! code fence is a call (warning `fenced_block`), and reasoning is never decoded. Each
 //! case is decoded every way (whole, char by char, byte by byte, random splits, every
 //! prefix + rest) by the ACTION decoder and by the front door (`OutputDecoder`, which reads
@@ -221,9 +221,9 @@ fn prose_mentioning_thinking_without_its_close_is_prose() {
 }
 
 /// A real reply (the e2e proof leg, Qwen2.5-Coder-1.5B on a 2-core AMD EPYC without
-/// AVX-512, session 20): the call element written without its `<ACTION>` block. SPEC §3
-/// makes calls of a block's children only, so this is prose: every byte text, no call, no
-/// diagnostic — in the ACTION decoder and the front door alike.
+/// AVX-512): the call element written without its `<ACTION>` block. A decoder given no
+/// tool names makes calls of a block's children only, so this is prose: every byte text,
+/// no call, no diagnostic — in the ACTION decoder and the front door alike.
 #[test]
 fn a_call_element_written_without_its_action_block_is_prose() {
     let input = "<GetPlayerInfo>\n  <player_id>player123</player_id>\n</GetPlayerInfo>";

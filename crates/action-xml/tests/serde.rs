@@ -1,6 +1,6 @@
 //! Feature `serde`: the JSON forms of the ACTION decoder's types, round trips of the owned
 //! ones, and real-shaped streams decoded every way and serialized — `MixedEvent` as the
-//! `tam decode` lines of SPEC §6.
+//! `tam decode` lines.
 #![cfg(feature = "serde")]
 
 mod common;
@@ -282,7 +282,7 @@ fn mixed_events_serialize_as_the_tam_decode_lines() {
             }),
         ]
     );
-    // The key order of SPEC §6, as written.
+    // The key order of a `tam decode` line, as written.
     let text = serde_json::to_string(&events[4]).unwrap();
     assert_eq!(
         text,

@@ -183,9 +183,9 @@ fn an_overflowing_block_streams_the_same_prefix_every_way() {
 }
 
 /// What Qwen2.5-Coder-1.5B wrote in `cargo xtask e2e`'s ACTION proof on a machine without
-/// AVX-512 (session 13): the call element alone, no `<ACTION>` around it. Outside a block
-/// everything is prose (SPEC §3, §2.2): the reply is text, every way it is split, and nothing
-/// streams or runs.
+/// AVX-512: the call element alone, no `<ACTION>` around it. For a decoder given no tool
+/// names everything outside a block is prose: the reply is text, every way it is split, and
+/// nothing streams or runs.
 #[test]
 fn a_call_element_without_action_around_it_is_text_and_runs_nothing() {
     let reply = "<GetPlayerInfo>\n  <player_id>player123</player_id>\n</GetPlayerInfo>";

@@ -29,23 +29,23 @@ alone stands for the tools of `tam demo` (a file called demo is ./demo): `tam pr
 --protocol P --tools demo` prints the system prompt `tam run --protocol P --tools demo`
 sends.
 
-Tool list styles: tam (the TAM seed §6.2 layout), xml (the ACTION XML seed §4.2 layout,
-workflow tools listed apart as skills), list (one entry per tool from --template, default
+Tool list styles: tam (`- Tool ID: …` entries with their parameters), xml (`<tool_id>`
+entries with their `<parameter>`s, workflow tools listed apart as skills), list (one
+entry per tool from --template, default
 \"- {toolName}: {toolDescription}{toolParameters}\").
 
 --full prints the complete system prompt: role and goal, the tool list, usage notes (from
 --usage-notes), the decision instruction, few-shot examples and the tool result rules
-(TAM seed §6.2, ACTION seed §4.1-§4.3, the result-format seed), for --protocol tam or
-action, in --language en or zh.
+for --protocol tam or action, in --language en or zh.
 
 Give PROFILE before --tools, or end the --tools files with --.";
 
 /// Prompt layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum StyleChoice {
-    /// `- Tool ID: …` entries with their parameters (TAM seed §6.2).
+    /// `- Tool ID: …` entries with their parameters.
     Tam,
-    /// `**Tools (direct function calls):**` and `**Skills (workflow executions):**` (ACTION seed §4.2).
+    /// `**Tools (direct function calls):**` and `**Skills (workflow executions):**`.
     Xml,
     /// One line per tool from a template.
     List,

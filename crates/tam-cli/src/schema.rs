@@ -19,8 +19,8 @@ Print the tool definitions in workflow JSON, node definition JSON and plugin.yam
 as one JSON array in the order given.
 
 Kinds are told by extension and content: *.yaml / *.yml is a plugin manifest (its tools:);
-a JSON object with interfaceInputs, interfaceOutputs, inputInterface (a skill, ACTION seed
-§7.1), outputInterface, nodes or edges is a workflow (the tool workflow:<file stem>); a
+a JSON object with interfaceInputs, interfaceOutputs, inputInterface (a skill's inputs),
+outputInterface, nodes or edges is a workflow (the tool workflow:<file stem>); a
 directory holding a plugin.yaml is a whole plugin; a JSON object with fullType, or an array of them, is node
 definitions. A tool id defined by two files is an error. The name demo alone stands for the
 tools of `tam demo` (`tam run --tools demo`); a file called demo is ./demo.

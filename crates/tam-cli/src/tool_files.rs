@@ -40,7 +40,7 @@ const WORKFLOW_FIELDS: &[&str] = &[
 /// definition of its kind.
 pub(crate) fn load_tool_file(path: &Path) -> Result<Vec<ToolDefinition>, CliError> {
     if path.is_dir() {
-        // A whole plugin (TAM seed §5.3): its plugin.yaml and the workflow files it names.
+        // A whole plugin: its plugin.yaml and the workflow files it names.
         return Ok(plugin_dir(path)?.tools);
     }
     let text = std::fs::read_to_string(path).map_err(|source| CliError::Read {
@@ -125,7 +125,7 @@ mod tests {
         assert_eq!(
             kind("skill.json", r#"{"inputInterface": {}}"#),
             Ok(ToolFileKind::Workflow),
-            "ACTION seed §7.1: a skill names its inputs inputInterface"
+            "a skill names its inputs inputInterface"
         );
         assert_eq!(
             kind("w.json", r#"{"nodes": [], "edges": []}"#),

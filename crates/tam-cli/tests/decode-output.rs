@@ -1,4 +1,4 @@
-//! The NDJSON of `tam decode` against SPEC §6, field by field, and its defaults
+//! The NDJSON of `tam decode` (`src/decode/ndjson.rs`), field by field, and its defaults
 //! (`--protocol auto`, `--dialect tam`, `--input raw`).
 
 mod support;

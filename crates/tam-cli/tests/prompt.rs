@@ -179,7 +179,7 @@ fn prompt_of(args: &[&str]) -> Output {
     run(&all, b"")
 }
 
-/// TAM seed §6.2, ACTION seed §4, result-format seed: `--full` prints the whole system
+/// `--full` prints the whole system
 /// prompt, in either protocol and language; without a profile every tool of the files.
 #[test]
 fn tam_seed_6_2_full_system_prompt() {

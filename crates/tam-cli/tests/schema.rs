@@ -183,7 +183,7 @@ fn bad_flags_are_usage_errors() {
     }
 }
 
-/// ACTION seed §7.1: a skill's `WorkflowDefinition` names its inputs `inputInterface`.
+/// A skill's `WorkflowDefinition` names its inputs `inputInterface`.
 #[test]
 fn action_seed_7_1_a_skill_file_is_a_workflow_tool() {
     let tools = json_of(&schema(&[], &["fixtures/skill_greet_player.json"]));
@@ -196,7 +196,7 @@ fn action_seed_7_1_a_skill_file_is_a_workflow_tool() {
     );
 }
 
-/// TAM seed §5.3: a plugin directory as a whole — its manifest and the workflow files its
+/// A plugin directory as a whole — its manifest and the workflow files its
 /// tools name, the namespace taken from the directory when the manifest has no name.
 #[test]
 fn tam_seed_5_3_schema_of_a_plugin_directory() {

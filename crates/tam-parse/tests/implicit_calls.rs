@@ -1,4 +1,4 @@
-//! SPEC §2.4: a block without chain numbers that repeats a key holds several calls (a
+//! A block without chain numbers that repeats a key holds several calls (a
 //! second `command`, or a parameter key the current call already has, starts one), warning
 //! `implicit_call`; in a chained block a repeated key is a duplicate (the last wins).
 //!
@@ -347,8 +347,8 @@ fn vcp_blocks_stay_one_call() {
     assert_eq!(codes(b)[0].0, "duplicate_parameter");
 }
 
-/// The rule of SPEC §2.4 for a block without chain numbers, written the naive way: each
-/// parameter looks through its call's keys.
+/// The rule for a block without chain numbers (docs/protocol/tam.md §5.2), written the
+/// naive way: each parameter looks through its call's keys.
 fn oracle(entries: &[(String, String)]) -> Vec<Flat> {
     let mut calls: Vec<(String, Vec<(String, String)>)> = Vec::new();
     let mut commanded = false;

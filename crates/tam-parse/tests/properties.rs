@@ -275,7 +275,8 @@ proptest! {
         }
         if drop_last_close {
             // The model forgot the last value's close marker: at the end of the stream the
-            // value is recovered (SPEC §2.3), and what was streamed must still match.
+            // value is recovered (docs/protocol/tam.md §6.1), and what was streamed must
+            // still match.
             let plain = block.rfind(tam_parse::VALUE_CLOSE);
             let escape = block.rfind(tam_parse::ESCAPE_CLOSE);
             match (plain, escape) {

@@ -1,4 +1,4 @@
-//! SPEC §2.2: a start marker the model quotes opens no block, a block in a code fence is a
+//! A start marker the model quotes opens no block, a block in a code fence is a
 //! call (warning `fenced_block`), and reasoning is never decoded into calls. Every case is
 //! decoded every way (whole, char by char, byte by byte, random splits, every prefix +
 //! rest), so a backtick, a `>`, a fence or a `<think>` tag split across deltas is covered.

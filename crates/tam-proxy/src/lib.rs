@@ -187,7 +187,7 @@
 //!   ([`SystemPrompt::after_observations`](tool_schema::SystemPrompt::after_observations):
 //!   "Now answer the request in plain text with these results.").
 //!   Without it a 1.5B model answered nothing after its results in TAM (`e2e/README.md`,
-//!   session 23).
+//!   "Prompt variants").
 //!
 //! # What a reply becomes
 //!
@@ -204,7 +204,7 @@
 //!   key, while the others are still typed (the client validates, as it must with OpenAI
 //!   too). In a streaming request, calls and string arguments stream while the
 //!   block is written (below); without `stream`, the reply is made from whole blocks.
-//! * A call in such a block to a tool the request did not offer is not a call (SPEC §8): it
+//! * A call in such a block to a tool the request did not offer is not a call: it
 //!   comes back as content after the block's calls (a small model lists a tool it imagines
 //!   beside the ones it has; the others stay calls, and calls already streamed stay
 //!   valid). In ACTION such elements come back as the model wrote them, in one `<ACTION>`

@@ -18,23 +18,23 @@
 //!   plain text, then the prompt's example request answered with its block (only the
 //!   latter when `tool_choice` requires a call). They are fixed text, the same for every
 //!   request, and are not part of the reply. Measured on the BFCL dev set with a 1.5B
-//!   model (`e2e/README.md`, session 12): ACTION 105 → 111 of 140 (irrelevance 13 → 20 of
-//!   30); TAM 96 → 94 (irrelevance +6, the call categories −8) for 1.2× the prompt
+//!   model (`e2e/README.md`, "Prompt variants"): ACTION 105 → 111 of 140 (irrelevance 13 →
+//!   20 of 30); TAM 96 → 94 (irrelevance +6, the call categories −8) for 1.2× the prompt
 //!   tokens, so TAM goes without. Only in a conversation that holds no call yet: once the
-//!   history has a call of the model's or a tool's result, its own turns show the form,
-//!   and with the demonstration before them the model given its results answered the
+//!   history has a call of the model's or a tool's result, its own turns show the form, and
+//!   with the demonstration before them the model given its results answered the
 //!   demonstration's questions as well ("The capital of France is Paris. The weather in
 //!   Paris is sunny …") in 4 of 20 second rounds, in none without it (`e2e/README.md`,
-//!   session 24).
+//!   "Prompt variants").
 //! * Each message of observations (a run of the client's `tool` messages) ends with the
 //!   prompt's line on what to do next ([`after_observations`]), in both protocols. The
 //!   BFCL cases are one turn each and never show it; the second round of a real agent
 //!   does: through this proxy, given its calls' results, the 1.5B model of the e2e runs
 //!   answered in 0 of 20 TAM conversations without the line (15 empty replies: its first
 //!   token was the block's end marker, the stop sequence; 3 calls again, 2 blocks of the
-//!   prompt's example as text), and in 18 of 20 with it (`e2e/README.md`, session 23);
-//!   20 of 20 since the line no longer says "Call another tool only if you still need
-//!   one." (session 25: with it the model called again the tool whose result it had, and
+//!   prompt's example as text), and in 18 of 20 with it (`e2e/README.md`, "Prompt
+//!   variants"); 20 of 20 since the line no longer says "Call another tool only if you
+//!   still need one." (with it the model called again the tool whose result it had, and
 //!   an agent looped; requests that need a second tool after a first result are answered
 //!   from the first result, as they mostly were with it — see
 //!   [`SystemPrompt::after_observations`]).
@@ -198,7 +198,7 @@ mod tests {
                 for event in tam::decode(example, tam::Config::for_protocol(choice)) {
                     match event {
                         tam::Event::TamBlock(block) => {
-                            // Two calls without chain numbers carry SPEC §2.4's `implicit_call`
+                            // Two calls without chain numbers carry `implicit_call`
                             // warning; nothing worse.
                             assert!(
                                 block.diagnostics.iter().all(|d| !d.is_error()),

@@ -307,7 +307,7 @@ async fn a_call_to_a_tool_not_offered_is_content() {
 }
 
 /// A call element written without its `<ACTION>` block (the real model's reply in the e2e
-/// proof leg, session 20) is prose by SPEC §3: through the proxy it comes back as the
+/// proof leg) is prose: through the proxy it comes back as the
 /// model's text, streamed in any split and whole, and never as a call.
 #[tokio::test]
 async fn a_call_element_without_its_action_block_is_content() {
@@ -385,8 +385,9 @@ async fn parallel_tool_calls_false_gives_the_first_call_only() {
     assert_eq!(arguments(&got.calls[1].2), json!({"city": "Rome"}));
 }
 
-/// A block without chain numbers that repeats a key holds several calls (SPEC §2.4): the
-/// first streams, and the parameters after the next call begins are not streamed into it.
+/// A block without chain numbers that repeats a key holds several calls
+/// (docs/protocol/tam.md §5.2): the first streams, and the parameters after the next call
+/// begins are not streamed into it.
 #[tokio::test]
 async fn a_repeated_command_starts_a_call_that_does_not_stream_into_the_first() {
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」a.txt「末」\ncommand:「始」write_file「末」\ncontent:「始」hello「末」\npath:「始」b.txt「末」\n<|[END_TOOL]|>";
@@ -404,8 +405,9 @@ async fn a_repeated_command_starts_a_call_that_does_not_stream_into_the_first() 
 
 /// What the e2e model wrote for BFCL `simple_python_190` ("What's the elevation and area of
 /// Yellowstone National Park?"): the array parameter's key written once per item. The
-/// repeat starts a call in the decoder (SPEC §2.4); the tool's schema says it is one more
-/// item, so the client gets one call with the list, streaming and not, in every split.
+/// repeat starts a call in the decoder (docs/protocol/tam.md §5.2); the tool's schema says
+/// it is one more item, so the client gets one call with the list, streaming and not, in
+/// every split.
 #[tokio::test]
 async fn a_key_repeated_for_each_item_of_an_array_is_one_call() {
     let reply = "<|[REQUEST_TOOL]|>\ncommand:「始」park_information「末」\npark_name:「始」Yellowstone National Park「末」\n\ninformation:「始」elevation「末」\ninformation:「始」area「末」\n";
@@ -442,9 +444,10 @@ async fn a_key_repeated_for_each_item_of_an_array_is_one_call() {
 
 /// What the e2e model wrote for BFCL `parallel_multiple_110` (the populations and GDPs of
 /// California in 1980 and 1990), asked without `stop`: one block per call, the blocks
-/// separated by a blank line only. The turn ends at the first block with calls (SPEC §5),
-/// blank space after it or not: the client gets that block's call and nothing of the
-/// rest — from a server that ignores `stop` and from one that honours it, in every split.
+/// separated by a blank line only. The turn ends at the first block with calls
+/// (docs/protocol/tam.md §8), blank space after it or not: the client gets that block's
+/// call and nothing of the rest — from a server that ignores `stop` and from one that
+/// honours it, in every split.
 #[tokio::test]
 async fn a_run_of_blocks_gives_the_first_blocks_call_only() {
     let block = |tool: &str, year: u32, more: &str| {
@@ -513,7 +516,7 @@ async fn arguments_that_do_not_validate_come_as_written() {
         json!({"city": "Paris", "days": "a few"})
     );
 
-    // Per argument (SPEC §4): an unknown key comes as written, and `days` is still typed.
+    // Coercion is per argument: an unknown key comes as written, and `days` is still typed.
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\nDays:「始」3「末」\nunit:「始」C「末」\n<|[END_TOOL]|>";
     let upstream = ScriptedUpstream::always(Reply::content(&[block], "stop")).await;
     let proxy = start_proxy(&upstream, Protocol::Tam).await;
@@ -566,7 +569,8 @@ async fn a_reply_cut_at_the_token_limit_runs_no_call() {
 
 /// What a real model wrote (BFCL `parallel_multiple_150` and, outside the dev set,
 /// `parallel_multiple_135` and `_145`, Qwen2.5-Coder-1.5B): a start marker before each call
-/// and one end marker. By SPEC §2.3 the first block never closed: its call never runs.
+/// and one end marker. The first block never closed (docs/protocol/tam.md §6.2): its call
+/// never runs.
 /// Streamed or whole, the reply is the closed block's call and the first block as text
 /// (its short call waited for its block). Streaming every call from its tool id, the first
 /// call's arguments stay unfinished and the stream ends with the error event.
@@ -1092,7 +1096,7 @@ async fn a_call_to_a_tool_not_offered_beside_a_streamed_one_is_content() {
 }
 
 // ---------------------------------------------------------------------------------------
-// The turn ends at the call (SPEC §5), usage
+// The turn ends at the call (docs/protocol/tam.md §8), usage
 // ---------------------------------------------------------------------------------------
 
 /// What a small model writes after its call when nothing stops it: an invented result,
@@ -1427,7 +1431,7 @@ async fn usage_passes_through_whole_and_streamed_when_asked() {
 }
 
 /// A `string` parameter whose ACTION element holds balanced tags (HTML) gets its text, as
-/// written, streamed or not: the proxy converts calls as the agent does (SPEC §5).
+/// written, streamed or not: the proxy converts calls as the agent does.
 #[tokio::test]
 async fn a_string_parameter_holding_html_is_its_text() {
     let reply = "Writing.\n<ACTION><write_file><path>index.html</path><content><div><b>hi</b></div></content></write_file></ACTION>";

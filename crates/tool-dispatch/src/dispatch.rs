@@ -137,7 +137,7 @@ impl ToolCall {
     }
 
     /// Every call of a closed TAM block, as [`from_tam_block`](Self::from_tam_block), with
-    /// one reading that needs the tools' schemas: a call that SPEC §2.4 started because the
+    /// one reading that needs the tools' schemas: a call the decoder started because the
     /// model wrote a parameter key again, and whose every parameter is one more item of a
     /// parameter the tool declares an array, is those items, not a call. Its values are
     /// appended, in order, to that parameter of the call before it (whose value becomes a

@@ -230,7 +230,7 @@ impl WorkflowExecutionPayload {
         })
     }
 
-    /// Single-node wrapping (ACTION seed §7.3.2): one node of `node_type` whose inputs are
+    /// Single-node wrapping: one node of `node_type` whose inputs are
     /// `inputs`, no edges, and each of `output_slots` mapped to the interface output of the
     /// same name. With no `output_slots` (the tool declares no output schema) every slot
     /// the node returns is an interface output ([`pass_through_outputs`](Self::pass_through_outputs)),
@@ -558,7 +558,7 @@ async fn execute(
 }
 
 /// The value a workflow tool returns: the only output's value itself when there is one
-/// output (workflow seed §2.4), the object of all outputs otherwise, `Null` when there is
+/// output, the object of all outputs otherwise, `Null` when there is
 /// none.
 pub fn collapse_outputs(outputs: InterfaceOutputs) -> Value {
     match outputs.len() {

@@ -80,7 +80,7 @@
 //! * The loop ends on [`TOOL_EXECUTION_FAILED`] when it is the whole prose of a reply
 //!   (blank around it allowed), as the result seed's engine compares it.
 //! * A node tool whose definition declares no output schema returns every output slot the
-//!   node produced (single-node wrapping maps "all output slots", ACTION seed §7.3.2;
+//!   node produced (single-node wrapping maps all output slots;
 //!   [`engine::WorkflowExecutionPayload::pass_through_outputs`]), so the seed plugin's
 //!   `magic_node_tool` returns its node's `result` instead of the null result.
 //! * A plugin directory ([`Registry::register_plugin_dir`]) registers all its tools or
@@ -109,7 +109,7 @@
 //! * `<think>` at the start of a reply is split out by [`ThinkSplitter`]; a `<think>`
 //!   section that begins a later prose line is reasoning too (the decoder's
 //!   `MixedConfig::reasoning_tags`, tied to [`AgentConfig::split_think_tags`]): never
-//!   decoded into calls. Reasoning is not kept in the assistant message added to the
+//!   decoded into calls. Reasoning is left out of the assistant message added to the
 //!   conversation.
 //! * Native tool calls are never run; one observation per round names them and tells the
 //!   model to write the protocol's block.

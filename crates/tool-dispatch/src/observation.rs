@@ -1,4 +1,5 @@
-//! Observation text for the model's next round (ACTION seed §5): what each call did, and
+//! Observation text for the model's next round (`Observation: Tool X executed
+//! successfully. Result: …` / `Observation: Error - …`): what each call did, and
 //! what was wrong with blocks that produced no call.
 //!
 //! - success: `Observation: Tool ReadWorldStateTool executed successfully. Result: sunny`

@@ -324,7 +324,7 @@ impl Registry {
         self.register_workflow(definition, &workflow)
     }
 
-    /// Registers every tool of the plugin in directory `dir` at once (TAM seed §5.3):
+    /// Registers every tool of the plugin in directory `dir` at once:
     /// `node` tools as [`register_node_tool`](Self::register_node_tool), `workflow` tools
     /// with the workflow file their `workflowId` names inside `dir`, `service` tools with
     /// the implementation `services` supplies under the tool's id. Ids are `插件名:工具名`,

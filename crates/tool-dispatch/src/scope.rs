@@ -1,5 +1,6 @@
-//! Permission scopes: which registered tools one caller may use (TAM seed §6.1, workflow
-//! tool registration seed). A call outside its scope is refused and never runs.
+//! Permission scopes: which registered tools one caller may use (an agent's inventory, a
+//! workflow's available tools and an LLM node's dynamic tools). A call outside its scope is
+//! refused and never runs.
 
 use std::collections::BTreeSet;
 

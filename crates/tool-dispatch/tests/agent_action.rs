@@ -1,4 +1,4 @@
-//! The agent loop over ACTION XML (ACTION seed §5): self-correction, malformed XML, extra
+//! The agent loop over ACTION XML: self-correction, malformed XML, extra
 //! blocks, nested and CDATA parameters, workflow skills, and mixed TAM + ACTION streams.
 
 mod support;

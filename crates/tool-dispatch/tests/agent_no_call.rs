@@ -1,8 +1,8 @@
-//! A call the model did not finish never runs (SPEC §2.3, §3, §5), through `Agent::run`, for
-//! both protocols: a marker mentioned in prose, a block left open at the end of the reply,
-//! a reply cut at the token limit (`finish_reason: length`) even where the end-of-stream
-//! repair would have completed the block, and a transport error mid-block. The tool records
-//! every run.
+//! A call the model did not finish never runs (docs/protocol/tam.md §6, action-xml.md
+//! §8), through `Agent::run`, for both protocols: a marker mentioned in prose, a block left
+//! open at the end of the reply, a reply cut at the token limit (`finish_reason: length`)
+//! even where the end-of-stream repair would have completed the block, and a transport
+//! error mid-block. The tool records every run.
 
 mod support;
 
@@ -137,7 +137,7 @@ async fn a_tam_marker_mentioned_in_prose_runs_no_call() {
     check_prose_mention(ProtocolChoice::Auto, text).await;
 }
 
-/// SPEC §3: an `<ACTION>` block holding no complete call element is a prose mention; the
+/// An `<ACTION>` block holding no complete call element is a prose mention; the
 /// current ACTION decoder repairs it into a call of `Record` (refused: no `note`).
 #[tokio::test]
 async fn an_action_tag_mentioned_in_prose_starts_no_call() {
@@ -146,7 +146,7 @@ async fn an_action_tag_mentioned_in_prose_starts_no_call() {
     check_prose_mention(ProtocolChoice::Auto, text).await;
 }
 
-/// SPEC §2.3 and §3: the unclosed mention's bytes come out as text with `marker_in_prose`.
+/// The unclosed mention's bytes come out as text with `marker_in_prose`.
 #[tokio::test]
 async fn a_marker_mentioned_in_prose_comes_out_as_text() {
     for (protocol, text) in [
@@ -192,7 +192,7 @@ async fn a_tam_block_left_open_at_the_end_of_the_reply_runs_no_call() {
     check_open_block(ProtocolChoice::Auto, open).await;
 }
 
-/// SPEC §3: a call element still open at the end of the stream (cut mid-call) yields no
+/// A call element still open at the end of the stream (cut mid-call) yields no
 /// call; the current ACTION decoder repairs it.
 #[tokio::test]
 async fn an_action_call_left_open_at_the_end_of_the_reply_runs_no_call() {
@@ -204,7 +204,7 @@ async fn an_action_call_left_open_at_the_end_of_the_reply_runs_no_call() {
 #[tokio::test]
 async fn a_reply_cut_at_the_token_limit_runs_no_call_even_where_a_repair_would() {
     // Every call element closed, only `</ACTION>` missing: at a normal end the ACTION
-    // decoder repairs this block (SPEC §3); a cut stream gets no repair (SPEC §5).
+    // decoder repairs this block (`missing_close_tag`); a cut stream gets no repair.
     let action_cut = &ACTION_BLOCK[..ACTION_BLOCK.rfind('<').unwrap()];
     let tam_cut = &TAM_BLOCK[..TAM_BLOCK.rfind('<').unwrap()];
     for (protocol, text) in [

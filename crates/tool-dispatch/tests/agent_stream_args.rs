@@ -1,6 +1,6 @@
-//! Issue 12: one front door. The agent streams both protocols' arguments as
+//! One front door. The agent streams both protocols' arguments as
 //! `AgentEvent`s, gives each decoded call a stable id, and coerces an ACTION parameter
-//! declared a string from the element's raw text (SPEC §5).
+//! declared a string from the element's raw text (docs/protocol/action-xml.md §5).
 
 mod support;
 
@@ -223,7 +223,7 @@ async fn stream_arguments_off_sends_none() {
     assert_eq!(closed_calls(&events).len(), 2);
 }
 
-/// SPEC §5 last bullet: a parameter declared a string takes the element's raw text, code
+/// A parameter declared a string takes the element's raw text, code
 /// with tags included, whether the XML reading gave a string or an object.
 #[tokio::test]
 async fn a_declared_string_takes_the_elements_raw_text() {

@@ -1,7 +1,7 @@
-//! The model's turn ends at its call (SPEC §5): the agent asks the model to stop at the
-//! protocol's end marker, stops reading the stream once a block with calls has closed, and
-//! never shows, records or runs what the model wrote after it — with a model that ignores
-//! the stop sequence and with one that honours it.
+//! The model's turn ends at its call (docs/protocol/tam.md §8): the agent asks the model
+//! to stop at the protocol's end marker, stops reading the stream once a block with calls
+//! has closed, and never shows, records or runs what the model wrote after it — with a
+//! model that ignores the stop sequence and with one that honours it.
 
 mod support;
 
@@ -164,7 +164,7 @@ async fn a_reply_stopped_at_the_end_marker_runs_its_call() {
 
 /// The shape the e2e model gave for several calls in TAM when asked without `stop`: one
 /// block per call, separated by a blank line only (BFCL `parallel_multiple_110`). The turn
-/// ends at the first block with calls (SPEC §5): the second block is not shown, recorded
+/// ends at the first block with calls: the second block is not shown, recorded
 /// or run.
 #[tokio::test]
 async fn a_run_of_blocks_runs_the_first_blocks_call_only() {

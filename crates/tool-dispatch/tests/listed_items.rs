@@ -1,6 +1,6 @@
-//! A TAM key the model repeats to list an array's items (SPEC §2.4 makes each repeat a new
-//! call in the decoder; the tool's schema says it is one more item): one call, the items
-//! in order, in the conversion the agent and the proxy share
+//! A TAM key the model repeats to list an array's items (docs/protocol/tam.md §5.2 makes
+//! each repeat a new call in the decoder; the tool's schema says it is one more item): one
+//! call, the items in order, in the conversion the agent and the proxy share
 //! ([`ToolCall::from_tam_block_with`]) and in the agent's loop.
 
 mod support;
@@ -102,7 +102,7 @@ fn a_repeated_key_of_an_array_lists_its_items_in_one_call() {
 
 #[test]
 fn a_repeat_that_is_not_only_items_stays_a_call() {
-    // A string key repeated: another call (SPEC §2.4), the `spotify_play` shape.
+    // A string key repeated: another call, the `spotify_play` shape.
     let got = calls(
         &block(
             "artist:「始」Taylor Swift「末」\ninformation:「始」Area「末」\nartist:「始」Maroon 5「末」\ninformation:「始」Elevation「末」\n",

@@ -1,6 +1,6 @@
-//! The seeds' remaining rows (issue 15) in dispatch, each test named after the seed section
-//! it follows: whole plugins (TAM seed §5.2, §5.3), display names in `availableTools`
-//! and the LLM node's `parameters` (workflow tool registration seed).
+//! Plugins, prompts and workflow tool lists in dispatch: whole plugin directories, a node
+//! tool without an output schema, display names in `availableTools` and the LLM node's
+//! `parameters`.
 
 mod support;
 
@@ -50,7 +50,7 @@ async fn run(dispatcher: &Dispatcher, tool: &str, args: Value) -> tool_dispatch:
         .await
 }
 
-/// TAM seed §5.2: `magic_node_tool` declares no output schema; the node's `{"result": …}`
+/// `magic_node_tool` declares no output schema; the node's `{"result": …}`
 /// still reaches the caller instead of "tool returned null".
 #[tokio::test]
 async fn tam_seed_5_2_node_tool_without_output_schema_keeps_its_output() {
@@ -76,7 +76,7 @@ async fn tam_seed_5_2_node_tool_without_output_schema_keeps_its_output() {
     );
 }
 
-/// TAM seed §5.3: one call loads the whole plugin — node, workflow and service tools.
+/// One call loads the whole plugin — node, workflow and service tools.
 #[tokio::test]
 async fn tam_seed_5_3_plugin_directory_registers_every_tool() {
     let mut registry = Registry::new();
@@ -386,7 +386,7 @@ mod prompt_examples {
         seen
     }
 
-    /// TAM seed §6.2: the examples a prompt shows decode as the calls they show, with no
+    /// The examples a TAM prompt shows decode as the calls they show, with no
     /// diagnostic: a call, a two-step chain, a plain answer.
     #[test]
     fn tam_seed_6_2_prompt_examples_decode_cleanly() {
@@ -398,7 +398,7 @@ mod prompt_examples {
         }
     }
 
-    /// ACTION seed §4.3: the few-shot examples are one clean block each, and a plain answer.
+    /// The ACTION few-shot examples are one clean block each, and a plain answer.
     #[test]
     fn action_seed_4_3_prompt_examples_decode_cleanly() {
         for language in [PromptLanguage::Chinese, PromptLanguage::English] {
@@ -412,7 +412,7 @@ mod prompt_examples {
     }
 }
 
-/// TAM seed §6.2 in the agent: the system prompt lists exactly the scope's tools.
+/// In the agent, the system prompt lists exactly the scope's tools.
 #[test]
 fn tam_seed_6_2_agent_system_prompt_lists_its_scope() {
     use tool_dispatch::{Agent, AgentConfig, ProtocolChoice};

@@ -92,7 +92,7 @@ impl CompiledTool {
     ///
     /// A TAM reader uses it to tell a key the model repeats to list an array's items
     /// (`information:「始」Elevation「末」`, then `information:「始」Area「末」`) from a key repeated
-    /// to start another call (SPEC §2.4), as ACTION reads `<information>` written twice.
+    /// to start another call, as ACTION reads `<information>` written twice.
     ///
     /// ```
     /// use serde_json::json;

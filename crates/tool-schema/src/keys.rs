@@ -5,8 +5,8 @@
 /// The two protocols disagree, so the caller chooses:
 /// - TAM says keys are case- and underscore-insensitive, so a TAM dispatcher uses
 ///   [`KeyMatch::Canonical`]: `filePath`, `file_path` and `FILEPATH` all name `file_path`.
-/// - ACTION XML says a parameter tag must equal the declared name (seed §3.2.3), and its
-///   self-correction example (§5.5) requires `playerId` against a `player_id` schema to be
+/// - ACTION XML says a parameter tag must equal the declared name, and its
+///   self-correction example requires `playerId` against a `player_id` schema to be
 ///   rejected with `Unknown parameter 'playerId', did you mean 'player_id'?`, so an ACTION
 ///   dispatcher uses [`KeyMatch::Exact`].
 ///

@@ -68,8 +68,8 @@
 //! [`CompiledTool::coerce`] takes a [`KeyMatch`]. The TAM seed says keys are case- and
 //! underscore-insensitive: [`KeyMatch::Canonical`] matches keys by their
 //! [`canonical_key`] (lowercase, `_` and `-` removed), so `filePath` fills `file_path`. The
-//! ACTION XML seed says parameter tags must equal the declared names (§3.2.3), and its
-//! self-correction example (§5.5) needs `playerId` against a `player_id` schema to be
+//! ACTION XML seed says parameter tags must equal the declared names, and its
+//! self-correction example needs `playerId` against a `player_id` schema to be
 //! rejected with `Unknown parameter 'playerId', did you mean 'player_id'?`:
 //! [`KeyMatch::Exact`] does that. In both modes an unknown key gets a suggestion, first a
 //! parameter with the same canonical key, then the most similar name (`strsim`).
@@ -167,14 +167,14 @@
 //!
 //! # Prompt styles and export names
 //!
-//! [`PromptStyle::Tam`] follows the TAM seed §6.2 layout with English labels
-//! (`Description`, `Parameters`; the seed's example uses `描述`, `参数`),
-//! [`PromptStyle::Xml`] the ACTION seed §4.2 layout with workflow tools listed apart as
-//! skills, and [`PromptStyle::Plain`] a `descriptionTemplate` with `{toolName}`,
-//! `{toolDescription}` and `{toolParameters}`. Export formats accept only names matching
-//! `^[a-zA-Z0-9_-]{1,64}$`; other ids get a stable, collision-checked alias
-//! (`workflow:summarize_text` → `workflow__summarize_text`) that [`AliasMap::resolve`]
-//! maps back.
+//! [`PromptStyle::Tam`] lists `- Tool ID: …` entries with English labels
+//! (`Description`, `Parameters`; the Chinese prompt uses `描述`, `参数`),
+//! [`PromptStyle::Xml`] `<tool_id>` entries with their `<parameter>`s, workflow tools
+//! listed apart as skills, and [`PromptStyle::Plain`] a `descriptionTemplate` with
+//! `{toolName}`, `{toolDescription}` and `{toolParameters}`. Export formats accept only
+//! names matching `^[a-zA-Z0-9_-]{1,64}$`; other ids get a stable, collision-checked alias
+//! (`workflow:summarize_text` → `workflow__summarize_text`) that [`AliasMap::resolve`] maps
+//! back.
 //!
 //! # Decisions where the seeds are silent
 //!
@@ -183,21 +183,21 @@
 //!   [`ExportFormat`], the system-prompt enums) are exhaustive;
 //!   [`Error`] and the records that grow ([`ToolDefinition`], the loaders' results) are
 //!   `#[non_exhaustive]`.
-//! - **System prompts.** The parts follow TAM seed §6.2 (role and goal, tool list,
-//!   retrieved knowledge, decision) then the ACTION seed's few-shot advice (§4.3) and the
+//! - **System prompts.** The parts are role and goal, tool list,
+//!   retrieved knowledge and decision, then the ACTION seed's few-shot advice and the
 //!   result-format seed's 【工具调用规则】; headings are the TAM seed's bracketed ones
 //!   (`[可用工具参考]`, `[你的决策]`), in English `[Available tools]`, `[Your decision]`.
 //!   Both protocols share the layout; the tool list, instructions and examples differ.
 //!   The Chinese tool list uses the TAM seed's labels (`描述`, `参数`), the ACTION one
 //!   translated headings; parameter types stay English (`string, required`) as in the
 //!   seed's Chinese example. The ACTION list adds an `Example:` under each object or array
-//!   parameter (§4.2 does so for `payload`). The result rules keep the seed's wording and
-//!   add that results arrive as `Observation: …` lines, since that is how a dispatcher
-//!   feeds them back. They tell the model to stop with `TOOL_EXECUTION_FAILED` on any
-//!   failure, which rules out the ACTION seed's self-correction (§5.5): a caller that wants
+//!   parameter (as the ACTION seed does for `payload`). The result rules keep the seed's
+//!   wording and add that results arrive as `Observation: …` lines, since that is how a
+//!   dispatcher feeds them back. They tell the model to stop with `TOOL_EXECUTION_FAILED`
+//!   on any failure, which rules out the ACTION seed's self-correction: a caller that wants
 //!   self-correction leaves [`PromptPart::ResultRules`] out. The usage-notes section
 //!   appears only when the caller fills it; an empty tool list renders as `(none)`.
-//! - **Skills.** A workflow's inputs may be named `inputInterface` (ACTION seed §7.1) as
+//! - **Skills.** A workflow's inputs may be named `inputInterface` (as skills name them) as
 //!   well as `interfaceInputs`, and its outputs `outputInterface`; a file using both
 //!   spellings of one interface is refused rather than one silently winning.
 //! - **Plugin directories.** [`load::plugin_dir`] takes the namespace from `plugin.yaml`'s

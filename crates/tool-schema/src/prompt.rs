@@ -24,7 +24,7 @@ const TOOL_PARAMETERS: &str = "{toolParameters}";
 /// How [`render_tool_list`] lays a tool list out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptStyle {
-    /// The TAM seed §6.2 layout:
+    /// The TAM layout:
     /// ```text
     /// - Tool ID: FileOperator.ApplyEdit
     ///   - Description: Replaces lines of a file.
@@ -32,7 +32,7 @@ pub enum PromptStyle {
     ///     - filePath (string, required): The file's absolute path.
     /// ```
     Tam,
-    /// The ACTION XML seed §4.2 layout: `**Tools (direct function calls):**` then
+    /// The ACTION XML layout: `**Tools (direct function calls):**` then
     /// `**Skills (workflow executions):**` (tools implemented by workflows), each tool as
     /// ``*   `<tool_id>`: description`` with its parameters as `` `<name>` `` items.
     Xml,
@@ -82,7 +82,7 @@ pub(crate) const ENGLISH_LABELS: Labels = Labels {
     example: "Example",
 };
 
-/// The TAM seed §6.2 example's labels (`描述`, `参数`), for Chinese system prompts.
+/// The Chinese labels (`描述`, `参数`), for Chinese system prompts.
 pub(crate) const CHINESE_LABELS: Labels = Labels {
     tool_id: "Tool ID",
     description: "描述",
@@ -115,12 +115,12 @@ const TAM_LAYOUT: ParameterLayout = ParameterLayout {
     close: "",
 };
 
-/// The XML style's layout (the ACTION seed §4.2), also the compact prompt's list. The
+/// The XML style's layout, also the compact prompt's list. The
 /// backticks around each tag and the `Parameters:` line stay there too although they cost
 /// about 16 tokens per request: without them (`- <name>: …`, `  - <name> (…): …`) the e2e
 /// model took the list's tags for the format more often and wrote a call element alone,
 /// without `<ACTION>` (prose), and the held-out BFCL set lost 4 of its first 87 cases
-/// (repository's `e2e/README.md`, session 32).
+/// (repository's `e2e/README.md`, "Prompt variants").
 const XML_LAYOUT: ParameterLayout = ParameterLayout {
     heading: Some("    *   "),
     indent: 8,
@@ -148,7 +148,7 @@ pub fn render_tool_list<'a>(
 }
 
 /// [`render_tool_list`] with `labels`; `xml_examples` adds, under each object or array
-/// parameter of the XML style, how to write its value (ACTION seed §4.2's `Example:`).
+/// parameter of the XML style, how to write its value (an `Example:` line).
 pub(crate) fn render_with<'a>(
     tools: impl IntoIterator<Item = &'a ToolDefinition>,
     style: &PromptStyle,
@@ -223,8 +223,8 @@ pub(crate) fn render_xml_items<'a>(
     let mut out = String::new();
     // The `<item>` example under an array stays although the compact rules say "lists as
     // [1, 2]": without it the e2e model wrote lists of strings as `a, b`, which cannot be
-    // told from one value (e2e/README, session 21: 26 of 38 BFCL cases right without
-    // the example, 29 with it).
+    // told from one value (e2e/README.md, "Prompt variants": 26 of 38 BFCL cases right
+    // without the example, 29 with it).
     let render = Render {
         labels,
         xml_examples: true,
@@ -283,7 +283,7 @@ impl Render<'_> {
     }
 }
 
-/// How to write a structured top-level parameter in ACTION XML, as the seed's §4.2 shows
+/// How to write a structured top-level parameter in ACTION XML, as the seed's example shows
 /// for `payload`: an object as nested tags, an array as `<item>` tags.
 fn xml_example(name: &str, shape: &Shape) -> Option<String> {
     if shape.types == TypeSet::ARRAY {

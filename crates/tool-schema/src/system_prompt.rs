@@ -1,6 +1,6 @@
 //! Complete system prompts: role and goal, the tool list, retrieved usage notes, the
 //! decision instruction, few-shot examples and the result rules, for either protocol in
-//! either language (TAM seed §6.2, ACTION seed §4.1–§4.3, result-format seed).
+//! either language.
 
 use std::collections::BTreeMap;
 
@@ -28,7 +28,7 @@ city:「始」Rome「末」
 /// the example block itself for requests it did not fit; with `roll_die` it did so less,
 /// and answered in plain text more often where no tool fits (BFCL irrelevance 20 → 24 of
 /// 30 on the dev set and on a held-out set; in TAM the same change lost 10 of 140 cases:
-/// `e2e/README.md`, session 30).
+/// `e2e/README.md`, "Prompt variants").
 macro_rules! action_example_block {
     () => {
         "<ACTION>
@@ -68,7 +68,7 @@ pub enum Speaker {
 /// The sections of a system prompt, in the order they are rendered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum PromptPart {
-    /// Who the model is and what it is for (TAM seed §6.2 point 1).
+    /// Who the model is and what it is for.
     Role,
     /// The tools the model may call; by default rendered from the definitions given to
     /// [`SystemPrompt::render`] (point 2).
@@ -76,9 +76,9 @@ pub enum PromptPart {
     /// Retrieved usage notes, examples and pitfalls of the tools (point 3, RAG): empty
     /// unless the caller fills it, and left out while empty.
     UsageNotes,
-    /// How to decide and what to write (point 4; ACTION seed §4.1).
+    /// How to decide and what to write.
     Instructions,
-    /// Few-shot examples: a call, a chained call, a plain answer (ACTION seed §4.3).
+    /// Few-shot examples: a call, a chained call, a plain answer.
     Examples,
     /// The 【工具调用规则】 block of the result-format seed: every tool returns JSON with
     /// `success`; on `success: false` the answer is exactly `TOOL_EXECUTION_FAILED`.
@@ -175,7 +175,7 @@ impl SystemPrompt {
         self
     }
 
-    /// Fills the usage-notes hook (TAM seed §6.2 point 3): the notes a retriever found for
+    /// Fills the usage-notes hook: the notes a retriever found for
     /// the listed tools. Blank notes leave the section out.
     #[must_use]
     pub fn with_usage_notes(self, notes: impl Into<String>) -> Self {
@@ -213,8 +213,8 @@ impl SystemPrompt {
         }
     }
 
-    /// Only the tool list of the prompt: `tools` in the protocol's style (TAM seed §6.2,
-    /// ACTION seed §4.2 with an example under each object or array parameter), labelled in
+    /// Only the tool list of the prompt: `tools` in the protocol's style (TAM, or
+    /// ACTION with an example under each object or array parameter), labelled in
     /// the prompt's language. No trailing line break.
     pub fn render_tools<'a>(&self, tools: impl IntoIterator<Item = &'a ToolDefinition>) -> String {
         let labels = match self.language {
@@ -269,7 +269,7 @@ impl SystemPrompt {
     /// `- tool_id: description` with its parameters indented beneath
     /// ([`PromptStyle::plain`]); ACTION as ``*   `<tool_id>`: description`` with its
     /// parameters as `` `<name>` `` items and an example under each object or array
-    /// parameter (the ACTION seed §4.2 entries, without its group headings). Fewer tokens
+    /// parameter (the XML style's entries, without its group headings). Fewer tokens
     /// than [`SystemPrompt::render_tools`] for the same facts: a one-tool request costs
     /// little more than the server's own template. No trailing line break.
     pub fn render_compact_tools<'a>(
@@ -392,7 +392,7 @@ impl SystemPrompt {
     /// nothing at all in TAM (its next token was the block's end marker, the stop
     /// sequence: an empty reply) and, in either protocol, sometimes wrote the same calls
     /// again; with this line after the observations it answers. The measurements are in the
-    /// repository's `e2e/README.md` (session 23). Session 25 left out its second sentence,
+    /// repository's `e2e/README.md` ("Prompt variants"). Its second sentence is gone,
     /// "Call another tool only if you still need one.": with it the model called the tool
     /// whose result it had been given again (an agent through the proxy looped on one
     /// call; 2 of 20 BFCL conversations in TAM), without it 20 of 20 answer. The cost: a

@@ -586,7 +586,7 @@ fn an_enum_member_in_another_case_is_that_member() {
 }
 
 /// What the e2e model wrote in ACTION for arrays of enumerated strings once the tool list
-/// named their members (session 21: `<data_field>Personal Info, Job History</data_field>`,
+/// named their members (`<data_field>Personal Info, Job History</data_field>`,
 /// `<dietary_requirements>vegan, gluten-free</dietary_requirements>`): a comma-separated
 /// list of members is those members; text that lists anything else stays one value.
 #[test]
@@ -640,7 +640,7 @@ fn a_comma_list_of_enum_members_is_those_members() {
     );
 }
 
-/// What the e2e model wrote in TAM for BFCL's `sport_analysis.compare_ppg` (session 21):
+/// What the e2e model wrote in TAM for BFCL's `sport_analysis.compare_ppg`:
 /// `seasons:「始」"2018-2019", "2019-2020"「末」`, a list of quoted strings without its
 /// brackets.
 #[test]

@@ -1,5 +1,5 @@
 //! A declared-string parameter takes the raw source text where the XML reading gave an
-//! object or an array (issue 11, SPEC §5).
+//! object or an array (docs/protocol/action-xml.md §5).
 
 use std::collections::HashMap;
 

@@ -155,7 +155,7 @@ fn a_tool_without_parameters_says_so() {
     );
 }
 
-/// TAM seed §6.2, ACTION seed §4.1–§4.3 and the result-format seed: the complete system
+/// The complete system
 /// prompt of every protocol in every language.
 #[test]
 fn tam_seed_6_2_system_prompt() {

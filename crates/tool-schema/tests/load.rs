@@ -30,8 +30,8 @@ fn invalid_field(error: Error) -> (String, String) {
 #[test]
 fn summarize_text_gives_the_seed_schema() {
     let tool = workflow_from_path(&fixture("workflows/summarize_text.json")).unwrap();
-    // The seed's generated schema (workflow-as-agent-tool.md §2.3.1), plus the `default`
-    // that §2.3's rules and SPEC §4 (`config.default` → `default`) ask for.
+    // The generated schema of the workflow tool design, plus the `default` a node's
+    // `config.default` gives.
     let expected = read_json("workflows/summarize_text.tool.json");
     let generated = json!({
         "name": tool.id,

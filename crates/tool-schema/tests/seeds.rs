@@ -1,4 +1,4 @@
-//! The seeds' remaining rows (issue 15), each test named after the seed section it follows.
+//! Skills, system prompt parts and plugin directories, each test named after its rule.
 
 use std::path::PathBuf;
 
@@ -12,7 +12,7 @@ fn fixture(path: &str) -> PathBuf {
         .join(path)
 }
 
-/// ACTION seed §7.1: a skill is a workflow whose `WorkflowDefinition` names its parameters
+/// A skill is a workflow whose `WorkflowDefinition` names its parameters
 /// `inputInterface`.
 #[test]
 fn action_seed_7_1_skill_input_interface() {
@@ -84,7 +84,7 @@ mod system_prompt {
         )
     }
 
-    /// TAM seed §6.2: role, tool list, a RAG hook the caller fills, the decision.
+    /// The TAM prompt's parts: role, tool list, a RAG hook the caller fills, the decision.
     #[test]
     fn tam_seed_6_2_system_prompt_parts() {
         let tool = apply_edit();
@@ -143,7 +143,7 @@ mod system_prompt {
         );
     }
 
-    /// ACTION seed §4.1–§4.3: explanation first, one `<ACTION>` block last, CDATA, few-shot
+    /// The ACTION prompt: explanation first, one `<ACTION>` block last, CDATA, few-shot
     /// examples with a call and a plain answer.
     #[test]
     fn action_seed_4_system_prompt() {
@@ -191,7 +191,7 @@ mod system_prompt {
     }
 }
 
-/// TAM seed §5.3: a plugin directory's workflow tools come with their workflow documents,
+/// A plugin directory's workflow tools come with their workflow documents,
 /// and take the workflow's interface when the manifest declares no parameters.
 #[test]
 fn tam_seed_5_3_plugin_dir_loads_workflow_documents() {

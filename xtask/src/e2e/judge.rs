@@ -112,7 +112,7 @@ fn collect_diagnostics(v: &Value, verdict: &mut Verdict) {
     }
 }
 
-/// Judges `tam decode`'s JSON lines (SPEC §6): a `tool_calls` event calling the expected
+/// Judges `tam decode`'s JSON lines: a `tool_calls` event calling the expected
 /// tool with the expected arguments; diagnostics sorted by severity.
 pub(super) fn judge_decoded(lines: &str) -> Verdict {
     let mut verdict = Verdict::default();

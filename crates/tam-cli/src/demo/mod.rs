@@ -59,7 +59,7 @@ pub(crate) struct DemoArgs {
     /// Colour the output.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     color: ColorChoice,
-    /// Also print the system prompt given to the model (TAM seed §6.2, with its tool list).
+    /// Also print the system prompt given to the model, with its tool list.
     #[arg(long)]
     show_prompt: bool,
     /// Language of the system prompt.

@@ -33,7 +33,8 @@ fn summarize_with_tam() -> String {
     )
 }
 
-/// Round 2, ACTION XML: `playerId` where the tool wants `player_id` (ACTION seed §5.5).
+/// Round 2, ACTION XML: `playerId` where the tool wants `player_id`; the observation's
+/// did-you-mean lets the model correct it.
 fn look_up_with_a_mistake() -> String {
     format!(
         "Got the summary. Now I'll try to get the player's name.\n\

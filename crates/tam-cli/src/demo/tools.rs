@@ -1,6 +1,7 @@
 //! The demo's tools: the `workflow:summarize_text` workflow run by the reference engine
 //! with its three node types registered as functions, a `GetPlayerInfo` service that
-//! wants `player_id` (ACTION seed §5.5), and `system:get_current_time`.
+//! wants `player_id` (the demo's model first writes `playerId`), and
+//! `system:get_current_time`.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

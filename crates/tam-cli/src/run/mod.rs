@@ -1,4 +1,4 @@
-//! `tam run`: the agent loop of §5 against an OpenAI-compatible server, with the
+//! `tam run`: tool-dispatch's agent loop against an OpenAI-compatible server, with the
 //! demo's tools, tool files and MCP servers, printing prose as it streams and each call as
 //! it runs.
 //!

@@ -153,7 +153,7 @@ pub fn ndjson(stdout: &str) -> Vec<Value> {
         .collect()
 }
 
-/// `lines` with adjacent text lines joined (text may be split anywhere, SPEC §6), and
+/// `lines` with adjacent text lines joined (text may be split anywhere), and
 /// adjacent `param_text` lines of one protocol joined (their span from the first's start
 /// to the last's end).
 pub fn merge_text(lines: Vec<Value>) -> Vec<Value> {
@@ -202,7 +202,7 @@ fn piece_of(line: &Value) -> Option<&str> {
         .flatten()
 }
 
-/// Which output types a run may write besides the three of SPEC §6.
+/// Which output types a run may write besides `text`, `tool_calls` and `diagnostic`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Allowed {
     /// `block_start`, `command_seen` and argument lines (`--progress`).
@@ -273,7 +273,7 @@ fn check_diagnostic(diagnostic: &Value, type_field: bool, allowed: Allowed) {
     check_span(&object["span"], diagnostic);
 }
 
-/// Checks one output line field by field against SPEC §6.
+/// Checks one output line field by field against the `tam decode` line format.
 pub fn check_line(line: &Value, allowed: Allowed) {
     let object = line.as_object().expect("a line is an object");
     match object["type"].as_str() {

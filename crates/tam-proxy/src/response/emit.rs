@@ -123,10 +123,10 @@ pub(super) struct StreamingParam {
 /// How much of `pending` (a streaming ACTION value's text not sent yet) may go out: all of
 /// it up to the first close tag that names one of `names` (a misspelt close tag of the
 /// value? `<date>March 10</room_type><guests>…</call>`: the decoder reads the value as
-/// `March 10`, SPEC §3), or the value's own key `own` but for ASCII case and the
-/// separators `_`, `-` and `.` (`<DNA_id>XYZ123</dna_id>`, `<_from>New York</from>`: the
-/// decoder reads either as the value's close tag), or whose name may still grow at the end
-/// of `pending`. Sets `holding` at such a tag: from there the value waits for its end.
+/// `March 10`, `mismatched_close_tag`), or the value's own key `own` but for ASCII case and
+/// the separators `_`, `-` and `.` (`<DNA_id>XYZ123</dna_id>`, `<_from>New York</from>`:
+/// the decoder reads either as the value's close tag), or whose name may still grow at the
+/// end of `pending`. Sets `holding` at such a tag: from there the value waits for its end.
 pub(super) fn held_back(pending: &str, own: &str, names: &[String], holding: &mut bool) -> usize {
     if *holding {
         return 0;
@@ -599,7 +599,7 @@ impl Emitter {
             return;
         }
         // Past the call limit (`parallel_tool_calls: false`), or to a tool the request
-        // did not offer (SPEC §8: not a tool call): written back as text.
+        // did not offer (not a tool call): written back as text.
         let text = if over.iter().all(|(_, written)| written.is_some()) {
             let elements: Vec<&str> = over
                 .iter()

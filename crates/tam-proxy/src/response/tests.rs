@@ -530,7 +530,7 @@ fn an_action_block_cut_after_its_calls_streamed_finishes_with_length() {
 fn a_call_to_a_tool_not_offered_beside_offered_ones_is_text_and_the_others_stay_calls() {
     // BFCL `parallel_140` through `tam serve`: two calls of the offered tool streamed, then
     // calls of tools the model imagined; the whole block was text then, and the streamed
-    // calls void (`streamed_call_invalid`). Now the unoffered call is content (SPEC §8),
+    // calls void (`streamed_call_invalid`). Now the unoffered call is content,
     // the others complete, in every split of the stream.
     for (protocol, text, rendered) in [
         (
@@ -556,7 +556,7 @@ fn a_call_to_a_tool_not_offered_beside_offered_ones_is_text_and_the_others_stay_
     }
 }
 
-/// A real reply (BFCL `simple_python_30`, ACTION, session 31): the model closed its call,
+/// A real reply (BFCL `simple_python_30`, ACTION): the model closed its call,
 /// wrote the next parameter outside it, and the server stopped at `</ACTION>`. The element
 /// it wrote outside the call reads as a call to a tool not offered (`distance`): it comes
 /// back as written, its text `300` with it, not re-rendered from arguments it has none of;
@@ -840,7 +840,7 @@ fn one_char(text: &str) -> Vec<&str> {
 
 /// A real model's misspelt close tag (recorded on BFCL `simple_python_380`, ACTION): the
 /// value `content` closed with another parameter's tag, the call goes on. The decoder
-/// reads the value up to that tag (SPEC §3, `mismatched_close_tag`); the proxy holds the
+/// reads the value up to that tag (`mismatched_close_tag`); the proxy holds the
 /// value's text back from a close tag naming the call's structure, so what streamed is
 /// the block's value and the call completes, however the reply is split.
 #[test]

@@ -54,7 +54,7 @@ pub struct AgentConfig {
     /// What a failed call does. Default: [`FailurePolicy::Observe`](crate::FailurePolicy::Observe).
     pub failure_policy: FailurePolicy,
     /// How the tool list is rendered into the first prompt. Default: the style of the
-    /// protocol (TAM seed §6.2 for TAM and both, ACTION seed §4.2 for ACTION).
+    /// protocol ([`PromptStyle::Tam`] for TAM and both, [`PromptStyle::Xml`] for ACTION).
     pub prompt_style: PromptStyle,
     /// The line before the tool list. Default: `Available tools:`.
     pub tool_list_heading: String,

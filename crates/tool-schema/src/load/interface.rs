@@ -1,5 +1,7 @@
 //! ComfyTavern interface slots (a workflow's `interfaceInputs`/`interfaceOutputs`, a node's
-//! `inputs`/`outputs`) as JSON Schema, per `workflow-as-agent-tool.md` §2.3.
+//! `inputs`/`outputs`) as JSON Schema: each slot's `dataFlowType` gives its type
+//! (STRING → string, INTEGER → integer, FLOAT → number, BOOLEAN → boolean, OBJECT →
+//! object, ARRAY → array).
 
 use serde_json::{Map, Value, json};
 

@@ -1,4 +1,4 @@
-//! A plugin directory as a whole (TAM seed §5.3): its `plugin.yaml` tools and the workflow
+//! A plugin directory as a whole: its `plugin.yaml` tools and the workflow
 //! files they reference, resolved inside the directory.
 
 use std::collections::BTreeMap;

@@ -8,7 +8,7 @@ use super::{parse_json, read_text};
 use crate::{Error, Implementation, ToolDefinition, ToolId};
 
 /// Reads a workflow definition (`description`, `interfaceInputs` — or `inputInterface`,
-/// as the ACTION seed §7.1 names a skill's inputs —, `interfaceOutputs` or
+/// as a skill names its inputs —, `interfaceOutputs` or
 /// `outputInterface`, and `name` as the display name) as the tool `workflow:<workflow_id>`. `source` names the
 /// text in error messages.
 ///
@@ -56,7 +56,7 @@ pub fn workflow_from_value(
 }
 
 /// The two spellings of a workflow's inputs: the workflow seeds' `interfaceInputs` and the
-/// ACTION seed's `inputInterface` (§7.1, a skill's `WorkflowDefinition`).
+/// ACTION seed's `inputInterface` (a skill's `WorkflowDefinition`).
 const INPUT_KEYS: [&str; 2] = ["interfaceInputs", "inputInterface"];
 /// The two spellings of a workflow's outputs.
 const OUTPUT_KEYS: [&str; 2] = ["interfaceOutputs", "outputInterface"];

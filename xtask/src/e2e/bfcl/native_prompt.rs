@@ -24,7 +24,7 @@ use super::stream::Transfer;
 /// The file name of the counts, beside the results files.
 pub(crate) const FILE: &str = "native-prompt.jsonl";
 
-/// The goal the ratio is held against (issue 24: the proxy's prompt ≤ 1.5× native).
+/// The goal the ratio is held against: the proxy's prompt ≤ 1.5× native.
 const GOAL: f64 = 1.5;
 
 /// `POST url` with the JSON `body` (through the BFCL run's one curl transfer,
