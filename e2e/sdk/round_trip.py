@@ -364,10 +364,17 @@ def make_handler(upstream: Upstream):
             self.send_header("Connection", "close")
             self.end_headers()
             self.close_connection = True
-            for line in sse.split("\n\n"):
-                if line:
-                    self.wfile.write((line + "\n\n").encode())
-                    self.wfile.flush()
+            sent = 0
+            try:
+                for event in sse.split("\n\n"):
+                    if event:
+                        self.wfile.write((event + "\n\n").encode())
+                        self.wfile.flush()
+                        sent += 1
+            except (BrokenPipeError, ConnectionResetError):
+                # The proxy closes the request once the call's block has closed.
+                with open(base.with_suffix(".response.txt"), "a") as out:
+                    out.write(f"(the proxy closed the stream after {sent} events)\n")
 
     return Handler
 
@@ -507,6 +514,33 @@ def check_upstream(ctx: Context, first: int, tool: Tool) -> None:
     )
 
 
+def check_usage(ctx: Context, what: str, tokens: int | None, outcome: Outcome) -> None:
+    """The reply reports the upstream's token counts. A scripted upstream that ignores
+    `stop` is cut off at the call before it sends them, and the proxy has none to report
+    (documented), so then the absence is only noted."""
+    if not ctx.scripted:
+        return
+    if ctx.upstream is not None and not ctx.upstream.honor_stop:
+        if not tokens:
+            outcome.notes.append(f"{what}: no usage (the turn ended before the upstream's)")
+        return
+    expect(bool(tokens), f"{what}: no usage reported ({tokens!r})")
+
+
+def note_calls(outcome: Outcome, count: int) -> None:
+    """A real model may call more than once in a reply; each call gets the tool's result."""
+    if count > 1:
+        outcome.notes.append(f"the model made {count} calls in one reply; each was answered")
+
+
+def city_of(arguments: str) -> Any:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return None
+    return value.get("city") if isinstance(value, dict) else None
+
+
 def no_call(answer: str) -> Failure:
     return Failure(f"the model did not call the tool; it answered: {short(answer)!r}")
 
@@ -525,7 +559,8 @@ def anthropic_messages_stream(ctx: Context, tool: Tool, outcome: Outcome) -> Non
         {"name": TOOL_NAME, "description": TOOL_DESCRIPTION, "input_schema": PARAMETERS}
     ]
     messages: list[dict] = [{"role": "user", "content": QUESTION}]
-    ask = dict(model=ctx.model, max_tokens=512, temperature=0, tools=tools)
+    # This SDK has no `temperature` parameter any more; the API field still exists.
+    ask = dict(model=ctx.model, max_tokens=512, tools=tools, extra_body={"temperature": 0})
 
     with client.messages.stream(messages=messages, **ask) as stream:
         kinds = [event.type for event in stream]
@@ -546,17 +581,18 @@ def anthropic_messages_stream(ctx: Context, tool: Tool, outcome: Outcome) -> Non
             "input_json" in kinds,
             f"the call's input came in no input_json_delta: {kinds}",
         )
-    result = tool(use.input.get("city") if isinstance(use.input, dict) else None)
-
-    messages.append({"role": "assistant", "content": first.content})
-    messages.append(
+    check_usage(ctx, "the call's message", first.usage.output_tokens, outcome)
+    note_calls(outcome, len(uses))
+    results = [
         {
-            "role": "user",
-            "content": [
-                {"type": "tool_result", "tool_use_id": use.id, "content": result}
-            ],
+            "type": "tool_result",
+            "tool_use_id": each.id,
+            "content": tool(each.input.get("city") if isinstance(each.input, dict) else None),
         }
-    )
+        for each in uses
+    ]
+    messages.append({"role": "assistant", "content": first.content})
+    messages.append({"role": "user", "content": results})
     with client.messages.stream(messages=messages, **ask) as stream:
         for _ in stream:
             pass
@@ -569,6 +605,7 @@ def anthropic_messages_stream(ctx: Context, tool: Tool, outcome: Outcome) -> Non
             second.stop_reason == "end_turn",
             f"final stop_reason {second.stop_reason!r}, not 'end_turn'",
         )
+    check_usage(ctx, "the answer's message", second.usage.output_tokens, outcome)
 
 
 def openai_responses_stream(ctx: Context, tool: Tool, outcome: Outcome) -> None:
@@ -613,12 +650,19 @@ def openai_responses_stream(ctx: Context, tool: Tool, outcome: Outcome) -> None:
             "response.function_call_arguments.done" in kinds,
             f"no response.function_call_arguments.done in the stream: {kinds}",
         )
-    result = tool(arguments.get("city") if isinstance(arguments, dict) else None)
-
-    items += first.output
-    items.append(
-        {"type": "function_call_output", "call_id": call.call_id, "output": result}
+    check_usage(
+        ctx, "the call's response", first.usage and first.usage.output_tokens, outcome
     )
+    note_calls(outcome, len(calls))
+    items += first.output
+    for each in calls:
+        items.append(
+            {
+                "type": "function_call_output",
+                "call_id": each.call_id,
+                "output": tool(city_of(each.arguments)),
+            }
+        )
     with client.responses.stream(input=items, **ask) as stream:
         for _ in stream:
             pass
@@ -630,6 +674,9 @@ def openai_responses_stream(ctx: Context, tool: Tool, outcome: Outcome) -> None:
             second.status == "completed",
             f"final response status {second.status!r}, not 'completed'",
         )
+    check_usage(
+        ctx, "the answer's response", second.usage and second.usage.output_tokens, outcome
+    )
 
 
 def openai_agents_responses(ctx: Context, tool: Tool, outcome: Outcome) -> None:
@@ -697,9 +744,16 @@ def openai_agents_responses(ctx: Context, tool: Tool, outcome: Outcome) -> None:
     arguments = json.loads(getattr(raw, "arguments", None) or "null")
     check_call(ctx, getattr(raw, "name", "?"), arguments, outcome)
     expect(bool(tool.cities), "the agent did not run the tool it was asked to call")
+    note_calls(outcome, len(made))
     if ctx.scripted:
         expect(len(made) == 1, f"{len(made)} tool calls, not 1")
         expect(tool.cities == [CITY], f"the tool ran with {tool.cities}, not ['{CITY}']")
+        expect(
+            len(result.raw_responses) == 2,
+            f"{len(result.raw_responses)} model responses, not 2",
+        )
+    for number, response in enumerate(result.raw_responses, 1):
+        check_usage(ctx, f"response {number}", response.usage.output_tokens, outcome)
     check_answer(ctx, tool, answer, outcome)
 
 
@@ -752,9 +806,8 @@ def openai_chat_stream(ctx: Context, tool: Tool, outcome: Outcome) -> None:
             choice.finish_reason == "tool_calls",
             f"finish_reason {choice.finish_reason!r}, not 'tool_calls'",
         )
-        expect(first.usage is not None, "no usage in the stream")
-    result = tool(arguments.get("city") if isinstance(arguments, dict) else None)
-
+    check_usage(ctx, "the call's stream", first.usage and first.usage.completion_tokens, outcome)
+    note_calls(outcome, len(calls))
     messages.append(
         {
             "role": "assistant",
@@ -769,7 +822,14 @@ def openai_chat_stream(ctx: Context, tool: Tool, outcome: Outcome) -> None:
             ],
         }
     )
-    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    for each in calls:
+        messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": each.id,
+                "content": tool(city_of(each.function.arguments)),
+            }
+        )
     with client.chat.completions.stream(messages=messages, **ask) as stream:
         for _ in stream:
             pass
@@ -783,6 +843,9 @@ def openai_chat_stream(ctx: Context, tool: Tool, outcome: Outcome) -> None:
             choice.finish_reason == "stop",
             f"final finish_reason {choice.finish_reason!r}, not 'stop'",
         )
+    check_usage(
+        ctx, "the answer's stream", second.usage and second.usage.completion_tokens, outcome
+    )
 
 
 RUNNERS: dict[str, Callable[[Context, Tool, Outcome], None]] = {
@@ -853,7 +916,9 @@ def main() -> int:
     if not (shutil.which(args.tam) or os.access(args.tam, os.X_OK)):
         parser.error(f"no tam binary at {args.tam} (build it: cargo build --release -p tam-cli)")
 
-    trace_dir = args.trace_dir or Path(tempfile.mkdtemp(prefix="tam-sdk-"))
+    if args.trace_dir and args.trace_dir.exists() and any(args.trace_dir.iterdir()):
+        parser.error(f"the trace directory {args.trace_dir} is not empty")
+    trace_dir = args.trace_dir or Path(tempfile.mkdtemp(prefix=f"tam-sdk-{args.protocol}-"))
     trace = Trace(trace_dir)
     server = None
     upstream = None
@@ -903,12 +968,13 @@ def main() -> int:
             print(line, flush=True)
             if args.verbose or not ctx.scripted or line.startswith("FAIL"):
                 if outcome.call:
-                    print(f"    call:   {outcome.call} -> {tool.result!r}")
+                    ran = f"-> {tool.result!r}" if tool.cities else "(not run)"
+                    print(f"    call:   {outcome.call} {ran}")
                 if outcome.answer or outcome.call:
                     print(f"    answer: {short(outcome.answer)!r}")
-                for note in outcome.notes:
-                    print(f"    note:   {note}")
                 print(f"    time:   {time.monotonic() - started:.1f} s")
+            for note in outcome.notes:
+                print(f"    note:   {note}")
             if line.startswith("FAIL"):
                 for path in trace.files_of(name):
                     print(f"    trace:  {path}")

@@ -21,10 +21,6 @@
 
 use std::fmt::Debug;
 
-#[cfg(feature = "action")]
-use action_xml::MixedEvent;
-#[cfg(feature = "action")]
-use tam::Decoder as OutputDecoder;
 use tam_parse::Span;
 
 /// A streaming decoder under test, giving owned events.
@@ -471,34 +467,34 @@ impl Harness for Action {
 }
 
 /// The front door (`tam::Decoder`) with a config: TAM and ACTION blocks in one stream
-/// with the default [`action_xml::MixedConfig::protocol`] (`Auto`), or one protocol.
+/// with the default [`tam::Config::protocol`] (`Auto`), or one protocol.
 #[cfg(feature = "action")]
 #[derive(Clone, Copy, Debug)]
-pub struct Mixed(pub action_xml::MixedConfig);
+pub struct Mixed(pub tam::Config);
 
 #[cfg(feature = "action")]
 impl Harness for Mixed {
-    type Event = MixedEvent<'static>;
+    type Event = tam::Event<'static>;
 
-    runs!(OutputDecoder);
+    runs!(tam::Decoder);
 
-    text_methods!(MixedEvent::Text);
+    text_methods!(tam::Event::Text);
 
     fn tiling_span(e: &Self::Event) -> Option<Span> {
         match e {
-            MixedEvent::Text { span, .. }
-            | MixedEvent::ReasoningStart { span }
-            | MixedEvent::Reasoning { span, .. }
-            | MixedEvent::ReasoningEnd { span } => Some(*span),
-            MixedEvent::TamBlock(b) => Some(b.span),
-            MixedEvent::ActionBlock(b) => Some(b.span),
-            MixedEvent::Diagnostic(d) if d.code != tam_parse::Code::MARKER_IN_PROSE => Some(d.span),
+            tam::Event::Text { span, .. }
+            | tam::Event::ReasoningStart { span }
+            | tam::Event::Reasoning { span, .. }
+            | tam::Event::ReasoningEnd { span } => Some(*span),
+            tam::Event::TamBlock(b) => Some(b.span),
+            tam::Event::ActionBlock(b) => Some(b.span),
+            tam::Event::Diagnostic(d) if d.code != tam_parse::Code::MARKER_IN_PROSE => Some(d.span),
             _ => None,
         }
     }
 
     fn extend_piece(last: &mut Self::Event, e: &Self::Event) -> bool {
-        use MixedEvent::ParamText;
+        use tam::Event::ParamText;
         match (last, e) {
             (
                 ParamText {
@@ -519,8 +515,8 @@ impl Harness for Mixed {
                 true
             }
             (
-                MixedEvent::Reasoning { text, span },
-                MixedEvent::Reasoning {
+                tam::Event::Reasoning { text, span },
+                tam::Event::Reasoning {
                     text: more,
                     span: s,
                 },
@@ -535,7 +531,7 @@ impl Harness for Mixed {
 
     fn reasoning(e: &Self::Event) -> Option<(&str, Span)> {
         match e {
-            MixedEvent::Reasoning { text, span } => Some((text, *span)),
+            tam::Event::Reasoning { text, span } => Some((text, *span)),
             _ => None,
         }
     }

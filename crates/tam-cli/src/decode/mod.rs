@@ -2,7 +2,7 @@
 //!
 //! The input is read with plain blocking reads, each handing over whatever bytes the pipe
 //! or file has (never read to the end first); each read's bytes go through the input
-//! framing ([`lines`], [`framing`]) into action-xml's front door ([`OutputDecoder`]), and each event
+//! framing ([`lines`], [`framing`]) into action-xml's front door ([`tam::Decoder`]), and each event
 //! is written and flushed the moment the decoder reports it ([`ndjson`]). So a tool call
 //! appears on standard output while the model is still writing what follows it.
 
@@ -17,10 +17,7 @@ use std::path::{Path, PathBuf};
 use clap::ValueEnum;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::error::ErrorKind;
-use tam::{
-    Config as MixedConfig, Decoder as OutputDecoder, Event as MixedEvent,
-    Protocol as ProtocolChoice,
-};
+use tam::Protocol as ProtocolChoice;
 use tam_parse::{Code, Diagnostic, Dialect, Severity, Span};
 
 use self::framing::SseEvents;
@@ -165,7 +162,7 @@ pub(crate) fn run(args: &DecodeArgs) -> Result<(), CliError> {
     let stdout = io::stdout();
     let writer = NdjsonWriter::new(BufWriter::new(stdout.lock()), extras);
     let pipeline = Pipeline {
-        decoder: OutputDecoder::new(decoder_config(args.protocol, dialect, args.progress)),
+        decoder: tam::Decoder::new(decoder_config(args.protocol, dialect, args.progress)),
         writer,
         cut: false,
     };
@@ -237,8 +234,8 @@ fn decode_stream<W: Write>(
 
 /// The front door's settings: every limit at its default; arguments stream only when
 /// `--progress` writes them.
-fn decoder_config(protocol: ProtocolChoice, dialect: Dialect, progress: bool) -> MixedConfig {
-    let mut config = MixedConfig::for_protocol(protocol).with_param_events(progress);
+fn decoder_config(protocol: ProtocolChoice, dialect: Dialect, progress: bool) -> tam::Config {
+    let mut config = tam::Config::for_protocol(protocol).with_param_events(progress);
     config.tam = tam_parse::Config::with_dialect(dialect);
     config
 }
@@ -246,7 +243,7 @@ fn decoder_config(protocol: ProtocolChoice, dialect: Dialect, progress: bool) ->
 /// The decoder and the output, for one stream.
 #[derive(Debug)]
 pub(crate) struct Pipeline<W: Write> {
-    decoder: OutputDecoder,
+    decoder: tam::Decoder,
     writer: NdjsonWriter<W>,
     /// The stream says it was cut (`--input sse`: `finish_reason: "length"`, an error
     /// event): a block open at its end yields no call, whatever repair could apply.
@@ -314,7 +311,7 @@ impl<W: Write> Pipeline<W> {
 fn event_writer<'w, W: Write>(
     writer: &'w mut NdjsonWriter<W>,
     written: &'w mut io::Result<()>,
-) -> impl FnMut(MixedEvent<'_>) + 'w {
+) -> impl FnMut(tam::Event<'_>) + 'w {
     move |event| {
         if written.is_ok() {
             *written = writer.write_event(&event);

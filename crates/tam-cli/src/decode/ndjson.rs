@@ -6,7 +6,7 @@
 //! {"type":"diagnostic","severity":"error","code":"unterminated_block","message":"…","span":[96,130]}
 //! ```
 //!
-//! Each line is the event's own serde form: `action_xml::MixedEvent` serializes as its
+//! Each line is the event's own serde form: `tam::Event` serializes as its
 //! `tam decode` line (feature `serde` of action-xml; spans, protocols and diagnostics by their
 //! own impls, the call shape `{"tool","args"}` built there from the blocks' calls). This
 //! module only chooses which events get a line and whether diagnostics keep `raw`:
@@ -34,7 +34,6 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use tam::Event as MixedEvent;
 use tam_parse::{Code, Diagnostic, Span};
 
 /// Diagnostics of one code written per stream, at most.
@@ -77,27 +76,27 @@ impl<W: Write> NdjsonWriter<W> {
     }
 
     /// Writes the line of `event`, if it has one, and flushes.
-    pub(crate) fn write_event(&mut self, event: &MixedEvent<'_>) -> io::Result<()> {
+    pub(crate) fn write_event(&mut self, event: &tam::Event<'_>) -> io::Result<()> {
         let written = match event {
-            MixedEvent::Text { text, .. } | MixedEvent::Reasoning { text, .. } => !text.is_empty(),
-            MixedEvent::TamBlock(_) | MixedEvent::ActionBlock(_) | MixedEvent::Diagnostic(_) => {
+            tam::Event::Text { text, .. } | tam::Event::Reasoning { text, .. } => !text.is_empty(),
+            tam::Event::TamBlock(_) | tam::Event::ActionBlock(_) | tam::Event::Diagnostic(_) => {
                 true
             }
-            MixedEvent::BlockStart { .. }
-            | MixedEvent::ReasoningStart { .. }
-            | MixedEvent::ReasoningEnd { .. }
-            | MixedEvent::CommandSeen { .. }
-            | MixedEvent::CallStart { .. }
-            | MixedEvent::ParamStart { .. }
-            | MixedEvent::ParamText { .. }
-            | MixedEvent::ParamEnd { .. }
-            | MixedEvent::CallEnd { .. } => self.extras.progress,
+            tam::Event::BlockStart { .. }
+            | tam::Event::ReasoningStart { .. }
+            | tam::Event::ReasoningEnd { .. }
+            | tam::Event::CommandSeen { .. }
+            | tam::Event::CallStart { .. }
+            | tam::Event::ParamStart { .. }
+            | tam::Event::ParamText { .. }
+            | tam::Event::ParamEnd { .. }
+            | tam::Event::CallEnd { .. } => self.extras.progress,
         };
         if !written {
             return Ok(());
         }
-        if let MixedEvent::Text { text, span } | MixedEvent::Reasoning { text, span } = event {
-            let reasoning = matches!(event, MixedEvent::Reasoning { .. });
+        if let tam::Event::Text { text, span } | tam::Event::Reasoning { text, span } = event {
+            let reasoning = matches!(event, tam::Event::Reasoning { .. });
             match &mut self.pending {
                 Some((r, pending, at)) if *r == reasoning && at.end == span.start => {
                     pending.push_str(text);
@@ -111,16 +110,16 @@ impl<W: Write> NdjsonWriter<W> {
                 }
             }
         }
-        if let MixedEvent::Diagnostic(d) = event
+        if let tam::Event::Diagnostic(d) = event
             && !self.keep(d)
         {
             return Ok(());
         }
         self.flush_text()?;
         let over = match event {
-            MixedEvent::Diagnostic(_) => false,
-            MixedEvent::TamBlock(b) => b.diagnostics.iter().fold(false, |o, d| !self.keep(d) | o),
-            MixedEvent::ActionBlock(b) => {
+            tam::Event::Diagnostic(_) => false,
+            tam::Event::TamBlock(b) => b.diagnostics.iter().fold(false, |o, d| !self.keep(d) | o),
+            tam::Event::ActionBlock(b) => {
                 b.diagnostics.iter().fold(false, |o, d| !self.keep(d) | o)
             }
             _ => false,
@@ -139,9 +138,9 @@ impl<W: Write> NdjsonWriter<W> {
         };
         let text = std::borrow::Cow::Owned(text);
         if reasoning {
-            self.write_line(&MixedEvent::Reasoning { text, span })
+            self.write_line(&tam::Event::Reasoning { text, span })
         } else {
-            self.write_line(&MixedEvent::Text { text, span })
+            self.write_line(&tam::Event::Text { text, span })
         }
     }
 
@@ -171,7 +170,7 @@ impl<W: Write> NdjsonWriter<W> {
                     code.as_str()
                 ),
             );
-            self.write_line(&MixedEvent::Diagnostic(note))?;
+            self.write_line(&tam::Event::Diagnostic(note))?;
         }
         Ok(())
     }
@@ -179,13 +178,13 @@ impl<W: Write> NdjsonWriter<W> {
     /// Writes a diagnostic about the input itself (a malformed SSE or delta line) and
     /// flushes.
     pub(crate) fn write_diagnostic(&mut self, diagnostic: &Diagnostic) -> io::Result<()> {
-        self.write_event(&MixedEvent::Diagnostic(diagnostic.clone()))
+        self.write_event(&tam::Event::Diagnostic(diagnostic.clone()))
     }
 
     /// A copy of `event` without its diagnostics' `raw` (when it has one and `--with-raw`
     /// was not given) and, when `over`, without the diagnostics whose code is past
     /// [`PER_CODE`]; `None` when `event` is written as it is.
-    fn without_raw(&self, event: &MixedEvent<'_>, over: bool) -> Option<MixedEvent<'static>> {
+    fn without_raw(&self, event: &tam::Event<'_>, over: bool) -> Option<tam::Event<'static>> {
         let keep_raw = self.extras.raw;
         if keep_raw && !over {
             return None;
@@ -218,39 +217,39 @@ impl<W: Write> NdjsonWriter<W> {
             }
         };
         match event {
-            MixedEvent::Diagnostic(diagnostic) if !keep_raw && diagnostic.raw.is_some() => {
+            tam::Event::Diagnostic(diagnostic) if !keep_raw && diagnostic.raw.is_some() => {
                 let mut copy = diagnostic.clone();
                 copy.raw = None;
-                Some(MixedEvent::Diagnostic(copy))
+                Some(tam::Event::Diagnostic(copy))
             }
-            MixedEvent::TamBlock(block) if changes(&block.diagnostics) => {
+            tam::Event::TamBlock(block) if changes(&block.diagnostics) => {
                 let mut copy = block.clone();
                 strip(&mut copy.diagnostics);
-                Some(MixedEvent::TamBlock(copy))
+                Some(tam::Event::TamBlock(copy))
             }
-            MixedEvent::ActionBlock(block) if changes(&block.diagnostics) => {
+            tam::Event::ActionBlock(block) if changes(&block.diagnostics) => {
                 let mut copy = block.clone();
                 strip(&mut copy.diagnostics);
-                Some(MixedEvent::ActionBlock(copy))
+                Some(tam::Event::ActionBlock(copy))
             }
-            MixedEvent::Text { .. }
-            | MixedEvent::Reasoning { .. }
-            | MixedEvent::ReasoningStart { .. }
-            | MixedEvent::ReasoningEnd { .. }
-            | MixedEvent::TamBlock(_)
-            | MixedEvent::ActionBlock(_)
-            | MixedEvent::Diagnostic(_)
-            | MixedEvent::BlockStart { .. }
-            | MixedEvent::CommandSeen { .. }
-            | MixedEvent::CallStart { .. }
-            | MixedEvent::ParamStart { .. }
-            | MixedEvent::ParamText { .. }
-            | MixedEvent::ParamEnd { .. }
-            | MixedEvent::CallEnd { .. } => None,
+            tam::Event::Text { .. }
+            | tam::Event::Reasoning { .. }
+            | tam::Event::ReasoningStart { .. }
+            | tam::Event::ReasoningEnd { .. }
+            | tam::Event::TamBlock(_)
+            | tam::Event::ActionBlock(_)
+            | tam::Event::Diagnostic(_)
+            | tam::Event::BlockStart { .. }
+            | tam::Event::CommandSeen { .. }
+            | tam::Event::CallStart { .. }
+            | tam::Event::ParamStart { .. }
+            | tam::Event::ParamText { .. }
+            | tam::Event::ParamEnd { .. }
+            | tam::Event::CallEnd { .. } => None,
         }
     }
 
-    fn write_line(&mut self, event: &MixedEvent<'_>) -> io::Result<()> {
+    fn write_line(&mut self, event: &tam::Event<'_>) -> io::Result<()> {
         serde_json::to_writer(&mut self.out, event)?;
         self.out.write_all(b"\n")?;
         self.out.flush()
@@ -267,7 +266,7 @@ mod tests {
 
     use super::*;
 
-    fn lines(extras: Extras, events: &[MixedEvent<'_>]) -> Vec<Value> {
+    fn lines(extras: Extras, events: &[tam::Event<'_>]) -> Vec<Value> {
         let mut writer = NdjsonWriter::new(Vec::new(), extras);
         for event in events {
             writer.write_event(event).unwrap();
@@ -282,37 +281,37 @@ mod tests {
     #[test]
     fn block_progress_is_written_only_when_asked() {
         let events = [
-            MixedEvent::BlockStart {
+            tam::Event::BlockStart {
                 protocol: Protocol::Action,
                 span: Span::new(3, 11),
             },
-            MixedEvent::CommandSeen {
+            tam::Event::CommandSeen {
                 call: 2,
                 tool: "File.Read".into(),
                 span: Span::new(20, 40),
             },
-            MixedEvent::CallStart {
+            tam::Event::CallStart {
                 protocol: Protocol::Action,
                 index: 0,
                 tool: "write".into(),
                 span: Span::new(41, 48),
             },
-            MixedEvent::ParamStart {
+            tam::Event::ParamStart {
                 protocol: Protocol::Tam,
                 key: Cow::Borrowed("path"),
                 span: Span::new(49, 53),
             },
-            MixedEvent::ParamText {
+            tam::Event::ParamText {
                 protocol: Protocol::Tam,
                 text: Cow::Borrowed("a\"b"),
                 span: Span::new(63, 66),
                 cdata: false,
             },
-            MixedEvent::ParamEnd {
+            tam::Event::ParamEnd {
                 protocol: Protocol::Tam,
                 span: Span::new(49, 75),
             },
-            MixedEvent::CallEnd {
+            tam::Event::CallEnd {
                 protocol: Protocol::Action,
                 index: 0,
                 span: Span::new(41, 90),
@@ -346,11 +345,11 @@ mod tests {
         )
         .with_raw("<|[REQUE");
         let events = [
-            MixedEvent::Text {
+            tam::Event::Text {
                 text: Cow::Borrowed(""),
                 span: Span::new(0, 0),
             },
-            MixedEvent::Diagnostic(diagnostic),
+            tam::Event::Diagnostic(diagnostic),
         ];
         let plain = lines(Extras::default(), &events);
         assert_eq!(plain.len(), 1);
@@ -380,7 +379,7 @@ mod tests {
             Span::new(0, 19),
         );
         let block = tam_parse::Block::new(Span::new(0, 80), vec![call], vec![orphan], "…");
-        let events = [MixedEvent::TamBlock(block)];
+        let events = [tam::Event::TamBlock(block)];
         let mut writer = NdjsonWriter::new(Vec::new(), Extras::default());
         writer.write_event(&events[0]).unwrap();
         assert_eq!(

@@ -60,12 +60,13 @@ fn invalid(message: impl Into<String>) -> ProxyError {
     ProxyError::invalid("invalid_request", message)
 }
 
+/// A Responses request read: the one conversation, the offered tools that are not plain
+/// functions, the request's fields a `response` object repeats.
+type Read = (Conversation, HashMap<String, Kind>, Map<String, Value>);
+
 /// A Responses request as the one conversation; the offered tools that are not plain
 /// functions; the request's fields a `response` object repeats.
-fn read_conversation(
-    body: &[u8],
-    default_model: &str,
-) -> Result<(Conversation, HashMap<String, Kind>, Map<String, Value>), ProxyError> {
+fn read_conversation(body: &[u8], default_model: &str) -> Result<Read, ProxyError> {
     let request: Map<String, Value> = serde_json::from_slice(body)
         .map_err(|e| invalid(format!("the body is not a JSON object: {e}")))?;
     if request

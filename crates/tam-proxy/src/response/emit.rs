@@ -4,7 +4,6 @@
 use std::ops::Range;
 
 use serde_json::{Map, Value};
-use tam::{BlockKind as MixedProtocol, Event as MixedEvent};
 use tam_parse::Diagnostic;
 
 use crate::conversation::{OfferedTools, same_loosely};
@@ -48,7 +47,7 @@ pub(super) struct Emitter {
     pub(super) failure: Option<String>,
     /// The protocol of the block open now (from its start marker to its close, or until it
     /// turned out to be prose).
-    pub(super) in_block: Option<MixedProtocol>,
+    pub(super) in_block: Option<tam::BlockKind>,
     /// A block with calls closed: the model's turn is over. Nothing decoded
     /// after it is shown or called.
     pub(super) turn_over: bool,
@@ -63,7 +62,7 @@ pub(super) struct Emitter {
 
 /// A block being written: its calls that may stream.
 pub(super) struct OpenBlock {
-    pub(super) protocol: MixedProtocol,
+    pub(super) protocol: tam::BlockKind,
     /// Its calls to offered tools, in block order, counted against the call limit; the
     /// first chunks of a prefix of them went out (`Streamed::index`).
     pub(super) streamed: Vec<Streamed>,
@@ -221,23 +220,23 @@ impl Emitter {
         }
     }
 
-    pub(super) fn event(&mut self, event: MixedEvent<'_>) {
+    pub(super) fn event(&mut self, event: tam::Event<'_>) {
         if self.turn_over {
             return;
         }
         match &event {
-            MixedEvent::BlockStart { protocol, span } => {
+            tam::Event::BlockStart { protocol, span } => {
                 self.in_block = Some(*protocol);
                 self.calls_before_block = self.calls;
                 self.block_start = span.start;
             }
-            MixedEvent::Text { .. }
-            | MixedEvent::TamBlock(_)
-            | MixedEvent::ActionBlock(_)
-            | MixedEvent::Diagnostic(_) => self.in_block = None,
+            tam::Event::Text { .. }
+            | tam::Event::TamBlock(_)
+            | tam::Event::ActionBlock(_)
+            | tam::Event::Diagnostic(_) => self.in_block = None,
             _ => {}
         }
-        let closes = matches!(event, MixedEvent::TamBlock(_) | MixedEvent::ActionBlock(_));
+        let closes = matches!(event, tam::Event::TamBlock(_) | tam::Event::ActionBlock(_));
         self.decoded_event(event);
         // A block that gave calls (whole, or streamed and completed) ends the turn.
         if closes && self.calls > self.calls_before_block && self.failure.is_none() {
@@ -245,18 +244,18 @@ impl Emitter {
         }
     }
 
-    pub(super) fn decoded_event(&mut self, event: MixedEvent<'_>) {
+    pub(super) fn decoded_event(&mut self, event: tam::Event<'_>) {
         match event {
-            MixedEvent::Text { text, .. } => {
+            tam::Event::Text { text, .. } => {
                 // A block whose calls streamed came back as text (a server stopped in it
                 // and, closed by its marker, it gave no call): those calls are void.
                 self.void_open();
                 self.content(&text)
             }
             // A `<think>` section of the text: reasoning, never calls.
-            MixedEvent::Reasoning { text, .. } => self.reasoning(&text),
-            MixedEvent::ReasoningStart { .. } | MixedEvent::ReasoningEnd { .. } => {}
-            MixedEvent::BlockStart { protocol, .. } => {
+            tam::Event::Reasoning { text, .. } => self.reasoning(&text),
+            tam::Event::ReasoningStart { .. } | tam::Event::ReasoningEnd { .. } => {}
+            tam::Event::BlockStart { protocol, .. } => {
                 self.open = self.stream_args.then_some(OpenBlock {
                     protocol,
                     streamed: Vec::new(),
@@ -264,18 +263,18 @@ impl Emitter {
                     param: None,
                 });
             }
-            MixedEvent::CallStart { index, tool, .. } if self.action_blocks == 0 => {
-                self.stream_call(MixedProtocol::Action, index, &tool);
+            tam::Event::CallStart { index, tool, .. } if self.action_blocks == 0 => {
+                self.stream_call(tam::BlockKind::Action, index, &tool);
             }
-            MixedEvent::CommandSeen { call: 0, tool, .. } => {
-                self.stream_call(MixedProtocol::Tam, 0, &tool);
+            tam::Event::CommandSeen { call: 0, tool, .. } => {
+                self.stream_call(tam::BlockKind::Tam, 0, &tool);
             }
-            MixedEvent::ParamStart { key, .. } => self.param_start(&key),
-            MixedEvent::ParamText {
+            tam::Event::ParamStart { key, .. } => self.param_start(&key),
+            tam::Event::ParamText {
                 text, span, cdata, ..
             } => self.param_text(&text, span, cdata),
-            MixedEvent::ParamEnd { .. } => self.param_end(),
-            MixedEvent::CallEnd { .. } => {
+            tam::Event::ParamEnd { .. } => self.param_end(),
+            tam::Event::CallEnd { .. } => {
                 if let Some(open) = &mut self.open {
                     open.current = None;
                     open.param = None;
@@ -283,7 +282,7 @@ impl Emitter {
             }
             // The one conversion of a decoded call, the agent's: TAM keys matched
             // canonically, ACTION parameters with their element sources.
-            MixedEvent::TamBlock(block) => {
+            tam::Event::TamBlock(block) => {
                 let offered = &self.offered;
                 let mut calls = ToolCall::from_tam_block_with(&block, |tool, key, text| {
                     offered
@@ -299,7 +298,7 @@ impl Emitter {
                 }
                 self.block(calls, Vec::new(), &block.diagnostics, &block.raw);
             }
-            MixedEvent::ActionBlock(block) => {
+            tam::Event::ActionBlock(block) => {
                 self.action_blocks += 1;
                 if block.index > 0 {
                     // Only the first ACTION block of a reply holds calls.
@@ -326,7 +325,7 @@ impl Emitter {
             // whose bytes the decoder dropped (over its size limit) leaves an error
             // without its text: a note says so. Either way a call streamed from it is
             // never completed.
-            MixedEvent::Diagnostic(diagnostic) => {
+            tam::Event::Diagnostic(diagnostic) => {
                 if let Some(raw) = &diagnostic.raw {
                     self.void_open();
                     self.content(raw);
@@ -337,9 +336,9 @@ impl Emitter {
             }
             // A later TAM call begins (of a chain, or a call started by a repeated key):
             // what follows is not the streamed call's; it comes with the block.
-            MixedEvent::CommandSeen { .. } => {
+            tam::Event::CommandSeen { .. } => {
                 if let Some(open) = &mut self.open
-                    && open.protocol == MixedProtocol::Tam
+                    && open.protocol == tam::BlockKind::Tam
                 {
                     open.current = None;
                     open.param = None;
@@ -347,7 +346,7 @@ impl Emitter {
             }
             // Calls that do not stream: a call in an ACTION block after the first (they
             // come with their block, or not at all).
-            MixedEvent::CallStart { .. } => {}
+            tam::Event::CallStart { .. } => {}
         }
     }
 
@@ -368,7 +367,7 @@ impl Emitter {
     /// offered and the call limit allows (TAM: the block's first call only), and counts
     /// against the limit from here. Its first chunk goes out now when
     /// [`Emitter::stream_after`] is 0, else once a string value of it is that long.
-    pub(super) fn stream_call(&mut self, protocol: MixedProtocol, at: usize, tool: &str) {
+    pub(super) fn stream_call(&mut self, protocol: tam::BlockKind, at: usize, tool: &str) {
         let offered = self.offered.resolve(tool).map(str::to_owned);
         let allowed = self.calls < self.max_calls;
         let Some(open) = &mut self.open else { return };
@@ -377,7 +376,7 @@ impl Emitter {
         let Some(tool) = offered.filter(|_| {
             open.protocol == protocol
                 && allowed
-                && (protocol != MixedProtocol::Tam || open.streamed.is_empty())
+                && (protocol != tam::BlockKind::Tam || open.streamed.is_empty())
         }) else {
             return;
         };
@@ -432,7 +431,7 @@ impl Emitter {
         if !streams {
             return;
         }
-        let action = open.protocol == MixedProtocol::Action;
+        let action = open.protocol == tam::BlockKind::Action;
         let names = match self.offered.get(&call.tool) {
             Some(tool) if action => {
                 let properties = tool.definition().parameters.get("properties");

@@ -4,7 +4,6 @@
 //! (`crate::api`) write the pieces in their own events.
 
 use serde_json::{Map, Value};
-use tam::{BlockKind as MixedProtocol, Config as MixedConfig, Decoder as OutputDecoder};
 
 use crate::ProxyError;
 use crate::conversation::OfferedTools;
@@ -83,16 +82,16 @@ fn block_decoder(
     protocol: Protocol,
     tam: tam_parse::Config,
     action: action_xml::Config,
-) -> OutputDecoder {
+) -> tam::Decoder {
     let choice = match protocol {
         Protocol::Action => Protocol::Action,
         Protocol::Auto => Protocol::Auto,
         _ => Protocol::Tam,
     };
-    let mut config = MixedConfig::for_protocol(choice).with_param_events(true);
+    let mut config = tam::Config::for_protocol(choice).with_param_events(true);
     config.tam = tam;
     config.action = action;
-    OutputDecoder::new(config)
+    tam::Decoder::new(config)
 }
 
 /// Turns one upstream reply into [`Piece`]s.
@@ -106,7 +105,7 @@ fn block_decoder(
 /// the block is written, by the rules of the module docs ("Arguments that stream"), once
 /// one of a call's string values is that many bytes long.
 pub(crate) struct Translator {
-    decoder: Option<OutputDecoder>,
+    decoder: Option<tam::Decoder>,
     emitter: Emitter,
     finish: Option<FinishReason>,
     /// The TAM dialect's end marker: a `stop` finish inside a TAM block closes it with this.
@@ -247,7 +246,7 @@ impl Translator {
             && let Some(decoder) = &mut self.decoder
         {
             let marker = match protocol {
-                MixedProtocol::Tam => self.tam_end,
+                tam::BlockKind::Tam => self.tam_end,
                 _ => ACTION_END,
             };
             // A reply that ends with the marker was not stopped at it (the server ignored

@@ -1,6 +1,5 @@
 //! Settings of the agent loop.
 
-use tam::Config as MixedConfig;
 use tam_model::{ModelOptions, Role};
 use tool_schema::PromptStyle;
 
@@ -66,7 +65,7 @@ pub struct AgentConfig {
     /// Whether `<think>…</think>` sections of a reply's text are reasoning (split out,
     /// shown as [`AgentEvent::Reasoning`](crate::AgentEvent::Reasoning), never decoded): the one at the start of the
     /// reply by [`ThinkSplitter`](crate::ThinkSplitter), one beginning a later prose line by the decoder
-    /// (`MixedConfig::reasoning_tags`). Default: `true`.
+    /// (`tam::Config::reasoning_tags`). Default: `true`.
     pub split_think_tags: bool,
     /// Whether the argument events ([`AgentEvent::Decoded`](crate::AgentEvent::Decoded) with the decoder's
     /// `CommandSeen`, `CallStart`, `ParamStart`, `ParamText`, `ParamEnd`, `CallEnd`) are
@@ -110,8 +109,8 @@ impl AgentConfig {
     }
 
     /// The front door's settings for this configuration.
-    pub(super) fn decoder_config(&self) -> MixedConfig {
-        let mut config = MixedConfig::for_protocol(self.protocol);
+    pub(super) fn decoder_config(&self) -> tam::Config {
+        let mut config = tam::Config::for_protocol(self.protocol);
         config.tam = self.tam;
         config.action = self.action;
         config

@@ -13,7 +13,6 @@ use tokio_util::sync::CancellationToken;
 use tool_schema::PromptStyle;
 
 use tam::turn::{ACTION_END, StoppedAt, close_stopped_block, stop_sequences};
-use tam::{Decoder as OutputDecoder, Event as MixedEvent};
 use tam_model::{
     ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelRequest, ThinkSplitter,
 };
@@ -80,17 +79,17 @@ impl Turn {
     }
 
     /// Tracks the open block from the decoder's events.
-    fn track(&self, event: &MixedEvent<'_>) {
+    fn track(&self, event: &tam::Event<'_>) {
         let open = match event {
-            MixedEvent::BlockStart {
+            tam::Event::BlockStart {
                 protocol: action_xml::Protocol::Tam,
                 ..
             } => 1,
-            MixedEvent::BlockStart { .. } => 2,
-            MixedEvent::Text { .. }
-            | MixedEvent::TamBlock(_)
-            | MixedEvent::ActionBlock(_)
-            | MixedEvent::Diagnostic(_) => 0,
+            tam::Event::BlockStart { .. } => 2,
+            tam::Event::Text { .. }
+            | tam::Event::TamBlock(_)
+            | tam::Event::ActionBlock(_)
+            | tam::Event::Diagnostic(_) => 0,
             _ => return,
         };
         self.open.store(open, Ordering::Relaxed);
@@ -334,7 +333,7 @@ impl Agent {
             // Owned by the reader, so the executor's queue closes when the stream is done.
             let jobs = jobs;
             let config = &self.config;
-            let mut decoder = OutputDecoder::new(config.decoder_config());
+            let mut decoder = tam::Decoder::new(config.decoder_config());
             let mut think = config.split_think_tags.then(ThinkSplitter::new);
             let mut raw = String::new();
             // The turn ends at the call: the protocol's end markers are stop
@@ -347,7 +346,7 @@ impl Agent {
             let request = ModelRequest::new(conversation.to_vec(), options);
             let turn = Turn::default();
             let mut stream = model.stream(&request);
-            let mut on_event = |event: MixedEvent<'_>| {
+            let mut on_event = |event: tam::Event<'_>| {
                 if turn.is_over() {
                     return;
                 }
@@ -359,8 +358,8 @@ impl Agent {
             let mut native: BTreeMap<usize, String> = BTreeMap::new();
             let mut text = |delta: &str,
                             think: &mut Option<ThinkSplitter>,
-                            decoder: &mut OutputDecoder,
-                            on_event: &mut dyn FnMut(MixedEvent<'_>)| {
+                            decoder: &mut tam::Decoder,
+                            on_event: &mut dyn FnMut(tam::Event<'_>)| {
                 let mut piece_out = |piece: ContentPiece<'_>| match piece {
                     ContentPiece::Text(text) => {
                         raw.push_str(text);
@@ -450,7 +449,7 @@ impl Agent {
                 let events = close_stopped_block(&mut decoder, marker, stopped);
                 if events
                     .iter()
-                    .any(|e| matches!(e, MixedEvent::TamBlock(_) | MixedEvent::ActionBlock(_)))
+                    .any(|e| matches!(e, tam::Event::TamBlock(_) | tam::Event::ActionBlock(_)))
                 {
                     raw.push_str(marker);
                 }
@@ -529,7 +528,7 @@ impl Agent {
     /// Turns a decoder event into agent events and jobs.
     fn route(
         &self,
-        event: MixedEvent<'_>,
+        event: tam::Event<'_>,
         answer: &mut String,
         jobs: &mpsc::UnboundedSender<Job>,
         emit: &(dyn Fn(AgentEvent) + Sync),
@@ -537,21 +536,21 @@ impl Agent {
     ) {
         // The executor outlives the reader, so a send cannot fail.
         let (kind, span, index, calls, diagnostics) = match event {
-            MixedEvent::Text { ref text, .. } => {
+            tam::Event::Text { ref text, .. } => {
                 answer.push_str(text);
                 emit(AgentEvent::Decoded(event.into_owned()));
                 return;
             }
-            MixedEvent::Reasoning { text, .. } => {
+            tam::Event::Reasoning { text, .. } => {
                 emit(AgentEvent::Reasoning(text.into_owned()));
                 return;
             }
-            MixedEvent::ReasoningStart { .. } | MixedEvent::ReasoningEnd { .. } => return,
-            MixedEvent::BlockStart { .. } => {
+            tam::Event::ReasoningStart { .. } | tam::Event::ReasoningEnd { .. } => return,
+            tam::Event::BlockStart { .. } => {
                 emit(AgentEvent::Decoded(event.into_owned()));
                 return;
             }
-            MixedEvent::TamBlock(block) => {
+            tam::Event::TamBlock(block) => {
                 let registry = self.dispatcher.registry();
                 let calls = ToolCall::from_tam_block_with(&block, |tool, key, text| {
                     registry
@@ -565,18 +564,18 @@ impl Agent {
                 });
                 (BlockKind::Tam, block.span, 0, calls, block.diagnostics)
             }
-            MixedEvent::ActionBlock(block) => (
+            tam::Event::ActionBlock(block) => (
                 BlockKind::Action,
                 block.span,
                 block.index,
                 ToolCall::from_action_block(&block),
                 block.diagnostics,
             ),
-            MixedEvent::Diagnostic(diagnostic) => {
+            tam::Event::Diagnostic(diagnostic) => {
                 if turn.cutting.load(Ordering::Relaxed) {
                     turn.cut_block.store(true, Ordering::Relaxed);
                 }
-                emit(AgentEvent::Decoded(MixedEvent::Diagnostic(
+                emit(AgentEvent::Decoded(tam::Event::Diagnostic(
                     diagnostic.clone(),
                 )));
                 let _ = jobs.send(Job {
@@ -586,12 +585,12 @@ impl Agent {
                 });
                 return;
             }
-            other @ (MixedEvent::CommandSeen { .. }
-            | MixedEvent::CallStart { .. }
-            | MixedEvent::ParamStart { .. }
-            | MixedEvent::ParamText { .. }
-            | MixedEvent::ParamEnd { .. }
-            | MixedEvent::CallEnd { .. }) => {
+            other @ (tam::Event::CommandSeen { .. }
+            | tam::Event::CallStart { .. }
+            | tam::Event::ParamStart { .. }
+            | tam::Event::ParamText { .. }
+            | tam::Event::ParamEnd { .. }
+            | tam::Event::CallEnd { .. }) => {
                 // TAM's CommandSeen comes whatever the decoder's switch says.
                 if self.config.stream_arguments {
                     emit(AgentEvent::Decoded(other.into_owned()));
