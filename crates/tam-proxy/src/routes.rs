@@ -84,7 +84,7 @@ pub(crate) async fn complete(
     let body = read_body(config, request).await?;
     let request = request::translate(&body, config.protocol, &config.upstream.model)?;
     summary.model = Some(request.model.clone());
-    let slot = shared.upstream_slot()?;
+    let slot = shared.upstream_slot().await?;
     let Translated {
         model: model_name,
         messages,
@@ -399,7 +399,7 @@ pub(crate) fn model_segment(id: &str) -> Option<String> {
 /// `GET {upstream}/models{suffix}`, answered with the upstream's status, content type and
 /// body (streamed, not buffered).
 pub(crate) async fn pass_models(shared: &Shared, suffix: &str) -> Response {
-    let _slot = match shared.upstream_slot() {
+    let _slot = match shared.upstream_slot().await {
         Ok(slot) => slot,
         Err(error) => return error.into_response(),
     };
