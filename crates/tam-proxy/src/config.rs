@@ -259,14 +259,20 @@ impl Shared {
         let wait = self.upstream_slots.clone().acquire_owned();
         let timeout = self.config.upstream_queue_timeout;
         let slot = if timeout.is_zero() {
-            wait.await.ok()
+            wait.await
         } else {
-            tokio::time::timeout(timeout, wait)
-                .await
-                .ok()
-                .and_then(Result::ok)
+            match tokio::time::timeout(timeout, wait).await {
+                Ok(slot) => slot,
+                Err(_) => {
+                    return Err(ProxyError::Busy {
+                        limit,
+                        waited: timeout,
+                    });
+                }
+            }
         };
-        slot.ok_or_else(|| ProxyError::Busy {
+        // The semaphore is never closed: an error here cannot happen.
+        slot.map_err(|_| ProxyError::Busy {
             limit,
             waited: clock.elapsed(),
         })

@@ -91,7 +91,7 @@ pub enum ProxyError {
         limit: usize,
         /// How long the request waited in the queue: zero when it found the queue full
         /// ([`ProxyConfig::upstream_queue`](super::ProxyConfig)), else the wait limit
-        /// ([`ProxyConfig::upstream_queue_timeout`](super::ProxyConfig)) or about.
+        /// ([`ProxyConfig::upstream_queue_timeout`](super::ProxyConfig)).
         waited: std::time::Duration,
     },
 }

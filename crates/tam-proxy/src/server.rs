@@ -18,7 +18,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, ready};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
@@ -90,13 +90,52 @@ fn lock(registry: &Registry) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Conn
     registry.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// What the accept loop last did at the cap, so each change is logged once, not once per
-/// connection: a flood of connections must not become a flood of log lines.
+/// What the accept loop does with a new connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum AtCap {
+    /// Under the cap: served.
     Under,
+    /// At the cap: served, an older connection serving no request closed for room.
     Closing,
+    /// At the cap, every connection serving a request: refused.
     Refusing,
+}
+
+/// How often at most the accept loop logs what it did at the cap.
+const CAP_LOG_EVERY: Duration = Duration::from_secs(60);
+
+/// The accept loop's log of the cap: the first connection closed or refused at once,
+/// then at most one line a minute with the counts since the last, so a flood of
+/// connections never becomes a flood of log lines.
+struct CapLog {
+    max_connections: usize,
+    closed: u64,
+    refused: u64,
+    last: Option<Instant>,
+}
+
+impl CapLog {
+    fn record(&mut self, at_cap: AtCap) {
+        match at_cap {
+            AtCap::Under => return,
+            AtCap::Closing => self.closed += 1,
+            AtCap::Refusing => self.refused += 1,
+        }
+        if self.last.is_some_and(|last| last.elapsed() < CAP_LOG_EVERY) {
+            return;
+        }
+        self.last = Some(Instant::now());
+        tracing::warn!(
+            target: "tam_proxy::request",
+            max_connections = self.max_connections,
+            closed_for_room = self.closed,
+            refused = self.refused,
+            "at the connection cap: connections serving no request closed to make room, new \
+             connections refused while every one was serving a request"
+        );
+        self.closed = 0;
+        self.refused = 0;
+    }
 }
 
 /// Serves `app` on `listener` until `shutdown` completes, then lets the connections
@@ -116,7 +155,12 @@ pub(crate) async fn run(
     // Each connection's task holds a sender; when all are gone, every task has ended.
     let (running, mut all_ended) = mpsc::channel::<Infallible>(1);
     let mut shutdown = std::pin::pin!(shutdown);
-    let mut at_cap = AtCap::Under;
+    let mut cap_log = CapLog {
+        max_connections: limits.max_connections,
+        closed: 0,
+        refused: 0,
+        last: None,
+    };
     let mut next_id = 0u64;
     loop {
         let stream = tokio::select! {
@@ -146,10 +190,7 @@ pub(crate) async fn run(
             } else {
                 AtCap::Refusing
             };
-            if now != at_cap {
-                at_cap = now;
-                log_cap(now, limits.max_connections);
-            }
+            cap_log.record(now);
             if now == AtCap::Refusing {
                 drop(open);
                 let _ = stream.try_write(BUSY);
@@ -199,23 +240,6 @@ pub(crate) async fn run(
     // `None` once every connection's task has ended.
     let _ = all_ended.recv().await;
     Ok(())
-}
-
-/// Logs a change of what the accept loop does at the cap.
-fn log_cap(now: AtCap, max_connections: usize) {
-    match now {
-        AtCap::Under => {}
-        AtCap::Closing => tracing::warn!(
-            target: "tam_proxy::request",
-            max_connections,
-            "closing the oldest connections not serving a request to make room for new ones"
-        ),
-        AtCap::Refusing => tracing::warn!(
-            target: "tam_proxy::request",
-            max_connections,
-            "refusing connections: as many are open as allowed, each serving a request"
-        ),
-    }
 }
 
 /// After a failed `accept`: go on at once when only that connection failed; wait a
