@@ -40,7 +40,10 @@ const PAUSE: Duration = Duration::from_millis(5);
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--proxy") {
-        proxy(&args[2], args[3].parse().expect("a number of upstream slots"));
+        proxy(
+            &args[2],
+            args[3].parse().expect("a number of upstream slots"),
+        );
         return;
     }
     let streams: usize = args.get(1).map_or(200, |n| n.parse().expect("STREAMS"));
@@ -253,7 +256,10 @@ async fn measure(streams_count: usize, idle_count: usize) {
         let proxy = Proxy::start(&upstream, slots);
         streams(&proxy, 1).await;
         let (baseline, _) = proxy.memory();
-        println!("proxy with {slots} upstream slots: after one request {}", mib(baseline));
+        println!(
+            "proxy with {slots} upstream slots: after one request {}",
+            mib(baseline)
+        );
         let peak = streams(&proxy, streams_count).await;
         let (rss, hwm) = proxy.memory();
         println!(
