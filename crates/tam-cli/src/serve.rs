@@ -10,8 +10,8 @@ use clap::ValueEnum;
 use tam::Protocol as ProtocolChoice;
 use tam_model::openai::OpenAiConfig;
 use tam_proxy::{
-    ClientKeys, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_UPSTREAM_CONCURRENCY,
-    DEFAULT_STREAM_AFTER_BYTES, ProxyConfig, serve,
+    ClientKeys, DEFAULT_MAX_UPSTREAM_CONCURRENCY, DEFAULT_STREAM_AFTER_BYTES,
+    DEFAULT_UPSTREAM_QUEUE, ProxyConfig, serve,
 };
 
 use crate::error::CliError;
@@ -35,13 +35,20 @@ reaches the port uses the upstream, and a warning is printed when the address is
 loopback. POST bodies must be `Content-Type: application/json` (else 415). A request with
 an `Origin` header (a web page's) gets 403 unless --allow-origin names that origin.
 
-Limits: over --max-connections a new connection is answered 503 and closed at once; over
---max-upstream-concurrency a request is answered 503 `server_busy` with `Retry-After: 1`
-at once. A request's header must arrive within --header-timeout (an idle kept-alive
-connection is closed after it), its body within --body-timeout (else 408).
+Limits: at most --max-upstream-concurrency requests ask the upstream at once; the others
+wait in a queue of --upstream-queue, first come first served, for at most
+--upstream-queue-timeout, and get 503 `server_busy` with `Retry-After: 1` when the queue is
+full or the wait runs out. At start the process's soft open-file limit is raised to its
+hard limit, and --max-connections defaults to half of it (at most 16384). At the cap a new
+connection closes the oldest connection that is not serving a request (one still sending
+its header, or an idle kept-alive one); only when every connection is serving a request is
+a new one answered 503 `too_many_connections` and closed. A request's header must arrive
+within --header-timeout (an idle kept-alive connection is closed after it) and be at most
+16 KiB (else 431), its body within --body-timeout (else 408).
 
 Logs: one line per request on standard error (request id, method, path, status, model,
-calls, tokens when the upstream reports them, outcome, latency), never a key or a prompt.
+calls, tokens when the upstream reports them, outcome, time queued, latency), never a key
+or a prompt.
 RUST_LOG filters them (default `info`; `RUST_LOG=off` silences them).
 
 Exit status: 0 after Ctrl-C; 1 when the address cannot be bound, a key variable is unset,
@@ -85,12 +92,20 @@ pub(crate) struct ServeArgs {
     /// `https://app.example`); repeat for more. Requests from other origins get 403.
     #[arg(long, value_name = "ORIGIN")]
     allow_origin: Vec<String>,
-    /// Open connections at most (0: no cap).
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS)]
-    max_connections: usize,
-    /// Upstream requests under way at most (0: no cap).
+    /// Open connections at most (0: no cap). Default: half the open-file limit once raised,
+    /// at most 16384 (printed at start).
+    #[arg(long, value_name = "N")]
+    max_connections: Option<usize>,
+    /// Upstream requests under way at most (0: no cap); others wait in the queue.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_UPSTREAM_CONCURRENCY)]
     max_upstream_concurrency: usize,
+    /// Requests that may wait for an upstream slot (0: none, refused at once with 503).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_UPSTREAM_QUEUE)]
+    upstream_queue: usize,
+    /// Seconds a request may wait in the queue before a 503 (0: no limit).
+    #[arg(long, value_name = "SECS", value_parser = seconds,
+          default_value = UPSTREAM_QUEUE_TIMEOUT)]
+    upstream_queue_timeout: Duration,
     /// Seconds a request's header may take to arrive (0: no limit).
     #[arg(long, value_name = "SECS", value_parser = seconds,
           default_value = HEADER_TIMEOUT)]
@@ -118,6 +133,7 @@ pub(crate) struct ServeArgs {
 const HEADER_TIMEOUT: &str = "10";
 const BODY_TIMEOUT: &str = "30";
 const UPSTREAM_TIMEOUT: &str = "120";
+const UPSTREAM_QUEUE_TIMEOUT: &str = "60";
 
 /// Seconds, whole or decimal, not negative.
 fn seconds(text: &str) -> Result<Duration, String> {
@@ -185,6 +201,8 @@ fn init_logs() {
 
 /// Runs the server until Ctrl-C.
 pub(crate) fn run(args: &ServeArgs) -> Result<(), CliError> {
+    // Before the configuration, whose default connection cap is sized from the limit.
+    let raised = tam_proxy::raise_open_file_limit();
     let mut upstream = OpenAiConfig::new(args.upstream.clone(), "");
     if let Some(var) = &args.api_key_env {
         upstream = upstream
@@ -200,16 +218,21 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), CliError> {
     let mut config = ProxyConfig::new(upstream)
         .with_protocol(protocol)
         .with_client_keys(client_keys)
-        .with_max_connections(args.max_connections)
         .with_max_upstream_concurrency(args.max_upstream_concurrency)
+        .with_upstream_queue(args.upstream_queue)
+        .with_upstream_queue_timeout(args.upstream_queue_timeout)
         .with_header_timeout(args.header_timeout)
         .with_body_timeout(args.body_timeout)
         .with_upstream_timeout(args.upstream_timeout)
         .with_log_prompts(args.log_prompts)
         .with_stream_after_bytes(args.stream_after_bytes);
+    if let Some(max_connections) = args.max_connections {
+        config = config.with_max_connections(max_connections);
+    }
     for origin in &args.allow_origin {
         config = config.with_allowed_origin(origin.clone());
     }
+    let max_connections = config.max_connections;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -221,11 +244,24 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), CliError> {
         let address = listener.local_addr().map_err(CliError::Runtime)?;
         // Written, not printed: a closed standard error must not stop the server.
         let mut stderr = std::io::stderr();
+        let cap = match max_connections {
+            0 => "no connection cap".to_owned(),
+            n => format!("connection cap {n}"),
+        };
         let _ = writeln!(
             stderr,
-            "tam serve: listening on http://{address}/v1 (upstream {})",
+            "tam serve: listening on http://{address}/v1 (upstream {}; {cap})",
             args.upstream
         );
+        if let Err(error) = &raised {
+            let _ = writeln!(
+                stderr,
+                "tam serve: warning: the open-file limit could not be raised ({error}); it \
+                 is {}",
+                tam_proxy::open_file_limit()
+                    .map_or_else(|| "unknown".to_owned(), |n| n.to_string())
+            );
+        }
         if open && !address.ip().is_loopback() {
             let _ = writeln!(
                 stderr,
@@ -261,6 +297,10 @@ mod tests {
         assert_eq!(
             seconds(UPSTREAM_TIMEOUT),
             Ok(tam_model::openai::DEFAULT_IDLE_TIMEOUT)
+        );
+        assert_eq!(
+            seconds(UPSTREAM_QUEUE_TIMEOUT),
+            Ok(tam_proxy::DEFAULT_UPSTREAM_QUEUE_TIMEOUT)
         );
     }
 

@@ -307,6 +307,31 @@ fn answer(mut socket: TcpStream) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// A chat request on a new connection (closed after its answer), its answer not read.
+fn send_chat(address: &str) -> TcpStream {
+    let body = weather_request().to_string();
+    let mut socket = TcpStream::connect(address).unwrap();
+    write!(
+        socket,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    socket
+}
+
+/// Waits until the upstream has read `count` requests.
+fn wait_for_upstream(requests: &Mutex<Vec<openai_server::Request>>, count: usize) {
+    let start = Instant::now();
+    while requests.lock().unwrap().len() < count {
+        assert!(
+            start.elapsed() < LINE_WAIT,
+            "the upstream never got the request"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_limits_are_flags() {
     // An upstream that answers its header and then nothing for ten minutes.
@@ -314,24 +339,34 @@ async fn serve_limits_are_flags() {
         pieces: vec![(Duration::from_secs(600), b"data: {}\n\n".to_vec())],
         drop: false,
     };
-    let upstream = Server::start(vec![stalled]).await;
+    let upstream = Server::start(vec![stalled; 4]).await;
     let base = upstream.base_url.clone();
+    let requests = upstream.requests.clone();
     tokio::task::spawn_blocking(move || {
-        let (_server, address) = serve(&[
+        let (server, address) = serve(&[
             "--upstream",
             &base,
             "--max-connections",
             "1",
             "--header-timeout",
             "0",
-            "--upstream-timeout",
-            "0.3",
         ]);
-        // A half-sent request holds the one slot: another connection is refused.
+        assert!(
+            server.lines()[0].contains("connection cap 1)"),
+            "{:?}",
+            server.lines()
+        );
+        // A half-sent request serves nothing: a new connection closes it to make room.
         let mut holder = TcpStream::connect(&address).unwrap();
         holder
             .write_all(b"POST /v1/chat/completions HTTP/1.1\r\n")
             .unwrap();
+        let (status, _) = request(&address, "GET", "/health", &[], None);
+        assert_eq!(status, 200);
+        assert_eq!(answer(holder), "");
+        // A connection serving a request is never closed for room: a new one is refused.
+        let busy = send_chat(&address);
+        wait_for_upstream(&requests, 1);
         let mut refused = TcpStream::connect(&address).unwrap();
         let _ = refused.write_all(b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n");
         let refused = answer(refused);
@@ -339,25 +374,43 @@ async fn serve_limits_are_flags() {
             refused.is_empty() || refused.contains("too_many_connections"),
             "{refused}"
         );
-        // Once it leaves (and the server has seen it go), a request is served: here, a
-        // 504 after the upstream time-out.
-        drop(holder);
-        let body = weather_request().to_string();
-        let start = Instant::now();
-        let served = loop {
-            let mut socket = TcpStream::connect(&address).unwrap();
-            let _ = write!(
-                socket,
-                "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let served = answer(socket);
-            if !served.is_empty() && !served.contains("too_many_connections") {
-                break served;
-            }
-            assert!(start.elapsed() < LINE_WAIT, "the slot never came free");
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        drop(busy);
+        drop(server);
+
+        // One upstream slot and a wait of 0.2 s: a request waits, then gets a 503.
+        let (_server, address) = serve(&[
+            "--upstream",
+            &base,
+            "--max-upstream-concurrency",
+            "1",
+            "--upstream-queue-timeout",
+            "0.2",
+        ]);
+        let _busy = send_chat(&address);
+        wait_for_upstream(&requests, 2);
+        let refused = answer(send_chat(&address));
+        assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+        assert!(refused.contains("server_busy"), "{refused}");
+        assert!(refused.contains("no upstream slot came free"), "{refused}");
+
+        // No queue: a 503 at once.
+        let (_server, address) = serve(&[
+            "--upstream",
+            &base,
+            "--max-upstream-concurrency",
+            "1",
+            "--upstream-queue",
+            "0",
+        ]);
+        let _busy = send_chat(&address);
+        wait_for_upstream(&requests, 3);
+        let refused = answer(send_chat(&address));
+        assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+        assert!(refused.contains("the queue is full"), "{refused}");
+
+        // The upstream time-out: a 504.
+        let (_server, address) = serve(&["--upstream", &base, "--upstream-timeout", "0.3"]);
+        let served = answer(send_chat(&address));
         assert!(served.starts_with("HTTP/1.1 504"), "{served}");
         assert!(served.contains("upstream_timeout"), "{served}");
 
@@ -385,6 +438,8 @@ fn serve_refuses_bad_limits_and_unusable_client_keys() {
         &["--upstream-timeout", "inf"],
         &["--max-connections", "-3"],
         &["--max-upstream-concurrency", "many"],
+        &["--upstream-queue", "-1"],
+        &["--upstream-queue-timeout", "soon"],
     ] {
         assert_eq!(run(&serve_args(bad), b"").code, Some(2), "{bad:?}");
     }

@@ -3,9 +3,12 @@
 //! line per request.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::task::{Context, Poll, ready};
+use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, header};
@@ -161,13 +164,58 @@ fn request_id() -> String {
 }
 
 /// What the handlers know of the request they serve: its id, when it arrived, what it
-/// asked for.
+/// asked for, how long it waited for an upstream slot.
 #[derive(Debug, Clone)]
 pub(crate) struct RequestInfo {
     pub(crate) id: String,
     pub(crate) start: Instant,
     pub(crate) method: Method,
     pub(crate) path: String,
+    /// Milliseconds waited in the upstream queue, written by [`QueueClock`].
+    pub(crate) queued_ms: Arc<AtomicU64>,
+}
+
+tokio::task_local! {
+    /// The queue time of the request being handled, for [`QueueClock`]: set by [`guard`]
+    /// around the handler, so the handler's call for an upstream slot needs no argument.
+    static QUEUED_MS: Arc<AtomicU64>;
+}
+
+/// Times one wait in the upstream queue and writes it into the request's
+/// [`RequestInfo::queued_ms`] when dropped: when the wait ends, or when the waiting request
+/// is dropped (its client went away).
+pub(crate) struct QueueClock {
+    start: Instant,
+    cell: Option<Arc<AtomicU64>>,
+}
+
+impl QueueClock {
+    /// Starts the clock (in the handler's task: a request outside [`guard`] has no log
+    /// line to write into).
+    pub(crate) fn start() -> Self {
+        Self {
+            start: Instant::now(),
+            cell: QUEUED_MS.try_with(Arc::clone).ok(),
+        }
+    }
+
+    /// The time waited so far.
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+}
+
+impl Drop for QueueClock {
+    fn drop(&mut self) {
+        if let Some(cell) = &self.cell {
+            cell.store(millis(self.start.elapsed()), Ordering::Relaxed);
+        }
+    }
+}
+
+/// Whole milliseconds, saturated.
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A response's facts for the log line, put in its extensions by the handler.
@@ -204,10 +252,15 @@ impl RequestLog {
         }
     }
 
+    /// Marks the line written without writing it: another line tells of the request.
+    fn discard(mut self) {
+        self.written = true;
+    }
+
     /// Writes the line (once): `tam_proxy::request` at level INFO, its fields
     /// `request_id`, `method`, `path`, `status`, `model`, `calls`, `prompt_tokens`,
-    /// `completion_tokens`, `outcome`, `latency_ms`. Never a key, never a prompt (that is
-    /// a line of its own, when asked).
+    /// `completion_tokens`, `outcome`, `queued_ms`, `latency_ms`. Never a key, never a
+    /// prompt (that is a line of its own, when asked).
     pub(crate) fn write(&mut self) {
         if std::mem::replace(&mut self.written, true) {
             return;
@@ -219,7 +272,8 @@ impl RequestLog {
                 .and_then(|usage| usage.get(key))
                 .and_then(Value::as_u64)
         };
-        let latency_ms = u64::try_from(self.info.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let latency_ms = millis(self.info.start.elapsed());
+        let queued_ms = self.info.queued_ms.load(Ordering::Relaxed);
         tracing::info!(
             target: "tam_proxy::request",
             request_id = %self.info.id,
@@ -231,6 +285,7 @@ impl RequestLog {
             prompt_tokens = tokens("prompt_tokens"),
             completion_tokens = tokens("completion_tokens"),
             outcome = self.summary.outcome.as_deref().map(tracing::field::display),
+            queued_ms,
             latency_ms,
             "request"
         );
@@ -240,6 +295,32 @@ impl RequestLog {
 impl Drop for RequestLog {
     fn drop(&mut self) {
         self.write();
+    }
+}
+
+/// The status logged for a request whose client went away before its answer (nothing was
+/// sent): 499, as nginx logs it.
+const CLIENT_CLOSED_STATUS: u16 = 499;
+
+/// The handler of a request, and the log line written when it is dropped before it
+/// answers (the client went away: hyper drops the handler). The handler is declared first,
+/// so it is dropped first: what it held (an upstream slot, a place in the queue, the
+/// upstream request) is released, and its queue time written, before the line.
+struct Answered<F> {
+    handler: Pin<Box<F>>,
+    unanswered: Option<RequestLog>,
+}
+
+impl<F: Future<Output = Response>> Future for Answered<F> {
+    type Output = Response;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
+        let this = self.get_mut();
+        let response = ready!(this.handler.as_mut().poll(cx));
+        if let Some(log) = this.unanswered.take() {
+            log.discard();
+        }
+        Poll::Ready(response)
     }
 }
 
@@ -256,6 +337,7 @@ pub(crate) async fn guard(
         start: Instant::now(),
         method: request.method().clone(),
         path: request.uri().path().to_owned(),
+        queued_ms: Arc::default(),
     };
     let config = &shared.config;
     let headers = request.headers();
@@ -286,7 +368,19 @@ pub(crate) async fn guard(
         Some(error) => error.into_shaped_response(crate::api::ErrorShape::of_path(&info.path)),
         None => {
             request.extensions_mut().insert(info.clone());
-            next.run(request).await
+            let handler = QUEUED_MS.scope(info.queued_ms.clone(), next.run(request));
+            Answered {
+                handler: Box::pin(handler),
+                unanswered: Some(RequestLog::new(
+                    info.clone(),
+                    CLIENT_CLOSED_STATUS,
+                    Summary {
+                        outcome: Some("client_closed".to_owned()),
+                        ..Summary::default()
+                    },
+                )),
+            }
+            .await
         }
     };
     if let Ok(id) = HeaderValue::from_str(&info.id) {

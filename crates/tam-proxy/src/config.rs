@@ -11,10 +11,12 @@ use crate::*;
 
 /// Default of [`ProxyConfig::max_request_bytes`]: 4 MiB.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 << 20;
-/// Default of [`ProxyConfig::max_connections`]: 256.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 /// Default of [`ProxyConfig::max_upstream_concurrency`]: 64.
 pub const DEFAULT_MAX_UPSTREAM_CONCURRENCY: usize = 64;
+/// Default of [`ProxyConfig::upstream_queue`]: 1 024 requests.
+pub const DEFAULT_UPSTREAM_QUEUE: usize = 1024;
+/// Default of [`ProxyConfig::upstream_queue_timeout`]: 60 s.
+pub const DEFAULT_UPSTREAM_QUEUE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default of [`ProxyConfig::header_timeout`]: 10 s.
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default of [`ProxyConfig::body_timeout`]: 30 s.
@@ -50,13 +52,36 @@ pub struct ProxyConfig {
     /// requests are served, with CORS answers. A request with any other `Origin` gets 403.
     /// Default: none (no browser request is served).
     pub allowed_origins: Vec<String>,
-    /// Open connections at most, in [`serve`]; one over it is answered 503 and closed at
-    /// once. 0: no cap. Default: [`DEFAULT_MAX_CONNECTIONS`] (256).
+    /// Open connections at most, in [`serve`]. A new connection over it closes the oldest
+    /// open connection that is not serving a request (one still sending its header, or
+    /// an idle kept-alive one); when every open connection is serving a request, the new
+    /// one is answered 503 `too_many_connections` and closed at once. 0: no cap. Default:
+    /// [`default_max_connections`] when the configuration is made: half the process's
+    /// soft open-file limit, at most [`MAX_DEFAULT_CONNECTIONS`] (raise the limit first
+    /// with [`raise_open_file_limit`], as `tam serve` does).
     pub max_connections: usize,
     /// Upstream requests under way at most (chat completions and model lists); a request
-    /// over it gets 503 `server_busy` with `Retry-After: 1` at once. 0: no cap. Default:
+    /// over it waits in the queue ([`ProxyConfig::upstream_queue`]). 0: no cap. Default:
     /// [`DEFAULT_MAX_UPSTREAM_CONCURRENCY`] (64).
     pub max_upstream_concurrency: usize,
+    /// Requests that may wait for an upstream slot when
+    /// [`ProxyConfig::max_upstream_concurrency`] are under way; they get slots in the
+    /// order they came. A request that finds the queue full gets 503 `server_busy` with
+    /// `Retry-After: 1` at once. A client that goes away while its request waits leaves
+    /// the queue. 0: no queue, a request over the cap is refused at once. Default:
+    /// [`DEFAULT_UPSTREAM_QUEUE`] (1 024): with the default 64 slots, sixteen requests
+    /// wait per slot, enough to absorb a burst of a few hundred clients (a batch
+    /// evaluation, an agent fleet starting at once), while a queued request holds no
+    /// more than its connection and its request (its body at most
+    /// [`ProxyConfig::max_request_bytes`]).
+    pub upstream_queue: usize,
+    /// The longest a request waits in the queue; then it gets 503 `server_busy` with
+    /// `Retry-After: 1`. Zero: no limit. Default: [`DEFAULT_UPSTREAM_QUEUE_TIMEOUT`] (60 s):
+    /// the wait is counted in the client's own time-out, and a minute is longer than most
+    /// replies take on a local model (a few hundred tokens at 20 to 50 tokens a second) and
+    /// shorter than the time-outs of OpenAI's clients (10 minutes), so a client that gives
+    /// up on a slow upstream gets an answer it can retry on rather than a cut connection.
+    pub upstream_queue_timeout: Duration,
     /// In [`serve`]: a request's header must arrive within this, counted from the moment
     /// the connection waits for a request (an idle kept-alive connection is closed after
     /// it). Zero: no time-out. Default: [`DEFAULT_HEADER_TIMEOUT`] (10 s).
@@ -91,8 +116,10 @@ impl ProxyConfig {
             action: action_xml::Config::default(),
             client_keys: ClientKeys::default(),
             allowed_origins: Vec::new(),
-            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections: default_max_connections(),
             max_upstream_concurrency: DEFAULT_MAX_UPSTREAM_CONCURRENCY,
+            upstream_queue: DEFAULT_UPSTREAM_QUEUE,
+            upstream_queue_timeout: DEFAULT_UPSTREAM_QUEUE_TIMEOUT,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             log_prompts: false,
             body_timeout: DEFAULT_BODY_TIMEOUT,
@@ -143,6 +170,22 @@ impl ProxyConfig {
         self
     }
 
+    /// This configuration with `upstream_queue` ([`ProxyConfig::upstream_queue`]; 0: no
+    /// queue).
+    #[must_use]
+    pub fn with_upstream_queue(mut self, upstream_queue: usize) -> Self {
+        self.upstream_queue = upstream_queue;
+        self
+    }
+
+    /// This configuration with `upstream_queue_timeout`
+    /// ([`ProxyConfig::upstream_queue_timeout`]; zero: no limit).
+    #[must_use]
+    pub fn with_upstream_queue_timeout(mut self, upstream_queue_timeout: Duration) -> Self {
+        self.upstream_queue_timeout = upstream_queue_timeout;
+        self
+    }
+
     /// This configuration with `header_timeout` (zero: none).
     #[must_use]
     pub fn with_header_timeout(mut self, header_timeout: Duration) -> Self {
@@ -190,18 +233,58 @@ pub(crate) struct Shared {
     pub(crate) http: reqwest::Client,
     /// One permit per upstream request under way.
     pub(crate) upstream_slots: Arc<Semaphore>,
+    /// One permit per request waiting for an upstream slot.
+    pub(crate) queue_places: Semaphore,
 }
 
 impl Shared {
-    /// A permit for one upstream request, or [`ProxyError::Busy`].
-    pub(crate) fn upstream_slot(&self) -> Result<OwnedSemaphorePermit, ProxyError> {
-        self.upstream_slots
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| ProxyError::Busy {
-                limit: self.config.max_upstream_concurrency,
-            })
+    /// A permit for one upstream request: at once when one is free, else after waiting in
+    /// the queue; [`ProxyError::Busy`] when the queue is full or the wait ran out. The
+    /// time waited goes into the request's log line (`queued_ms`). Dropping the future
+    /// (the client went away) leaves the queue.
+    pub(crate) async fn upstream_slot(&self) -> Result<OwnedSemaphorePermit, ProxyError> {
+        // Permits a request releases go to the requests waiting, in order, before any
+        // newcomer: this finds none free while the queue is not empty.
+        if let Ok(slot) = self.upstream_slots.clone().try_acquire_owned() {
+            return Ok(slot);
+        }
+        let limit = self.config.max_upstream_concurrency;
+        let Ok(_place) = self.queue_places.try_acquire() else {
+            return Err(ProxyError::Busy {
+                limit,
+                waited: Duration::ZERO,
+            });
+        };
+        let clock = access::QueueClock::start();
+        let wait = self.upstream_slots.clone().acquire_owned();
+        let timeout = self.config.upstream_queue_timeout;
+        let slot = if timeout.is_zero() {
+            wait.await
+        } else {
+            match tokio::time::timeout(timeout, wait).await {
+                Ok(slot) => slot,
+                Err(_) => {
+                    return Err(ProxyError::Busy {
+                        limit,
+                        waited: timeout,
+                    });
+                }
+            }
+        };
+        // The semaphore is never closed: an error here cannot happen.
+        slot.map_err(|_| ProxyError::Busy {
+            limit,
+            waited: clock.elapsed(),
+        })
     }
+}
+
+/// The semaphore of `limit` permits, `0` meaning no limit.
+pub(crate) fn permits(limit: usize) -> Semaphore {
+    Semaphore::new(match limit {
+        0 => Semaphore::MAX_PERMITS,
+        n => n.min(Semaphore::MAX_PERMITS),
+    })
 }
 
 impl<K: AsRef<str>> From<Vec<K>> for ClientKeys {

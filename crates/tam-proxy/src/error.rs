@@ -78,12 +78,21 @@ pub enum ProxyError {
     /// `request_timeout`).
     #[error("the request body did not arrive within {0:?}")]
     RequestTimeout(std::time::Duration),
-    /// As many upstream requests as allowed are under way (503, code `server_busy`, with
-    /// `Retry-After: 1`).
-    #[error("the server is busy: {limit} upstream requests are under way; retry shortly")]
+    /// As many upstream requests as allowed are under way, and the request could not wait
+    /// for one to end: the queue was full, or its wait ran out (503, code `server_busy`,
+    /// with `Retry-After: 1`).
+    #[error("{}", if waited.is_zero() {
+        format!("the server is busy: {limit} upstream requests are under way and the queue is full; retry shortly")
+    } else {
+        format!("the server is busy: no upstream slot came free within {waited:?} ({limit} requests under way); retry shortly")
+    })]
     Busy {
         /// The limit, [`ProxyConfig::max_upstream_concurrency`](super::ProxyConfig).
         limit: usize,
+        /// How long the request waited in the queue: zero when it found the queue full
+        /// ([`ProxyConfig::upstream_queue`](super::ProxyConfig)), else the wait limit
+        /// ([`ProxyConfig::upstream_queue_timeout`](super::ProxyConfig)).
+        waited: std::time::Duration,
     },
 }
 

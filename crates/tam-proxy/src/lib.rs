@@ -20,6 +20,9 @@
 //! use tam_proxy::{ProxyConfig, serve};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! // A server's sockets are open files: raise the process's soft limit to its hard one
+//! // first (unix), and the default connection cap is sized from it.
+//! let _ = tam_proxy::raise_open_file_limit();
 //! let config = ProxyConfig::new(OpenAiConfig::new("http://127.0.0.1:8081/v1", ""))
 //!     .with_protocol(Protocol::Tam) // the default is Protocol::Action
 //!     .with_client_keys(["a-long-random-key"]); // none: open to anyone who reaches it
@@ -119,20 +122,36 @@
 //!
 //! Then the body must arrive within [`ProxyConfig::body_timeout`] (30 s; else 408
 //! `request_timeout`) and be at most [`ProxyConfig::max_request_bytes`] (4 MiB; else 413).
-//! A request that would contact the upstream while
-//! [`ProxyConfig::max_upstream_concurrency`] (64) upstream requests are under way gets 503
-//! `server_busy` with `Retry-After: 1` at once, without waiting: a client that retries
-//! with backoff (OpenAI's clients do) gets in when a slot frees, and a burst never piles
-//! up behind a slow upstream. A streamed reply holds its slot until it ends.
+//! At most [`ProxyConfig::max_upstream_concurrency`] (64) requests ask the upstream at
+//! once; a request over it waits in a queue, first come first served, for at most
+//! [`ProxyConfig::upstream_queue_timeout`] (60 s). It gets 503 `server_busy` with
+//! `Retry-After: 1` when the queue already holds [`ProxyConfig::upstream_queue`] (1 024)
+//! requests, or when its wait runs out: a burst of clients is served in turn instead of
+//! being turned away, and the queue cannot grow without bound behind a slow upstream. A
+//! client that goes away while it waits leaves the queue. A streamed reply holds its
+//! slot until it ends.
 //!
-//! [`serve`] adds two limits of its own (a [`router`] mounted elsewhere gets its
-//! server's): at most [`ProxyConfig::max_connections`] (256) open connections — one
-//! over it is answered `503` `too_many_connections` at once, as far as the socket takes
-//! it, and closed, so clients over the cap are refused rather than left waiting — and a
-//! request's header must arrive within [`ProxyConfig::header_timeout`] (10 s, counted
-//! from when the connection waits for a request: an idle kept-alive connection is closed
-//! after it too), else the connection is closed unanswered. Every answer carries an
-//! `x-request-id` header, the id of its log line.
+//! [`serve`] adds limits of its own (a [`router`] mounted elsewhere gets its server's):
+//!
+//! * **Open connections**: at most [`ProxyConfig::max_connections`], by default half the
+//!   process's soft open-file limit ([`default_max_connections`], at most 16 384; call
+//!   [`raise_open_file_limit`] before making the configuration, as `tam serve` does). At
+//!   the cap a new connection closes the oldest open connection that is not serving a
+//!   request — one still sending its header, or an idle kept-alive one — so connections
+//!   that send half a header and then nothing can never lock real clients out. A
+//!   connection serves a request from the moment its header has arrived until the last
+//!   bytes of the answer (a stream's included) are written to its socket, and is never
+//!   closed meanwhile. Only when every open connection is serving a request is a new one
+//!   answered `503` `too_many_connections` at once, as far as the socket takes it, and
+//!   closed.
+//! * **Header time-out**: a request's header must arrive within
+//!   [`ProxyConfig::header_timeout`] (10 s, counted from when the connection waits for a
+//!   request: an idle kept-alive connection is closed after it too), else the connection
+//!   is closed unanswered.
+//! * **Header size**: a request header over 16 KiB is answered 431 and the connection
+//!   closed: a connection's read buffer never holds more.
+//!
+//! Every answer carries an `x-request-id` header, the id of its log line.
 //!
 //! # Logs
 //!
@@ -140,7 +159,10 @@
 //! INFO, written when the answer is complete (for a stream: when it ends, or when the
 //! client goes away, outcome `client_closed`). Fields: `request_id`, `method`, `path`,
 //! `status`, `model`, `calls`, `prompt_tokens` and `completion_tokens` when the upstream
-//! reported usage, `outcome` (the finish reason or the error code) and `latency_ms`.
+//! reported usage, `outcome` (the finish reason or the error code), `queued_ms` (the time
+//! it waited in the upstream queue; 0 when it did not wait) and `latency_ms` (from its
+//! header to its end, the wait included). A request whose client goes away before its
+//! answer is logged with `status` 499 and `outcome` `client_closed` (nothing was sent).
 //! Never a key (client or upstream), never a message or an argument of the request or the
 //! reply. The crate installs no subscriber: `tam serve` prints them on standard error.
 //! When asked ([`ProxyConfig::log_prompts`], `tam serve --log-prompts`), one more event
@@ -319,7 +341,8 @@
 //!
 //! A client that disconnects — mid-stream, or while waiting for a whole reply — drops its
 //! response (or the handler's future), which drops the upstream request: the upstream sees
-//! its connection closed. Memory per stream is the decoder's (at most a
+//! its connection closed. One that disconnects while its request waits in the queue
+//! leaves the queue. Memory per stream is the decoder's (at most a
 //! block, [`tam_parse::Config::max_block_bytes`], 1 MiB by default, plus 64 KiB) and one
 //! upstream event ([`SseConfig::max_event_bytes`](tam_model::sse::SseConfig), 1 MiB by
 //! default); a request body is at most [`ProxyConfig::max_request_bytes`] (4 MiB).
@@ -357,6 +380,7 @@ mod api;
 mod conversation;
 mod error;
 mod history;
+mod open_files;
 mod prompt;
 mod response;
 mod server;
@@ -372,6 +396,9 @@ use tokio::sync::Semaphore;
 
 pub use access::{ClientKeyError, ClientKeys};
 pub use error::ProxyError;
+pub use open_files::{
+    MAX_DEFAULT_CONNECTIONS, default_max_connections, open_file_limit, raise_open_file_limit,
+};
 
 pub use tam::Protocol;
 use tam_model::openai::{OpenAiError, OpenAiModel};
@@ -397,16 +424,15 @@ pub fn router(config: ProxyConfig) -> Result<Router, OpenAiError> {
         .build()
         .map_err(|e| OpenAiError::Client(e.to_string()))?;
     let limit = config.max_request_bytes;
-    let upstream_slots = Arc::new(Semaphore::new(match config.max_upstream_concurrency {
-        0 => Semaphore::MAX_PERMITS,
-        n => n.min(Semaphore::MAX_PERMITS),
-    }));
+    let upstream_slots = Arc::new(config::permits(config.max_upstream_concurrency));
+    let queue_places = Semaphore::new(config.upstream_queue.min(Semaphore::MAX_PERMITS));
     let cors = cors(&config.allowed_origins);
     let shared = Arc::new(Shared {
         config,
         model,
         http,
         upstream_slots,
+        queue_places,
     });
     let guarded = Router::new()
         .route("/v1/chat/completions", post(chat_completions))
@@ -458,8 +484,10 @@ fn cors(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
 }
 
 /// Serves the proxy on `listener` until `shutdown` completes (then finishes the requests
-/// in flight), HTTP/1.1, with [`ProxyConfig::max_connections`] and
-/// [`ProxyConfig::header_timeout`].
+/// in flight and closes the idle connections at once), HTTP/1.1, with
+/// [`ProxyConfig::max_connections`], [`ProxyConfig::header_timeout`] and a 16 KiB cap on
+/// a request header (see "Access" in the crate docs). It does not raise the open-file
+/// limit: [`raise_open_file_limit`] says why, and is the call to make first.
 ///
 /// # Errors
 /// The router's error, or an I/O error of the server.

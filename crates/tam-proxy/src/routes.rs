@@ -149,7 +149,7 @@ async fn complete<W: Wire>(
     let (conversation, writer) = read(&body, &config.upstream.model, &id)?;
     let request = conversation::translate(conversation, config.protocol)?;
     summary.model = Some(request.model.clone());
-    let slot = shared.upstream_slot()?;
+    let slot = shared.upstream_slot().await?;
     let Translated {
         model: model_name,
         messages,
@@ -458,7 +458,7 @@ pub(crate) fn model_segment(id: &str) -> Option<String> {
 /// `GET {upstream}/models{suffix}`, answered with the upstream's status, content type and
 /// body (streamed, not buffered).
 pub(crate) async fn pass_models(shared: &Shared, suffix: &str) -> Response {
-    let _slot = match shared.upstream_slot() {
+    let _slot = match shared.upstream_slot().await {
         Ok(slot) => slot,
         Err(error) => return error.into_response(),
     };

@@ -1,6 +1,6 @@
 //! The proxy's own door, over loopback: client keys on every route but `/health`, JSON
 //! bodies only, web origins refused unless allowed, the header and body time-outs, the
-//! cap on upstream requests, the upstream time-out, `GET /health`.
+//! cap on upstream requests without a queue, the upstream time-out, `GET /health`.
 
 #[path = "support/proxy_upstream.rs"]
 mod proxy_upstream;
@@ -333,7 +333,7 @@ async fn a_header_that_does_not_arrive_in_time_closes_the_connection() {
 }
 
 #[tokio::test]
-async fn over_the_upstream_cap_a_request_is_refused_at_once() {
+async fn without_a_queue_a_request_over_the_upstream_cap_is_refused_at_once() {
     let release = Arc::new(tokio::sync::Notify::new());
     let seen = Arc::new(AtomicUsize::new(0));
     let script = {
@@ -358,7 +358,12 @@ async fn over_the_upstream_cap_a_request_is_refused_at_once() {
         }
     };
     let upstream = ScriptedUpstream::start(script).await;
-    let proxy = start_proxy_with(config(&upstream).with_max_upstream_concurrency(1)).await;
+    let proxy = start_proxy_with(
+        config(&upstream)
+            .with_max_upstream_concurrency(1)
+            .with_upstream_queue(0),
+    )
+    .await;
     let json_type = ("content-type", "application/json");
     let streaming =
         json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "Hi"}]})
