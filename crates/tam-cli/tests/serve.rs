@@ -11,6 +11,7 @@ mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use openai_server::{Reply, Server, text_stream};
