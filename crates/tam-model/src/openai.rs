@@ -28,9 +28,8 @@
 //!
 //! # Constraints
 //!
-//! A request's [`Constraint::StructuralTag`] is sent as
-//! its `response_format` (vLLM and SGLang constrain sampling by it); a
-//! [`Constraint::Gbnf`] is not sent: llama-server's
+//! A request's [`Constraint::StructuralTag`] is sent as its `response_format` (vLLM and
+//! SGLang constrain sampling by it). A [`Constraint::Gbnf`] is not sent: llama-server's
 //! `chat/completions` replaces a caller's lazy grammar with the chat template's, so a GBNF
 //! grammar goes through [`LlamaCompletionModel`] (llama-server's native `/completion`)
 //! instead. [`detect_upstream_kind`] tells which server answers.
