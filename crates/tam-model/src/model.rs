@@ -193,7 +193,9 @@ pub enum Constraint {
     /// With `lazy`, the server samples freely until the model writes one of `triggers`,
     /// then constrains the rest of the reply by `grammar`, whose root rule must match the
     /// text from the trigger on (the trigger included): prose before a block stays free.
-    /// Without `lazy` the whole reply follows the grammar (a reply that must be a call).
+    /// llama.cpp looks for a trigger anywhere in the reply written so far, so the first
+    /// one switches the grammar on, a mention in prose too. Without `lazy` the whole reply
+    /// follows the grammar (a reply that must be a call).
     Gbnf {
         /// The grammar's text, root rule `root`.
         grammar: String,
