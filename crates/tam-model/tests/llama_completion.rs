@@ -156,6 +156,9 @@ async fn the_template_and_completion_requests_carry_every_field() {
         assert_eq!(request.header("content-type"), Some("application/json"));
     }
     assert_eq!(requests[1].header("accept"), Some("text/event-stream"));
+    // llama-server closes the connection after a stream: it must not be pooled.
+    assert_eq!(requests[1].header("connection"), Some("close"));
+    assert_eq!(requests[0].header("connection"), None);
     assert_eq!(
         requests[0].body,
         json!({

@@ -29,7 +29,8 @@ const TEMPLATE_FIELDS: [&str; 5] = [
 ];
 
 /// llama-server's grammar-trigger type for a word (`COMMON_GRAMMAR_TRIGGER_TYPE_WORD`):
-/// the server reads a trigger's `type` as this number.
+/// the server reads a trigger's `type` as a number (`"type": "word"` is a 400, "type must
+/// be number", and the older `{"word": …, "at_start": …}` a 400, "key 'type' not found").
 const TRIGGER_TYPE_WORD: u8 = 1;
 
 /// A [`LanguageModel`] for llama.cpp's `llama-server` over its native endpoints, so that a
@@ -67,6 +68,10 @@ const TRIGGER_TYPE_WORD: u8 = 1;
 /// `stop`, `limit` → `length`) and [`ModelItem::Usage`]. The endpoint has no reasoning
 /// field, so a reasoning model's `<think>` section comes as text. A stream that closes
 /// before its last event is cut ([`OpenAiError::Transport`]).
+///
+/// The completion request asks `Connection: close`: llama-server closes the connection
+/// after a streamed answer anyway, without saying so, and a pooled connection it closed
+/// fails the next request sent on it.
 ///
 /// Errors are the [`OpenAiError`]s of [`OpenAiModel`], for either request: a non-2xx
 /// answer is `Http` (llama-server answers a refused grammar or trigger with 400 and its
@@ -216,8 +221,15 @@ impl LanguageModel for LlamaCompletionModel {
         let start = async move {
             let prompt = render(template, &config, limit).await?;
             body["prompt"] = prompt.into();
+            // llama-server closes the connection after a streamed answer without saying
+            // so (its stream ends with the last chunk, then its HTTP layer reads the
+            // finished stream as a failed write and closes): a client that pools the
+            // connection sends its next request into the closing socket, and a third of
+            // such requests failed with "connection closed before message completed".
+            // `Connection: close` keeps the connection out of the pool.
             let start = post_json(&client, &config, completion_url, &body)
-                .header("accept", "text/event-stream");
+                .header("accept", "text/event-stream")
+                .header("connection", "close");
             connect(start, config.idle_timeout).await
         };
         stream_items(start.boxed(), Dialect::LlamaCompletion, &self.config)
