@@ -17,6 +17,9 @@
 //! A `delta.content` that is neither text nor `null` gives no item and is named in
 //! [`Chunk::bad_content`]. The `data: [DONE]` sentinel is not a chunk: callers check for it
 //! first.
+//!
+//! [`read_llama_event`] reads one event of llama.cpp's native `/completion` stream the same
+//! way (its fields are listed there).
 
 use serde_json::{Map, Value};
 
@@ -39,6 +42,25 @@ impl Chunk {
         self.items
             .iter()
             .any(|item| matches!(item, ModelItem::Finish(_)))
+    }
+}
+
+impl Chunk {
+    /// Reads a `content` field: text (when not empty), nothing for `null` or no field, and
+    /// any other JSON kind named in `bad_content`.
+    fn content(&mut self, content: Option<&Value>) {
+        match content {
+            None | Some(Value::Null) => {}
+            Some(Value::String(content)) => {
+                if !content.is_empty() {
+                    self.items.push(ModelItem::Text(content.clone()));
+                }
+            }
+            Some(Value::Bool(_)) => self.bad_content = Some("a boolean"),
+            Some(Value::Number(_)) => self.bad_content = Some("a number"),
+            Some(Value::Array(_)) => self.bad_content = Some("an array"),
+            Some(Value::Object(_)) => self.bad_content = Some("an object"),
+        }
     }
 }
 
@@ -87,18 +109,7 @@ pub fn read_chunk(data: &str) -> Result<Chunk, ChunkError> {
             if let Some(reasoning) = text("reasoning_content").or_else(|| text("reasoning")) {
                 out.items.push(ModelItem::Reasoning(reasoning.to_owned()));
             }
-            match delta.get("content") {
-                None | Some(Value::Null) => {}
-                Some(Value::String(content)) => {
-                    if !content.is_empty() {
-                        out.items.push(ModelItem::Text(content.clone()));
-                    }
-                }
-                Some(Value::Bool(_)) => out.bad_content = Some("a boolean"),
-                Some(Value::Number(_)) => out.bad_content = Some("a number"),
-                Some(Value::Array(_)) => out.bad_content = Some("an array"),
-                Some(Value::Object(_)) => out.bad_content = Some("an object"),
-            }
+            out.content(delta.get("content"));
             if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
                 for (position, call) in calls.iter().enumerate() {
                     out.items
@@ -128,6 +139,86 @@ pub fn read_chunk(data: &str) -> Result<Chunk, ChunkError> {
         .filter(|u| !u.is_empty())
     {
         out.items.push(ModelItem::Usage(usage.clone()));
+    }
+    Ok(out)
+}
+
+/// Reads one event of llama.cpp's native `/completion` stream (`llama-server`; the data of
+/// one server-sent event, or the whole answer when not streamed).
+///
+/// ```
+/// use tam_model::chunk::read_llama_event;
+/// use tam_model::{FinishReason, ModelItem};
+///
+/// let last = r#"{"content":"","stop":true,"stop_type":"word","stopping_word":"</ACTION>","tokens_predicted":9,"tokens_evaluated":40}"#;
+/// let items = read_llama_event(last).unwrap().items;
+/// assert_eq!(items[0], ModelItem::StopSequence("</ACTION>".into()));
+/// assert_eq!(items[1], ModelItem::Finish(FinishReason::Stop));
+/// assert!(matches!(&items[2], ModelItem::Usage(u) if u["total_tokens"] == 49));
+/// ```
+///
+/// * `content` → [`ModelItem::Text`] (empty skipped; another JSON kind is named in
+///   [`Chunk::bad_content`]).
+/// * `stop: true` marks the last event; its `stop_type` is how the reply ended: `eos` (the
+///   model ended it) and `word` (a stop sequence) → [`FinishReason::Stop`], `limit` (the
+///   token limit, or the context filled up) → [`FinishReason::Length`], any other name →
+///   [`FinishReason::Other`], none → `Stop`. With `word`, a non-empty `stopping_word` comes
+///   first as [`ModelItem::StopSequence`] (the server leaves it out of `content`).
+/// * On the last event, `tokens_evaluated` (the prompt's tokens), `tokens_predicted` (the
+///   reply's) → [`ModelItem::Usage`] as `prompt_tokens`, `completion_tokens` and their sum
+///   `total_tokens`, with the server's `timings` object as sent. Earlier events carry the
+///   running counts too; they are not usage.
+/// * `error` → [`ChunkError::Server`], as in [`read_chunk`].
+///
+/// The endpoint has no reasoning field: a reasoning model's `<think>…</think>` arrives as
+/// text ([`ThinkSplitter`](crate::ThinkSplitter) splits it out).
+pub fn read_llama_event(data: &str) -> Result<Chunk, ChunkError> {
+    let event: Map<String, Value> =
+        serde_json::from_str(data).map_err(|error| ChunkError::NotJson(error.to_string()))?;
+    if let Some(error) = event.get("error") {
+        let message = error
+            .get("message")
+            .and_then(Value::as_str)
+            .map_or_else(|| error.to_string(), str::to_owned);
+        return Err(ChunkError::Server(message));
+    }
+    let mut out = Chunk::default();
+    out.content(event.get("content"));
+    if event.get("stop").and_then(Value::as_bool) != Some(true) {
+        return Ok(out);
+    }
+    let stop_type = event.get("stop_type").and_then(Value::as_str);
+    if stop_type == Some("word")
+        && let Some(word) = event
+            .get("stopping_word")
+            .and_then(Value::as_str)
+            .filter(|w| !w.is_empty())
+    {
+        out.items.push(ModelItem::StopSequence(word.to_owned()));
+    }
+    let reason = match stop_type {
+        None | Some("eos" | "word") => FinishReason::Stop,
+        Some("limit") => FinishReason::Length,
+        Some(other) => FinishReason::Other(other.to_owned()),
+    };
+    out.items.push(ModelItem::Finish(reason));
+    let mut usage = Map::new();
+    let prompt = event.get("tokens_evaluated").and_then(Value::as_u64);
+    let completion = event.get("tokens_predicted").and_then(Value::as_u64);
+    if let Some(n) = prompt {
+        usage.insert("prompt_tokens".into(), n.into());
+    }
+    if let Some(n) = completion {
+        usage.insert("completion_tokens".into(), n.into());
+    }
+    if let (Some(p), Some(c)) = (prompt, completion) {
+        usage.insert("total_tokens".into(), p.saturating_add(c).into());
+    }
+    if let Some(timings) = event.get("timings").filter(|t| t.is_object()) {
+        usage.insert("timings".into(), timings.clone());
+    }
+    if !usage.is_empty() {
+        out.items.push(ModelItem::Usage(usage));
     }
     Ok(out)
 }
@@ -255,6 +346,81 @@ mod tests {
         let chunk = read_chunk(r#"{"choices":[{"delta":{"content":7}}]}"#).unwrap();
         assert_eq!(chunk.items, []);
         assert_eq!(chunk.bad_content, Some("a number"));
+    }
+
+    fn llama(data: &str) -> Vec<ModelItem> {
+        read_llama_event(data).unwrap().items
+    }
+
+    /// The events llama-server writes on `/completion` with `"stream": true` (fields as its
+    /// server sends them: every event carries the running counts, the last one `stop`,
+    /// `stop_type`, `stopping_word` and `timings`).
+    #[test]
+    fn llama_completion_events_are_read() {
+        let partial = r#"{"index":0,"content":"Hi","tokens":[13048],"stop":false,"id_slot":0,"tokens_predicted":1,"tokens_evaluated":12}"#;
+        assert_eq!(llama(partial), [ModelItem::Text("Hi".into())]);
+        let last = r#"{"index":0,"content":" x","tokens":[],"id_slot":0,"stop":true,"model":"m","tokens_predicted":7,"tokens_evaluated":12,"generation_settings":{},"prompt":"p","has_new_line":false,"truncated":false,"stop_type":"word","stopping_word":"</ACTION>","tokens_cached":18,"timings":{"prompt_n":12,"predicted_n":7}}"#;
+        let got = llama(last);
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert_eq!(got[0], ModelItem::Text(" x".into()));
+        assert_eq!(got[1], ModelItem::StopSequence("</ACTION>".into()));
+        assert_eq!(got[2], ModelItem::Finish(FinishReason::Stop));
+        let ModelItem::Usage(usage) = &got[3] else {
+            panic!("{got:?}")
+        };
+        assert_eq!(
+            Value::Object(usage.clone()),
+            serde_json::json!({
+                "prompt_tokens": 12,
+                "completion_tokens": 7,
+                "total_tokens": 19,
+                "timings": {"prompt_n": 12, "predicted_n": 7}
+            })
+        );
+        assert!(read_llama_event(last).unwrap().finished());
+        assert!(!read_llama_event(partial).unwrap().finished());
+    }
+
+    #[test]
+    fn llama_stop_types_are_finish_reasons() {
+        let finish = |stop_type: &str| {
+            let data = format!(
+                r#"{{"content":"","stop":true,"stop_type":"{stop_type}","stopping_word":""}}"#
+            );
+            llama(&data)
+        };
+        assert_eq!(finish("eos"), [ModelItem::Finish(FinishReason::Stop)]);
+        assert_eq!(finish("limit"), [ModelItem::Finish(FinishReason::Length)]);
+        // A word stop whose word is empty names none.
+        assert_eq!(finish("word"), [ModelItem::Finish(FinishReason::Stop)]);
+        assert_eq!(
+            finish("none"),
+            [ModelItem::Finish(FinishReason::Other("none".into()))]
+        );
+        assert_eq!(
+            llama(r#"{"content":"","stop":true}"#),
+            [ModelItem::Finish(FinishReason::Stop)]
+        );
+        // The stopping word only counts with a word stop.
+        assert_eq!(
+            llama(r#"{"stop":true,"stop_type":"eos","stopping_word":"</ACTION>"}"#),
+            [ModelItem::Finish(FinishReason::Stop)]
+        );
+    }
+
+    #[test]
+    fn llama_errors_and_bad_content() {
+        assert_eq!(
+            read_llama_event(r#"{"error":{"code":500,"message":"boom","type":"server_error"}}"#),
+            Err(ChunkError::Server("boom".into()))
+        );
+        assert!(matches!(
+            read_llama_event("[1]"),
+            Err(ChunkError::NotJson(_))
+        ));
+        let chunk = read_llama_event(r#"{"content":[1],"stop":false}"#).unwrap();
+        assert_eq!(chunk.items, []);
+        assert_eq!(chunk.bad_content, Some("an array"));
     }
 
     #[test]

@@ -8,9 +8,15 @@
 //! * [`ThinkSplitter`]: splits a `<think>…</think>` section at the start of a reply out of
 //!   its text, across deltas.
 //! * [`sse`]: a sans-IO server-sent-event reader with a per-event size limit.
+//! * [`Constraint`]: what a server that constrains its own sampling is asked to enforce
+//!   (a lazy GBNF grammar for llama.cpp, a structural tag for vLLM and SGLang), carried by
+//!   a [`ModelRequest`]; the grammar itself is built by the caller.
 //! * [`openai`] (feature `openai`): [`openai::OpenAiModel`], a [`LanguageModel`] for any
 //!   OpenAI-compatible `chat/completions` server (llama.cpp's `llama-server`, vLLM, SGLang,
-//!   Ollama's `/v1`, OpenAI) over reqwest with rustls, under an idle time-out.
+//!   Ollama's `/v1`, OpenAI) over reqwest with rustls, under an idle time-out;
+//!   [`openai::LlamaCompletionModel`], the same for llama-server's native `/completion`
+//!   (where a lazy grammar is honoured); [`openai::detect_upstream_kind`], which of these
+//!   servers answers at a URL.
 //!
 //! # A cut stream
 //!
@@ -33,8 +39,8 @@ pub mod openai;
 pub mod sse;
 
 pub use model::{
-    ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelOptions, ModelRequest,
-    Role, ThinkSplitter, ToolCallChunk,
+    Constraint, ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelOptions,
+    ModelRequest, Role, ThinkSplitter, ToolCallChunk,
 };
 
 /// A boxed error from a model or other user code.

@@ -148,7 +148,8 @@ impl ModelOptions {
     }
 }
 
-/// One completion request: the conversation and the sampling options.
+/// One completion request: the conversation, the sampling options and, where the server
+/// can enforce one, a [`Constraint`] on what the model may write.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct ModelRequest {
@@ -156,13 +157,58 @@ pub struct ModelRequest {
     pub messages: Vec<Message>,
     /// Sampling options.
     pub options: ModelOptions,
+    /// A constraint the server applies to its own sampling. Default: none. Each model
+    /// sends the kinds its server understands and ignores the others (see each model's
+    /// documentation): a constraint narrows what a reply may be, it never carries meaning
+    /// the prompt lacks, so a server without it gets the prompt alone.
+    pub constraint: Option<Constraint>,
 }
 
 impl ModelRequest {
-    /// A request for `messages` with `options`.
+    /// A request for `messages` with `options` and no constraint.
     pub fn new(messages: Vec<Message>, options: ModelOptions) -> Self {
-        Self { messages, options }
+        Self {
+            messages,
+            options,
+            constraint: None,
+        }
     }
+
+    /// This request with `constraint`.
+    #[must_use]
+    pub fn with_constraint(mut self, constraint: Constraint) -> Self {
+        self.constraint = Some(constraint);
+        self
+    }
+}
+
+/// A constraint a server applies while it samples the reply ("constrained decoding"):
+/// once the model starts a tool-call block it can only write a block the grammar allows.
+/// The grammar or tag structure is built by the caller; a model only passes it on.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Constraint {
+    /// A GBNF grammar (llama.cpp's grammar format), for llama.cpp's `llama-server`.
+    ///
+    /// With `lazy`, the server samples freely until the model writes one of `triggers`,
+    /// then constrains the rest of the reply by `grammar`, whose root rule must match the
+    /// text from the trigger on (the trigger included): prose before a block stays free.
+    /// llama.cpp looks for a trigger anywhere in the reply written so far, so the first
+    /// one switches the grammar on, a mention in prose too. Without `lazy` the whole reply
+    /// follows the grammar (a reply that must be a call).
+    Gbnf {
+        /// The grammar's text, root rule `root`.
+        grammar: String,
+        /// Whether the grammar waits for a trigger.
+        lazy: bool,
+        /// The words that switch a lazy grammar on (a tool-call block's start marker). A
+        /// lazy grammar needs at least one; llama-server refuses one without.
+        triggers: Vec<String>,
+    },
+    /// A structural tag, for vLLM and SGLang: the whole `response_format` object of a
+    /// Chat Completions request (`{"type": "structural_tag", …}`), sent as given; an
+    /// object without a `type` gets `"type": "structural_tag"`.
+    StructuralTag(serde_json::Value),
 }
 
 /// How a model's stream ended (`finish_reason`).

@@ -26,6 +26,14 @@
 //! # }
 //! ```
 //!
+//! # Constraints
+//!
+//! A request's [`Constraint::StructuralTag`] is sent as its `response_format` (vLLM and
+//! SGLang constrain sampling by it). A [`Constraint::Gbnf`] is not sent: llama-server's
+//! `chat/completions` replaces a caller's lazy grammar with the chat template's, so a GBNF
+//! grammar goes through [`LlamaCompletionModel`] (llama-server's native `/completion`)
+//! instead. [`detect_upstream_kind`] tells which server answers.
+//!
 //! # What a chunk becomes
 //!
 //! Of each `chat.completion.chunk`, the choice with `index` 0 (the first when none says):
@@ -50,6 +58,7 @@
 //! | `InvalidChunk` | `invalid_chunk` | an event whose data is not a JSON object |
 //! | `InvalidUtf8` | `invalid_utf8` | an event with bytes that are not UTF-8 inside the reply's text, reasoning or a native call's arguments (they would read as U+FFFD: the reply is cut before that event, so a call the bytes fall in never runs) |
 //! | `Server` | `server_error` | an event carrying an `error` object |
+//! | `InvalidTemplate` | `invalid_template` | ([`LlamaCompletionModel`]) `/apply-template` answered 2xx without a string `prompt`, or past [`DEFAULT_MAX_PROMPT_BYTES`] |
 //! | `MissingApiKey` | `missing_api_key` | [`OpenAiConfig::with_api_key_env`] named an unset variable |
 //! | `Client` | `client` | the HTTP client could not be built |
 
@@ -57,14 +66,23 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
+use futures_util::{FutureExt, StreamExt};
 use serde_json::{Map, Value, json};
 
 use crate::BoxError;
-use crate::chunk::{ChunkError, read_chunk};
-use crate::model::{LanguageModel, ModelItem, ModelRequest};
+use crate::chunk::{Chunk, ChunkError, read_chunk, read_llama_event};
+use crate::model::{Constraint, LanguageModel, Message, ModelItem, ModelRequest};
 use crate::sse::{SseConfig, SseError, SseEvent, SseReader};
+
+mod llama;
+mod upstream;
+
+pub use llama::{DEFAULT_MAX_PROMPT_BYTES, LlamaCompletionModel};
+pub use upstream::{
+    DETECT_TIMEOUT, ParseUpstreamKindError, UpstreamChoice, UpstreamKind, detect_upstream_kind,
+};
 
 /// Default of [`OpenAiConfig::idle_timeout`]: 120 s (a local server may take long to read
 /// a long prompt before its first byte).
@@ -166,6 +184,15 @@ impl OpenAiConfig {
     pub fn completions_url(&self) -> String {
         format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
     }
+
+    /// The server's root: [`OpenAiConfig::base_url`] without its trailing `/` and `/v1`
+    /// (`http://127.0.0.1:8080/v1/` → `http://127.0.0.1:8080`), where llama-server's native
+    /// endpoints (`/props`, `/apply-template`, `/completion`), vLLM's `/version` and
+    /// SGLang's `/get_server_info` are.
+    pub fn server_url(&self) -> &str {
+        let base = self.base_url.trim_end_matches('/');
+        base.strip_suffix("/v1").unwrap_or(base)
+    }
 }
 
 /// Why a stream from the server failed. Each ends the stream.
@@ -205,6 +232,10 @@ pub enum OpenAiError {
     /// The server reported an error inside the stream.
     #[error("the server reported an error: {0}")]
     Server(String),
+    /// llama-server's `/apply-template` answered 2xx without a prompt: a body that is not
+    /// a JSON object with a string `prompt`, or one larger than the model's limit.
+    #[error("the server's /apply-template answer holds no prompt: {0}")]
+    InvalidTemplate(String),
     /// The named environment variable holds no API key.
     #[error("the environment variable {var} holding the API key is not set")]
     MissingApiKey {
@@ -227,6 +258,7 @@ impl OpenAiError {
             OpenAiError::InvalidChunk { .. } => "invalid_chunk",
             OpenAiError::InvalidUtf8 => "invalid_utf8",
             OpenAiError::Server(_) => "server_error",
+            OpenAiError::InvalidTemplate(_) => "invalid_template",
             OpenAiError::MissingApiKey { .. } => "missing_api_key",
             OpenAiError::Client(_) => "client",
         }
@@ -254,12 +286,8 @@ impl OpenAiModel {
     /// # Errors
     /// [`OpenAiError::Client`] when the HTTP client cannot be built (TLS set-up).
     pub fn new(config: OpenAiConfig) -> Result<Self, OpenAiError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.idle_timeout)
-            .build()
-            .map_err(|e| OpenAiError::Client(e.to_string()))?;
         Ok(Self {
-            client,
+            client: build_client(&config)?,
             config: Arc::new(config),
         })
     }
@@ -279,16 +307,12 @@ impl OpenAiModel {
     }
 
     /// The JSON body sent for `request`: model, messages, `stream: true`, the options that
-    /// are set, then [`OpenAiConfig::extra_body`].
+    /// are set, a structural-tag constraint as `response_format` (a GBNF one is not sent:
+    /// see the module documentation), then [`OpenAiConfig::extra_body`].
     pub fn request_body(&self, request: &ModelRequest) -> Value {
-        let messages: Vec<Value> = request
-            .messages
-            .iter()
-            .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
-            .collect();
         let mut body = Map::new();
         body.insert("model".into(), self.config.model.clone().into());
-        body.insert("messages".into(), messages.into());
+        body.insert("messages".into(), messages_json(&request.messages));
         body.insert("stream".into(), true.into());
         let options = &request.options;
         if let Some(t) = options.temperature {
@@ -303,55 +327,147 @@ impl OpenAiModel {
         if let Some(seed) = options.seed {
             body.insert("seed".into(), seed.into());
         }
+        if let Some(Constraint::StructuralTag(format)) = &request.constraint {
+            let mut format = format.clone();
+            if let Some(object) = format.as_object_mut() {
+                object
+                    .entry("type")
+                    .or_insert_with(|| "structural_tag".into());
+            }
+            body.insert("response_format".into(), format);
+        }
         for (key, value) in &self.config.extra_body {
             body.insert(key.clone(), value.clone());
         }
         Value::Object(body)
     }
+
+    /// The model's HTTP client (shared by the models made from this one).
+    pub(crate) fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+}
+
+/// The HTTP client of a model over `config`: its connect time-out is the idle time-out.
+fn build_client(config: &OpenAiConfig) -> Result<reqwest::Client, OpenAiError> {
+    reqwest::Client::builder()
+        .connect_timeout(config.idle_timeout)
+        .build()
+        .map_err(|e| OpenAiError::Client(e.to_string()))
+}
+
+/// The messages in the OpenAI chat form: `[{"role": …, "content": …}, …]`.
+fn messages_json(messages: &[Message]) -> Value {
+    messages
+        .iter()
+        .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
+        .collect()
 }
 
 impl LanguageModel for OpenAiModel {
     fn stream(&self, request: &ModelRequest) -> BoxStream<'static, Result<ModelItem, BoxError>> {
-        let state = Reading {
-            start: Some(self.start(request)),
-            body: None,
-            whole: None,
-            max_whole: self.config.sse.max_event_bytes,
-            reader: SseReader::new(self.config.sse),
-            queue: VecDeque::new(),
-            idle: self.config.idle_timeout,
-            finished: false,
-            done: false,
-        };
-        futures_util::stream::unfold(state, |mut state| async move {
-            let item = state.next().await?;
-            Some((item, state))
-        })
-        .boxed()
+        let start = post_json(
+            &self.client,
+            &self.config,
+            self.config.completions_url(),
+            &self.request_body(request),
+        )
+        .header("accept", "text/event-stream");
+        let idle = self.config.idle_timeout;
+        stream_items(
+            connect(start, idle).boxed(),
+            Dialect::ChatCompletions,
+            &self.config,
+        )
     }
 }
 
 type Body = BoxStream<'static, reqwest::Result<bytes::Bytes>>;
 
-impl OpenAiModel {
-    /// The request, ready to send.
-    fn start(&self, request: &ModelRequest) -> reqwest::RequestBuilder {
-        let mut builder = self
-            .client
-            .post(self.config.completions_url())
-            .header("accept", "text/event-stream")
-            .header("content-type", "application/json")
-            .body(self.request_body(request).to_string());
-        if let Some(key) = &self.config.api_key {
-            builder = builder.bearer_auth(key);
-        }
-        builder
+/// What a connection yields: the body of a 2xx answer, and whether it is one whole JSON
+/// answer rather than an event stream.
+type Connecting = BoxFuture<'static, Result<(Body, bool), OpenAiError>>;
+
+/// A JSON `POST` of `body` to `url`, with the configured API key.
+fn post_json(
+    client: &reqwest::Client,
+    config: &OpenAiConfig,
+    url: String,
+    body: &Value,
+) -> reqwest::RequestBuilder {
+    let builder = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    authorized(builder, config)
+}
+
+/// `builder` with `Authorization: Bearer` when a key is configured.
+fn authorized(builder: reqwest::RequestBuilder, config: &OpenAiConfig) -> reqwest::RequestBuilder {
+    match &config.api_key {
+        Some(key) => builder.bearer_auth(key),
+        None => builder,
     }
+}
+
+/// Which API a response comes from: how its events read and how it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    /// `chat.completion.chunk` events, ended by `data: [DONE]` (or a finish reason and the
+    /// end of the body).
+    ChatCompletions,
+    /// llama-server's native `/completion` events, the last with `"stop": true`.
+    LlamaCompletion,
+}
+
+impl Dialect {
+    /// Reads one event's data (or a whole JSON answer).
+    fn read(self, data: &str) -> Result<Chunk, ChunkError> {
+        match self {
+            Dialect::ChatCompletions => read_chunk(data),
+            Dialect::LlamaCompletion => read_llama_event(data),
+        }
+    }
+
+    /// What a stream that closes unfinished lacked.
+    fn missing_end(self) -> &'static str {
+        match self {
+            Dialect::ChatCompletions => "no finish_reason, no [DONE]",
+            Dialect::LlamaCompletion => "no event with \"stop\": true",
+        }
+    }
+}
+
+/// The items of one response: `start` connects, then the body is read in `dialect` under
+/// the configured idle time-out and SSE limits.
+fn stream_items(
+    start: Connecting,
+    dialect: Dialect,
+    config: &OpenAiConfig,
+) -> BoxStream<'static, Result<ModelItem, BoxError>> {
+    let state = Reading {
+        start: Some(start),
+        dialect,
+        body: None,
+        whole: None,
+        max_whole: config.sse.max_event_bytes,
+        reader: SseReader::new(config.sse),
+        queue: VecDeque::new(),
+        idle: config.idle_timeout,
+        finished: false,
+        done: false,
+    };
+    futures_util::stream::unfold(state, |mut state| async move {
+        let item = state.next().await?;
+        Some((item, state))
+    })
+    .boxed()
 }
 
 /// The state of one response.
 struct Reading {
-    start: Option<reqwest::RequestBuilder>,
+    start: Option<Connecting>,
+    dialect: Dialect,
     body: Option<Body>,
     /// The body so far of a whole JSON answer (a server that ignored `stream`).
     whole: Option<Vec<u8>>,
@@ -376,7 +492,7 @@ impl Reading {
                 return None;
             }
             if let Some(start) = self.start.take() {
-                match connect(start, self.idle).await {
+                match start.await {
                     Ok((body, json)) => {
                         self.body = Some(body);
                         self.whole = json.then(Vec::new);
@@ -399,9 +515,10 @@ impl Reading {
                     if self.finished {
                         self.done = true;
                     } else {
-                        self.fail(OpenAiError::Transport(
-                            "the server closed the stream before it finished (no finish_reason, no [DONE])".into(),
-                        ));
+                        self.fail(OpenAiError::Transport(format!(
+                            "the server closed the stream before it finished ({})",
+                            self.dialect.missing_end()
+                        )));
                     }
                 }
             }
@@ -425,7 +542,8 @@ impl Reading {
         whole.extend_from_slice(bytes);
     }
 
-    /// A whole JSON answer, read: its choices' `message` as a chunk's `delta`.
+    /// A whole JSON answer, read as one event (a chat completion's choices' `message` as a
+    /// chunk's `delta`).
     fn read_whole(&mut self) {
         let whole = self.whole.take().unwrap_or_default();
         self.done = true;
@@ -448,7 +566,7 @@ impl Reading {
                 }
             }
         }
-        match read_chunk(&value.to_string()) {
+        match self.dialect.read(&value.to_string()) {
             Ok(chunk) => self.queue.extend(chunk.items.into_iter().map(Ok)),
             Err(ChunkError::Server(message)) => self.fail(OpenAiError::Server(message)),
             Err(ChunkError::NotJson(reason)) => self.fail(OpenAiError::InvalidChunk {
@@ -481,7 +599,7 @@ impl Reading {
             self.body = None;
             return;
         }
-        match read_chunk(data) {
+        match self.dialect.read(data) {
             Ok(chunk) if event.invalid_utf8 && chunk.items.iter().any(replaced) => {
                 self.fail(OpenAiError::InvalidUtf8)
             }
@@ -522,22 +640,35 @@ async fn connect(
     start: reqwest::RequestBuilder,
     idle: Duration,
 ) -> Result<(Body, bool), OpenAiError> {
-    let response = match tokio::time::timeout(idle, start.send()).await {
-        Err(_) => return Err(OpenAiError::IdleTimeout(idle)),
-        Ok(Err(error)) => return Err(OpenAiError::Transport(error_chain(&error))),
-        Ok(Ok(response)) => response,
-    };
-    let status = response.status();
-    if status.is_success() {
-        let json = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.split(';').next())
-            .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"));
-        return Ok((response.bytes_stream().boxed(), json));
+    let response = send(start, idle).await?;
+    if !response.status().is_success() {
+        return Err(error_answer(response, idle).await);
     }
-    // The body of an error answer, within a limit and the idle time-out.
+    let json = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"));
+    Ok((response.bytes_stream().boxed(), json))
+}
+
+/// Sends a request; its answer's headers arrive within `idle`.
+async fn send(
+    request: reqwest::RequestBuilder,
+    idle: Duration,
+) -> Result<reqwest::Response, OpenAiError> {
+    match tokio::time::timeout(idle, request.send()).await {
+        Err(_) => Err(OpenAiError::IdleTimeout(idle)),
+        Ok(Err(error)) => Err(OpenAiError::Transport(error_chain(&error))),
+        Ok(Ok(response)) => Ok(response),
+    }
+}
+
+/// A non-2xx answer as [`OpenAiError::Http`]: its body read within a limit and the idle
+/// time-out, for the server's message.
+async fn error_answer(response: reqwest::Response, idle: Duration) -> OpenAiError {
+    let status = response.status();
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while body.len() < MAX_ERROR_BODY_BYTES {
@@ -547,10 +678,34 @@ async fn connect(
         }
     }
     body.truncate(MAX_ERROR_BODY_BYTES);
-    Err(OpenAiError::Http {
+    OpenAiError::Http {
         status: status.as_u16(),
         message: error_message(&body, status.canonical_reason()),
-    })
+    }
+}
+
+/// A 2xx answer's whole body, each read under the idle time-out; `None` past `limit`
+/// bytes.
+async fn whole_body(
+    response: reqwest::Response,
+    idle: Duration,
+    limit: usize,
+) -> Result<Option<Vec<u8>>, OpenAiError> {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    loop {
+        match tokio::time::timeout(idle, stream.next()).await {
+            Err(_) => return Err(OpenAiError::IdleTimeout(idle)),
+            Ok(Some(Err(error))) => return Err(OpenAiError::Transport(error_chain(&error))),
+            Ok(Some(Ok(bytes))) => {
+                if body.len() + bytes.len() > limit {
+                    return Ok(None);
+                }
+                body.extend_from_slice(&bytes);
+            }
+            Ok(None) => return Ok(Some(body)),
+        }
+    }
 }
 
 /// The server's message in an error body: `error.message`, `error` (a string) or
