@@ -12,7 +12,7 @@
 //! * `tam run` runs the same loop against an OpenAI-compatible server with the
 //!   demo's tools, tool files and the tools of MCP servers (`--mcp "CMD ARGS"`), sending
 //!   tool-schema's complete system prompt for the protocol.
-//! * `tam serve` serves tam-proxy's OpenAI-compatible proxy: native tool calls for any
+//! * `tam serve` serves tam-proxy (Chat Completions, Messages, Responses): native tool calls for any
 //!   client, from a model that writes TAM or ACTION blocks, behind client keys, time-outs
 //!   and caps (`tam serve --help`), one log line per request (`RUST_LOG`).
 //!

@@ -1,4 +1,4 @@
-//! `tam serve`: tam-proxy's OpenAI-compatible proxy on a socket, giving native tool calls
+//! `tam serve`: tam-proxy's proxy on a socket (Chat Completions, Messages, Responses), giving native tool calls
 //! to a model behind `--upstream` that follows a text protocol.
 
 use std::io::Write;
@@ -17,20 +17,23 @@ use tam_proxy::{
 use crate::error::CliError;
 
 const LONG_ABOUT: &str = "\
-Serve an OpenAI-compatible API that gives native tool calling to any model that can follow
-a text protocol. A client sends POST /v1/chat/completions with `tools`, as to OpenAI; the
-proxy renders the tools into the system prompt in the chosen protocol, rewrites the
-history (tool calls as blocks, tool results as Observation lines), asks the upstream
-without `tools`, and decodes its text as it streams: prose comes back as content, each
-call as `tool_calls` with arguments typed by the tool's schema. GET /v1/models is passed
-through; GET /health answers {\"status\":\"ok\"} without asking the upstream.
+Serve three client APIs that give native tool calling to any model that can follow a text
+protocol: OpenAI Chat Completions (POST /v1/chat/completions), Anthropic Messages (POST
+/v1/messages and /v1/messages/count_tokens: Claude Code) and OpenAI Responses (POST
+/v1/responses: Codex CLI, the OpenAI Agents SDK). A client sends its request with
+`tools`; the proxy renders the tools into the system prompt in the chosen protocol,
+rewrites the history (tool calls as blocks, tool results as Observation lines), asks the
+upstream without `tools`, and decodes its text as it streams: prose comes back as text,
+each call as the API's own tool call with arguments typed by the tool's schema. GET
+/v1/models is passed through; GET /health answers {\"status\":\"ok\"} without asking the
+upstream.
 
 The server listens on 127.0.0.1:8080 (loopback only) unless --listen says otherwise. It
 prints `listening on http://ADDR/v1` on standard error once it accepts connections, and
 stops on Ctrl-C after the requests in flight.
 
 Access: with --client-key-env or --client-key-file, every route but /health needs
-`Authorization: Bearer KEY` with one of the keys (else 401); without them anyone who
+`Authorization: Bearer KEY` or `x-api-key: KEY` with one of the keys (else 401); without them anyone who
 reaches the port uses the upstream, and a warning is printed when the address is not
 loopback. POST bodies must be `Content-Type: application/json` (else 415). A request with
 an `Origin` header (a web page's) gets 403 unless --allow-origin names that origin.
@@ -63,7 +66,7 @@ pub(crate) enum ServeProtocol {
     Action,
 }
 
-/// Serve an OpenAI-compatible proxy giving native tool calls to a text-protocol model.
+/// Serve Chat Completions, Messages and Responses with native tool calls for a text-protocol model.
 #[derive(Debug, clap::Args)]
 #[command(long_about = LONG_ABOUT)]
 pub(crate) struct ServeArgs {
