@@ -233,6 +233,7 @@ mod compiled;
 mod definition;
 mod error;
 pub mod export;
+pub mod grammar;
 mod id;
 mod keys;
 mod literal;

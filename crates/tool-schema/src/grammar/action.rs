@@ -1,0 +1,484 @@
+//! The ACTION block: `<ACTION>`, one or more call elements, `</ACTION>`.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::json::{self, Flavor};
+use super::node::{Kind, Member, Node, is_xml_name};
+use super::text::{BLANKS, Class, Fixed, Rules, XML_INVALID, class, either_case, lit};
+use super::{GrammarError, MAX_CALLS, Omission, OmitReason};
+use crate::ToolDefinition;
+use crate::shape::Shape;
+
+pub(super) const START: &str = "<ACTION>";
+pub(super) const END: &str = "</ACTION>";
+
+/// The block's own name: its close tag ends the block wherever it stands (ASCII case
+/// ignored), so no value may hold it and no element may be named so.
+const BLOCK: &str = "action";
+
+/// Why `name` cannot be an element's name, if it cannot.
+pub(super) fn unusable_name(name: &str) -> Option<OmitReason> {
+    if !is_xml_name(name) {
+        Some(OmitReason::NotAnXmlName)
+    } else if name.eq_ignore_ascii_case(BLOCK) {
+        Some(OmitReason::ReservedName)
+    } else {
+        None
+    }
+}
+
+/// The generator of one ACTION grammar.
+pub(super) struct Action<'r> {
+    rules: &'r mut Rules,
+    /// Free text rules, by the names of the element and its ancestors.
+    texts: HashMap<Vec<String>, String>,
+    /// Close-tag rules, by group of names.
+    groups: HashMap<Vec<String>, Group>,
+}
+
+impl<'r> Action<'r> {
+    pub(super) fn new(rules: &'r mut Rules) -> Action<'r> {
+        Action {
+            rules,
+            texts: HashMap::new(),
+            groups: HashMap::new(),
+        }
+    }
+
+    /// The rule of one call of `tool`, or `None` when its name cannot be a tag name.
+    /// Parameters that cannot be written are left out, each reported in `omitted`.
+    pub(super) fn call(
+        &mut self,
+        tool: &ToolDefinition,
+        shape: &Shape,
+        omitted: &mut Vec<Omission>,
+    ) -> Result<Option<String>, GrammarError> {
+        let id = tool.id.as_str();
+        if let Some(reason) = unusable_name(id) {
+            omitted.push(Omission::tool(id, reason));
+            return Ok(None);
+        }
+        let node = Node::new(shape, Some(&tool.parameters));
+        let mut parts = Vec::new();
+        for member in node.members() {
+            if let Some(reason) = unusable_name(member.name) {
+                omitted.push(Omission::parameter(id, member.name, reason));
+                continue;
+            }
+            let part = self.element(&[id], member)?;
+            self.rules.check_room(part.len())?;
+            parts.push((part, member.required));
+        }
+        let ws = self.rules.fixed(Fixed::Ws)?;
+        let members = super::ordered(self.rules, parts, "", false)?;
+        let body = format!(
+            "{} {ws} {members} {}",
+            lit(&format!("<{id}>")),
+            lit(&format!("</{id}>"))
+        );
+        let name = self.rules.fresh("call", id);
+        self.rules.define(name.clone(), body)?;
+        Ok(Some(name))
+    }
+
+    /// The block body between `<ACTION>` and `</ACTION>`: calls, blanks around them.
+    pub(super) fn body(&mut self, calls: &[String]) -> Result<String, GrammarError> {
+        let ws = self.rules.fixed(Fixed::Ws)?;
+        let any = super::alternatives(self.rules, "action-call", calls)?;
+        let body = format!("{ws} {any} ( {ws} {any} ){{0,{}}} {ws}", MAX_CALLS - 1);
+        let name = self.rules.fresh("action-body", "");
+        self.rules.define(name.clone(), body)?;
+        Ok(name)
+    }
+
+    /// `<name>` + value + blanks, for a member inside `ancestors`.
+    fn element(&mut self, ancestors: &[&str], member: Member<'_>) -> Result<String, GrammarError> {
+        let ws = self.rules.fixed(Fixed::Ws)?;
+        let value = self.value(ancestors, member.name, member.node, 0)?;
+        Ok(format!(
+            "{} {value} {ws}",
+            lit(&format!("<{}>", member.name))
+        ))
+    }
+
+    /// An expression for the content of element `name` (inside `ancestors`) holding a
+    /// value of `node`, and its close tag.
+    fn value(
+        &mut self,
+        ancestors: &[&str],
+        name: &str,
+        node: Node<'_>,
+        depth: usize,
+    ) -> Result<String, GrammarError> {
+        let close = lit(&format!("</{name}>"));
+        let ws = self.rules.fixed(Fixed::Ws)?;
+        match node.kind(depth) {
+            Kind::Free => self.text(ancestors, name),
+            Kind::OpenObject | Kind::Union(_) => {
+                let json = json::value(self.rules, node, Flavor::Xml, depth)?;
+                let body = in_element(&json, ws);
+                self.rules.add("json", name, format!("{body} {close}"))
+            }
+            Kind::Enum(members) => {
+                let mut body = String::new();
+                for member in members {
+                    let Some(text) = member_text(member) else {
+                        continue;
+                    };
+                    let alternative = lit(&text);
+                    self.rules.check_room(body.len() + alternative.len())?;
+                    if !body.is_empty() {
+                        body.push_str(" | ");
+                    }
+                    body.push_str(&alternative);
+                }
+                if body.is_empty() {
+                    return self.text(ancestors, name);
+                }
+                self.rules.add("enum", name, format!("( {body} ) {close}"))
+            }
+            Kind::Scalars(types) => {
+                let scalars = json::scalars(self.rules, types)?;
+                self.rules.add("scalar", name, format!("{scalars} {close}"))
+            }
+            Kind::Array(items) => {
+                let inner: Vec<&str> = ancestors.iter().copied().chain([name]).collect();
+                let item = match items {
+                    Some(items) => self.value(&inner, "item", items, depth + 1)?,
+                    None => self.text(&inner, "item")?,
+                };
+                let json = json::array(self.rules, items, Flavor::Xml, depth)?;
+                let json = in_element(&json, ws);
+                self.rules.add(
+                    "array",
+                    name,
+                    format!("( {ws} ( \"<item>\" {item} {ws} )+ | {json} ) {close}"),
+                )
+            }
+            Kind::Object(members) => {
+                let json = json::value(self.rules, node, Flavor::Xml, depth)?;
+                let json = in_element(&json, ws);
+                // Members that cannot be tags: JSON text only. The same for a member named
+                // `item` unless another member must be written: member elements all named
+                // `item` are read as an array.
+                let item_alone = members.iter().any(|m| m.name == "item")
+                    && !members.iter().any(|m| m.required && m.name != "item");
+                if item_alone || members.iter().any(|m| unusable_name(m.name).is_some()) {
+                    return self.rules.add("object", name, format!("{json} {close}"));
+                }
+                let inner: Vec<&str> = ancestors.iter().copied().chain([name]).collect();
+                let mut parts = Vec::with_capacity(members.len());
+                for member in members {
+                    let value = self.value(&inner, member.name, member.node, depth + 1)?;
+                    let part = format!("{} {value} {ws}", lit(&format!("<{}>", member.name)));
+                    self.rules.check_room(part.len())?;
+                    parts.push((part, member.required));
+                }
+                // An element with no member element reads as an empty string, not as
+                // an object: at least one member, or the JSON text (`{}`).
+                let elements = super::ordered(self.rules, parts, "", true)?;
+                let body = if elements.is_empty() {
+                    format!("{json} {close}")
+                } else {
+                    format!("( {ws} {elements} | {json} ) {close}")
+                };
+                self.rules.add("object", name, body)
+            }
+        }
+    }
+
+    /// The free text of element `name` (inside `ancestors`), and its close tag: a rule
+    /// `S0` of a right-linear automaton.
+    ///
+    /// Text is any characters XML allows, with `<` where it opens no close tag that
+    /// would end an element the value sits in: `</name>` of the value, of an ancestor, or
+    /// `</ACTION>`, in any ASCII case, with blanks after `</` and before `>` (the reader
+    /// takes each of those as that close tag). Markup that does not close (`<b>x</b>`,
+    /// `Vec<u8>`, `a < b`, `</other>`) is text, as the reader takes it. A CDATA section
+    /// (which may hold anything up to `]]>`) and a comment (up to `-->`) must close: an
+    /// unclosed one would swallow the close tag. After `<!` anything else but `-` and `[`
+    /// is text. The value ends at its own close tag with the name in its own case
+    /// (blanks allowed after `</` and before `>`): the reader takes another case as the
+    /// close tag too, but not after an element left open in the value.
+    ///
+    /// States: `S0` (text), `S1` (after `<`), `M` (after `</` and blanks). From `M`, the
+    /// names are followed by groups of those that share their first letter; a group's
+    /// rules ([`Action::group`]) do not depend on where the value is, so every value
+    /// whose close tags start alike shares them.
+    fn text(&mut self, ancestors: &[&str], name: &str) -> Result<String, GrammarError> {
+        let key: Vec<String> = ancestors
+            .iter()
+            .chain([&name])
+            .map(|s| (*s).to_owned())
+            .collect();
+        if let Some(rule) = self.texts.get(&key) {
+            return Ok(rule.clone());
+        }
+        let s0 = self.rules.fresh("t", name);
+        let s1 = self.rules.fresh("t", "");
+        let m = self.rules.fresh("t", "");
+        self.texts.insert(key, s0.clone());
+
+        let xml_char = self.rules.fixed(Fixed::XmlChar)?;
+        let after_lt = self.rules.fixed(Fixed::XmlAfterLt)?;
+        let after_bang = self.rules.fixed(Fixed::XmlAfterBang)?;
+        let cdata = self.rules.fixed(Fixed::Cdata)?;
+        let comment = self.rules.fixed(Fixed::Comment)?;
+        self.rules
+            .define(s0.clone(), format!("{xml_char} {s0} | \"<\" {s1}"))?;
+        self.rules.define(
+            s1.clone(),
+            format!(
+                "\"/\" {m} | \"<\" {s1} | \"!\" ( \"[CDATA[\" {cdata} {s0} | \"--\" {comment} {s0} | \"<\" {s1} | {after_bang} {s0} ) | {after_lt} {s0}"
+            ),
+        )?;
+
+        // The names by first letter (ASCII case folded), the own name's group first.
+        let mut words: Vec<&str> = vec![name];
+        for word in ancestors.iter().copied().chain([BLOCK]) {
+            if !words.iter().any(|w| w.eq_ignore_ascii_case(word)) {
+                words.push(word);
+            }
+        }
+        let first = |w: &str| w.chars().next().map(|c| c.to_ascii_lowercase());
+        let mut groups: Vec<Vec<&str>> = Vec::new();
+        for word in words {
+            match groups.iter_mut().find(|g| first(g[0]) == first(word)) {
+                Some(group) => group.push(word),
+                None => groups.push(vec![word]),
+            }
+        }
+        let mut alternatives = vec![
+            format!("{} {m}", class(false, &BLANKS)),
+            format!("\"<\" {s1}"),
+        ];
+        let mut starts: Vec<char> = vec!['<', ' ', '\t', '\n', '\r'];
+        for (index, group) in groups.iter().enumerate() {
+            let own = (index == 0).then_some(name);
+            let rules = self.group(group, own)?;
+            alternatives.push(format!("{} {s0}", rules.text));
+            alternatives.push(format!("{} {s1}", rules.lt));
+            if let Some(close) = rules.close {
+                alternatives.push(close);
+            }
+            if let Some(c) = first(group[0]) {
+                starts.extend([c, c.to_ascii_uppercase()]);
+            }
+        }
+        let leave = xml_char_except(self.rules, &starts)?;
+        alternatives.push(format!("{leave} {s0}"));
+        self.rules.define(m, alternatives.join(" | "))?;
+        Ok(s0)
+    }
+
+    /// The rules for what may follow `</` and its blanks when the next character starts
+    /// one of `words` (all of one first letter), with `own` the value's own name among
+    /// them (`None` when they are all names that must not close). Shared by every value
+    /// with the same group.
+    fn group(&mut self, words: &[&str], own: Option<&str>) -> Result<Group, GrammarError> {
+        let mut key: Vec<String> = words.iter().map(|w| w.to_ascii_lowercase()).collect();
+        key.sort();
+        key.push(own.unwrap_or("").to_owned());
+        if let Some(group) = self.groups.get(&key) {
+            return Ok(group.clone());
+        }
+        let mut trie = Trie::default();
+        for word in words {
+            trie.insert(word);
+        }
+        let own_chars: Vec<char> = own.map(|o| o.chars().collect()).unwrap_or_default();
+        let writer = Writer { own: &own_chars };
+        let mut rule = |exit: Exit| -> Result<Option<String>, GrammarError> {
+            match writer.write(&trie, self.rules, 0, own.is_some(), exit)? {
+                Some(body) => self.rules.add("close", words[0], body).map(Some),
+                None => Ok(None),
+            }
+        };
+        let text = rule(Exit::Text)?;
+        let lt = rule(Exit::Lt)?;
+        let close = if own.is_some() {
+            rule(Exit::Close)?
+        } else {
+            None
+        };
+        let (Some(text), Some(lt)) = (text, lt) else {
+            unreachable!("a name of one character or more can always be left")
+        };
+        let group = Group { text, lt, close };
+        self.groups.insert(key, group.clone());
+        Ok(group)
+    }
+}
+
+/// The rules of one group of names: after `</`, text that starts like them then leaves
+/// them all (`text`: text goes on), then meets a `<` (`lt`), or is the value's own close
+/// tag (`close`).
+#[derive(Clone)]
+struct Group {
+    text: String,
+    lt: String,
+    close: Option<String>,
+}
+
+/// JSON text as an element's content: as it is, or in a CDATA section (as the prompt
+/// shows for objects), blanks around it.
+fn in_element(json: &str, ws: &str) -> String {
+    format!("( {ws} {json} {ws} | {ws} \"<![CDATA[\" {ws} {json} {ws} \"]]>\" {ws} )")
+}
+
+/// How an element's value may be written as text: a string member as it is, entity
+/// escaped; any other JSON value as its JSON text. `None` for a member XML cannot carry
+/// (a character XML does not allow).
+fn member_text(member: &Value) -> Option<String> {
+    let raw = match member {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if raw.chars().any(|c| {
+        matches!(c, '\u{0}'..='\u{8}' | '\u{B}' | '\u{C}' | '\u{E}'..='\u{1F}' | '\u{FFFE}' | '\u{FFFF}')
+    }) {
+        return None;
+    }
+    let mut text = String::with_capacity(raw.len());
+    for c in raw.chars() {
+        match c {
+            '&' => text.push_str("&amp;"),
+            '<' => text.push_str("&lt;"),
+            '>' => text.push_str("&gt;"),
+            // The reader trims XML whitespace around a value: a carriage return inside
+            // one would still be normalised; written as a reference it stays.
+            '\r' => text.push_str("&#13;"),
+            _ => text.push(c),
+        }
+    }
+    Some(text)
+}
+
+/// A rule for one character XML allows, other than `excluded`.
+fn xml_char_except(rules: &mut Rules, excluded: &[char]) -> Result<String, GrammarError> {
+    let mut members: Vec<Class> = excluded.iter().map(|c| Class::One(*c)).collect();
+    members.extend(XML_INVALID);
+    rules.add("char", "", class(true, &members))
+}
+
+/// The names of a group, ASCII letters folded to lower case: the reader takes a close
+/// tag in any case as the element's.
+#[derive(Default)]
+struct Trie {
+    children: Vec<(char, Trie)>,
+    /// A name ends here.
+    end: bool,
+}
+
+impl Trie {
+    fn insert(&mut self, name: &str) {
+        let mut node = self;
+        for c in name.chars().map(|c| c.to_ascii_lowercase()) {
+            let index = match node.children.iter().position(|(k, _)| *k == c) {
+                Some(index) => index,
+                None => {
+                    node.children.push((c, Trie::default()));
+                    node.children.len() - 1
+                }
+            };
+            node = &mut node.children[index].1;
+        }
+        node.end = true;
+    }
+}
+
+/// Where a group's rule ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Exit {
+    /// On a character that leaves every name (not `<`): text goes on.
+    Text,
+    /// On a `<`: it may start another tag.
+    Lt,
+    /// On the `>` of the value's own close tag.
+    Close,
+}
+
+struct Writer<'a> {
+    /// The value's own name as written (empty for none).
+    own: &'a [char],
+}
+
+impl Writer<'_> {
+    /// The expression for `node`, `depth` characters into the names, `exact` while they
+    /// spell the start of the own name in its own case: the next character of a name,
+    /// and the way out `exit` names. `None` when no way leads there.
+    fn write(
+        &self,
+        node: &Trie,
+        rules: &mut Rules,
+        depth: usize,
+        exact: bool,
+        exit: Exit,
+    ) -> Result<Option<String>, GrammarError> {
+        let mut alternatives: Vec<String> = Vec::new();
+        let mut excluded: Vec<char> = Vec::new();
+        let own_next = self.own.get(depth).copied().filter(|_| exact);
+        for (c, child) in &node.children {
+            let mut edges: Vec<(String, bool)> = Vec::new();
+            match own_next {
+                Some(own) if own.to_ascii_lowercase() == *c => {
+                    edges.push((lit(own.encode_utf8(&mut [0; 4])), true));
+                    let other = if own.is_ascii_lowercase() {
+                        own.to_ascii_uppercase()
+                    } else {
+                        own.to_ascii_lowercase()
+                    };
+                    if other != own {
+                        edges.push((lit(other.encode_utf8(&mut [0; 4])), false));
+                    }
+                }
+                _ => edges.push((either_case(*c), false)),
+            }
+            for (text, exact) in edges {
+                if let Some(inner) = self.write(child, rules, depth + 1, exact, exit)? {
+                    alternatives.push(format!("{text} {inner}"));
+                }
+            }
+            for variant in [c.to_ascii_lowercase(), c.to_ascii_uppercase()] {
+                if !excluded.contains(&variant) {
+                    excluded.push(variant);
+                }
+            }
+        }
+        if depth > 0 {
+            let blanks = class(false, &BLANKS);
+            match exit {
+                Exit::Text => {
+                    excluded.push('<');
+                    if node.end {
+                        excluded.extend([' ', '\t', '\n', '\r', '>']);
+                    }
+                    alternatives.push(xml_char_except(rules, &excluded)?);
+                    if node.end {
+                        let after = xml_char_except(rules, &[' ', '\t', '\n', '\r', '<', '>'])?;
+                        alternatives.push(format!("{blanks}+ {after}"));
+                    }
+                }
+                Exit::Lt => {
+                    alternatives.push("\"<\"".to_owned());
+                    if node.end {
+                        alternatives.push(format!("{blanks}+ \"<\""));
+                    }
+                }
+                Exit::Close => {
+                    if node.end && exact && depth == self.own.len() {
+                        alternatives.push(format!("{blanks}* \">\""));
+                    }
+                }
+            }
+        }
+        rules.check_room(alternatives.iter().map(String::len).sum())?;
+        Ok(match alternatives.len() {
+            0 => None,
+            1 => alternatives.pop(),
+            _ => Some(format!("( {} )", alternatives.join(" | "))),
+        })
+    }
+}

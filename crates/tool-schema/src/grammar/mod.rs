@@ -1,0 +1,616 @@
+//! Grammars for **strict calls**: what a server that constrains its own sampling needs so
+//! that, once a model starts a block, it can only write a block that decodes into calls of
+//! the offered tools. Prose outside blocks is never constrained.
+//!
+//! [`StrictGrammar::new`] takes the offered tools (their JSON Schema parameters) and a
+//! [`GrammarOptions`] (the protocol, lazy or required, limits) and gives:
+//!
+//! - [`StrictGrammar::gbnf`]: a GBNF grammar for llama.cpp's `llama-server` whose `root`
+//!   is one whole block, start marker to end marker, and
+//!   [`StrictGrammar::llama_server_fields`]: the `/completion` request fields (`grammar`,
+//!   `grammar_lazy`, `grammar_triggers`, `preserved_tokens`);
+//! - [`StrictGrammar::structural_tag`]: the `response_format` of vLLM and SGLang, an
+//!   xgrammar structural tag whose one tag is the block, its content
+//!   [`StrictGrammar::body_grammar`] (the same rules, `root` the block's body).
+//!
+//! It is pure: no I/O, no async. Wiring it into a server request is the caller's.
+//!
+//! ```
+//! use serde_json::json;
+//! use tool_schema::grammar::{Activation, GrammarOptions, StrictGrammar};
+//! use tool_schema::{PromptProtocol, ToolDefinition};
+//!
+//! let tool: ToolDefinition = serde_json::from_value(json!({
+//!     "id": "get_weather",
+//!     "parameters": {"type": "object", "properties": {
+//!         "city": {"type": "string"},
+//!         "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+//!         "days": {"type": "integer"}},
+//!         "required": ["city"]},
+//!     "implementation": {"type": "service"}
+//! })).unwrap();
+//! let grammar = StrictGrammar::new([&tool], &GrammarOptions::new(PromptProtocol::Action)).unwrap();
+//! assert!(grammar.gbnf().starts_with("root ::= \"<ACTION>\" "));
+//! assert_eq!(grammar.triggers(), ["<ACTION>"]);
+//! let fields = grammar.llama_server_fields();
+//! assert_eq!(fields["grammar_lazy"], true);
+//! assert_eq!(fields["grammar_triggers"], json!([{"type": 1, "value": "<ACTION>"}]));
+//! let tag = grammar.structural_tag();
+//! assert_eq!(tag["format"]["type"], "triggered_tags");
+//! assert_eq!(tag["format"]["stop_after_first"], true);
+//!
+//! // `tool_choice: required`: the reply is a block.
+//! let options = GrammarOptions::new(PromptProtocol::Tam).with_activation(Activation::Required);
+//! let grammar = StrictGrammar::new([&tool], &options).unwrap();
+//! assert_eq!(grammar.llama_server_fields()["grammar_lazy"], false);
+//! assert_eq!(grammar.structural_tag()["format"]["at_least_one"], true);
+//! ```
+//!
+//! # The grammar's shape
+//!
+//! **ACTION**: `<ACTION>`, blanks, one call element or more (up to [`MAX_CALLS`]) with
+//! blanks between them, blanks, `</ACTION>`. A call element is `<tool_id>`, its parameter
+//! elements, `</tool_id>`; a parameter element is `<name>`, its value, `</name>`, blanks
+//! after it. Values by the parameter's schema:
+//!
+//! - integer: `-?(0|[1-9][0-9]{0,17})`; number: that with an optional fraction and a
+//!   two-digit exponent (always a finite `f64`); boolean: `true`/`false`; `null` where the
+//!   type allows it;
+//! - enum (or `const`): exactly one member, entity-escaped (`&amp;`, `&lt;`, `&gt;`); a
+//!   member that is not a string as its JSON text;
+//! - array: `<item>` elements (at least one), each an item value, or JSON text of the
+//!   items' type (`[1, 2]`), as the prompt teaches both;
+//! - object with declared members and no others: member elements (at least one), or JSON
+//!   text of those members; an object that takes any key: free text;
+//! - string, untyped, or anything not followed: free text, which holds anything XML
+//!   allows, code included (`<`, `&`, `let s = "<b>x</b>";`, `Vec<u8>`, CDATA sections,
+//!   comments), but never a close tag that would end the value or an element around it
+//!   early: `</name>` of the value, of an enclosing element, or `</ACTION>`, in any ASCII
+//!   case and with blanks inside the tag. The value ends at its own close tag.
+//!
+//! **TAM**: `<|[REQUEST_TOOL]|>`, calls, blanks, `<|[END_TOOL]|>`. Either calls written one
+//! after another, each opened by `command:「始」tool_id「末」` (up to [`MAX_CALLS`]; the
+//! compact prompt teaches this form), or chained calls `command1` … `commandN` in order,
+//! each with its keys suffixed `key1` … `keyN` (the full prompt teaches this form; up to
+//! [`GrammarOptions::max_chained_calls`]). Entries are `key:「始」value「末」`, separated
+//! by blanks and `#` comment lines. Values by the schema: numbers, booleans and enum
+//! members as above but between the markers (a member that holds `「末」` in the
+//! `「始ESCAPE」…「末ESCAPE」` form); arrays and objects as JSON text (and a single number,
+//! boolean or enum member as a one-item list); strings and anything else free: any text
+//! without `「末」`, or any text without `「末ESCAPE」` in the escape form.
+//!
+//! # Decisions
+//!
+//! - **Parameters in declaration order.** Required ones must appear, optional ones may be
+//!   left out, each at most once, in the order the schema declares them (the order the
+//!   prompt lists them in: both read the schema the same way, in key order unless
+//!   `serde_json`'s `preserve_order` is on). Any order would need every permutation.
+//! - **Closed calls.** Only declared parameters can be written, even where a schema takes
+//!   other keys.
+//! - **JSON in JSON text only.** Where a value is JSON text, strings may not hold `「`
+//!   (TAM) or `<`/`&` (ACTION): write them as `\u300c`, `\u003c`, `\u0026`. So no string
+//!   can end a value or open markup.
+//! - **Bounded repetition where a model could loop**: at most 32 blanks in a row, 8 comment
+//!   lines of 160 characters between TAM entries, [`MAX_CALLS`] calls (the decoders'
+//!   default call limit). Free text is unbounded: the model ends it.
+//! - **Names that cannot be written are left out**, never an error: a tool or parameter
+//!   name that is not an XML name (ACTION), the name `action` in any case (its close tag
+//!   ends the block), a TAM key with blanks, `:`, `：`, `「`, a leading `#`, a marker, over
+//!   120 bytes, or whose canonical form is `command`/`command<digits>` (it would start a
+//!   call), a second key of one canonical form, a duplicate tool id. Each is reported in
+//!   [`StrictGrammar::omitted`]. A tool whose parameters end in a digit (canonically) is
+//!   not offered in TAM's chained form, whose suffix would swallow that digit.
+//! - **Keywords not followed degrade, never fail**: a value whose schema uses `anyOf`,
+//!   `oneOf`, `allOf`, `not`, `$ref`, `if`, tuples, `patternProperties` … is free, as is
+//!   nesting deeper than 12 levels. Constraints of the validator (`minimum`, `pattern`,
+//!   `maxLength` …) are not enforced: coercion still checks them.
+//! - **Lazy by default.** With [`Activation::Lazy`] the grammar applies from the block's
+//!   start marker on (the trigger word): prose before it is free. A start marker written
+//!   in prose (quoted, in reasoning) triggers it all the same: that is the cost of a lazy
+//!   grammar, and the prompts tell the model to write the block right away. After the
+//!   end marker the grammar is complete, so the server ends the reply there: a turn ends
+//!   at its call.
+//!
+//! # Safety and size
+//!
+//! The generator is fed client input. Names and enum members reach the grammar only as
+//! escaped literals (`"`, `\`, controls and every character outside printable ASCII as
+//! `\uXXXX`), so no name can change its structure; descriptions never reach it. Rule
+//! names derived from tool and parameter names keep only `[a-z0-9-]` and end in a counter,
+//! so two tools whose names clean up alike still get two rules. The output is bounded by
+//! [`GrammarOptions::max_bytes`] and [`GrammarOptions::max_rules`]: the generator stops
+//! with [`GrammarError::TooLarge`] as soon as either would be passed. Each
+//! free ACTION value whose element sits in a new place (a new parameter of a new tool)
+//! costs about three rules and a kilobyte; the 12 tools Claude Code sends take well
+//! under the defaults.
+//!
+//! # Format versions
+//!
+//! The GBNF is llama.cpp's (`grammars/README.md`), restricted to what both llama.cpp and
+//! xgrammar read alike: rule names of `[a-z0-9-]`, one rule per line, `\uXXXX` escapes and
+//! never `\xHH`, repetition `{m,n}`. The structural tag is xgrammar's `format` form
+//! (xgrammar 0.1.25 or later, which vLLM and SGLang pass a `{"type": "structural_tag",
+//! "format": …}` response format to): a `triggered_tags` format whose one tag is the
+//! block, its content a `grammar` format. The older `structures`/`triggers` form takes
+//! JSON Schema contents only and cannot express either protocol's body.
+
+mod action;
+mod json;
+mod node;
+mod tam;
+mod text;
+
+use std::collections::HashSet;
+use std::fmt;
+
+use serde_json::{Map, Value, json};
+
+use crate::shape::Shape;
+use crate::{PromptProtocol, ToolDefinition};
+use text::{Budget, Rules};
+
+/// The most calls one block may hold: the decoders' default call limit.
+pub const MAX_CALLS: usize = 64;
+
+/// Whether the grammar waits for the block's start marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Activation {
+    /// The reply is free until the model writes the start marker, then a block: for
+    /// `tool_choice: auto`.
+    Lazy,
+    /// The reply is one block and nothing before it: for `tool_choice: required`, and
+    /// for a named tool (give [`StrictGrammar::new`] that tool alone).
+    Required,
+}
+
+/// What [`StrictGrammar::new`] builds: the protocol, the activation and the limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GrammarOptions {
+    /// The protocol the prompt teaches.
+    pub protocol: PromptProtocol,
+    /// Lazy (default) or required.
+    pub activation: Activation,
+    /// TAM only: the longest chain of numbered calls (`command1` … `commandN`) the
+    /// grammar offers; 0 leaves the chained form out. Default 8. Each link costs one rule
+    /// per tool.
+    pub max_chained_calls: usize,
+    /// The largest grammar in bytes (the GBNF, which the structural tag's grammar never
+    /// exceeds). Default 1 MiB.
+    pub max_bytes: usize,
+    /// The most rules one grammar may have. Default 16 384.
+    pub max_rules: usize,
+}
+
+impl GrammarOptions {
+    /// Default of [`GrammarOptions::max_chained_calls`].
+    pub const DEFAULT_MAX_CHAINED_CALLS: usize = 8;
+    /// Default of [`GrammarOptions::max_bytes`].
+    pub const DEFAULT_MAX_BYTES: usize = 1 << 20;
+    /// Default of [`GrammarOptions::max_rules`].
+    pub const DEFAULT_MAX_RULES: usize = 16_384;
+
+    /// Lazy grammars of `protocol` with the default limits.
+    pub fn new(protocol: PromptProtocol) -> GrammarOptions {
+        GrammarOptions {
+            protocol,
+            activation: Activation::Lazy,
+            max_chained_calls: Self::DEFAULT_MAX_CHAINED_CALLS,
+            max_bytes: Self::DEFAULT_MAX_BYTES,
+            max_rules: Self::DEFAULT_MAX_RULES,
+        }
+    }
+
+    /// Sets the activation.
+    #[must_use]
+    pub fn with_activation(mut self, activation: Activation) -> GrammarOptions {
+        self.activation = activation;
+        self
+    }
+}
+
+/// Why a grammar could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GrammarError {
+    /// The grammar for these tools would pass a limit; it was not built. Offer fewer
+    /// tools, no chained form, or raise the limit.
+    #[error(
+        "the grammar for these tools needs more than its limits allow \
+         ({bytes} bytes and {rules} rules so far; at most {max_bytes} bytes and {max_rules} rules)"
+    )]
+    TooLarge {
+        /// Bytes the grammar would have had when it stopped.
+        bytes: usize,
+        /// Rules it would have had when it stopped.
+        rules: usize,
+        /// [`GrammarOptions::max_bytes`].
+        max_bytes: usize,
+        /// [`GrammarOptions::max_rules`].
+        max_rules: usize,
+    },
+    /// No offered tool can be called in the protocol (none was given, or every name
+    /// was left out: see [`StrictGrammar::omitted`] of a grammar that could be built).
+    #[error("no offered tool can be called in {protocol}{}", .omitted.first().map(|o| format!(": {o}")).unwrap_or_default())]
+    NoCallableTool {
+        /// `TAM` or `ACTION`.
+        protocol: &'static str,
+        /// What was left out, and why.
+        omitted: Vec<Omission>,
+    },
+}
+
+/// Why a tool or a parameter is not in a grammar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OmitReason {
+    /// ACTION: not an XML name, so not a tag name.
+    NotAnXmlName,
+    /// ACTION: the name `action` in any case, whose close tag ends the block. TAM: a key
+    /// whose canonical form is `command` or `command<digits>`, which names a call's tool.
+    ReservedName,
+    /// TAM: a key with blanks, `:`, `：`, `「`, a leading `#`, a marker, or over 120 bytes.
+    NotATamKey,
+    /// TAM: a tool id that is empty, has blanks around it, or holds `「末」`.
+    NotATamValue,
+    /// TAM: a key of the same canonical form as an earlier one of the tool.
+    DuplicateKey,
+    /// A tool id given twice: the first is kept.
+    DuplicateTool,
+}
+
+impl fmt::Display for OmitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OmitReason::NotAnXmlName => "not an XML name",
+            OmitReason::ReservedName => "a reserved name",
+            OmitReason::NotATamKey => "not a TAM key",
+            OmitReason::NotATamValue => "not a TAM command value",
+            OmitReason::DuplicateKey => "the same canonical key as an earlier parameter",
+            OmitReason::DuplicateTool => "a tool id given twice",
+        })
+    }
+}
+
+/// A tool, or one parameter of it, that a grammar leaves out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Omission {
+    /// The tool's id.
+    pub tool: String,
+    /// The parameter, when only it is left out.
+    pub parameter: Option<String>,
+    /// Why.
+    pub reason: OmitReason,
+}
+
+impl Omission {
+    fn tool(tool: &str, reason: OmitReason) -> Omission {
+        Omission {
+            tool: tool.to_owned(),
+            parameter: None,
+            reason,
+        }
+    }
+
+    fn parameter(tool: &str, parameter: &str, reason: OmitReason) -> Omission {
+        Omission {
+            tool: tool.to_owned(),
+            parameter: Some(parameter.to_owned()),
+            reason,
+        }
+    }
+}
+
+impl fmt::Display for Omission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.parameter {
+            Some(parameter) => write!(
+                f,
+                "parameter {parameter:?} of tool {:?} left out: {}",
+                self.tool, self.reason
+            ),
+            None => write!(f, "tool {:?} left out: {}", self.tool, self.reason),
+        }
+    }
+}
+
+/// The grammars that constrain one request's blocks to calls of its tools. See the
+/// [module docs](self) for their shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StrictGrammar {
+    protocol: PromptProtocol,
+    activation: Activation,
+    gbnf: String,
+    body: String,
+    rules: usize,
+    tools: Vec<String>,
+    omitted: Vec<Omission>,
+}
+
+impl StrictGrammar {
+    /// Builds the grammars for `tools` (a [`CompiledTool`](crate::CompiledTool) gives its
+    /// [`definition`](crate::CompiledTool::definition)), in the order given.
+    ///
+    /// # Errors
+    /// [`GrammarError::TooLarge`] when the grammar would pass
+    /// [`GrammarOptions::max_bytes`] or [`GrammarOptions::max_rules`];
+    /// [`GrammarError::NoCallableTool`] when no tool can be written in the protocol.
+    pub fn new<'a>(
+        tools: impl IntoIterator<Item = &'a ToolDefinition>,
+        options: &GrammarOptions,
+    ) -> Result<StrictGrammar, GrammarError> {
+        let mut rules = Rules::new(Budget {
+            max_bytes: options.max_bytes,
+            max_rules: options.max_rules,
+        });
+        let mut omitted = Vec::new();
+        let mut seen = HashSet::new();
+        let mut offered: Vec<(&ToolDefinition, Shape)> = Vec::new();
+        for tool in tools {
+            if !seen.insert(tool.id.as_str()) {
+                omitted.push(Omission::tool(tool.id.as_str(), OmitReason::DuplicateTool));
+                continue;
+            }
+            offered.push((tool, Shape::read(&tool.parameters)));
+        }
+        let (protocol_name, start, end) = match options.protocol {
+            PromptProtocol::Action => ("ACTION", action::START, action::END),
+            PromptProtocol::Tam => ("TAM", tam::START, tam::END),
+        };
+        let mut names = Vec::new();
+        let body = match options.protocol {
+            PromptProtocol::Action => {
+                let mut generator = action::Action::new(&mut rules);
+                let mut calls = Vec::new();
+                for (tool, shape) in &offered {
+                    if let Some(call) = generator.call(tool, shape, &mut omitted)? {
+                        calls.push(call);
+                        names.push(tool.id.as_str().to_owned());
+                    }
+                }
+                if calls.is_empty() {
+                    return Err(GrammarError::NoCallableTool {
+                        protocol: protocol_name,
+                        omitted,
+                    });
+                }
+                generator.body(&calls)?
+            }
+            PromptProtocol::Tam => {
+                let usable: Vec<tam::TamTool<'_>> = offered
+                    .iter()
+                    .filter_map(|(tool, shape)| tam::Tam::tool(tool, shape, &mut omitted))
+                    .collect();
+                if usable.is_empty() {
+                    return Err(GrammarError::NoCallableTool {
+                        protocol: protocol_name,
+                        omitted,
+                    });
+                }
+                let mut generator = tam::Tam::new(&mut rules);
+                let mut calls = Vec::new();
+                for tool in &usable {
+                    calls.push(generator.call(tool, None)?);
+                    names.push(tool.id.to_owned());
+                }
+                let mut chained = Vec::new();
+                let chainable: Vec<&tam::TamTool<'_>> =
+                    usable.iter().filter(|tool| tool.chainable).collect();
+                if !chainable.is_empty() {
+                    for link in 1..=options.max_chained_calls.min(MAX_CALLS) {
+                        let mut link_calls = Vec::new();
+                        for tool in &chainable {
+                            link_calls.push(generator.call(tool, Some(link))?);
+                        }
+                        chained.push(link_calls);
+                    }
+                }
+                generator.body(&calls, &chained)?
+            }
+        };
+        let gbnf = rules.render(&format!("{} {body} {}", text::lit(start), text::lit(end)))?;
+        let body_grammar = rules.render(&body)?;
+        Ok(StrictGrammar {
+            protocol: options.protocol,
+            activation: options.activation,
+            gbnf,
+            body: body_grammar,
+            rules: rules.count() + 1,
+            tools: names,
+            omitted,
+        })
+    }
+
+    /// The protocol.
+    pub fn protocol(&self) -> PromptProtocol {
+        self.protocol
+    }
+
+    /// Lazy or required.
+    pub fn activation(&self) -> Activation {
+        self.activation
+    }
+
+    /// The GBNF grammar (llama.cpp): `root` is one whole block, start marker to end
+    /// marker. A lazy grammar is applied from the trigger word on, which is where the
+    /// block starts; a required one from the reply's first character.
+    pub fn gbnf(&self) -> &str {
+        &self.gbnf
+    }
+
+    /// The same rules with `root` the block's body, between the markers: the content of
+    /// the structural tag's one tag (xgrammar EBNF, which reads this GBNF subset).
+    pub fn body_grammar(&self) -> &str {
+        &self.body
+    }
+
+    /// The block's start marker: `<ACTION>` or `<|[REQUEST_TOOL]|>`.
+    pub fn start_marker(&self) -> &'static str {
+        match self.protocol {
+            PromptProtocol::Action => action::START,
+            PromptProtocol::Tam => tam::START,
+        }
+    }
+
+    /// The block's end marker: `</ACTION>` or `<|[END_TOOL]|>`.
+    pub fn end_marker(&self) -> &'static str {
+        match self.protocol {
+            PromptProtocol::Action => action::END,
+            PromptProtocol::Tam => tam::END,
+        }
+    }
+
+    /// The trigger words of a lazy grammar: the start marker. The same for a required
+    /// one, which needs no trigger.
+    pub fn triggers(&self) -> [&'static str; 1] {
+        [self.start_marker()]
+    }
+
+    /// The fields to add to a llama-server `/completion` request: `grammar`,
+    /// `grammar_lazy`, and for a lazy grammar `grammar_triggers` (one word trigger, type
+    /// 1, the start marker) and `preserved_tokens` (the same word: the server refuses a
+    /// trigger word that is a single token unless it is preserved; for a word of several
+    /// tokens the field does nothing).
+    pub fn llama_server_fields(&self) -> Map<String, Value> {
+        let mut fields = Map::new();
+        fields.insert("grammar".to_owned(), Value::from(self.gbnf.as_str()));
+        let lazy = self.activation == Activation::Lazy;
+        fields.insert("grammar_lazy".to_owned(), Value::from(lazy));
+        if lazy {
+            let start = self.start_marker();
+            fields.insert(
+                "grammar_triggers".to_owned(),
+                json!([{"type": 1, "value": start}]),
+            );
+            fields.insert("preserved_tokens".to_owned(), json!([start]));
+        }
+        fields
+    }
+
+    /// The `response_format` for vLLM and SGLang: `{"type": "structural_tag", "format":
+    /// {"type": "triggered_tags", …}}` with the start marker as trigger, one tag (begin
+    /// the start marker, content [`body_grammar`](Self::body_grammar), end the end
+    /// marker), `stop_after_first: true` (the reply ends after the block), and
+    /// `at_least_one` true for a required grammar (the block then starts the reply).
+    pub fn structural_tag(&self) -> Value {
+        let start = self.start_marker();
+        json!({
+            "type": "structural_tag",
+            "format": {
+                "type": "triggered_tags",
+                "triggers": [start],
+                "tags": [{
+                    "type": "tag",
+                    "begin": start,
+                    "content": {"type": "grammar", "grammar": self.body},
+                    "end": self.end_marker(),
+                }],
+                "at_least_one": self.activation == Activation::Required,
+                "stop_after_first": true,
+            }
+        })
+    }
+
+    /// The number of rules of [`gbnf`](Self::gbnf).
+    pub fn rule_count(&self) -> usize {
+        self.rules
+    }
+
+    /// The ids of the tools the grammar can call, in the order given.
+    pub fn tools(&self) -> &[String] {
+        &self.tools
+    }
+
+    /// The tools and parameters left out, and why.
+    pub fn omitted(&self) -> &[Omission] {
+        &self.omitted
+    }
+}
+
+/// An expression for one of `names` (a rule when there are several).
+fn alternatives(rules: &mut Rules, kind: &str, names: &[String]) -> Result<String, GrammarError> {
+    if let [one] = names {
+        return Ok(one.clone());
+    }
+    let mut body = String::new();
+    for name in names {
+        rules.check_room(body.len() + name.len() + 3)?;
+        if !body.is_empty() {
+            body.push_str(" | ");
+        }
+        body.push_str(name);
+    }
+    rules.add(kind, "", body)
+}
+
+/// Members in declaration order, each `(expression, required)`: required ones once,
+/// optional ones at most once, `separator` between two written ones (and not before the
+/// first). With `at_least_one`, some member must be written even when none is required.
+/// The empty string when there is nothing to write.
+///
+/// With a separator, where the first written member may be any optional one before the
+/// first required, the rest after member `i` is a rule `rest-i ::= (sep m_i+1)? rest-i+1`,
+/// so the text grows with the members, not with their square.
+fn ordered(
+    rules: &mut Rules,
+    members: Vec<(String, bool)>,
+    separator: &str,
+    at_least_one: bool,
+) -> Result<String, GrammarError> {
+    if members.is_empty() {
+        return Ok(String::new());
+    }
+    let first_required = members.iter().position(|(_, required)| *required);
+    let linear = separator.is_empty() && (!at_least_one || first_required.is_some());
+    let step = |expression: &str, required: bool, first: bool| {
+        let piece = if first || separator.is_empty() {
+            expression.to_owned()
+        } else {
+            format!("{separator} {expression}")
+        };
+        if required {
+            piece
+        } else {
+            format!("( {piece} )?")
+        }
+    };
+    if linear || first_required == Some(0) {
+        let parts: Vec<String> = members
+            .iter()
+            .enumerate()
+            .map(|(i, (expression, required))| step(expression, *required, i == 0))
+            .collect();
+        return Ok(parts.join(" "));
+    }
+    // The first member written is one of those up to the first required one; after it
+    // come the others in order.
+    let last_start = first_required.unwrap_or(members.len() - 1);
+    let mut rests: Vec<Option<String>> = vec![None; members.len() + 1];
+    for i in (1..members.len()).rev() {
+        let (expression, required) = &members[i];
+        let mut body = step(expression, *required, false);
+        if let Some(next) = &rests[i + 1] {
+            body.push(' ');
+            body.push_str(next);
+        }
+        let name = rules.fresh("rest", "");
+        rules.define(name.clone(), body)?;
+        rests[i] = Some(name);
+    }
+    let mut starts = Vec::new();
+    for (i, (expression, _)) in members.iter().enumerate().take(last_start + 1) {
+        let start = match &rests[i + 1] {
+            Some(rest) => format!("{expression} {rest}"),
+            None => expression.clone(),
+        };
+        rules.check_room(start.len())?;
+        starts.push(start);
+    }
+    let choice = format!("( {} )", starts.join(" | "));
+    Ok(if first_required.is_none() && !at_least_one {
+        format!("{choice}?")
+    } else {
+        choice
+    })
+}

@@ -1,0 +1,246 @@
+//! The TAM block: `<|[REQUEST_TOOL]|>`, `key:「始」value「末」` entries, `<|[END_TOOL]|>`.
+
+use serde_json::Value;
+
+use super::json::{self, Flavor, json_text};
+use super::node::{Kind, Member, Node};
+use super::text::{Fixed, Rules, lit};
+use super::{GrammarError, MAX_CALLS, Omission, OmitReason};
+use crate::ToolDefinition;
+use crate::shape::{Shape, TypeSet};
+
+pub(super) const START: &str = "<|[REQUEST_TOOL]|>";
+pub(super) const END: &str = "<|[END_TOOL]|>";
+pub(super) const OPEN: &str = "「始」";
+pub(super) const CLOSE: &str = "「末」";
+pub(super) const OPEN_ESCAPE: &str = "「始ESCAPE」";
+pub(super) const CLOSE_ESCAPE: &str = "「末ESCAPE」";
+
+/// Keys longer than this are left out: the reader refuses keys over 128 bytes, and a
+/// chained key adds up to two digits.
+const MAX_KEY_BYTES: usize = 120;
+
+/// Why `name` cannot be a TAM key, if it cannot.
+fn unusable_key(name: &str, canonical: &str) -> Option<OmitReason> {
+    if name.is_empty()
+        || name.len() > MAX_KEY_BYTES
+        || name.starts_with('#')
+        || name
+            .chars()
+            .any(|c| c.is_whitespace() || matches!(c, ':' | '：' | '「'))
+        || name.contains(START)
+        || name.contains(END)
+    {
+        return Some(OmitReason::NotATamKey);
+    }
+    // `command` and `command<digits>` name the tool of a call, whatever their case and
+    // `_`/`-`: such a parameter would start a call.
+    if canonical
+        .strip_prefix("command")
+        .is_some_and(|digits| digits.chars().all(|c| c.is_ascii_digit()))
+    {
+        return Some(OmitReason::ReservedName);
+    }
+    None
+}
+
+/// One tool's parameters that TAM can carry.
+pub(super) struct TamTool<'s> {
+    pub(super) id: &'s str,
+    members: Vec<Member<'s>>,
+    /// Whether a chained call (`commandN`, `keyN`) can carry every parameter: none of
+    /// them ends in a digit after canonicalisation (the reader would take that digit as
+    /// part of the chain number).
+    pub(super) chainable: bool,
+}
+
+/// The generator of one TAM grammar.
+pub(super) struct Tam<'r> {
+    rules: &'r mut Rules,
+}
+
+impl<'r> Tam<'r> {
+    pub(super) fn new(rules: &'r mut Rules) -> Tam<'r> {
+        Tam { rules }
+    }
+
+    /// The parameters of `tool` TAM can carry, or `None` when its id cannot be a command
+    /// value. What is left out is reported in `omitted`.
+    pub(super) fn tool<'s>(
+        tool: &'s ToolDefinition,
+        shape: &'s Shape,
+        omitted: &mut Vec<Omission>,
+    ) -> Option<TamTool<'s>> {
+        let id = tool.id.as_str();
+        // The reader trims the command value and ends it at 「末」.
+        if id.is_empty() || id.trim() != id || id.contains(CLOSE) {
+            omitted.push(Omission::tool(id, OmitReason::NotATamValue));
+            return None;
+        }
+        let node = Node::new(shape, Some(&tool.parameters));
+        let mut members: Vec<Member<'s>> = Vec::new();
+        for member in node.members() {
+            let reason = unusable_key(member.name, member.canonical).or_else(|| {
+                // Keys are matched by their canonical form: a second key of the same
+                // form would start another call.
+                members
+                    .iter()
+                    .any(|m| m.canonical == member.canonical)
+                    .then_some(OmitReason::DuplicateKey)
+            });
+            match reason {
+                Some(reason) => omitted.push(Omission::parameter(id, member.name, reason)),
+                None => members.push(member),
+            }
+        }
+        let chainable = members.iter().all(|m| {
+            !m.canonical.is_empty() && !m.canonical.ends_with(|c: char| c.is_ascii_digit())
+        });
+        Some(TamTool {
+            id,
+            members,
+            chainable,
+        })
+    }
+
+    /// The rule of one call of `tool`: `command:` (or `command<chain>:`), then its
+    /// parameters in declaration order, keys suffixed with `chain` in a chained call.
+    pub(super) fn call(
+        &mut self,
+        tool: &TamTool<'_>,
+        chain: Option<usize>,
+    ) -> Result<String, GrammarError> {
+        let suffix = chain.map(|n| n.to_string()).unwrap_or_default();
+        let gap = self.rules.fixed(Fixed::Gap)?;
+        let mut parts = Vec::with_capacity(tool.members.len());
+        for member in &tool.members {
+            let value = self.value(member.node, 0)?;
+            let part = format!(
+                "{gap} {} {value}",
+                lit(&format!("{}{suffix}:", member.name))
+            );
+            self.rules.check_room(part.len())?;
+            parts.push((part, member.required));
+        }
+        let members = super::ordered(self.rules, parts, "", false)?;
+        let body = format!(
+            "{} {members}",
+            lit(&format!("command{suffix}:{OPEN}{}{CLOSE}", tool.id))
+        );
+        let kind = if chain.is_some() { "chained" } else { "call" };
+        let name = self.rules.fresh(kind, tool.id);
+        self.rules.define(name.clone(), body)?;
+        Ok(name)
+    }
+
+    /// The block body between the markers: calls written one after another
+    /// (`command:` again for each, as the compact prompt teaches), or chained calls
+    /// `command1` … `commandN` in order (as the full prompt teaches), then blanks.
+    pub(super) fn body(
+        &mut self,
+        calls: &[String],
+        chained: &[Vec<String>],
+    ) -> Result<String, GrammarError> {
+        let gap = self.rules.fixed(Fixed::Gap)?;
+        let any = super::alternatives(self.rules, "tam-call", calls)?;
+        let plain = format!("{gap} {any} ( {gap} {any} ){{0,{}}}", MAX_CALLS - 1);
+        let mut body = plain;
+        if !chained.is_empty() {
+            // chain-k ::= call k ( gap chain-(k+1) )?, from the last link back.
+            let mut next: Option<String> = None;
+            for (index, calls) in chained.iter().enumerate().rev() {
+                let any = super::alternatives(self.rules, "tam-chained", calls)?;
+                let link = match &next {
+                    Some(next) => format!("{any} ( {gap} {next} )?"),
+                    None => any,
+                };
+                let name = self.rules.fresh("chain", &format!("n{}", index + 1));
+                self.rules.define(name.clone(), link)?;
+                next = Some(name);
+            }
+            if let Some(first) = next {
+                body = format!("( {body} | {gap} {first} )");
+            }
+        }
+        let name = self.rules.fresh("tam-body", "");
+        self.rules.define(name.clone(), format!("{body} {gap}"))?;
+        Ok(name)
+    }
+
+    /// An expression for one value of `node`, its markers included.
+    fn value(&mut self, node: Node<'_>, depth: usize) -> Result<String, GrammarError> {
+        let open = lit(OPEN);
+        let close = lit(CLOSE);
+        match node.kind(depth) {
+            Kind::Free => Ok(self.rules.fixed(Fixed::TamValue)?.to_owned()),
+            Kind::Enum(members) => {
+                let mut plain = String::new();
+                let mut escaped = String::new();
+                for member in members {
+                    let text = match member {
+                        Value::String(s) => s.clone(),
+                        other => json_text(other, Flavor::Tam),
+                    };
+                    let alternative = lit(&text);
+                    self.rules
+                        .check_room(plain.len() + escaped.len() + alternative.len())?;
+                    let target = if !text.contains(CLOSE) {
+                        &mut plain
+                    } else if !text.contains(CLOSE_ESCAPE) {
+                        &mut escaped
+                    } else {
+                        // Neither form can carry it.
+                        continue;
+                    };
+                    if !target.is_empty() {
+                        target.push_str(" | ");
+                    }
+                    target.push_str(&alternative);
+                }
+                let mut alternatives = Vec::new();
+                if !plain.is_empty() {
+                    alternatives.push(format!("{open} ( {plain} ) {close}"));
+                }
+                if !escaped.is_empty() {
+                    alternatives.push(format!(
+                        "{} ( {escaped} ) {}",
+                        lit(OPEN_ESCAPE),
+                        lit(CLOSE_ESCAPE)
+                    ));
+                }
+                if alternatives.is_empty() {
+                    return Ok(self.rules.fixed(Fixed::TamValue)?.to_owned());
+                }
+                self.rules.add("enum", "", alternatives.join(" | "))
+            }
+            Kind::Scalars(types) => {
+                let scalars = json::scalars(self.rules, types)?;
+                self.rules
+                    .add("scalar", "", format!("{open} {scalars} {close}"))
+            }
+            Kind::Array(items) => {
+                let json = json::array(self.rules, items, Flavor::Tam, depth)?;
+                // One item alone is a one-element list, for items that are numbers,
+                // booleans or enum members (`3`, `celsius`); text items must be a list.
+                let single = match items.map(|items| (items, items.kind(depth + 1))) {
+                    Some((items, Kind::Enum(_))) => Some(self.value(items, depth + 1)?),
+                    Some((_, Kind::Scalars(types))) if !types.contains(TypeSet::NULL) => {
+                        let scalars = json::scalars(self.rules, types)?;
+                        Some(format!("{open} {scalars} {close}"))
+                    }
+                    _ => None,
+                };
+                let body = match single {
+                    Some(single) => format!("{open} {json} {close} | {single}"),
+                    None => format!("{open} {json} {close}"),
+                };
+                self.rules.add("array", "", body)
+            }
+            Kind::Object(_) | Kind::OpenObject | Kind::Union(_) => {
+                let json = json::value(self.rules, node, Flavor::Tam, depth)?;
+                self.rules
+                    .add("object", "", format!("{open} {json} {close}"))
+            }
+        }
+    }
+}

@@ -1,0 +1,1082 @@
+//! Strict-call grammars: their shape, what they accept and refuse, checked against the
+//! real decoders and coercion, their escaping, their size bound, and real tool sets.
+//!
+//! The GBNF is read and matched by `support/gbnf.rs`, a reader and matcher of the GBNF
+//! subset the generator writes that follows llama.cpp's (no maintained Rust crate parses
+//! and matches GBNF). "Valid" means what a proxy needs: the decoder (the `tam` crate)
+//! reads the text as one block whose calls are all of offered tools, with no error, and
+//! each call's arguments coerce to its schema (a validator-only keyword such as
+//! `maxLength` aside, which the grammar does not enforce).
+
+#[path = "support/gbnf.rs"]
+mod gbnf;
+
+use gbnf::{Grammar, Rng};
+use serde_json::{Map, Value, json};
+use tam::{Config, Event, Protocol};
+use tool_schema::grammar::{Activation, GrammarError, GrammarOptions, OmitReason, StrictGrammar};
+use tool_schema::{
+    CompiledTool, Error, Implementation, KeyMatch, PromptProtocol, ToolDefinition, ToolId,
+};
+
+fn tool(id: &str, parameters: Value) -> ToolDefinition {
+    ToolDefinition::new(
+        ToolId::parse(id).unwrap(),
+        "test tool",
+        parameters,
+        Implementation::Service,
+    )
+}
+
+fn weather() -> ToolDefinition {
+    tool(
+        "get_weather",
+        json!({
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                "days": {"type": "integer"},
+                "ratio": {"type": "number"},
+                "detailed": {"type": "boolean"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "sizes": {"type": "array", "items": {"type": "integer"}},
+                "where": {
+                    "type": "object",
+                    "properties": {"lat": {"type": "number"}, "lon": {"type": "number"}},
+                    "required": ["lat", "lon"]
+                },
+                "extra": {"type": "object"}
+            },
+            "required": ["city"]
+        }),
+    )
+}
+
+fn write_file() -> ToolDefinition {
+    tool(
+        "write_file",
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "content": {"type": "string"}
+            },
+            "required": ["path", "content"]
+        }),
+    )
+}
+
+fn block_protocol(protocol: PromptProtocol) -> Protocol {
+    match protocol {
+        PromptProtocol::Tam => Protocol::Tam,
+        PromptProtocol::Action => Protocol::Action,
+    }
+}
+
+/// A decoded call: its tool and its coerced arguments.
+type Call = (String, Map<String, Value>);
+
+/// What the decoder and coercion make of `text`: the calls, or why it is not one block of
+/// valid calls of `tools`.
+fn read(
+    protocol: PromptProtocol,
+    tools: &[ToolDefinition],
+    text: &str,
+) -> Result<Vec<Call>, String> {
+    let events = tam::decode(text, Config::for_protocol(block_protocol(protocol)));
+    let mut calls = Vec::new();
+    let mut blocks = 0;
+    for event in events {
+        match event {
+            Event::Text { text, .. } if !text.trim().is_empty() => {
+                return Err(format!("prose {text:?}"));
+            }
+            Event::Diagnostic(d) => return Err(format!("{}: {}", d.code, d.message)),
+            Event::TamBlock(block) => {
+                blocks += 1;
+                if let Some(d) = block.diagnostics.iter().find(|d| d.is_error()) {
+                    return Err(format!("{}: {}", d.code, d.message));
+                }
+                for call in &block.calls {
+                    let compiled = compiled(tools, &call.tool)?;
+                    let arguments = call
+                        .params
+                        .iter()
+                        .map(|p| (p.key.to_string(), Value::String(p.value.to_string())));
+                    let coerced = compiled.coerce(arguments, KeyMatch::Canonical);
+                    calls.push((call.tool.to_string(), accept(coerced)?));
+                }
+            }
+            Event::ActionBlock(block) => {
+                blocks += 1;
+                if let Some(d) = block.diagnostics.iter().find(|d| d.is_error()) {
+                    return Err(format!("{}: {}", d.code, d.message));
+                }
+                for call in &block.calls {
+                    let compiled = compiled(tools, &call.tool)?;
+                    let coerced =
+                        compiled.coerce_with_source(call.args.clone(), KeyMatch::Exact, |key| {
+                            call.params
+                                .iter()
+                                .find(|p| &*p.key == key)
+                                .map(|p| &*p.source)
+                        });
+                    calls.push((call.tool.clone(), accept(coerced)?));
+                }
+            }
+            _ => {}
+        }
+    }
+    if blocks != 1 || calls.is_empty() {
+        return Err(format!("{blocks} blocks, {} calls", calls.len()));
+    }
+    Ok(calls)
+}
+
+fn compiled(tools: &[ToolDefinition], id: &str) -> Result<CompiledTool, String> {
+    let definition = tools
+        .iter()
+        .find(|t| t.id.as_str() == id)
+        .ok_or_else(|| format!("unknown tool {id:?}"))?;
+    CompiledTool::new(definition.clone()).map_err(|e| e.to_string())
+}
+
+/// Coercion's result, with findings of validator-only keywords (which the grammar does
+/// not follow) not counted.
+fn accept(
+    coerced: Result<Map<String, Value>, tool_schema::ValidationErrors>,
+) -> Result<Map<String, Value>, String> {
+    match coerced {
+        Ok(arguments) => Ok(arguments),
+        Err(errors) => {
+            let message = errors.to_string();
+            let (arguments, errors) = errors.into_parts();
+            if errors
+                .iter()
+                .all(|e| matches!(e, Error::SchemaViolation { .. }))
+            {
+                Ok(arguments)
+            } else {
+                Err(message)
+            }
+        }
+    }
+}
+
+struct Built {
+    strict: StrictGrammar,
+    gbnf: Grammar,
+    body: Grammar,
+}
+
+fn build_with(tools: &[ToolDefinition], options: &GrammarOptions) -> Built {
+    let strict = StrictGrammar::new(tools, options).unwrap();
+    let gbnf = Grammar::parse(strict.gbnf())
+        .unwrap_or_else(|e| panic!("the GBNF does not parse: {e}\n{}", strict.gbnf()));
+    let body = Grammar::parse(strict.body_grammar()).expect("the body grammar parses");
+    assert_eq!(gbnf.written_rules(), strict.rule_count());
+    Built { strict, gbnf, body }
+}
+
+fn build(tools: &[ToolDefinition], protocol: PromptProtocol) -> Built {
+    build_with(tools, &GrammarOptions::new(protocol))
+}
+
+impl Built {
+    /// The GBNF takes `text` exactly when the body grammar takes it between the markers.
+    fn accepts(&self, text: &str) -> bool {
+        let whole = self.gbnf.matches(text);
+        let start = self.strict.start_marker();
+        let end = self.strict.end_marker();
+        let body = text
+            .strip_prefix(start)
+            .and_then(|rest| rest.strip_suffix(end))
+            .is_some_and(|body| self.body.matches(body));
+        assert_eq!(whole, body, "the two grammars disagree on {text:?}");
+        whole
+    }
+}
+
+/// Each text is accepted by the grammar and read as valid calls.
+fn assert_valid(built: &Built, tools: &[ToolDefinition], texts: &[&str]) {
+    for text in texts {
+        assert!(built.accepts(text), "grammar refuses {text:?}");
+        if let Err(reason) = read(built.strict.protocol(), tools, text) {
+            panic!("the decoder refuses {text:?}: {reason}");
+        }
+    }
+}
+
+/// Each text is refused by the grammar (and, when `invalid`, by the decoder or coercion).
+fn assert_refused(built: &Built, tools: &[ToolDefinition], texts: &[(&str, bool)]) {
+    for (text, invalid) in texts {
+        assert!(!built.accepts(text), "grammar accepts {text:?}");
+        if *invalid {
+            assert!(
+                read(built.strict.protocol(), tools, text).is_err(),
+                "the decoder reads {text:?} as valid calls"
+            );
+        }
+    }
+}
+
+#[test]
+fn action_blocks_that_decode_are_accepted() {
+    let tools = [weather(), write_file()];
+    let built = build(&tools, PromptProtocol::Action);
+    assert_valid(
+        &built,
+        &tools,
+        &[
+            "<ACTION><get_weather><city>Paris</city></get_weather></ACTION>",
+            "<ACTION>\n<get_weather>\n    <city>Paris</city>\n    <unit>celsius</unit>\n    <days>3</days>\n</get_weather>\n</ACTION>",
+            "<ACTION><get_weather><city>Rome</city><ratio>-1.5e3</ratio><detailed>true</detailed></get_weather><get_weather><city>Oslo</city><days>0</days></get_weather></ACTION>",
+            "<ACTION><get_weather><city>x</city><tags><item>a</item><item>b &amp; c</item></tags><sizes>[3, 5]</sizes></get_weather></ACTION>",
+            "<ACTION><get_weather><city>x</city><tags>[\"a\", \"b\"]</tags><sizes>\n<item>1</item>\n<item>-2</item>\n</sizes></get_weather></ACTION>",
+            "<ACTION><get_weather><city>x</city><where><lat>1.5</lat><lon>2</lon></where></get_weather></ACTION>",
+            "<ACTION><get_weather><city>x</city><where>{\"lat\": 1, \"lon\": 2}</where><extra>{\"k\": [1, {\"v\": null}]}</extra></get_weather></ACTION>",
+            "<ACTION><get_weather><city>x</city><extra><![CDATA[{\"key\": \"value\"}]]></extra></get_weather></ACTION>",
+            // Code in a string: markup that closes nothing, `<`, `&`, CDATA, comments.
+            "<ACTION><write_file><path>a.html</path><content><div class=\"x\">a < b && c</div>\n<p>para</p><!-- note --></content></write_file></ACTION>",
+            "<ACTION><write_file><path>a.rs</path><content>let v: Vec<u8> = x.iter().collect::<Vec<_>>(); if a<b {}</content></write_file></ACTION>",
+            "<ACTION><write_file><path>a.rs</path><content><![CDATA[\nfn f() { \"</content>\" }\n]]></content></write_file></ACTION>",
+            "<ACTION><write_file><path>a.jsx</path><content>return <A b={c}>{d}</A>; // </contents> </con </path></content></write_file></ACTION>",
+            "<ACTION><write_file><path>p</path><content></content></write_file></ACTION>",
+            // The close tag with blanks inside, which the reader takes as it.
+            "<ACTION><write_file><path>p</ path><content>x</content  ></write_file></ACTION>",
+        ],
+    );
+}
+
+#[test]
+fn action_blocks_that_do_not_decode_are_refused() {
+    let tools = [weather(), write_file()];
+    let built = build(&tools, PromptProtocol::Action);
+    assert_refused(
+        &built,
+        &tools,
+        &[
+            // Unknown tool, unknown parameter, missing required parameter.
+            (
+                "<ACTION><get_wether><city>Paris</city></get_wether></ACTION>",
+                true,
+            ),
+            (
+                "<ACTION><get_weather><town>Paris</town></get_weather></ACTION>",
+                true,
+            ),
+            (
+                "<ACTION><get_weather><unit>celsius</unit></get_weather></ACTION>",
+                true,
+            ),
+            (
+                "<ACTION><write_file><path>p</path></write_file></ACTION>",
+                true,
+            ),
+            // Wrong enum member, not an integer, not a boolean, not a number.
+            (
+                "<ACTION><get_weather><city>x</city><unit>kelvin</unit></get_weather></ACTION>",
+                true,
+            ),
+            (
+                "<ACTION><get_weather><city>x</city><days>three</days></get_weather></ACTION>",
+                true,
+            ),
+            (
+                "<ACTION><get_weather><city>x</city><days>2.5</days></get_weather></ACTION>",
+                true,
+            ),
+            (
+                "<ACTION><get_weather><city>x</city><detailed>maybe</detailed></get_weather></ACTION>",
+                true,
+            ),
+            (
+                "<ACTION><get_weather><city>x</city><ratio>fast</ratio></get_weather></ACTION>",
+                true,
+            ),
+            (
+                "<ACTION><get_weather><city>x</city><sizes><item>a</item></sizes></get_weather></ACTION>",
+                true,
+            ),
+            (
+                "<ACTION><get_weather><city>x</city><where><lat>1</lat></where></get_weather></ACTION>",
+                true,
+            ),
+            // Mismatched close tags; a value that closes its call or the block early.
+            (
+                "<ACTION><get_weather><city>Paris</town></get_weather></ACTION>",
+                false,
+            ),
+            (
+                "<ACTION><get_weather><city>Paris</city></get_wether></ACTION>",
+                true,
+            ),
+            (
+                "<ACTION><write_file><path>p</path><content>a</write_file>b</content></write_file></ACTION>",
+                true,
+            ),
+            (
+                "<ACTION><write_file><path>p</path><content>a</ACTION>b</content></write_file></ACTION>",
+                true,
+            ),
+            (
+                "<ACTION><write_file><path>p</path><content>a</ action >b</content></write_file></ACTION>",
+                true,
+            ),
+            // An unclosed CDATA section or comment would swallow the close tag.
+            (
+                "<ACTION><write_file><path>p</path><content>a <![CDATA[ b</content></write_file></ACTION>",
+                true,
+            ),
+            (
+                "<ACTION><write_file><path>p</path><content>a <!-- b</content></write_file></ACTION>",
+                true,
+            ),
+            // A control character XML does not allow.
+            (
+                "<ACTION><write_file><path>p</path><content>a\u{1}</content></write_file></ACTION>",
+                true,
+            ),
+            // Parameters out of declaration order, given twice; an empty block; prose.
+            (
+                "<ACTION><write_file><content>c</content><path>p</path></write_file></ACTION>",
+                false,
+            ),
+            (
+                "<ACTION><get_weather><city>a</city><city>b</city></get_weather></ACTION>",
+                false,
+            ),
+            ("<ACTION></ACTION>", false),
+            (
+                "<ACTION>hi <get_weather><city>a</city></get_weather></ACTION>",
+                false,
+            ),
+            (
+                "Sure. <ACTION><get_weather><city>a</city></get_weather></ACTION>",
+                false,
+            ),
+            // A close tag in another case: the reader takes it as the close tag only
+            // where no element was left open in the value.
+            (
+                "<ACTION><write_file><path>p</PATH><content>x</content></write_file></ACTION>",
+                false,
+            ),
+            (
+                "<ACTION><write_file><path><b>p</PATH><content>x</content></write_file></ACTION>",
+                true,
+            ),
+            // Anything after the block.
+            (
+                "<ACTION><get_weather><city>a</city></get_weather></ACTION> done",
+                false,
+            ),
+        ],
+    );
+}
+
+#[test]
+fn tam_blocks_that_decode_are_accepted() {
+    let tools = [weather(), write_file()];
+    let built = build(&tools, PromptProtocol::Tam);
+    assert_valid(
+        &built,
+        &tools,
+        &[
+            "<|[REQUEST_TOOL]|>command:「始」get_weather「末」city:「始」Paris「末」<|[END_TOOL]|>",
+            "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\nunit:「始」celsius「末」\ndays:「始」3「末」\n<|[END_TOOL]|>",
+            // Several calls as the compact prompt teaches them.
+            "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n\ncommand:「始」get_weather「末」\ncity:「始」Rome「末」\n<|[END_TOOL]|>",
+            // Chained calls with comments, as the full prompt teaches them.
+            "<|[REQUEST_TOOL]|>\n# Step 1: create\ncommand1:「始」write_file「末」\npath1:「始」/logs/today.log「末」\ncontent1:「始」Task started...「末」\n\n# Step 2: weather\ncommand2:「始」get_weather「末」\ncity2:「始」Oslo「末」\n<|[END_TOOL]|>",
+            // Values: JSON lists and objects, one number for a list, free text with markup.
+            "<|[REQUEST_TOOL]|>command:「始」get_weather「末」\ncity:「始」x「末」\ntags:「始」[\"a\", \"b\"]「末」\nsizes:「始」7「末」\nwhere:「始」{\"lat\": 1.5, \"lon\": -2}「末」\nextra:「始」{}「末」\n<|[END_TOOL]|>",
+            "<|[REQUEST_TOOL]|>command:「始」write_file「末」\npath:「始」a.html「末」\ncontent:「始」<div>「始」 <|[END_TOOL]|> 」「末 </div>\n\nend「末」\n<|[END_TOOL]|>",
+            "<|[REQUEST_TOOL]|>command:「始」write_file「末」\npath:「始」p「末」\ncontent:「始ESCAPE」a「末」b「末ESCAPE」\n<|[END_TOOL]|>",
+            "<|[REQUEST_TOOL]|>command:「始」write_file「末」path:「始」「末」content:「始」「末」<|[END_TOOL]|>",
+        ],
+    );
+}
+
+#[test]
+fn tam_blocks_that_do_not_decode_are_refused() {
+    let tools = [weather(), write_file()];
+    let built = build(&tools, PromptProtocol::Tam);
+    assert_refused(
+        &built,
+        &tools,
+        &[
+            (
+                "<|[REQUEST_TOOL]|>command:「始」get_wether「末」city:「始」P「末」<|[END_TOOL]|>",
+                true,
+            ),
+            (
+                "<|[REQUEST_TOOL]|>command:「始」get_weather「末」town:「始」P「末」<|[END_TOOL]|>",
+                true,
+            ),
+            (
+                "<|[REQUEST_TOOL]|>command:「始」get_weather「末」unit:「始」celsius「末」<|[END_TOOL]|>",
+                true,
+            ),
+            (
+                "<|[REQUEST_TOOL]|>command:「始」get_weather「末」city:「始」x「末」unit:「始」kelvin「末」<|[END_TOOL]|>",
+                true,
+            ),
+            (
+                "<|[REQUEST_TOOL]|>command:「始」get_weather「末」city:「始」x「末」days:「始」3 days「末」<|[END_TOOL]|>",
+                true,
+            ),
+            (
+                "<|[REQUEST_TOOL]|>command:「始」get_weather「末」city:「始」x「末」sizes:「始」[1, \"a\"]「末」<|[END_TOOL]|>",
+                true,
+            ),
+            (
+                "<|[REQUEST_TOOL]|>command:「始」get_weather「末」city:「始」x「末」where:「始」{\"lat\": 1}「末」<|[END_TOOL]|>",
+                true,
+            ),
+            // A value never closed; a chain out of order or with a wrong number.
+            (
+                "<|[REQUEST_TOOL]|>command:「始」write_file「末」path:「始」p<|[END_TOOL]|>",
+                true,
+            ),
+            (
+                "<|[REQUEST_TOOL]|>command2:「始」get_weather「末」city2:「始」x「末」command1:「始」get_weather「末」city1:「始」y「末」<|[END_TOOL]|>",
+                false,
+            ),
+            (
+                "<|[REQUEST_TOOL]|>command1:「始」get_weather「末」city2:「始」x「末」<|[END_TOOL]|>",
+                true,
+            ),
+            // A comment that would swallow an entry; stray text.
+            (
+                "<|[REQUEST_TOOL]|>#x command:「始」get_weather「末」city:「始」x「末」<|[END_TOOL]|>",
+                true,
+            ),
+            (
+                "<|[REQUEST_TOOL]|>command:「始」get_weather「末」 note city:「始」x「末」<|[END_TOOL]|>",
+                false,
+            ),
+            ("<|[REQUEST_TOOL]|><|[END_TOOL]|>", true),
+        ],
+    );
+}
+
+/// Random strings of each grammar are valid blocks: everything a grammar allows decodes
+/// into valid calls, whatever characters its free text and enum members hold.
+fn sampled_blocks_decode(tools: &[ToolDefinition], protocol: PromptProtocol, count: u64) {
+    let built = build(tools, protocol);
+    let mut lengths = 0;
+    for seed in 0..count {
+        let mut rng = Rng::new(seed);
+        let budget = 20 + rng.below(400);
+        let text = built.gbnf.sample(&mut rng, budget);
+        assert!(
+            built.accepts(&text),
+            "the matcher refuses a sample: {text:?}"
+        );
+        if let Err(reason) = read(protocol, tools, &text) {
+            panic!("sample {seed} does not decode: {reason}\n{text}");
+        }
+        lengths += text.len();
+    }
+    assert!(
+        lengths > count as usize * 20,
+        "samples too short to mean much"
+    );
+}
+
+#[test]
+fn what_the_action_grammar_allows_decodes() {
+    sampled_blocks_decode(
+        &[weather(), write_file(), nested()],
+        PromptProtocol::Action,
+        400,
+    );
+}
+
+#[test]
+fn what_the_tam_grammar_allows_decodes() {
+    sampled_blocks_decode(
+        &[weather(), write_file(), nested()],
+        PromptProtocol::Tam,
+        400,
+    );
+}
+
+/// Deeper structures: arrays of objects, objects in objects, a member named `item`, a
+/// parameter that shares its tool's name, enums of odd members.
+fn nested() -> ToolDefinition {
+    tool(
+        "plan",
+        json!({
+            "type": "object",
+            "properties": {
+                "plan": {"type": "string"},
+                "steps": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "item": {"type": "string"},
+                            "step": {"type": "integer"},
+                            "mode": {"enum": ["a<b", "x&y", "q\"r", " padded ", 3, true, null]}
+                        },
+                        "required": ["item"],
+                        "additionalProperties": false
+                    }
+                },
+                "matrix": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
+                "maybe": {"type": ["integer", "null"]},
+                "meta": {
+                    "type": "object",
+                    "properties": {"owner": {"type": "object", "properties": {"name": {"type": "string"}}}},
+                    "additionalProperties": false
+                }
+            },
+            "required": ["plan"]
+        }),
+    )
+}
+
+#[test]
+fn escaped_names_and_members_match_exactly_and_change_no_structure() {
+    // Names and members with every character that is syntax somewhere.
+    let nasty = "ns:we\"ird]|\\[#(x)*{1}?-é😀";
+    let member = "a\"b]c|d\\e\n\tf\u{1}「末」g";
+    let tools = [tool(
+        nasty,
+        json!({
+            "type": "object",
+            "properties": {
+                "k\"]|\\": {"type": "string", "enum": [member, "plain"]},
+                "n": {"type": "integer"}
+            },
+            "required": ["k\"]|\\"]
+        }),
+    )];
+    let tam = build(&tools, PromptProtocol::Tam);
+    assert_eq!(tam.strict.tools(), [nasty]);
+    // The member that holds 「末」 takes the escape form.
+    let text = format!(
+        "<|[REQUEST_TOOL]|>command:「始」{nasty}「末」\nk\"]|\\:「始ESCAPE」{member}「末ESCAPE」\n<|[END_TOOL]|>"
+    );
+    assert!(tam.accepts(&text));
+    let calls = read(PromptProtocol::Tam, &tools, &text).unwrap();
+    assert_eq!(calls[0].1["k\"]|\\"], json!(member));
+    assert!(!tam.accepts(&text.replace("「始ESCAPE」a", "「始ESCAPE」b")));
+    let plain = format!(
+        "<|[REQUEST_TOOL]|>command:「始」{nasty}「末」\nk\"]|\\:「始」plain「末」\n<|[END_TOOL]|>"
+    );
+    assert!(tam.accepts(&plain));
+    assert!(!tam.accepts(&plain.replace("plain", "plaiN")));
+    assert!(!tam.accepts(&plain.replace(nasty, "ns:we\"ird]|\\[#(x)*{1}?-e😀")));
+
+    // ACTION cannot name such a tool; an XML-safe tool with such members can.
+    let action = StrictGrammar::new(&tools, &GrammarOptions::new(PromptProtocol::Action));
+    assert!(matches!(action, Err(GrammarError::NoCallableTool { .. })));
+    let tools = [tool(
+        "ns:odd.name-é",
+        json!({
+            "type": "object",
+            "properties": {"k": {"enum": ["a<b>&c\"d]|\\", "é😀", "x\ty"]}},
+            "required": ["k"]
+        }),
+    )];
+    let action = build(&tools, PromptProtocol::Action);
+    let text = "<ACTION><ns:odd.name-é><k>a&lt;b&gt;&amp;c\"d]|\\</k></ns:odd.name-é></ACTION>";
+    assert!(action.accepts(text));
+    assert_eq!(
+        read(PromptProtocol::Action, &tools, text).unwrap()[0].1["k"],
+        json!("a<b>&c\"d]|\\")
+    );
+    assert!(!action.accepts(&text.replace("&amp;", "&")));
+    // The grammar text is ASCII, one rule per line.
+    for grammar in [tam.strict.gbnf(), action.strict.gbnf()] {
+        assert!(grammar.is_ascii());
+        for line in grammar.lines() {
+            let (name, _) = line.split_once(" ::= ").expect("a rule per line");
+            assert!(
+                name.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            );
+        }
+    }
+}
+
+#[test]
+fn names_that_clean_up_alike_get_rules_of_their_own() {
+    let schema = |p: &str| json!({"type": "object", "properties": {p: {"type": "integer"}}, "required": [p]});
+    let tools = [
+        tool("get.weather", schema("a")),
+        tool("get_weather", schema("b")),
+        tool("get-weather", schema("c")),
+        tool("GET_WEATHER", schema("d")),
+    ];
+    for protocol in [PromptProtocol::Action, PromptProtocol::Tam] {
+        let built = build(&tools, protocol);
+        assert_eq!(built.strict.tools().len(), 4);
+        for (id, p) in [
+            ("get.weather", "a"),
+            ("get_weather", "b"),
+            ("get-weather", "c"),
+            ("GET_WEATHER", "d"),
+        ] {
+            let text = match protocol {
+                PromptProtocol::Action => format!("<ACTION><{id}><{p}>1</{p}></{id}></ACTION>"),
+                PromptProtocol::Tam => format!(
+                    "<|[REQUEST_TOOL]|>command:「始」{id}「末」\n{p}:「始」1「末」\n<|[END_TOOL]|>"
+                ),
+            };
+            assert_valid(&built, &tools, &[&text]);
+            // Each tool takes only its own parameter.
+            let other = if p == "a" { "b" } else { "a" };
+            assert!(
+                !built.accepts(
+                    &text
+                        .replace(&format!("<{p}>1</{p}>"), &format!("<{other}>1</{other}>"))
+                        .replace(&format!("\n{p}:"), &format!("\n{other}:"))
+                )
+            );
+        }
+    }
+}
+
+#[test]
+fn names_that_cannot_be_written_are_left_out_and_reported() {
+    let tools = [
+        tool("1bad", json!({"type": "object", "properties": {}})),
+        tool(
+            "ok",
+            json!({
+                "type": "object",
+                "properties": {
+                    "a b": {"type": "string"},
+                    "action": {"type": "string"},
+                    "command": {"type": "string"},
+                    "Command_2": {"type": "string"},
+                    "filePath": {"type": "string"},
+                    "file_path": {"type": "string"},
+                    "#tag": {"type": "string"},
+                    "x:y": {"type": "string"},
+                    "keep": {"type": "string"}
+                }
+            }),
+        ),
+        tool("ok", json!({"type": "object"})),
+    ];
+    let reasons = |protocol| {
+        let built = build(&tools, protocol);
+        built
+            .strict
+            .omitted()
+            .iter()
+            .map(|o| {
+                (
+                    o.parameter.clone().unwrap_or_else(|| o.tool.clone()),
+                    o.reason,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let action = reasons(PromptProtocol::Action);
+    assert!(action.contains(&("ok".to_owned(), OmitReason::DuplicateTool)));
+    assert!(action.contains(&("1bad".to_owned(), OmitReason::NotAnXmlName)));
+    assert!(action.contains(&("a b".to_owned(), OmitReason::NotAnXmlName)));
+    assert!(action.contains(&("action".to_owned(), OmitReason::ReservedName)));
+    assert!(action.contains(&("#tag".to_owned(), OmitReason::NotAnXmlName)));
+    assert!(
+        !action
+            .iter()
+            .any(|(name, _)| name == "command" || name == "x:y")
+    );
+    let tam = reasons(PromptProtocol::Tam);
+    assert!(tam.contains(&("a b".to_owned(), OmitReason::NotATamKey)));
+    assert!(tam.contains(&("command".to_owned(), OmitReason::ReservedName)));
+    assert!(tam.contains(&("Command_2".to_owned(), OmitReason::ReservedName)));
+    assert!(tam.contains(&("file_path".to_owned(), OmitReason::DuplicateKey)));
+    assert!(tam.contains(&("#tag".to_owned(), OmitReason::NotATamKey)));
+    assert!(tam.contains(&("x:y".to_owned(), OmitReason::NotATamKey)));
+    assert!(
+        !tam.iter()
+            .any(|(name, _)| name == "action" || name == "keep")
+    );
+    assert_eq!(
+        build(&tools, PromptProtocol::Tam).strict.omitted()[0].to_string(),
+        "tool \"ok\" left out: a tool id given twice"
+    );
+
+    let error = StrictGrammar::new(
+        std::iter::empty(),
+        &GrammarOptions::new(PromptProtocol::Tam),
+    )
+    .unwrap_err();
+    assert_eq!(error.to_string(), "no offered tool can be called in TAM");
+    let error =
+        StrictGrammar::new(&tools[..1], &GrammarOptions::new(PromptProtocol::Action)).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "no offered tool can be called in ACTION: tool \"1bad\" left out: not an XML name"
+    );
+}
+
+#[test]
+fn schemas_the_grammar_does_not_follow_degrade_to_free_values() {
+    // Arrays nested past the depth the grammar follows.
+    let mut deep = json!({"type": "integer"});
+    for _ in 0..20 {
+        deep = json!({"type": "array", "items": deep});
+    }
+    let tools = [tool(
+        "t",
+        json!({
+            "type": "object",
+            "properties": {
+                "any": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+                "ref": {"$ref": "#/$defs/x"},
+                "pattern": {"type": "string", "pattern": "^a+$", "maxLength": 3},
+                "tuple": {"type": "array", "items": [{"type": "integer"}]},
+                "all": {"type": "integer", "allOf": [{"minimum": 1}]},
+                "deep": deep
+            },
+            "$defs": {"x": {"type": "integer"}}
+        }),
+    )];
+    for protocol in [PromptProtocol::Action, PromptProtocol::Tam] {
+        let built = build(&tools, protocol);
+        let texts: Vec<String> = ["any", "ref", "pattern", "all"]
+            .iter()
+            .map(|key| match protocol {
+                PromptProtocol::Action => format!("<ACTION><t><{key}>free text</{key}></t></ACTION>"),
+                PromptProtocol::Tam => format!(
+                    "<|[REQUEST_TOOL]|>command:「始」t「末」{key}:「始」free text「末」<|[END_TOOL]|>"
+                ),
+            })
+            .collect();
+        for text in &texts {
+            assert!(built.accepts(text), "{text}");
+        }
+    }
+}
+
+#[test]
+fn a_required_grammar_and_a_lazy_one_differ_only_in_how_they_start() {
+    let tools = [weather()];
+    let lazy = StrictGrammar::new(&tools, &GrammarOptions::new(PromptProtocol::Action)).unwrap();
+    let required = StrictGrammar::new(
+        &tools,
+        &GrammarOptions::new(PromptProtocol::Action).with_activation(Activation::Required),
+    )
+    .unwrap();
+    assert_eq!(lazy.gbnf(), required.gbnf());
+    assert_eq!(lazy.activation(), Activation::Lazy);
+    let fields = Value::Object(lazy.llama_server_fields());
+    assert_eq!(
+        fields,
+        json!({
+            "grammar": lazy.gbnf(),
+            "grammar_lazy": true,
+            "grammar_triggers": [{"type": 1, "value": "<ACTION>"}],
+            "preserved_tokens": ["<ACTION>"]
+        })
+    );
+    assert_eq!(
+        Value::Object(required.llama_server_fields()),
+        json!({"grammar": required.gbnf(), "grammar_lazy": false})
+    );
+    for (grammar, at_least_one) in [(&lazy, false), (&required, true)] {
+        assert_eq!(
+            grammar.structural_tag(),
+            json!({
+                "type": "structural_tag",
+                "format": {
+                    "type": "triggered_tags",
+                    "triggers": ["<ACTION>"],
+                    "tags": [{
+                        "type": "tag",
+                        "begin": "<ACTION>",
+                        "content": {"type": "grammar", "grammar": grammar.body_grammar()},
+                        "end": "</ACTION>"
+                    }],
+                    "at_least_one": at_least_one,
+                    "stop_after_first": true
+                }
+            })
+        );
+    }
+    let tam = StrictGrammar::new(&tools, &GrammarOptions::new(PromptProtocol::Tam)).unwrap();
+    assert_eq!(tam.triggers(), ["<|[REQUEST_TOOL]|>"]);
+    assert_eq!(tam.end_marker(), "<|[END_TOOL]|>");
+    assert!(tam.gbnf().starts_with("root ::= \"<|[REQUEST_TOOL]|>\" "));
+}
+
+#[test]
+fn the_chained_form_follows_its_option() {
+    let tools = [weather()];
+    let chained = |n: usize| {
+        let mut options = GrammarOptions::new(PromptProtocol::Tam);
+        options.max_chained_calls = n;
+        build_with(&tools, &options)
+    };
+    let link = |k: usize| format!("command{k}:「始」get_weather「末」city{k}:「始」x「末」");
+    let block = |n: usize| {
+        format!(
+            "<|[REQUEST_TOOL]|>{}<|[END_TOOL]|>",
+            (1..=n).map(link).collect::<Vec<_>>().join("\n")
+        )
+    };
+    let none = chained(0);
+    assert!(!none.accepts(&block(1)));
+    let three = chained(3);
+    assert!(three.accepts(&block(3)));
+    assert!(!three.accepts(&block(4)));
+    assert_valid(&three, &tools, &[&block(2)]);
+    // A tool whose keys end in a digit stays out of the chained form only.
+    let tools = [tool(
+        "hash",
+        json!({"type": "object", "properties": {"sha256": {"type": "string"}}}),
+    )];
+    let built = build(&tools, PromptProtocol::Tam);
+    assert!(
+        !built.accepts(
+            "<|[REQUEST_TOOL]|>command1:「始」hash「末」sha2561:「始」x「末」<|[END_TOOL]|>"
+        )
+    );
+    assert_valid(
+        &built,
+        &tools,
+        &["<|[REQUEST_TOOL]|>command:「始」hash「末」sha256:「始」x「末」<|[END_TOOL]|>"],
+    );
+}
+
+#[test]
+fn the_size_is_bounded_with_a_clear_error() {
+    let tools = [weather(), write_file(), nested()];
+    let mut options = GrammarOptions::new(PromptProtocol::Action);
+    options.max_bytes = 2_000;
+    let error = StrictGrammar::new(&tools, &options).unwrap_err();
+    let GrammarError::TooLarge {
+        bytes, max_bytes, ..
+    } = &error
+    else {
+        panic!("{error}")
+    };
+    assert!(*bytes > 2_000 && *max_bytes == 2_000);
+    assert!(
+        error
+            .to_string()
+            .starts_with("the grammar for these tools needs more than its limits allow")
+    );
+    let mut options = GrammarOptions::new(PromptProtocol::Tam);
+    options.max_rules = 10;
+    assert!(matches!(
+        StrictGrammar::new(&tools, &options),
+        Err(GrammarError::TooLarge {
+            rules: 11,
+            max_rules: 10,
+            ..
+        })
+    ));
+    // An enum of a million members stops at the limit, long before it is written out.
+    let huge: Vec<Value> = (0..1_000_000)
+        .map(|i| Value::from(format!("member-{i}")))
+        .collect();
+    let tools = [tool(
+        "t",
+        json!({"type": "object", "properties": {"e": {"enum": huge}}}),
+    )];
+    for protocol in [PromptProtocol::Action, PromptProtocol::Tam] {
+        let error = StrictGrammar::new(&tools, &GrammarOptions::new(protocol)).unwrap_err();
+        assert!(
+            matches!(error, GrammarError::TooLarge { bytes, .. } if bytes <= GrammarOptions::DEFAULT_MAX_BYTES + 64)
+        );
+    }
+}
+
+/// Tools as agent clients send them: `{"name", "parameters"}`.
+fn agent_tools(json: &str) -> Vec<ToolDefinition> {
+    let list: Vec<Value> = serde_json::from_str(json).unwrap();
+    list.into_iter()
+        .map(|t| tool(t["name"].as_str().unwrap(), t["parameters"].clone()))
+        .collect()
+}
+
+fn claude_code() -> Vec<ToolDefinition> {
+    agent_tools(include_str!("fixtures/claude-code-2.1.328-tools.json"))
+}
+
+fn codex() -> Vec<ToolDefinition> {
+    agent_tools(include_str!("fixtures/codex-0.169.0-tools.json"))
+}
+
+#[test]
+fn claude_code_tools() {
+    let tools = claude_code();
+    assert_eq!(tools.len(), 12);
+    let action = build(&tools, PromptProtocol::Action);
+    assert_eq!(action.strict.tools().len(), 12);
+    assert!(
+        action.strict.omitted().is_empty(),
+        "{:?}",
+        action.strict.omitted()
+    );
+    eprintln!(
+        "Claude Code, ACTION: {} bytes, {} rules",
+        action.strict.gbnf().len(),
+        action.strict.rule_count()
+    );
+    assert_valid(
+        &action,
+        &tools,
+        &[
+            "<ACTION>\n<Bash>\n<command>ls -la | grep \"</x>\" && echo '<b>'</command>\n<description>List files</description>\n</Bash>\n</ACTION>",
+            "<ACTION><Edit><file_path>/a/b.tsx</file_path><old_string>return <div>{x}</div>;</old_string><new_string><![CDATA[return <span>{x}</span>;]]></new_string><replace_all>false</replace_all></Edit></ACTION>",
+            "<ACTION><Read><file_path>/etc/hosts</file_path><offset>10</offset><limit>20</limit></Read><Write><file_path>/tmp/x</file_path><content>a\n</content></Write></ACTION>",
+            "<ACTION><ToolSearch><query>select:Read</query><max_results>5</max_results></ToolSearch></ACTION>",
+        ],
+    );
+    assert_refused(
+        &action,
+        &tools,
+        &[
+            (
+                "<ACTION><Bash><description>x</description></Bash></ACTION>",
+                true,
+            ),
+            (
+                "<ACTION><Read><file_path>x</file_path><limit>ten</limit></Read></ACTION>",
+                true,
+            ),
+            (
+                "<ACTION><Agent><description>d</description><prompt>p</prompt><model>gpt</model></Agent></ACTION>",
+                true,
+            ),
+        ],
+    );
+    sampled_blocks_decode(&tools, PromptProtocol::Action, 150);
+
+    let tam = build(&tools, PromptProtocol::Tam);
+    eprintln!(
+        "Claude Code, TAM: {} bytes, {} rules",
+        tam.strict.gbnf().len(),
+        tam.strict.rule_count()
+    );
+    // Bash's `command` cannot be a TAM key: it would name the call's tool.
+    assert_eq!(tam.strict.omitted().len(), 1);
+    assert_eq!(
+        tam.strict.omitted()[0].parameter.as_deref(),
+        Some("command")
+    );
+    assert_valid(
+        &tam,
+        &tools,
+        &[
+            "<|[REQUEST_TOOL]|>\ncommand:「始」Read「末」\nfile_path:「始」/etc/hosts「末」\n\ncommand:「始」Edit「末」\nfile_path:「始」a.rs「末」\nold_string:「始」fn a() {}「末」\nnew_string:「始」fn b() {}「末」\n<|[END_TOOL]|>",
+        ],
+    );
+    let tools_without_bash: Vec<ToolDefinition> = tools
+        .into_iter()
+        .filter(|t| t.id.as_str() != "Bash")
+        .collect();
+    sampled_blocks_decode(&tools_without_bash, PromptProtocol::Tam, 150);
+}
+
+#[test]
+fn codex_tools() {
+    let tools = codex();
+    for protocol in [PromptProtocol::Action, PromptProtocol::Tam] {
+        let built = build(&tools, protocol);
+        assert_eq!(
+            built.strict.tools().len(),
+            12,
+            "{:?}",
+            built.strict.omitted()
+        );
+        eprintln!(
+            "Codex, {protocol:?}: {} bytes, {} rules",
+            built.strict.gbnf().len(),
+            built.strict.rule_count()
+        );
+        sampled_blocks_decode(&tools, protocol, 150);
+    }
+    let action = build(&tools, PromptProtocol::Action);
+    assert_valid(
+        &action,
+        &tools,
+        &[
+            "<ACTION><exec_command><cmd>ls</cmd><yield_time_ms>1000</yield_time_ms></exec_command><multi_agent_v1:wait_agent><targets><item>a</item></targets></multi_agent_v1:wait_agent></ACTION>",
+        ],
+    );
+}
+
+/// `n` tools of varied schemas, with names that clean up alike.
+fn generated(n: usize) -> Vec<ToolDefinition> {
+    (0..n)
+        .map(|i| {
+            let mut properties = Map::new();
+            properties.insert(format!("path_{i}"), json!({"type": "string"}));
+            properties.insert("content".into(), json!({"type": "string"}));
+            properties.insert("count".into(), json!({"type": "integer"}));
+            properties.insert(
+                "mode".into(),
+                json!({"enum": [format!("m{i}"), "fast", "slow"]}),
+            );
+            properties.insert("tags".into(), json!({"type": "array", "items": {"type": "string"}}));
+            if i % 3 == 0 {
+                properties.insert(
+                    "options".into(),
+                    json!({"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"type": "number"}}, "additionalProperties": false}),
+                );
+            }
+            let id = if i % 2 == 0 { format!("tool_{i}") } else { format!("tool.{i}") };
+            tool(
+                &id,
+                json!({"type": "object", "properties": properties, "required": [format!("path_{i}")]}),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_hundred_tools_fit_the_default_limits() {
+    let tools = generated(100);
+    for protocol in [PromptProtocol::Action, PromptProtocol::Tam] {
+        let built = build(&tools, protocol);
+        assert_eq!(built.strict.tools().len(), 100);
+        eprintln!(
+            "100 tools, {protocol:?}: {} bytes, {} rules",
+            built.strict.gbnf().len(),
+            built.strict.rule_count()
+        );
+        let text = match protocol {
+            PromptProtocol::Action => "<ACTION><tool.99><path_99>a</path_99><mode>m99</mode></tool.99><tool_98><path_98>b</path_98><count>3</count></tool_98></ACTION>".to_owned(),
+            PromptProtocol::Tam => "<|[REQUEST_TOOL]|>command:「始」tool.99「末」\npath_99:「始」a「末」\nmode:「始」m99「末」\n<|[END_TOOL]|>".to_owned(),
+        };
+        assert_valid(&built, &tools, &[&text]);
+        assert!(!built.accepts(&text.replace("m99", "m98")));
+        sampled_blocks_decode(&tools, protocol, 60);
+    }
+}
+
+#[test]
+fn prefixes_of_valid_blocks_stay_open() {
+    // A lazy grammar is applied token by token: every prefix of a valid block must be a
+    // prefix the grammar can still complete.
+    let tools = [weather(), write_file()];
+    let built = build(&tools, PromptProtocol::Action);
+    let text = "<ACTION>\n<write_file><path>a</path><content>x </con <![CDATA[ ]]> y</content></write_file>\n</ACTION>";
+    for (i, _) in text.char_indices() {
+        assert!(built.gbnf.accepts_prefix(&text[..i]), "{:?}", &text[..i]);
+    }
+    // A value cannot go on past its call's close tag (`</write_file` may still be text,
+    // `</write_files`; with its `>` it is not).
+    assert!(
+        built
+            .gbnf
+            .accepts_prefix("<ACTION><write_file><path>a</path><content>x</write_file")
+    );
+    assert!(
+        !built
+            .gbnf
+            .accepts_prefix("<ACTION><write_file><path>a</path><content>x</write_file>")
+    );
+}
