@@ -27,7 +27,7 @@ use axum::routing::post;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures_util::StreamExt;
 use serde_json::json;
-use tam::Protocol as ProtocolChoice;
+use tam::ProtocolChoice;
 use tam_model::openai::OpenAiConfig;
 use tam_proxy::ProxyConfig;
 use tokio::net::TcpListener;

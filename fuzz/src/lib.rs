@@ -20,13 +20,30 @@
 //!   back to character boundaries) and, when flag bit 7 is set, byte by byte, the events
 //!   are the same once adjacent text events are merged (as they are collected).
 
-pub use tam_testkit::{Action, Harness, Mixed, Tam};
+pub use tam_testkit::{Action, ActionTools, Harness, Mixed, MixedTools, Tam};
 
 /// Most split points read from an input.
 const MAX_SPLITS: usize = 32;
 
 /// Flag bit: also feed the stream one byte at a time.
 pub const FLAG_BYTE_BY_BYTE: u8 = 0x80;
+
+/// Flag bit (ACTION and mixed targets): the decoder is given [`BARE_TOOLS`], so a call
+/// element of one of them written without `<ACTION>` is a call.
+pub const FLAG_BARE_TOOLS: u8 = 0x40;
+
+/// The offered tools' names under [`FLAG_BARE_TOOLS`]: names the seeds and the dictionary
+/// use, and one-letter ones the fuzzer writes by chance.
+pub const BARE_TOOLS: &[&str] = &[
+    "get_weather",
+    "read_file",
+    "write_to_file",
+    "estimate_population",
+    "workflow:summarize_text",
+    "a",
+    "t",
+    "x",
+];
 
 /// A fuzz input taken apart.
 #[derive(Debug)]

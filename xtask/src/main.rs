@@ -1,6 +1,4 @@
-//! `cargo xtask <command>`: the project's automation. Its one dependency is `serde_json`
-//! (with `preserve_order`) for the JSON it reads and writes; HTTP goes through `curl`, and
-//! the e2e set-up uses `python3`, `tar` and a C/C++ toolchain (see `e2e/README.md`).
+//! `cargo xtask <command>`: the project's automation, without dependencies.
 //!
 //! * `ci` — the quality gates: `cargo fmt --check`, `cargo clippy --workspace --all-targets
 //!   -- -D warnings`, `cargo test --workspace`, `cargo doc --no-deps` with warnings denied,
@@ -10,17 +8,10 @@
 //! * `fuzz [TARGET] [--secs N | --runs N] [--seed N]` — run one or every fuzz target for N
 //!   seconds (default 60) or N runs, from libFuzzer's random seed unless one is given.
 //! * `bench` — run the criterion benchmarks and write the plots (see `benches/README.md`).
-//! * `e2e [--cache DIR] [--keep-server] [--prompt-cache] [--tries N] [--jobs N]` — build llama.cpp's
-//!   `llama-server` and fetch a real model (pinned, hash-checked, cached), serve it on
-//!   127.0.0.1 and run the workspace against it in both protocols (see `e2e/README.md`).
-//!   With `--bfcl FILE [--per-category N] [--paths tam,action,native] [--max-tokens N]
-//!   [--out DIR] [--base-url URL]`: a BFCL case file through `tam serve` (both protocols)
-//!   and the upstream's native tool calling instead, scored by BFCL's AST rules.
-//! * `bfcl-score CASES RESULTS [--details] [--strict-irrelevance] [--require-all]
-//!   [--verdicts PATH]` — score an existing BFCL results file (no model): the same table
-//!   as the reference `score.py`.
-
-mod e2e;
+//! * `agents` — the real agent CLIs (Claude Code, Codex) through `tam serve`.
+//! * `e2e …` and `bfcl-score …` — the evaluation harness, the workspace member `tam-eval`
+//!   (unpublished): run as `cargo run --release -p tam-eval -- e2e|bfcl-score …` with the
+//!   same arguments (see `e2e/README.md`).
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -32,17 +23,12 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("fuzz") => fuzz(&args[1..]),
         Some("bench") => bench(&args[1..]),
-        Some("e2e") => e2e::run(&args[1..]),
-        Some("bfcl-score") => e2e::bfcl::report::main(&args[1..]),
+        Some(command @ ("e2e" | "bfcl-score")) => eval(command, &args[1..]),
         Some("agents") => agents(),
         _ => {
             eprintln!(
                 "usage: cargo xtask <ci | fuzz [TARGET] [--secs N | --runs N] [--seed N] | bench [--quick] \
-                 | e2e [--cache DIR] [--keep-server] [--prompt-cache] [--tries N] [--jobs N] \
-                 [--bfcl FILE [--per-category N] [--paths tam,action,native] [--max-tokens N] \
-                 [--out DIR] [--base-url URL]] \
-                 | bfcl-score CASES RESULTS [--details] [--strict-irrelevance] [--require-all] \
-                 [--verdicts PATH] | agents>"
+                 | agents | e2e … | bfcl-score …> (`cargo xtask e2e --help` for the last two)"
             );
             return ExitCode::from(2);
         }
@@ -79,6 +65,23 @@ fn run(step: &str, mut cmd: Command) -> Result<(), String> {
     } else {
         Err(format!("{step} failed ({status})"))
     }
+}
+
+/// `cargo xtask e2e|bfcl-score ARGS…`: `tam-eval` (built in release, as the `tam` it
+/// measures is) with the command and its arguments unchanged.
+fn eval(command: &str, args: &[String]) -> Result<(), String> {
+    let mut eval = cargo();
+    eval.args([
+        "run",
+        "--quiet",
+        "--release",
+        "-p",
+        "tam-eval",
+        "--",
+        command,
+    ])
+    .args(args);
+    run(&format!("tam-eval {command}"), eval)
 }
 
 /// The real agent CLIs (Claude Code, Codex) through `tam serve`: tam-cli's opt-in test,

@@ -65,6 +65,10 @@ pub const NESTED_ACTION_TAG: Code = Code::new("nested_action_tag");
 /// code, a `>` line) (warning): a mention in prose. Its bytes come out as text; nothing of
 /// it runs. The diagnostic's span is empty, at the tag.
 pub const MARKER_IN_PROSE: Code = Code::new("marker_in_prose");
+/// A call element of an offered tool written without `<ACTION>` around it, complete and
+/// well-formed, opening a line (warning): read as a one-call block. Only decoders given
+/// tool names apply this ([`Decoder::with_bare_call_tools`](crate::Decoder::with_bare_call_tools)).
+pub const MISSING_ACTION_WRAPPER: Code = Code::new("missing_action_wrapper");
 /// The stream ended, or was cut, before `</ACTION>` in a block holding a tool call the
 /// model did not finish — a call element still open, or a tag cut off at the end
 /// (`…</write_file><delete_all`) — or (after `finish_cut`) in any block holding calls

@@ -94,3 +94,78 @@ impl Config {
         self
     }
 }
+
+/// Most tool names a decoder takes for call elements written without `<ACTION>`
+/// ([`Decoder::with_bare_call_tools`](crate::Decoder::with_bare_call_tools)); names past
+/// this many are left out. Each name is one start marker the scanner tries at every `<`
+/// that begins a prose line, so this bounds that work and the grammar's size.
+pub const MAX_BARE_CALL_TOOLS: usize = 256;
+
+/// Longest tool name, in bytes, a decoder takes for call elements written without
+/// `<ACTION>`: its close tag `</name>` is one scanner marker, and markers are at most
+/// [`tam_parse::scan::MAX_PATTERN_LEN`] (64) bytes long. Longer names are left out.
+pub const MAX_BARE_CALL_NAME_BYTES: usize = tam_parse::scan::MAX_PATTERN_LEN - 3;
+
+/// The tool names whose call elements count without `<ACTION>`: the ones a caller
+/// offered that can be read so (see [`BareCallTools::new`]), in the order given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct BareCallTools {
+    names: Vec<String>,
+}
+
+impl BareCallTools {
+    /// The names of `offered` that a call element written without `<ACTION>` can carry:
+    /// XML element names as ACTION reads tool ids (at most one colon), not `ACTION` nor a
+    /// reasoning tag in any case, without U+FFFD, at most [`MAX_BARE_CALL_NAME_BYTES`]
+    /// long; duplicates once; at most [`MAX_BARE_CALL_TOOLS`] of them.
+    pub(crate) fn new<S: AsRef<str>>(offered: impl IntoIterator<Item = S>) -> Self {
+        let mut names: Vec<String> = Vec::new();
+        for name in offered {
+            let name = name.as_ref();
+            if names.len() == MAX_BARE_CALL_TOOLS {
+                break;
+            }
+            let reserved = name.eq_ignore_ascii_case("ACTION")
+                || tam_parse::scan::THINK_TAGS
+                    .iter()
+                    .any(|t| name.eq_ignore_ascii_case(t));
+            if name.len() <= MAX_BARE_CALL_NAME_BYTES
+                && !reserved
+                && !name.contains('\u{FFFD}')
+                && crate::render::is_element_name(name)
+                && !names.iter().any(|n| n == name)
+            {
+                names.push(name.to_owned());
+            }
+        }
+        BareCallTools { names }
+    }
+
+    pub(crate) fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// One block syntax per name: `<name>` opening a prose line (blanks before it aside,
+    /// inside a code fence too) to `</name>`, both exactly as the name is written (a tool
+    /// id is matched as written), with CDATA sections and comments as regions as in a
+    /// block.
+    pub(crate) fn syntaxes(&self) -> impl Iterator<Item = BlockSyntax> + '_ {
+        self.names.iter().map(|name| BlockSyntax {
+            start: Pattern::exact(&format!("<{name}>")).at_line_start(),
+            end: Pattern::exact(&format!("</{name}>")),
+            regions: block_syntax().regions,
+            restart_on_start: false,
+        })
+    }
+
+    /// `base` and then these names' syntaxes, compiled (the bare kinds follow `base`'s).
+    pub(crate) fn grammar(&self, base: Vec<BlockSyntax>) -> Arc<Grammar> {
+        let mut syntaxes = base;
+        syntaxes.extend(self.syntaxes());
+        Grammar::new(syntaxes).expect("bare call names are checked to make valid markers")
+    }
+}

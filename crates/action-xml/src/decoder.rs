@@ -10,7 +10,7 @@ use tam_parse::{Diagnostic, Span};
 
 use crate::block::{Built, OpenBlock, build_block, build_block_streaming};
 use crate::codes;
-use crate::config::{Config, REGION_CDATA, REGION_COMMENT, grammar};
+use crate::config::{BareCallTools, Config, REGION_CDATA, REGION_COMMENT, block_syntax, grammar};
 use crate::event::Event;
 use crate::position::StreamCursor;
 use crate::prescan::{RegionKind, RegionRef};
@@ -28,6 +28,12 @@ pub(crate) struct ActionLayer {
     /// The stream offset of the open block's first byte (its start marker's).
     block_base: usize,
     streamer: Streamer,
+    /// Tool names whose call elements count without `<ACTION>`; their block kinds are
+    /// `bare_from..`, in order.
+    bare: BareCallTools,
+    bare_from: usize,
+    /// The open block is such an element: its start tag's span.
+    bare_open: Option<Span>,
 }
 
 impl ActionLayer {
@@ -40,7 +46,23 @@ impl ActionLayer {
             open: OpenBlock::default(),
             block_base: 0,
             streamer: Streamer::default(),
+            bare: BareCallTools::default(),
+            bare_from: usize::MAX,
+            bare_open: None,
         }
+    }
+
+    /// This layer reading call elements of `bare`'s names without `<ACTION>`, as block
+    /// kinds `from..` of the scanner's grammar.
+    pub(crate) fn with_bare(mut self, bare: BareCallTools, from: usize) -> Self {
+        self.bare = bare;
+        self.bare_from = from;
+        self
+    }
+
+    /// The tool names read without `<ACTION>`.
+    pub(crate) fn bare(&self) -> &BareCallTools {
+        &self.bare
     }
 
     /// Whether argument events are computed.
@@ -50,16 +72,33 @@ impl ActionLayer {
 
     /// Forgets the stream (for a new one).
     pub(crate) fn reset(&mut self) {
-        *self = ActionLayer::new(self.config, self.streaming);
+        let bare = std::mem::take(&mut self.bare);
+        *self = ActionLayer::new(self.config, self.streaming).with_bare(bare, self.bare_from);
     }
 
-    pub(crate) fn block_opened(&mut self, marker: Span, start: crate::position::Cursor) {
+    /// A block of `kind` opened at `marker`: reports [`Event::BlockStart`] for an
+    /// `<ACTION>` block. A call element written without `<ACTION>` is not known to be a
+    /// call before it closes: its start is reported then, if it is one.
+    pub(crate) fn block_opened(
+        &mut self,
+        kind: usize,
+        marker: Span,
+        start: crate::position::Cursor,
+        out: &mut dyn FnMut(Event<'_>),
+    ) {
         self.open = OpenBlock {
             start,
+            bare: kind >= self.bare_from,
             ..OpenBlock::default()
         };
         self.block_base = marker.start;
         self.streamer = Streamer::new(marker.len());
+        if kind >= self.bare_from {
+            self.bare_open = Some(marker);
+        } else {
+            self.bare_open = None;
+            out(Event::BlockStart { span: marker });
+        }
     }
 
     pub(crate) fn region_opened(&mut self, region: usize, marker: Range<usize>) {
@@ -90,7 +129,7 @@ impl ActionLayer {
         settled: usize,
         out: &mut dyn FnMut(Event<'_>),
     ) {
-        if !self.streaming {
+        if !self.streaming || self.bare_open.is_some() {
             return;
         }
         let open = &self.open;
@@ -145,6 +184,10 @@ impl ActionLayer {
     /// reading when it is read directly (`Direct::stream_events`), so the values are read
     /// once, not twice; otherwise, and for every other block, from the streamer.
     pub(crate) fn block_closed(&mut self, closed: &ClosedBlock, out: &mut dyn FnMut(Event<'_>)) {
+        if let Some(marker) = self.bare_open.take() {
+            self.bare_closed(closed, marker, out);
+            return;
+        }
         let streams = closed.dropped == 0 && self.streaming;
         let whole = streams && self.streamer.untouched();
         let mut streamer = std::mem::take(&mut self.streamer);
@@ -215,6 +258,107 @@ impl ActionLayer {
                     span: closed.span,
                 });
             }
+        }
+    }
+}
+
+impl ActionLayer {
+    /// A call element written without `<ACTION>` ended (`marker`: its start tag). Closed,
+    /// well-formed and holding its one call: [`Event::BlockStart`], its argument events,
+    /// and a one-call [`Event::Block`] with warning `missing_action_wrapper`. Otherwise —
+    /// the stream ended or was cut inside it, or it does not decode — warning
+    /// `marker_in_prose` saying why, and its bytes as text; past `max_block_bytes`, error
+    /// `block_too_large` (its bytes were dropped). Only a call counts as a block.
+    fn bare_closed(&mut self, closed: &ClosedBlock, marker: Span, out: &mut dyn FnMut(Event<'_>)) {
+        self.streamer = Streamer::default();
+        let open = std::mem::take(&mut self.open);
+        let name = self
+            .bare
+            .names()
+            .get(closed.kind.wrapping_sub(self.bare_from))
+            .map_or("", String::as_str);
+        if closed.dropped > 0 {
+            out(Event::Diagnostic(Diagnostic::error(
+                codes::BLOCK_TOO_LARGE,
+                closed.span,
+                format!(
+                    "<{name}> element without <ACTION> of {} bytes exceeds the limit of {}; its content was dropped and nothing runs",
+                    closed.span.len(),
+                    self.config.max_block_bytes
+                ),
+            )));
+            return;
+        }
+        let prose = |why: &str, out: &mut dyn FnMut(Event<'_>)| {
+            out(Event::Diagnostic(Diagnostic::warning(
+                codes::MARKER_IN_PROSE,
+                Span::new(closed.span.start, closed.span.start),
+                format!("<{name}> written without <ACTION> {why}: read as prose, not a call"),
+            )));
+            let text: &str = &closed.raw;
+            out(Event::Text {
+                text: Cow::Borrowed(text),
+                span: closed.span,
+            });
+        };
+        if closed.end != tam_parse::scan::BlockEnd::Marker {
+            let why = if closed.end == tam_parse::scan::BlockEnd::Cut {
+                "was cut before its close tag"
+            } else {
+                "never closed"
+            };
+            prose(why, out);
+            return;
+        }
+        // The element is the body: its one child element is the call.
+        let mut whole = closed.clone();
+        whole.body = 0..whole.raw.len();
+        let index = self.blocks_seen;
+        let mut events: Vec<Event<'static>> = Vec::new();
+        let built = if self.streaming {
+            let regions = (open.regions.clone(), open.open_region);
+            let (built, streamed) = stream_whole(
+                &whole,
+                open,
+                index,
+                &self.config,
+                (&regions.0, regions.1),
+                &mut |e| events.push(e.into_owned()),
+            );
+            if !streamed {
+                Streamer::new(0).advance(
+                    &whole.raw,
+                    whole.body.end,
+                    &regions.0,
+                    regions.1,
+                    &|r| whole.offsets.span(r),
+                    &mut |e| events.push(e.into_owned()),
+                );
+            }
+            built
+        } else {
+            build_block(&whole, open, index, &self.config)
+        };
+        match built {
+            Built::Block(block)
+                if block.calls.len() == 1
+                    && !block.diagnostics.iter().any(Diagnostic::is_error) =>
+            {
+                out(Event::BlockStart { span: marker });
+                for e in events {
+                    out(e);
+                }
+                self.blocks_seen += 1;
+                out(Event::Block(block));
+            }
+            Built::Block(block) => {
+                let why = match block.diagnostics.iter().find(|d| d.is_error()) {
+                    Some(error) => format!("does not decode ({})", error.message),
+                    None => "holds no tool call".to_owned(),
+                };
+                prose(&why, out);
+            }
+            Built::Prose(_) => prose("holds no tool call", out),
         }
     }
 }
@@ -345,10 +489,9 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
         (self.out)(Event::ReasoningEnd { span });
     }
 
-    fn block_opened(&mut self, _kind: usize, marker: Span) {
+    fn block_opened(&mut self, kind: usize, marker: Span) {
         let start = self.cursor.at(self.delta, marker.start);
-        self.layer.block_opened(marker, start);
-        (self.out)(Event::BlockStart { span: marker });
+        self.layer.block_opened(kind, marker, start, self.out);
     }
 
     fn region_opened(&mut self, _view: &BlockView<'_>, region: usize, marker: Range<usize>) {
@@ -457,8 +600,42 @@ impl Decoder {
     /// event the same, and nothing spent on them. Call it before the first `feed`.
     pub fn with_param_events(mut self, on: bool) -> Self {
         let layer = &mut self.driver.layer_mut().layer;
-        *layer = ActionLayer::new(layer.config, on);
+        let bare = std::mem::take(&mut layer.bare);
+        *layer = ActionLayer::new(layer.config, on).with_bare(bare, layer.bare_from);
         self
+    }
+
+    /// This decoder reading a call element of one of `tools` written without `<ACTION>`
+    /// as a one-call block (warning `missing_action_wrapper`): pass the names of the tools
+    /// offered to the model. See the crate docs, "A call element without `<ACTION>`", for
+    /// the rules and the names left out ([`MAX_BARE_CALL_TOOLS`](crate::MAX_BARE_CALL_TOOLS),
+    /// [`MAX_BARE_CALL_NAME_BYTES`](crate::MAX_BARE_CALL_NAME_BYTES)). No names (the
+    /// default): every call element outside `<ACTION>` is prose. Call it before the first
+    /// `feed`; it keeps the settings and the argument-event switch.
+    pub fn with_bare_call_tools<S: AsRef<str>>(self, tools: impl IntoIterator<Item = S>) -> Self {
+        let layer = &self.driver.layer().layer;
+        let (config, streaming) = (layer.config, layer.streaming);
+        let bare = BareCallTools::new(tools);
+        let grammar = if bare.is_empty() {
+            grammar()
+        } else {
+            bare.grammar(vec![block_syntax()])
+        };
+        let scanner =
+            Scanner::new(grammar, config.max_block_bytes).with_reasoning(config.reasoning_tags);
+        let action = Action {
+            layer: ActionLayer::new(config, streaming).with_bare(bare, 1),
+            cursor: StreamCursor::default(),
+        };
+        Decoder {
+            driver: Driver::new(scanner, action),
+        }
+    }
+
+    /// The tool names whose call elements count without `<ACTION>` (see
+    /// [`Decoder::with_bare_call_tools`]): those given that can be read so, in order.
+    pub fn bare_call_tools(&self) -> &[String] {
+        self.driver.layer().layer.bare().names()
     }
 
     /// Whether argument events are reported (see [`Decoder::with_param_events`]).

@@ -29,6 +29,26 @@
 //! assert_eq!(calls[0].args["tags"], serde_json::json!(["a", "b & c"]));
 //! ```
 //!
+//! # Which reader runs when
+//!
+//! Four readers look at a block's bytes; each exists for one job. The streamer and the
+//! direct reader tell a tag from text with one lexer (`tags.rs`: a start or close tag at
+//! a `<`, taken as the pre-scan takes it), so the two never disagree on where a tag is;
+//! all readers share the character classes of `xml_chars.rs`, where the XML whitespace set
+//! is stated once.
+//!
+//! | reader | runs | why |
+//! |---|---|---|
+//! | the scanner (tam-parse) | on every byte of the stream | finds `<ACTION>` … `</ACTION>` (and, given tool names, the call elements written without it), CDATA and comments, the prose context (inline code, `>` lines, fences) and reasoning; holds the open block |
+//! | the streamer (`stream/`) | while a block is open, on what each delta settled, when argument events are on | reports calls and value pieces as the model writes them; a light reading, never what runs |
+//! | the direct reader (`tree/direct/`) | when a block closes, first | reads a well-formed body in the plain subset in one pass, without a DOM, and — for a block nothing of which streamed — gives its argument events too, so it is read once |
+//! | the pre-scan (`prescan/`) and roxmltree (`tree/`) | when the direct reader refuses the body | roxmltree alone for a body that needs no repair; else the pre-scan enforces the depth limit iteratively and repairs what models get wrong, and roxmltree parses the result; the tree gives the calls and the positions of errors |
+//!
+//! A block's reading (`block/`) picks among the last two and turns what they found into
+//! the [`ActionBlock`] or a prose mention (`block/report.rs`: mentions, cut blocks,
+//! repairs, XML errors at their line and column). The decoders (`decoder.rs`, `mixed/`)
+//! connect the scanner's callbacks to the streamer and the block reading.
+//!
 //! # The protocol
 //!
 //! * `<ACTION>` … `</ACTION>`, ASCII case-insensitive, blanks allowed inside the tags
@@ -154,7 +174,52 @@
 //! block has no calls. Well-formed blocks, the common case, skip the repairing pre-scan (see
 //! "How a closed block is read" under Decisions).
 //!
-//! # Arguments that stream
+//! # A call element without `<ACTION>`
+//!
+//! Small models drop the wrapper and write the call element alone
+//! (`<estimate_population><species>pandas</species></estimate_population>` as the whole
+//! reply, sometimes inside a code fence). A decoder given the offered tools' names
+//! ([`Decoder::with_bare_call_tools`], [`MixedDecoder::with_bare_call_tools`], the front
+//! door's `tam::Decoder::with_bare_call_tools`) reads such an element as a one-call block,
+//! with warning `missing_action_wrapper` (span: its start tag). The rules:
+//!
+//! * **Names.** Only the names given, matched exactly as written (a tool id is the tag name
+//!   as written, as in a block): `<Get_Weather>` is not `get_weather`. Names that cannot be
+//!   read so are left out: not an XML element name with at most one colon, `ACTION` or a
+//!   reasoning tag in any case, longer than [`MAX_BARE_CALL_NAME_BYTES`] (61: the close tag
+//!   is one scanner marker of at most 64 bytes), a repeat, or past the first
+//!   [`MAX_BARE_CALL_TOOLS`] (256: each name is one start marker the scanner tries at a
+//!   `<` that opens a prose line). [`Decoder::bare_call_tools`] says which were kept.
+//! * **Where.** The start tag `<name>` (exactly so: no blanks, no attributes; `<name/>` is
+//!   not one) must be the first non-blank text of a prose line, inside a code fence or not
+//!   (a fenced one also gets `fenced_block`, as a fenced block does). So it is never in
+//!   inline code or on a `>` line (both need other text before it on the line), never in
+//!   reasoning, and never inside a block (there it is a call of the block already). These
+//!   are the places where an `<ACTION>` tag would open a block, narrowed to line starts:
+//!   a tool's tag in the middle of a sentence is the model talking about the tool.
+//! * **What counts.** The element must close (`</name>` outside CDATA and comments, as
+//!   `</ACTION>` closes a block) and decode to its one call with no error: the block's
+//!   reader reads it, its repairs apply with their warnings. Then come
+//!   [`Event::BlockStart`], the call's argument events, and the [`Event::Block`], all from
+//!   the feed that delivered the close tag: an element is not known to be a call before it
+//!   closes, so nothing of it streams while it is written. It takes a block index as a
+//!   block does: after another block it carries `extra_action_block`.
+//! * **What does not.** An element the stream ended or was cut in, or one that does not
+//!   decode (a DTD, a mismatched structure the repairs cannot mend): warning
+//!   `marker_in_prose` (empty span at the tag, the message says why), then its bytes as
+//!   text, as an `<ACTION>` mention is. An element larger than `max_block_bytes`: error
+//!   `block_too_large`, its bytes dropped, no call. None of these is a block.
+//! * **Several in a row.** Each element that opens a line is a block of its own; the
+//!   second and later carry `extra_action_block` (a consumer that ends the turn at the
+//!   first call never reads them). An element right after another on the same line does
+//!   not open a line: text.
+//! * **Text after it** is trailing text, as after a block; the turn ends at the element's
+//!   close tag for a consumer that ends it at a block.
+//! * **Limits and work.** The element is held by the scanner as a block is (up to
+//!   `max_block_bytes`); outside blocks the scanner holds at most 63 bytes of a possible
+//!   start tag. A decoder without names builds the grammar it always did.
+//!
+//! //! # Arguments that stream
 //!
 //! While a block is being written the decoder reports [`Event::CallStart`] (a call
 //! element's start tag is complete: index in the block, tool), [`Event::ParamStart`],
@@ -377,12 +442,13 @@ mod prescan;
 mod protocol;
 mod render;
 mod stream;
+mod tags;
 mod tree;
 mod value;
 mod xml_chars;
 
 pub use call::{ActionBlock, ActionCall, ActionParam};
-pub use config::{Config, block_syntax, grammar};
+pub use config::{Config, MAX_BARE_CALL_NAME_BYTES, MAX_BARE_CALL_TOOLS, block_syntax, grammar};
 pub use decoder::Decoder;
 pub use event::Event;
 pub use mixed::{MixedConfig, MixedDecoder, MixedEvent, mixed_grammar};

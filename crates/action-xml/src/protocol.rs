@@ -20,11 +20,44 @@ pub enum Protocol {
 }
 
 impl Protocol {
-    /// `"tam"` or `"action"`.
+    /// Both protocols, in the order of [`Protocol::as_str`]'s names.
+    pub const ALL: [Protocol; 2] = [Protocol::Tam, Protocol::Action];
+
+    /// `"tam"` or `"action"` (what [`FromStr`] reads back).
     pub const fn as_str(self) -> &'static str {
         match self {
             Protocol::Tam => "tam",
             Protocol::Action => "action",
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Protocol {
+    type Err = UnknownProtocol;
+
+    /// `tam` or `action`, ASCII case-insensitive (`auto` is a [`ProtocolChoice`], not a
+    /// protocol).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let name = s.trim();
+        Protocol::ALL
+            .into_iter()
+            .find(|p| name.eq_ignore_ascii_case(p.as_str()))
+            .ok_or_else(|| UnknownProtocol(s.to_owned()))
+    }
+}
+
+/// Looking for one protocol only.
+impl From<Protocol> for ProtocolChoice {
+    fn from(protocol: Protocol) -> Self {
+        match protocol {
+            Protocol::Tam => ProtocolChoice::Tam,
+            Protocol::Action => ProtocolChoice::Action,
         }
     }
 }
@@ -75,7 +108,8 @@ impl fmt::Display for ProtocolChoice {
     }
 }
 
-/// A name that is not `tam`, `action` or `auto` (ASCII case-insensitive).
+/// A name that is not a protocol: not `tam` or `action` for a [`Protocol`], not `tam`,
+/// `action`, `auto` or `both` for a [`ProtocolChoice`] (ASCII case-insensitive).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownProtocol(pub String);
 
@@ -83,7 +117,7 @@ impl fmt::Display for UnknownProtocol {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown protocol {:?}: expected tam, action or auto",
+            "unknown protocol {:?}: expected tam or action (or auto, to read both)",
             self.0
         )
     }

@@ -11,10 +11,7 @@ use std::borrow::Cow;
 
 use tam_parse::Span;
 
-use crate::xml_chars::is_blank;
-
-/// XML whitespace, the set text edges are trimmed of.
-const XML_SPACE: [char; 4] = [' ', '\t', '\n', '\r'];
+use crate::xml_chars::{XML_SPACE, is_blank};
 
 /// Joins text and CDATA pieces (`true`: CDATA) by the rule of this module.
 pub(crate) fn assemble(mut pieces: Vec<(bool, Cow<'_, str>)>) -> String {

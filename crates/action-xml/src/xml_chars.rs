@@ -1,9 +1,24 @@
 //! Character classes of XML 1.0 (names, valid characters, whitespace) and the predefined
 //! entities.
 
-/// XML whitespace: space, tab, line feed, carriage return.
+/// XML whitespace (`S` of XML 1.0): space, tab, line feed, carriage return — not Unicode
+/// whitespace (an ideographic space in a value is content). The one statement of the set:
+/// text edges are trimmed of these characters and blanks between tags are these bytes.
+pub(crate) const XML_SPACE: [char; 4] = [' ', '\t', '\n', '\r'];
+
+/// Whether `b` is XML whitespace ([`XML_SPACE`]).
 pub(crate) fn is_xml_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// `s` without leading XML whitespace.
+pub(crate) fn trim_xml_start(s: &str) -> &str {
+    s.trim_start_matches(XML_SPACE)
+}
+
+/// `s` without trailing XML whitespace.
+pub(crate) fn trim_xml_end(s: &str) -> &str {
+    s.trim_end_matches(XML_SPACE)
 }
 
 /// The first offset at or after `at` in `b` that is no XML whitespace (`b.len()` when the
@@ -19,7 +34,7 @@ pub(crate) fn space_end(b: &[u8], mut at: usize) -> usize {
 /// `s` without leading and trailing XML whitespace (not Unicode whitespace: an ideographic
 /// space in a value is content).
 pub(crate) fn trim_xml(s: &str) -> &str {
-    s.trim_matches([' ', '\t', '\n', '\r'])
+    s.trim_matches(XML_SPACE)
 }
 
 /// True when `s` is only XML whitespace.

@@ -45,6 +45,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod choices;
 mod decode;
 mod demo;
 mod error;

@@ -7,12 +7,12 @@ use std::path::PathBuf;
 use clap::ValueEnum;
 use clap::error::ErrorKind;
 use tool_schema::load::{AgentProfile, workflow_from_dir};
-use tool_schema::{
-    PromptLanguage, PromptProtocol, PromptStyle, SystemPrompt, ToolDefinition, render_tool_list,
-};
+use tool_schema::{PromptProtocol, PromptStyle, SystemPrompt, ToolDefinition, render_tool_list};
 
+use crate::choices::{PromptLanguageChoice, protocol_parser};
 use crate::error::CliError;
 use crate::schema::load_all;
+use tam::Protocol;
 
 const LONG_ABOUT: &str = "\
 Render the tool list of an agent profile (an agent_profile.json whose tool_ids_inventory
@@ -51,33 +51,6 @@ pub(crate) enum StyleChoice {
     List,
 }
 
-/// The protocol a full system prompt teaches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum ProtocolChoice {
-    /// `<|[REQUEST_TOOL]|>` blocks (TAM seed).
-    Tam,
-    /// One `<ACTION>` XML block (ACTION seed).
-    Action,
-}
-
-/// The language of a system prompt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum PromptLanguageChoice {
-    /// English.
-    En,
-    /// Chinese, the seeds' wording.
-    Zh,
-}
-
-impl From<PromptLanguageChoice> for PromptLanguage {
-    fn from(choice: PromptLanguageChoice) -> Self {
-        match choice {
-            PromptLanguageChoice::En => PromptLanguage::English,
-            PromptLanguageChoice::Zh => PromptLanguage::Chinese,
-        }
-    }
-}
-
 /// Render a system prompt, or its tool list, for an agent profile's tools.
 #[derive(Debug, clap::Args)]
 #[command(long_about = LONG_ABOUT)]
@@ -104,9 +77,10 @@ pub(crate) struct PromptArgs {
     /// Print the complete system prompt, not only the tool list.
     #[arg(long)]
     full: bool,
-    /// The protocol the full prompt teaches.
-    #[arg(long, value_enum, default_value_t = ProtocolChoice::Tam, requires = "full")]
-    protocol: ProtocolChoice,
+    /// The protocol the full prompt teaches: tam or action (ACTION by default, as for
+    /// `tam run` and `tam serve`).
+    #[arg(long, value_parser = protocol_parser(), default_value = "action", requires = "full")]
+    protocol: Protocol,
     /// The language of the full prompt.
     #[arg(long, value_enum, default_value_t = PromptLanguageChoice::En, requires = "full")]
     language: PromptLanguageChoice,
@@ -139,8 +113,8 @@ pub(crate) fn run(args: &PromptArgs) -> Result<(), CliError> {
     let text = if args.full {
         let mut prompt = SystemPrompt::new(
             match args.protocol {
-                ProtocolChoice::Tam => PromptProtocol::Tam,
-                ProtocolChoice::Action => PromptProtocol::Action,
+                Protocol::Tam => PromptProtocol::Tam,
+                Protocol::Action => PromptProtocol::Action,
             },
             args.language.into(),
         );

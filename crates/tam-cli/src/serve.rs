@@ -6,9 +6,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::ValueEnum;
-use tam::Protocol as ProtocolChoice;
-use tam_model::openai::OpenAiConfig;
+use tam::{Protocol, ProtocolChoice};
+
+use crate::choices::protocol_parser;
+use tam_model::openai::{OpenAiConfig, UpstreamChoice, UpstreamKind};
 use tam_proxy::{
     ClientKeys, DEFAULT_MAX_UPSTREAM_CONCURRENCY, DEFAULT_STREAM_AFTER_BYTES,
     DEFAULT_UPSTREAM_QUEUE, ProxyConfig, serve,
@@ -49,22 +50,26 @@ a new one answered 503 `too_many_connections` and closed. A request's header mus
 within --header-timeout (an idle kept-alive connection is closed after it) and be at most
 16 KiB (else 431), its body within --body-timeout (else 408).
 
+Strict calls (on by default): where the upstream can constrain its own sampling, a
+request that offers tools asks it to, so that once the model starts a block it can only
+write calls of the offered tools, with their parameter names and value types (integers,
+numbers, booleans, enum members) and tags that close; prose stays free. llama.cpp's
+llama-server gets a GBNF grammar on its /completion endpoint (the prompt rendered with its
+/apply-template), lazy until the block's start marker; vLLM and SGLang a structural tag
+as response_format; any other server the prompt alone. tool_choice required (Messages:
+any) or a named tool makes the grammar apply from the reply's first token. The server's
+kind is detected once at start (GET /props, /get_server_info, /version; printed) unless
+--upstream-kind names it. A tool set no grammar can be built for (over 1 MiB, or no tool
+whose name the protocol can write) is logged and answered from the prompt alone.
+--no-strict turns strict calls off.
+
 Logs: one line per request on standard error (request id, method, path, status, model,
-calls, tokens when the upstream reports them, outcome, time queued, latency), never a key
-or a prompt.
+calls, tokens when the upstream reports them, outcome, whether the reply was constrained,
+time queued, latency), never a key or a prompt.
 RUST_LOG filters them (default `info`; `RUST_LOG=off` silences them).
 
 Exit status: 0 after Ctrl-C; 1 when the address cannot be bound, a key variable is unset,
 or a key file cannot be read or holds no valid key; 2 for a usage error.";
-
-/// Which protocol the upstream model is asked to write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum ServeProtocol {
-    /// TAM blocks.
-    Tam,
-    /// ACTION XML blocks.
-    Action,
-}
 
 /// Serve Chat Completions, Messages and Responses with native tool calls for a text-protocol model.
 #[derive(Debug, clap::Args)]
@@ -78,8 +83,8 @@ pub(crate) struct ServeArgs {
     listen: SocketAddr,
     /// The protocol the upstream model writes its calls in. ACTION by default: small models
     /// called tools right more often in it (BFCL, e2e/README.md).
-    #[arg(long, value_enum, default_value_t = ServeProtocol::Action)]
-    protocol: ServeProtocol,
+    #[arg(long, value_parser = protocol_parser(), default_value = "action")]
+    protocol: Protocol,
     /// Environment variable holding the upstream's API key (sent as a Bearer token).
     #[arg(long, value_name = "VAR")]
     api_key_env: Option<String>,
@@ -130,6 +135,19 @@ pub(crate) struct ServeArgs {
     /// calls go out whole when their block decodes.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_STREAM_AFTER_BYTES)]
     stream_after_bytes: usize,
+    /// The upstream server's kind, for strict calls: auto (ask the server at start),
+    /// llama-cpp, vllm, sglang or other (the prompt alone).
+    #[arg(long, value_name = "KIND", default_value = "auto", value_parser = upstream_kind)]
+    upstream_kind: UpstreamChoice,
+    /// Turn strict calls off: the upstream gets the prompt alone, never a grammar.
+    #[arg(long)]
+    no_strict: bool,
+}
+
+/// An `--upstream-kind` value.
+pub(crate) fn upstream_kind(text: &str) -> Result<UpstreamChoice, String> {
+    text.parse()
+        .map_err(|e: tam_model::openai::ParseUpstreamKindError| e.to_string())
 }
 
 /// The time-out flags' defaults: tam-proxy's and tam-model's (a test checks they agree).
@@ -212,10 +230,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), CliError> {
             .with_api_key_env(var)
             .map_err(|e| CliError::Model(e.to_string()))?;
     }
-    let protocol = match args.protocol {
-        ServeProtocol::Tam => ProtocolChoice::Tam,
-        ServeProtocol::Action => ProtocolChoice::Action,
-    };
+    let protocol = ProtocolChoice::from(args.protocol);
     let client_keys = client_keys(args)?;
     let open = client_keys.is_empty();
     let mut config = ProxyConfig::new(upstream)
@@ -228,7 +243,8 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), CliError> {
         .with_body_timeout(args.body_timeout)
         .with_upstream_timeout(args.upstream_timeout)
         .with_log_prompts(args.log_prompts)
-        .with_stream_after_bytes(args.stream_after_bytes);
+        .with_stream_after_bytes(args.stream_after_bytes)
+        .with_strict(!args.no_strict);
     if let Some(max_connections) = args.max_connections {
         config = config.with_max_connections(max_connections);
     }
@@ -272,6 +288,28 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), CliError> {
                  address: anyone who reaches it can use the upstream (and its key); see \
                  --client-key-env and --client-key-file"
             );
+        }
+        if !args.no_strict {
+            // Once, before serving: every request with tools goes by it.
+            let kind = args.upstream_kind.resolve(&config.upstream).await;
+            let how = match args.upstream_kind {
+                UpstreamChoice::Auto => "detected",
+                UpstreamChoice::Kind(_) => "named",
+            };
+            let strict = match kind {
+                UpstreamKind::LlamaCpp => "on (a GBNF grammar on /completion)",
+                UpstreamKind::Vllm | UpstreamKind::Sglang => {
+                    "on (a structural tag in response_format)"
+                }
+                _ => "not supported by this server (the prompt alone)",
+            };
+            let _ = writeln!(
+                stderr,
+                "tam serve: upstream kind {kind} ({how}); strict calls {strict}"
+            );
+            config = config.with_upstream_kind(UpstreamChoice::Kind(kind));
+        } else {
+            let _ = writeln!(stderr, "tam serve: strict calls off (--no-strict)");
         }
         init_logs();
         let shutdown = async {

@@ -185,7 +185,15 @@ fn prompt_of(args: &[&str]) -> Output {
 fn tam_seed_6_2_full_system_prompt() {
     let plugin = test_path("fixtures/skill-plugin");
     let plugin = plugin.to_str().unwrap();
-    let output = prompt_of(&["--full", "--language", "zh", "--tools", plugin]);
+    let output = prompt_of(&[
+        "--full",
+        "--protocol",
+        "tam",
+        "--language",
+        "zh",
+        "--tools",
+        plugin,
+    ]);
     let text = success(&output);
     assert!(text.starts_with("[角色与目标]\n"), "{text}");
     assert!(text.contains("[可用工具参考]\n你只能调用以下工具：\n\n- Tool ID: skill-plugin:greet\n  - 描述: Greets the player"), "{text}");

@@ -19,8 +19,18 @@ use support::{Output, ndjson, run, test_path};
 const TIME_BLOCK: &str = "Let me check.\n<|[REQUEST_TOOL]|>\ncommand:「始」system:get_current_time「末」\n<|[END_TOOL]|>";
 const PLAYER_ACTION: &str = "Looking up.\n<ACTION>\n  <GetPlayerInfo>\n    <player_id>player123</player_id>\n  </GetPlayerInfo>\n</ACTION>";
 
-/// Runs `tam run --base-url … --model m args… PROMPT` off the runtime's threads.
+/// Runs `tam run --base-url … --model m args… PROMPT` off the runtime's threads, with
+/// `--protocol tam` unless `args` name a protocol (the tests written for TAM name none).
 async fn tam_run(server: &Server, args: &[&str]) -> Output {
+    if args.contains(&"--protocol") {
+        tam_run_as_given(server, args).await
+    } else {
+        tam_run_as_given(server, &[&["--protocol", "tam"], args].concat()).await
+    }
+}
+
+/// Runs `tam run --base-url … --model m args… PROMPT` off the runtime's threads.
+async fn tam_run_as_given(server: &Server, args: &[&str]) -> Output {
     let mut all: Vec<String> = vec![
         "run".into(),
         "--base-url".into(),
@@ -135,17 +145,8 @@ async fn an_action_call_runs_and_prose_streams_as_text() {
         Reply::events(&text_stream("The player is Alice.", 4, "stop", "\n")),
     ])
     .await;
-    let output = tam_run(
-        &server,
-        &[
-            "--tools",
-            "demo",
-            "--protocol",
-            "action",
-            "Who is player123?",
-        ],
-    )
-    .await;
+    // ACTION is the default protocol: no --protocol.
+    let output = tam_run_as_given(&server, &["--tools", "demo", "Who is player123?"]).await;
     assert_eq!(output.code, Some(0), "{}", output.stderr);
     assert!(
         output.stdout.starts_with("Looking up.\n"),
@@ -696,5 +697,221 @@ async fn a_repeated_mcp_server_gets_its_own_names_and_each_runs() {
         observation.contains("Tool add executed successfully. Result: 3\n")
             && observation.contains("Tool tam-run-test:add executed successfully. Result: 34"),
         "{observation}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Strict calls
+// ---------------------------------------------------------------------------------------
+
+/// A llama-server's native `/completion` stream of `text` (pieces of 6 characters) that
+/// stops at `stopped_at` (a stop word, left out of the text) or by itself.
+fn llama_stream(text: &str, stopped_at: Option<&str>) -> Reply {
+    let chars: Vec<char> = text.chars().collect();
+    let mut events: Vec<String> = chars
+        .chunks(6)
+        .map(|c| {
+            let piece: String = c.iter().collect();
+            format!("data: {}\n\n", json!({"content": piece, "stop": false}))
+        })
+        .collect();
+    let last = json!({
+        "content": "", "stop": true,
+        "stop_type": if stopped_at.is_some() { "word" } else { "eos" },
+        "stopping_word": stopped_at.unwrap_or(""),
+        "tokens_evaluated": 100, "tokens_predicted": 10,
+    });
+    events.push(format!("data: {last}\n\n"));
+    Reply::events(&events)
+}
+
+fn ok_json(body: Value) -> Reply {
+    Reply::Status {
+        status: 200,
+        body: body.to_string(),
+    }
+}
+
+/// A scripted llama-server: `/props` says so, `/apply-template` renders the messages'
+/// contents, `/completion` writes the ACTION call first and prose once it sees the call's
+/// observation.
+async fn llama_server() -> Server {
+    Server::scripted_with_probes(|request| {
+        let path = request.line.split(' ').nth(1).unwrap_or("");
+        match path {
+            "/props" => ok_json(json!({"default_generation_settings": {"n_ctx": 4096}})),
+            "/apply-template" => {
+                let messages = request.body["messages"].as_array().unwrap();
+                let mut prompt: String = messages
+                    .iter()
+                    .map(|m| format!("{}\n", m["content"].as_str().unwrap()))
+                    .collect();
+                prompt.push_str(&format!("[{} messages]", messages.len()));
+                ok_json(json!({"prompt": prompt}))
+            }
+            // The first round (system and user messages) calls; the next answers.
+            "/completion"
+                if request.body["prompt"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("[2 messages]") =>
+            {
+                llama_stream(
+                    PLAYER_ACTION.trim_end_matches("</ACTION>"),
+                    Some("</ACTION>"),
+                )
+            }
+            "/completion" => llama_stream("The player is Alice.", None),
+            _ => Reply::Status {
+                status: 404,
+                body: "{}".into(),
+            },
+        }
+    })
+    .await
+}
+
+fn paths(server: &Server) -> Vec<String> {
+    server
+        .requests()
+        .iter()
+        .map(|r| r.line.split(' ').take(2).collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn against_a_llama_server_each_round_sends_the_tools_grammar_to_completion() {
+    let server = llama_server().await;
+    let args = [
+        "--tools",
+        "demo",
+        "--protocol",
+        "action",
+        "Who is player123?",
+    ];
+    let output = tam_run(&server, &args).await;
+    assert_eq!(output.code, Some(0), "{}", output.stderr);
+    assert!(
+        output
+            .stdout
+            .contains("→ GetPlayerInfo({\"player_id\":\"player123\"})"),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output.stdout.contains("The player is Alice."),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output.stderr.contains("strict calls on (llama.cpp server"),
+        "{}",
+        output.stderr
+    );
+    // One detection (the three questions at once), then each round rendered and
+    // completed.
+    let lines = paths(&server);
+    let mut asked: Vec<&str> = lines[..3].iter().map(String::as_str).collect();
+    asked.sort_unstable();
+    assert_eq!(
+        asked,
+        ["GET /get_server_info", "GET /props", "GET /version"],
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines[3..],
+        [
+            "POST /apply-template",
+            "POST /completion",
+            "POST /apply-template",
+            "POST /completion"
+        ],
+    );
+    for request in server
+        .requests()
+        .iter()
+        .filter(|r| r.line.starts_with("POST /completion"))
+    {
+        let body = &request.body;
+        assert_eq!(body["grammar_lazy"], true);
+        assert_eq!(
+            body["grammar_triggers"],
+            json!([{"type": 1, "value": "<ACTION>"}])
+        );
+        let grammar = body["grammar"].as_str().unwrap();
+        for tool in ["GetPlayerInfo", "player_id", "get_current_time"] {
+            assert!(grammar.contains(tool), "{tool}: {grammar:.200}");
+        }
+        assert!(
+            body["stop"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("</ACTION>"))
+        );
+    }
+
+    // `--no-strict`: chat completions, no grammar, nothing asked of the server's kind.
+    let server = Server::start(vec![
+        Reply::events(&text_stream(PLAYER_ACTION, 5, "stop", "\n")),
+        Reply::events(&text_stream("The player is Alice.", 4, "stop", "\n")),
+    ])
+    .await;
+    let mut no_strict = vec!["--no-strict"];
+    no_strict.extend(args);
+    let output = tam_run(&server, &no_strict).await;
+    assert_eq!(output.code, Some(0), "{}", output.stderr);
+    assert!(
+        !output.stderr.contains("strict calls on"),
+        "{}",
+        output.stderr
+    );
+    for request in server.requests() {
+        assert!(
+            request.line.starts_with("POST /v1/chat/completions"),
+            "{}",
+            request.line
+        );
+        assert!(request.body.get("grammar").is_none());
+        assert!(request.body.get("response_format").is_none());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_upstream_kind_is_not_asked_and_a_bad_one_is_a_usage_error() {
+    // Named vLLM: no detection, a structural tag in each chat request.
+    let server = Server::scripted_with_probes(|request| {
+        if request.body["messages"].as_array().unwrap().len() == 2 {
+            Reply::events(&text_stream(PLAYER_ACTION, 5, "stop", "\n"))
+        } else {
+            Reply::events(&text_stream("The player is Alice.", 4, "stop", "\n"))
+        }
+    })
+    .await;
+    let args = [
+        "--upstream-kind",
+        "vllm",
+        "--tools",
+        "demo",
+        "--protocol",
+        "action",
+        "Who is player123?",
+    ];
+    let output = tam_run(&server, &args).await;
+    assert_eq!(output.code, Some(0), "{}", output.stderr);
+    assert!(
+        paths(&server)
+            .iter()
+            .all(|p| p == "POST /v1/chat/completions")
+    );
+    let format = &server.requests()[0].body["response_format"];
+    assert_eq!(format["type"], "structural_tag");
+    assert_eq!(format["format"]["triggers"], json!(["<ACTION>"]));
+
+    let output = tam_run(&server, &["--upstream-kind", "tgi", "Hi"]).await;
+    assert_eq!(output.code, Some(2), "{}", output.stderr);
+    assert!(
+        output.stderr.contains("unknown upstream kind 'tgi'"),
+        "{}",
+        output.stderr
     );
 }

@@ -515,3 +515,39 @@ async fn log_prompts_logs_the_messages_the_upstream_gets() {
         "{lines:#?}"
     );
 }
+
+#[test]
+fn the_strict_call_flags_are_parsed_and_explained() {
+    for command in ["serve", "run"] {
+        let help = support::run(&[command, "--help"], b"");
+        assert_eq!(help.code, Some(0), "{}", help.stderr);
+        for part in [
+            "--upstream-kind",
+            "--no-strict",
+            "llama-cpp",
+            "Strict calls",
+        ] {
+            assert!(
+                help.stdout.contains(part),
+                "{command}: {part}: {}",
+                help.stdout
+            );
+        }
+    }
+    let bad = support::run(
+        &[
+            "serve",
+            "--upstream",
+            "http://127.0.0.1:9/v1",
+            "--upstream-kind",
+            "tgi",
+        ],
+        b"",
+    );
+    assert_eq!(bad.code, Some(2), "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("unknown upstream kind 'tgi'"),
+        "{}",
+        bad.stderr
+    );
+}

@@ -285,6 +285,88 @@ async fn every_cut_of_the_stream_gives_the_same_items() {
     }
 }
 
+/// A partial event as llama-server writes the one before the last: with the timings so far.
+fn partial_with_timings(content: &str, predicted: u64) -> String {
+    let event = json!({
+        "index": 0, "content": content, "tokens": [29], "stop": false, "id_slot": -1,
+        "tokens_predicted": predicted, "tokens_evaluated": 31,
+        "timings": {"cache_n": 0, "prompt_n": 31, "predicted_n": predicted},
+    });
+    format!("data: {event}\n\n")
+}
+
+#[tokio::test]
+async fn the_usage_comes_with_the_last_event_after_the_text_that_ends_a_call() {
+    // The shapes a real llama-server wrote: tokens held back while they may begin a stop
+    // word come as empty events, the event before the last carries running timings (no
+    // usage), and the usage comes only with the last event, after all the text. For a
+    // call element the model writes without <ACTION> (no stop word ends it) that is one
+    // event after the text that closes it, when the model's end of generation comes.
+    // Each is read cut at every byte too.
+    let action = [
+        partial(" <ACTION>", 1),
+        partial("<get_weather><city>Paris", 2),
+        partial("", 3),
+        partial("</city", 4),
+        partial("", 5),
+        partial("></get_weather", 6),
+        partial("", 7),
+        partial_with_timings(">", 8),
+        last("word", "</ACTION>", 8),
+    ]
+    .concat();
+    let bare = [
+        partial("<get_weather><city>Paris", 1),
+        partial("</city", 2),
+        partial("></get_weather", 3),
+        partial(">", 4),
+        partial_with_timings("", 5),
+        last("eos", "", 5),
+    ]
+    .concat();
+    let action_items = vec![
+        text(" <ACTION>"),
+        text("<get_weather><city>Paris"),
+        text("</city"),
+        text("></get_weather"),
+        text(">"),
+        Ok(ModelItem::StopSequence("</ACTION>".into())),
+        Ok(ModelItem::Finish(FinishReason::Stop)),
+        Ok(usage(8)),
+    ];
+    let bare_items = vec![
+        text("<get_weather><city>Paris"),
+        text("</city"),
+        text("></get_weather"),
+        text(">"),
+        Ok(ModelItem::Finish(FinishReason::Stop)),
+        Ok(usage(5)),
+    ];
+    for (stream, expected) in [(action, action_items), (bare, bare_items)] {
+        let stream = stream.into_bytes();
+        let cuts: Arc<Mutex<Vec<usize>>> = Arc::default();
+        let script_cuts = cuts.clone();
+        let script_stream = stream.clone();
+        let server = Server::start(move |request: &Request| match request.route().as_str() {
+            "POST /apply-template" => Reply::ok(json!({"prompt": PROMPT})),
+            "POST /completion" => Reply::cut(&script_stream, &script_cuts.lock().unwrap()),
+            _ => Reply::not_found(),
+        })
+        .await;
+        let model = model(&server);
+        let mut ways: Vec<Vec<usize>> = vec![vec![], (1..stream.len()).collect()];
+        ways.extend((0..8).map(|seed| random_cuts(stream.len(), seed)));
+        for way in ways {
+            *cuts.lock().unwrap() = way.clone();
+            assert_eq!(
+                items(&model, &plain_request()).await,
+                expected,
+                "cuts {way:?}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn the_end_of_generation_and_the_token_limit_are_finish_reasons() {
     for (stop_type, reason) in [("eos", FinishReason::Stop), ("limit", FinishReason::Length)] {
@@ -747,6 +829,7 @@ fn upstream_kind_names_read_and_print() {
         ("llamacpp", UpstreamKind::LlamaCpp),
         ("Llama-Server", UpstreamKind::LlamaCpp),
         ("vllm", UpstreamKind::Vllm),
+        ("llama-cpp", UpstreamKind::LlamaCpp),
         ("vLLM", UpstreamKind::Vllm),
         (" sglang ", UpstreamKind::Sglang),
         ("other", UpstreamKind::Other),
@@ -768,10 +851,10 @@ fn upstream_kind_names_read_and_print() {
     assert_eq!(error.name(), "auto");
     assert_eq!(
         error.to_string(),
-        "unknown upstream kind 'auto': expected llama.cpp (or llamacpp, llama-server), vllm, sglang or other"
+        "unknown upstream kind 'auto': expected llama-cpp (or llama.cpp, llamacpp, llama-server), vllm, sglang or other"
     );
     assert_eq!(
         "tgi".parse::<UpstreamChoice>().unwrap_err().to_string(),
-        "unknown upstream kind 'tgi': expected llama.cpp (or llamacpp, llama-server), vllm, sglang, other or auto"
+        "unknown upstream kind 'tgi': expected llama-cpp (or llama.cpp, llamacpp, llama-server), vllm, sglang, other or auto"
     );
 }

@@ -285,3 +285,61 @@ fn an_idle_decoder_is_small() {
     let decoder = Decoder::default();
     assert_eq!(decoder.buffered(), 0);
 }
+
+/// Records text (merged) and blocks, for the line-start test.
+#[derive(Default)]
+struct Lines {
+    events: Vec<String>,
+}
+
+impl ScanHandler for Lines {
+    fn text(&mut self, text: &str, _span: Span) {
+        match self.events.last_mut() {
+            Some(last) if last.starts_with("text:") => last.push_str(text),
+            _ => self.events.push(format!("text:{text}")),
+        }
+    }
+    fn block_closed(&mut self, closed: ClosedBlock) {
+        self.events.push(format!("block:{}", &*closed.raw));
+    }
+}
+
+/// A start marker made with `at_line_start` opens a block only where it begins a prose
+/// line — after blanks, inside a fence too, whatever the deltas — and is prose mid-line or
+/// on a `>` line.
+#[test]
+fn line_start_start_markers_follow_the_prose_line_across_deltas() {
+    let grammar = Grammar::new(vec![BlockSyntax {
+        start: Pattern::exact("<go>").at_line_start(),
+        end: Pattern::exact("</go>"),
+        regions: Vec::new(),
+        restart_on_start: false,
+    }])
+    .unwrap();
+    let input = "say <go>a</go>\n  <go>b</go> x\n> <go>c</go>\n```\n<go>d</go>\n```\n`<go>e</go>";
+    let run = |pieces: &[&str]| {
+        let mut scanner = Scanner::new(grammar.clone(), 1 << 20);
+        let mut h = Lines::default();
+        for p in pieces {
+            scanner.feed(p, &mut h);
+        }
+        scanner.finish(&mut h);
+        h.events
+    };
+    let whole = run(&[input]);
+    assert_eq!(
+        whole,
+        [
+            "text:say <go>a</go>\n  ",
+            "block:<go>b</go>",
+            "text: x\n> <go>c</go>\n```\n",
+            "block:<go>d</go>",
+            "text:\n```\n`<go>e</go>",
+        ]
+    );
+    for i in 1..input.len() {
+        assert_eq!(run(&[&input[..i], &input[i..]]), whole, "split at {i}");
+    }
+    let bytes: Vec<&str> = (0..input.len()).map(|i| &input[i..i + 1]).collect();
+    assert_eq!(run(&bytes), whole);
+}

@@ -226,6 +226,9 @@ pub(crate) struct Summary {
     pub(crate) usage: Option<Map<String, Value>>,
     /// The finish reason, or the error code.
     pub(crate) outcome: Option<String>,
+    /// Whether the reply was constrained (strict calls); `None` for a request whose reply
+    /// is not decoded into calls.
+    pub(crate) constrained: Option<bool>,
 }
 
 /// On a response whose body logs the request itself when it ends (a stream).
@@ -259,7 +262,8 @@ impl RequestLog {
 
     /// Writes the line (once): `tam_proxy::request` at level INFO, its fields
     /// `request_id`, `method`, `path`, `status`, `model`, `calls`, `prompt_tokens`,
-    /// `completion_tokens`, `outcome`, `queued_ms`, `latency_ms`. Never a key, never a
+    /// `completion_tokens`, `outcome`, `constrained` (requests with tools), `queued_ms`,
+    /// `latency_ms`. Never a key, never a
     /// prompt (that is a line of its own, when asked).
     pub(crate) fn write(&mut self) {
         if std::mem::replace(&mut self.written, true) {
@@ -285,6 +289,7 @@ impl RequestLog {
             prompt_tokens = tokens("prompt_tokens"),
             completion_tokens = tokens("completion_tokens"),
             outcome = self.summary.outcome.as_deref().map(tracing::field::display),
+            constrained = self.summary.constrained,
             queued_ms,
             latency_ms,
             "request"

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use tam_model::openai::{OpenAiConfig, OpenAiModel};
+use tam_model::openai::{OpenAiConfig, OpenAiModel, UpstreamChoice, UpstreamKind};
 
-use crate::*;
+use crate::{ClientKeys, ProtocolChoice, ProxyError, access, default_max_connections};
 
 /// Default of [`ProxyConfig::max_request_bytes`]: 4 MiB.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 << 20;
@@ -32,12 +32,12 @@ pub struct ProxyConfig {
     /// `http://127.0.0.1:8081/v1`), API key, idle time-out, SSE event limit, fields added to
     /// every request. Its `model` is used when a request names none (empty: required).
     pub upstream: OpenAiConfig,
-    /// The protocol the upstream model is asked to write. Default: [`Protocol::Action`],
+    /// The protocol the upstream model is asked to write. Default: [`ProtocolChoice::Action`],
     /// the protocol that small models called tools with best through the proxy: on the
     /// BFCL cases of the repository's `e2e/README.md` (Qwen2.5-Coder-1.5B-Instruct), ACTION
     /// answered 79 % of the development set and 72 % of a held-out set right, TAM 70 % and
-    /// 56 %, at the same prompt size and time. [`Protocol::Tam`] stays one call away.
-    pub protocol: Protocol,
+    /// 56 %, at the same prompt size and time. [`ProtocolChoice::Tam`] stays one call away.
+    pub protocol: ProtocolChoice,
     /// Largest request body; a larger one gets 413. Default: [`DEFAULT_MAX_REQUEST_BYTES`]
     /// (4 MiB).
     pub max_request_bytes: usize,
@@ -52,13 +52,13 @@ pub struct ProxyConfig {
     /// requests are served, with CORS answers. A request with any other `Origin` gets 403.
     /// Default: none (no browser request is served).
     pub allowed_origins: Vec<String>,
-    /// Open connections at most, in [`serve`]. A new connection over it closes the oldest
+    /// Open connections at most, in [`serve`](crate::serve). A new connection over it closes the oldest
     /// open connection that is not serving a request (one still sending its header, or
     /// an idle kept-alive one); when every open connection is serving a request, the new
     /// one is answered 503 `too_many_connections` and closed at once. 0: no cap. Default:
     /// [`default_max_connections`] when the configuration is made: half the process's
-    /// soft open-file limit, at most [`MAX_DEFAULT_CONNECTIONS`] (raise the limit first
-    /// with [`raise_open_file_limit`], as `tam serve` does).
+    /// soft open-file limit, at most [`MAX_DEFAULT_CONNECTIONS`](crate::MAX_DEFAULT_CONNECTIONS) (raise the limit first
+    /// with [`raise_open_file_limit`](crate::raise_open_file_limit), as `tam serve` does).
     pub max_connections: usize,
     /// Upstream requests under way at most (chat completions and model lists); a request
     /// over it waits in the queue ([`ProxyConfig::upstream_queue`]). 0: no cap. Default:
@@ -82,7 +82,7 @@ pub struct ProxyConfig {
     /// shorter than the time-outs of OpenAI's clients (10 minutes), so a client that gives
     /// up on a slow upstream gets an answer it can retry on rather than a cut connection.
     pub upstream_queue_timeout: Duration,
-    /// In [`serve`]: a request's header must arrive within this, counted from the moment
+    /// In [`serve`](crate::serve): a request's header must arrive within this, counted from the moment
     /// the connection waits for a request (an idle kept-alive connection is closed after
     /// it). Zero: no time-out. Default: [`DEFAULT_HEADER_TIMEOUT`] (10 s).
     pub header_timeout: Duration,
@@ -103,6 +103,17 @@ pub struct ProxyConfig {
     /// block that then fails ends the reply with `streamed_call_invalid`). Default:
     /// [`DEFAULT_STREAM_AFTER_BYTES`] (256).
     pub stream_after_bytes: usize,
+    /// Strict calls: where the upstream can constrain its own sampling
+    /// ([`ProxyConfig::upstream_kind`]), a request that offers tools (and whose
+    /// `tool_choice` is not `none`) asks it to, so that once the model starts a block it
+    /// can only write calls of the offered tools with their parameters and value types
+    /// (see "Strict calls" in the crate docs). Default: on. Off, every upstream gets the
+    /// prompt alone.
+    pub strict: bool,
+    /// Which server the upstream is, for what it can constrain: detected
+    /// ([`UpstreamChoice::Auto`], the default: [`serve`](crate::serve) asks once, at start, and a
+    /// [`router`](crate::router) at its first request with tools) or named.
+    pub upstream_kind: UpstreamChoice,
 }
 
 impl ProxyConfig {
@@ -110,7 +121,7 @@ impl ProxyConfig {
     pub fn new(upstream: OpenAiConfig) -> Self {
         Self {
             upstream,
-            protocol: Protocol::Action,
+            protocol: ProtocolChoice::Action,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             tam: tam_parse::Config::default(),
             action: action_xml::Config::default(),
@@ -124,12 +135,28 @@ impl ProxyConfig {
             log_prompts: false,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             stream_after_bytes: DEFAULT_STREAM_AFTER_BYTES,
+            strict: true,
+            upstream_kind: UpstreamChoice::Auto,
         }
+    }
+
+    /// This configuration with strict calls on or off ([`ProxyConfig::strict`]).
+    #[must_use]
+    pub fn with_strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// This configuration with `upstream_kind` ([`ProxyConfig::upstream_kind`]).
+    #[must_use]
+    pub fn with_upstream_kind(mut self, upstream_kind: UpstreamChoice) -> Self {
+        self.upstream_kind = upstream_kind;
+        self
     }
 
     /// This configuration with `protocol`.
     #[must_use]
-    pub fn with_protocol(mut self, protocol: Protocol) -> Self {
+    pub fn with_protocol(mut self, protocol: ProtocolChoice) -> Self {
         self.protocol = protocol;
         self
     }
@@ -235,6 +262,53 @@ pub(crate) struct Shared {
     pub(crate) upstream_slots: Arc<Semaphore>,
     /// One permit per request waiting for an upstream slot.
     pub(crate) queue_places: Semaphore,
+    /// The upstream's kind, once known (named, or detected at the first request that
+    /// could be constrained).
+    pub(crate) kind: tokio::sync::OnceCell<UpstreamKind>,
+}
+
+impl Shared {
+    /// The upstream's kind: the one named, else detected once (and logged).
+    pub(crate) async fn upstream_kind(&self) -> UpstreamKind {
+        *self
+            .kind
+            .get_or_init(|| async {
+                let kind = self
+                    .config
+                    .upstream_kind
+                    .resolve(&self.config.upstream)
+                    .await;
+                log_upstream_kind(kind, self.config.upstream_kind);
+                kind
+            })
+            .await
+    }
+}
+
+/// The log line that says which upstream the proxy serves and whether its replies can be
+/// constrained.
+pub(crate) fn log_upstream_kind(kind: UpstreamKind, choice: UpstreamChoice) {
+    let how = match choice {
+        UpstreamChoice::Auto => "detected",
+        UpstreamChoice::Kind(_) => "named",
+    };
+    tracing::info!(
+        target: "tam_proxy::upstream",
+        upstream_kind = %kind,
+        how,
+        strict_calls = strict_form(kind).unwrap_or("none (the prompt alone)"),
+        "upstream kind"
+    );
+}
+
+/// How strict calls reach an upstream of `kind`: a lazy GBNF grammar on llama-server's
+/// `/completion`, or a structural tag as `response_format`; `None` for any other server.
+pub(crate) fn strict_form(kind: UpstreamKind) -> Option<&'static str> {
+    match kind {
+        UpstreamKind::LlamaCpp => Some("gbnf"),
+        UpstreamKind::Vllm | UpstreamKind::Sglang => Some("structural_tag"),
+        _ => None,
+    }
 }
 
 impl Shared {

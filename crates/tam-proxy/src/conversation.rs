@@ -10,13 +10,14 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 use tam_model::{Message, ModelOptions, Role};
+use tool_schema::grammar::Activation;
 use tool_schema::{CompiledTool, ToolDefinition};
 
 use crate::ProxyError;
 use crate::history::{PastCall, observation, observation_error, render_calls};
 use crate::prompt::{Choice, after_observations, demonstration, tool_prompt};
 
-use crate::Protocol;
+use crate::ProtocolChoice;
 
 /// A request of any client API, read.
 #[derive(Debug)]
@@ -168,6 +169,14 @@ impl OfferedTools {
         rename_keys(args, pairs.into_iter());
     }
 
+    /// The offered tools' names, sorted (the decoder reads a call element of one of them
+    /// written without `<ACTION>` as a call).
+    pub(crate) fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.tools.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+
     /// The offered tool named `name` (exactly).
     pub(crate) fn get(&self, name: &str) -> Option<&CompiledTool> {
         self.tools.get(name)
@@ -228,12 +237,18 @@ pub(crate) struct Translated {
     pub(crate) decode: bool,
     /// Most calls in the reply: 1 when parallel calls are off.
     pub(crate) max_calls: usize,
+    /// The tools as the prompt lists them (TAM aliases applied), for a strict-call
+    /// grammar; empty when the reply is not decoded.
+    pub(crate) prompted: Vec<ToolDefinition>,
+    /// How a strict-call grammar applies: lazily for `auto`, from the reply's start for
+    /// `required` and a named tool (whose tool alone is offered).
+    pub(crate) activation: Activation,
 }
 
 /// The upstream request for `conversation` in `protocol`.
 pub(crate) fn translate(
     conversation: Conversation,
-    protocol: Protocol,
+    protocol: ProtocolChoice,
 ) -> Result<Translated, ProxyError> {
     let Conversation {
         model,
@@ -265,14 +280,14 @@ pub(crate) fn translate(
         }
         Some(_) => tools,
     };
-    if protocol == Protocol::Action {
+    if protocol == ProtocolChoice::Action {
         writable_in_action(&offered_definitions)?;
     }
     let decode = !offered_definitions.is_empty();
     let mut offered = OfferedTools::default();
     // TAM (and auto, which teaches TAM) offers parameters named like its `command` keys
     // under an alias.
-    if protocol != Protocol::Action {
+    if protocol != ProtocolChoice::Action {
         for definition in &offered_definitions {
             let aliases = tam_aliases(definition);
             if !aliases.is_empty() {
@@ -282,17 +297,25 @@ pub(crate) fn translate(
             }
         }
     }
-    let prompt = choice.as_ref().filter(|_| decode).map(|choice| {
-        let prompted: Vec<ToolDefinition> = offered_definitions
+    let prompted: Vec<ToolDefinition> = if decode {
+        offered_definitions
             .iter()
             .map(|d| match offered.aliases.get(d.id.as_str()) {
                 Some(aliases) => with_aliases(d, aliases),
                 None => d.clone(),
             })
-            .collect();
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let prompt = choice.as_ref().filter(|_| decode).map(|choice| {
         let refs: Vec<&ToolDefinition> = prompted.iter().collect();
         tool_prompt(protocol, &refs, choice, parallel)
     });
+    let activation = match &choice {
+        Some(Choice::Required | Choice::Named(_)) => Activation::Required,
+        _ => Activation::Lazy,
+    };
     // The history's calls of such tools as the model would have written them.
     let mut turns = turns;
     if !offered.aliases.is_empty() {
@@ -340,6 +363,8 @@ pub(crate) fn translate(
         offered,
         decode,
         max_calls: if parallel { usize::MAX } else { 1 },
+        prompted,
+        activation,
     })
 }
 
@@ -386,7 +411,7 @@ fn writable_in_action(definitions: &[ToolDefinition]) -> Result<(), ProxyError> 
 /// assistant's call, or a tool result).
 fn render_turns(
     turns: Vec<Turn>,
-    protocol: Protocol,
+    protocol: ProtocolChoice,
     prompt: Option<String>,
     after: Option<&str>,
 ) -> (Vec<Message>, bool) {

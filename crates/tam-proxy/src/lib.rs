@@ -5,7 +5,7 @@
 //! A client sends `POST /v1/chat/completions` with `tools`, as to OpenAI. The proxy writes
 //! tool-schema's compact [`SystemPrompt`](tool_schema::SystemPrompt) (the protocol's
 //! format, its rules and an example block first, the tool list last; English) for its
-//! [`Protocol`] (ACTION XML by default, TAM on request; `Auto` teaches TAM) after the
+//! [`ProtocolChoice`] (ACTION XML by default, TAM on request; `Auto` teaches TAM) after the
 //! client's own system message (in ACTION followed by two fixed example turns), rewrites
 //! the history (an assistant message's `tool_calls` → the protocol's block, a `tool` message →
 //! its `Observation: …` line), asks the upstream server — any OpenAI-compatible server,
@@ -15,7 +15,7 @@
 //! streaming while the model writes them ("Arguments that stream").
 //!
 //! ```no_run
-//! use tam::Protocol;
+//! use tam::ProtocolChoice;
 //! use tam_model::openai::OpenAiConfig;
 //! use tam_proxy::{ProxyConfig, serve};
 //!
@@ -24,7 +24,7 @@
 //! // first (unix), and the default connection cap is sized from it.
 //! let _ = tam_proxy::raise_open_file_limit();
 //! let config = ProxyConfig::new(OpenAiConfig::new("http://127.0.0.1:8081/v1", ""))
-//!     .with_protocol(Protocol::Tam) // the default is Protocol::Action
+//!     .with_protocol(ProtocolChoice::Tam) // the default is ProtocolChoice::Action
 //!     .with_client_keys(["a-long-random-key"]); // none: open to anyone who reaches it
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 //! // With its connection cap and header time-out; `tam_proxy::router(config)` is the
@@ -159,7 +159,8 @@
 //! INFO, written when the answer is complete (for a stream: when it ends, or when the
 //! client goes away, outcome `client_closed`). Fields: `request_id`, `method`, `path`,
 //! `status`, `model`, `calls`, `prompt_tokens` and `completion_tokens` when the upstream
-//! reported usage, `outcome` (the finish reason or the error code), `queued_ms` (the time
+//! reported usage, `outcome` (the finish reason or the error code), `constrained` (for a
+//! request whose reply is decoded: whether strict calls constrained it), `queued_ms` (the time
 //! it waited in the upstream queue; 0 when it did not wait) and `latency_ms` (from its
 //! header to its end, the wait included). A request whose client goes away before its
 //! answer is logged with `status` 499 and `outcome` `client_closed` (nothing was sent).
@@ -321,6 +322,63 @@
 //!   `finish_reason` is `length`, not `tool_calls`. A transport error: the same, then the
 //!   error event as below. A call the model did not finish never completes.
 
+//! # Strict calls
+//!
+//! Where the upstream can constrain its own sampling, the proxy asks it to
+//! ([`ProxyConfig::strict`], on by default): once the model starts a block, it can only
+//! write a block that decodes into calls of the offered tools — tool names from the
+//! request, parameter names from each tool's schema (required ones present, each at most
+//! once), values of the schema's type (integers, numbers, booleans, enum members), tags
+//! or entries that close. Prose outside blocks is never constrained. The grammar is
+//! tool-schema's [`StrictGrammar`](tool_schema::grammar::StrictGrammar), built per request
+//! from the tools as the prompt lists them, in the serve protocol (TAM for `Auto`).
+//!
+//! * **Which servers.** The upstream's kind ([`ProxyConfig::upstream_kind`]) is named or
+//!   detected: [`serve`] asks once, at start (llama-server answers `GET /props`, SGLang
+//!   `GET /get_server_info`, vLLM `GET /version`), a [`router`] at its first request
+//!   with tools; one log line on target `tam_proxy::upstream` gives the kind detected.
+//!   llama.cpp's `llama-server` gets a GBNF grammar on its native `/completion`: its
+//!   `/v1/chat/completions` replaces a caller's lazy grammar with the chat template's, so
+//!   the proxy renders the conversation with `POST /apply-template` and streams
+//!   `/completion` ([`LlamaCompletionModel`](tam_model::openai::LlamaCompletionModel),
+//!   sharing the proxy's connection pool), with `grammar`, `grammar_lazy`,
+//!   `grammar_triggers` (the block's start marker) and `preserved_tokens`. vLLM and SGLang
+//!   get `response_format: {"type": "structural_tag", …}` (triggered at the start marker,
+//!   `stop_after_first`) on `/v1/chat/completions`. Any other server gets the prompt
+//!   alone, as with strict calls off.
+//! * **When.** A request that offers tools and whose `tool_choice` is not `none`.
+//!   `tool_choice` `auto`: a lazy grammar, free until the model writes the start marker.
+//!   `required` (Messages: `{"type":"any"}`) or a named tool (Chat
+//!   `{"type":"function","function":{"name":…}}`, Messages `{"type":"tool","name":…}`,
+//!   Responses `{"type":"function","name":…}`): a grammar that applies from the reply's
+//!   first token, of the named tool alone when one is named.
+//! * **The fallback.** A tool set no grammar can be built for — over the grammar's size
+//!   limit (1 MiB, 16 384 rules), or no offered tool whose name the protocol can write
+//!   (an ACTION tool named `action`, whose close tag would end the block) — is one
+//!   warning on target `tam_proxy::strict` and the prompt alone: never a failed request.
+//!   The request's log line says whether its reply was constrained (`constrained`).
+//! * **What stays the same.** Decoding, the stop sequences (the end marker first), the
+//!   three APIs, streaming, and `usage`: `/completion`'s events are read into the same
+//!   items — text deltas, the finish (`eos` and `word` → `stop`, `limit` → `length`), the
+//!   stop word it stopped at (`stop_type: "word"` with `stopping_word`, so a block stopped
+//!   at its end marker closes as a call), and usage from `tokens_evaluated` and
+//!   `tokens_predicted` (with `timings`).
+//! * **Passthrough fields on `/completion`.** `max_tokens` becomes `n_predict`; `stop`
+//!   and `seed` go as they are. Every other field a client sends (and the upstream
+//!   config's `extra_body`) goes in the `/completion` body under its own name, where
+//!   llama-server reads the sampling fields it shares with the Chat API — `temperature`,
+//!   `top_p`, `top_k`, `min_p`, `typical_p`, `presence_penalty`, `frequency_penalty`,
+//!   `repeat_penalty`, `logit_bias`, `n_probs`, `max_completion_tokens`, `samplers`, the
+//!   `dry_*`, `xtc_*` and `mirostat*` fields — and ignores the others. The fields that
+//!   shape the prompt (`chat_template_kwargs`, `add_generation_prompt`,
+//!   `continue_final_message`, `reasoning_format`, `reasoning_effort`) go to
+//!   `/apply-template` instead. A client's `prompt`, `stream`, `grammar`,
+//!   `grammar_lazy`, `grammar_triggers`, `preserved_tokens`, `json_schema` and
+//!   `response_format` are dropped: they would replace the rendered prompt or the grammar.
+//! * **Off.** [`ProxyConfig::with_strict`]`(false)` (`tam serve --no-strict`): every
+//!   request goes to `/v1/chat/completions` with the prompt alone, and the server's kind
+//!   is never asked.
+//!
 //! # Errors
 //!
 //! Errors are OpenAI error bodies, `{"error":{"message","type","code","param"}}`, see
@@ -400,14 +458,21 @@ pub use open_files::{
     MAX_DEFAULT_CONNECTIONS, default_max_connections, open_file_limit, raise_open_file_limit,
 };
 
-pub use tam::Protocol;
-use tam_model::openai::{OpenAiError, OpenAiModel};
+pub use tam::ProtocolChoice;
+use tam_model::openai::{OpenAiError, OpenAiModel, UpstreamChoice};
 
 mod config;
 mod routes;
 
-pub use config::*;
-use routes::*;
+use config::Shared;
+pub use config::{
+    DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_MAX_UPSTREAM_CONCURRENCY, DEFAULT_STREAM_AFTER_BYTES, DEFAULT_UPSTREAM_QUEUE,
+    DEFAULT_UPSTREAM_QUEUE_TIMEOUT, ProxyConfig,
+};
+use routes::{
+    chat_completions, count_tokens, health, messages, model_by_id, models, not_found, responses,
+};
 
 /// The proxy as an axum [`Router`] (a tower service): mount it in an application or serve
 /// it with [`serve`]. Any other path answers 404 with an OpenAI error body. The router
@@ -427,12 +492,17 @@ pub fn router(config: ProxyConfig) -> Result<Router, OpenAiError> {
     let upstream_slots = Arc::new(config::permits(config.max_upstream_concurrency));
     let queue_places = Semaphore::new(config.upstream_queue.min(Semaphore::MAX_PERMITS));
     let cors = cors(&config.allowed_origins);
+    let kind = match config.upstream_kind {
+        UpstreamChoice::Kind(kind) => tokio::sync::OnceCell::new_with(Some(kind)),
+        UpstreamChoice::Auto => tokio::sync::OnceCell::new(),
+    };
     let shared = Arc::new(Shared {
         config,
         model,
         http,
         upstream_slots,
         queue_places,
+        kind,
     });
     let guarded = Router::new()
         .route("/v1/chat/completions", post(chat_completions))
@@ -493,9 +563,14 @@ fn cors(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
 /// The router's error, or an I/O error of the server.
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    config: ProxyConfig,
+    mut config: ProxyConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    if config.strict && config.upstream_kind == UpstreamChoice::Auto {
+        let kind = config.upstream_kind.resolve(&config.upstream).await;
+        config::log_upstream_kind(kind, config.upstream_kind);
+        config.upstream_kind = UpstreamChoice::Kind(kind);
+    }
     let limits = server::Limits {
         max_connections: config.max_connections,
         header_timeout: config.header_timeout,
@@ -515,7 +590,7 @@ pub mod fuzzing {
     /// `Err` holds the status of a refusal, which must be a 4xx and render in the API's
     /// shape.
     pub fn read_request(api: &str, body: &[u8]) -> Result<(), u16> {
-        for protocol in [crate::Protocol::Action, crate::Protocol::Tam] {
+        for protocol in [crate::ProtocolChoice::Action, crate::ProtocolChoice::Tam] {
             let read = match api {
                 "messages" => api::messages::read(body, "", "f").map(|(c, _)| c),
                 "responses" => api::responses::read(body, "", "f").map(|(c, _)| c),

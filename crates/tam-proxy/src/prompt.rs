@@ -7,7 +7,7 @@
 //! request.
 //!
 //! Decisions:
-//! * `Protocol::Auto` teaches the TAM form (both forms decode).
+//! * `ProtocolChoice::Auto` teaches the TAM form (both forms decode).
 //! * The prompt's own words are English (the client's conversation language is unknown;
 //!   tool descriptions stay as the client wrote them).
 //! * What `tool_choice` and `parallel_tool_calls: false` ask is added to the rules.
@@ -42,7 +42,7 @@
 use tam_model::Message;
 use tool_schema::{PromptLanguage, PromptProtocol, Speaker, SystemPrompt, ToolDefinition};
 
-use crate::Protocol;
+use crate::ProtocolChoice;
 
 /// What the request's `tool_choice` asks of the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +59,7 @@ pub(crate) enum Choice {
 /// ([`SystemPrompt::render_compact`]), with what `choice` asks (and, `parallel` false,
 /// one call per reply) after its rules.
 pub(crate) fn tool_prompt(
-    protocol: Protocol,
+    protocol: ProtocolChoice,
     tools: &[&ToolDefinition],
     choice: &Choice,
     parallel: bool,
@@ -83,8 +83,8 @@ pub(crate) fn tool_prompt(
 /// ([`SystemPrompt::compact_demonstration`]): a question no tool fits answered in plain
 /// text, then the prompt's example request answered with its block; only the second when
 /// `choice` requires a call. None in TAM (see the module's decisions).
-pub(crate) fn demonstration(protocol: Protocol, choice: &Choice) -> Vec<Message> {
-    if protocol != Protocol::Action {
+pub(crate) fn demonstration(protocol: ProtocolChoice, choice: &Choice) -> Vec<Message> {
+    if protocol != ProtocolChoice::Action {
         return Vec::new();
     }
     let protocol = prompt_protocol(protocol);
@@ -102,14 +102,14 @@ pub(crate) fn demonstration(protocol: Protocol, choice: &Choice) -> Vec<Message>
 /// the request's tools are prompted ([`SystemPrompt::after_observations`]): answer with
 /// the results. Without it a 1.5B model answered nothing after the
 /// observations in TAM (see the module's decisions).
-pub(crate) fn after_observations(protocol: Protocol) -> &'static str {
+pub(crate) fn after_observations(protocol: ProtocolChoice) -> &'static str {
     SystemPrompt::new(prompt_protocol(protocol), PromptLanguage::English).after_observations()
 }
 
-fn prompt_protocol(protocol: Protocol) -> PromptProtocol {
+pub(crate) fn prompt_protocol(protocol: ProtocolChoice) -> PromptProtocol {
     match protocol {
-        Protocol::Action => PromptProtocol::Action,
-        Protocol::Tam | Protocol::Auto => PromptProtocol::Tam,
+        ProtocolChoice::Action => PromptProtocol::Action,
+        ProtocolChoice::Tam | ProtocolChoice::Auto => PromptProtocol::Tam,
     }
 }
 
@@ -130,9 +130,9 @@ mod tests {
     fn the_prompt_is_tool_schemas_compact_prompt_for_the_protocol() {
         let tool = weather();
         for (protocol, prompt_protocol, end) in [
-            (Protocol::Tam, PromptProtocol::Tam, "<|[END_TOOL]|>"),
-            (Protocol::Action, PromptProtocol::Action, "</ACTION>"),
-            (Protocol::Auto, PromptProtocol::Tam, "<|[END_TOOL]|>"),
+            (ProtocolChoice::Tam, PromptProtocol::Tam, "<|[END_TOOL]|>"),
+            (ProtocolChoice::Action, PromptProtocol::Action, "</ACTION>"),
+            (ProtocolChoice::Auto, PromptProtocol::Tam, "<|[END_TOOL]|>"),
         ] {
             let got = tool_prompt(protocol, &[&tool], &Choice::Auto, true);
             let expected = SystemPrompt::new(prompt_protocol, PromptLanguage::English)
@@ -155,7 +155,7 @@ mod tests {
     fn choice_and_parallel_go_into_the_rules() {
         let tool = weather();
         let got = tool_prompt(
-            Protocol::Action,
+            ProtocolChoice::Action,
             &[&tool],
             &Choice::Named("get_weather".into()),
             false,
@@ -169,7 +169,7 @@ mod tests {
             rules.contains("You must call the tool get_weather in this reply."),
             "{rules}"
         );
-        let required = tool_prompt(Protocol::Tam, &[&tool], &Choice::Required, true);
+        let required = tool_prompt(ProtocolChoice::Tam, &[&tool], &Choice::Required, true);
         assert!(required.contains("You must call at least one tool in this reply."));
         assert!(!required.contains("Call at most one tool"));
     }
@@ -191,8 +191,8 @@ mod tests {
                 let to = prompt.rfind(end).unwrap() + end.len();
                 let example = &prompt[from..to];
                 let choice = match protocol {
-                    PromptProtocol::Tam => tam::Protocol::Tam,
-                    PromptProtocol::Action => tam::Protocol::Action,
+                    PromptProtocol::Tam => tam::ProtocolChoice::Tam,
+                    PromptProtocol::Action => tam::ProtocolChoice::Action,
                 };
                 let mut values = Vec::new();
                 for event in tam::decode(example, tam::Config::for_protocol(choice)) {

@@ -19,9 +19,13 @@ use api::chat::ChunkWriter;
 use api::{Ending, ErrorShape, Gathered, Wire, unique_id};
 use conversation::{Conversation, Translated};
 use response::Translator;
-use tam_model::{BoxError, LanguageModel, ModelItem, ModelRequest};
+use tam_model::openai::{LlamaCompletionModel, UpstreamKind};
+use tam_model::{BoxError, Constraint, LanguageModel, ModelItem, ModelRequest};
+use tool_schema::ToolDefinition;
+use tool_schema::grammar::{Activation, GrammarOptions, StrictGrammar};
 
-use crate::*;
+use crate::config::{self, Shared};
+use crate::{ProxyConfig, ProxyError, access, api, conversation, prompt, response};
 
 /// `GET /health`: `{"status":"ok"}`, without a key and without asking the upstream.
 pub(crate) async fn health() -> Response {
@@ -159,6 +163,8 @@ async fn complete<W: Wire>(
         offered,
         decode,
         max_calls,
+        prompted,
+        activation,
     } = request;
     let translator = Translator::new(
         config.protocol,
@@ -187,8 +193,24 @@ async fn complete<W: Wire>(
         "stream_options".into(),
         serde_json::json!({"include_usage": true}),
     );
+    // Strict calls: the grammar of the offered tools, in the form the upstream takes.
+    let strict = if config.strict && decode {
+        strict_constraint(shared, &prompted, activation, info.as_ref()).await
+    } else {
+        None
+    };
+    if decode {
+        summary.constrained = Some(strict.is_some());
+    }
     let mut upstream_config = config.upstream.clone();
     upstream_config.model.clone_from(&model_name);
+    if matches!(strict, Some(Constraint::Gbnf { .. })) {
+        // The fields that make the `/completion` request itself are the proxy's: a
+        // client's own would replace the rendered prompt or the grammar.
+        for field in COMPLETION_OWN_FIELDS {
+            extra.remove(field);
+        }
+    }
     // The client's fields first; the operator's `extra_body` wins.
     let mut fields = extra;
     fields.extend(std::mem::take(&mut upstream_config.extra_body));
@@ -202,7 +224,18 @@ async fn complete<W: Wire>(
         );
     }
     let model = shared.model.with_config(upstream_config);
-    let mut upstream = model.stream(&ModelRequest::new(messages, options));
+    let mut model_request = ModelRequest::new(messages, options);
+    let mut upstream = match strict {
+        Some(constraint @ Constraint::Gbnf { .. }) => {
+            model_request = model_request.with_constraint(constraint);
+            LlamaCompletionModel::sharing(&model).stream(&model_request)
+        }
+        Some(constraint) => {
+            model_request = model_request.with_constraint(constraint);
+            model.stream(&model_request)
+        }
+        None => model.stream(&model_request),
+    };
 
     // The first item decides the status: an upstream error is answered with its own.
     let first = match upstream.next().await {
@@ -247,6 +280,69 @@ async fn complete<W: Wire>(
         )
             .into_response())
     }
+}
+
+/// The fields of a llama-server `/completion` request the proxy makes itself when it sends
+/// a grammar: the rendered prompt, streaming, and the constraint (`json_schema` and
+/// `response_format` would ask for another one). A client's are dropped.
+const COMPLETION_OWN_FIELDS: [&str; 8] = [
+    "prompt",
+    "stream",
+    "grammar",
+    "grammar_lazy",
+    "grammar_triggers",
+    "preserved_tokens",
+    "json_schema",
+    "response_format",
+];
+
+/// The constraint for a request offering `tools` (as prompted) in the proxy's protocol,
+/// in the form the upstream's kind takes: a GBNF grammar for llama.cpp, a structural tag
+/// for vLLM and SGLang, none for any other server. A grammar that cannot be built (too
+/// large, no tool that can be written in the protocol) is one log line and no constraint:
+/// the request is answered from the prompt alone, as without strict calls.
+async fn strict_constraint(
+    shared: &Shared,
+    tools: &[ToolDefinition],
+    activation: Activation,
+    info: Option<&RequestInfo>,
+) -> Option<Constraint> {
+    let kind = shared.upstream_kind().await;
+    // Only the kinds that take a constraint get one.
+    config::strict_form(kind)?;
+    let config = &shared.config;
+    let protocol = prompt::prompt_protocol(config.protocol);
+    let options = GrammarOptions::new(protocol).with_activation(activation);
+    let grammar = match StrictGrammar::new(tools, &options) {
+        Ok(grammar) => grammar,
+        Err(error) => {
+            tracing::warn!(
+                target: "tam_proxy::strict",
+                request_id = info.map(|i| tracing::field::display(&i.id)),
+                %error,
+                "no strict-call grammar for this request: answered from the prompt alone"
+            );
+            return None;
+        }
+    };
+    // The decoder's TAM dialect must end its blocks where the grammar does.
+    if protocol == tool_schema::PromptProtocol::Tam
+        && grammar.end_marker() != config.tam.dialect.end_marker()
+    {
+        return None;
+    }
+    Some(match kind {
+        UpstreamKind::LlamaCpp => Constraint::Gbnf {
+            grammar: grammar.gbnf().to_owned(),
+            lazy: activation == Activation::Lazy,
+            // A grammar that applies from the reply's start needs no trigger.
+            triggers: match activation {
+                Activation::Lazy => grammar.triggers().map(str::to_owned).to_vec(),
+                Activation::Required => Vec::new(),
+            },
+        },
+        _ => Constraint::StructuralTag(grammar.structural_tag()),
+    })
 }
 
 /// What a streamed response holds until it ends: its upstream slot and its log line.

@@ -10,7 +10,7 @@ mod proxy_upstream;
 
 use proxy_upstream::{Reply, ScriptedUpstream, content_event, start_proxy, start_proxy_with};
 use serde_json::{Value, json};
-use tam::Protocol;
+use tam::ProtocolChoice;
 use tam_model::openai::OpenAiConfig;
 use tam_model::sse::{SseConfig, SseReader};
 use tam_proxy::ProxyConfig;
@@ -68,9 +68,9 @@ const BASH: &str = "Listing the files.\n";
 /// The scripted model's reply calling `Bash` with `ls -la` in `protocol`. Claude Code's
 /// `Bash` takes `command`, which in TAM would name the tool: the TAM prompt offers it as
 /// `arg_command`, and the proxy reads it back as `command`.
-fn bash_call(protocol: Protocol) -> String {
+fn bash_call(protocol: ProtocolChoice) -> String {
     match protocol {
-        Protocol::Tam => format!(
+        ProtocolChoice::Tam => format!(
             "{BASH}<|[REQUEST_TOOL]|>\ncommand:「始」Bash「末」\narg_command:「始」ls -la「末」\n<|[END_TOOL]|>"
         ),
         _ => format!("{BASH}<ACTION>\n<Bash>\n<command>ls -la</command>\n</Bash>\n</ACTION>"),
@@ -217,7 +217,7 @@ fn response_of(streamed: bool, body: &str) -> (Vec<Value>, String) {
 /// tool is not offered; the result comes back to the upstream as an observation.
 #[tokio::test]
 async fn messages_round_trip_in_both_protocols_whole_and_streamed() {
-    for protocol in [Protocol::Action, Protocol::Tam] {
+    for protocol in [ProtocolChoice::Action, ProtocolChoice::Tam] {
         for size in [1, 4, 9, 10_000] {
             let text = bash_call(protocol);
             let upstream = ScriptedUpstream::always(reply(&text, size, "stop")).await;
@@ -255,7 +255,7 @@ async fn messages_round_trip_in_both_protocols_whole_and_streamed() {
                 system.contains("Bash") && !system.contains("web_search"),
                 "{system}"
             );
-            if protocol == Protocol::Tam {
+            if protocol == ProtocolChoice::Tam {
                 assert!(system.contains("arg_command"), "{system}");
             }
             for field in ["thinking", "metadata", "max_tokens_to_sample"] {
@@ -267,8 +267,8 @@ async fn messages_round_trip_in_both_protocols_whole_and_streamed() {
     // aliased parameter as the prompt offers it).
     let upstream = ScriptedUpstream::always(reply("Two files: a.txt, b.txt.", 5, "stop")).await;
     let tam = ScriptedUpstream::always(reply("Two files.", 5, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Action).await;
-    let tam_proxy = start_proxy(&tam, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
+    let tam_proxy = start_proxy(&tam, ProtocolChoice::Tam).await;
     let request = json!({
         "model": "m", "max_tokens": 100,
         "messages": [
@@ -335,9 +335,9 @@ fn responses_tools() -> Value {
 const PATCH: &str =
     "*** Begin Patch\n*** Update File: a.rs\n-if a < b && c {\n+if a <= b && c {\n*** End Patch";
 
-fn patch_call(protocol: Protocol) -> String {
+fn patch_call(protocol: ProtocolChoice) -> String {
     match protocol {
-        Protocol::Tam => format!(
+        ProtocolChoice::Tam => format!(
             "Patching.\n<|[REQUEST_TOOL]|>\ncommand:「始」apply_patch「末」\ninput:「始」{PATCH}「末」\n<|[END_TOOL]|>"
         ),
         _ => format!(
@@ -346,9 +346,9 @@ fn patch_call(protocol: Protocol) -> String {
     }
 }
 
-fn exec_call(protocol: Protocol) -> String {
+fn exec_call(protocol: ProtocolChoice) -> String {
     match protocol {
-        Protocol::Tam => "<|[REQUEST_TOOL]|>\ncommand1:「始」exec_command「末」\ncmd1:「始」ls「末」\ncommand2:「始」spawn_agent「末」\ntask2:「始」check「末」\n<|[END_TOOL]|>".to_owned(),
+        ProtocolChoice::Tam => "<|[REQUEST_TOOL]|>\ncommand1:「始」exec_command「末」\ncmd1:「始」ls「末」\ncommand2:「始」spawn_agent「末」\ntask2:「始」check「末」\n<|[END_TOOL]|>".to_owned(),
         _ => "<ACTION><exec_command><cmd>ls</cmd></exec_command><spawn_agent><task>check</task></spawn_agent></ACTION>".to_owned(),
     }
 }
@@ -357,7 +357,7 @@ fn exec_call(protocol: Protocol) -> String {
 /// both protocols; built-in tools not offered; the history's items reach the upstream.
 #[tokio::test]
 async fn responses_round_trip_in_both_protocols_whole_and_streamed() {
-    for protocol in [Protocol::Action, Protocol::Tam] {
+    for protocol in [ProtocolChoice::Action, ProtocolChoice::Tam] {
         for size in [1, 5, 10_000] {
             for (text, expect_custom) in
                 [(patch_call(protocol), true), (exec_call(protocol), false)]
@@ -413,7 +413,7 @@ async fn responses_round_trip_in_both_protocols_whole_and_streamed() {
     }
     // The history: calls and their outputs, reasoning dropped.
     let upstream = ScriptedUpstream::always(reply("Done.", 3, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let request = json!({"model": "m", "input": [
         {"type": "message", "role": "user", "content": "Fix it"},
         {"type": "reasoning", "summary": [], "encrypted_content": "xyz"},
@@ -487,7 +487,7 @@ async fn what_is_not_a_call_never_becomes_one_on_the_agent_routes() {
     ];
     for (what, text, finish) in cases {
         let upstream = ScriptedUpstream::always(reply(text, 3, finish)).await;
-        let proxy = start_proxy(&upstream, Protocol::Action).await;
+        let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
         for streamed in [false, true] {
             let request = json!({"model": "m", "max_tokens": 50, "stream": streamed,
                 "messages": [{"role": "user", "content": "hi"}], "tools": [bash_tool()]});
@@ -635,7 +635,7 @@ async fn the_door_answers_in_each_apis_shape() {
 #[tokio::test]
 async fn count_tokens_counts_the_prompt_the_upstream_would_get() {
     let upstream = ScriptedUpstream::always(reply("x", 1, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Action).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
     let bare =
         json!({"model": "m", "messages": [{"role": "user", "content": "List the files here."}]});
     let mut with_tools = bare.clone();
@@ -666,7 +666,7 @@ async fn an_upstream_failure_mid_stream_is_the_apis_error_event() {
         endless: false,
     })
     .await;
-    let proxy = start_proxy(&upstream, Protocol::Action).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
     let (status, body) = post(
         &proxy,
         "/v1/messages",

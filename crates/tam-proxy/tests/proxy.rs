@@ -20,7 +20,7 @@ use proxy_upstream::{
     Reply, ScriptedUpstream, content_event, event, finish_event, start_proxy, start_proxy_with,
 };
 use serde_json::{Value, json};
-use tam::Protocol;
+use tam::ProtocolChoice;
 use tam_model::openai::OpenAiConfig;
 use tam_proxy::ProxyConfig;
 
@@ -134,7 +134,7 @@ fn deltas_reply(text: &str, size: usize, finish: &str) -> Reply {
 async fn streamed_tam_call_has_typed_arguments_and_the_upstream_sees_no_tools() {
     let reply = format!("Let me check.\n{TAM_CALL}");
     let upstream = ScriptedUpstream::always(deltas_reply(&reply, 7, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(
         &proxy,
         request(json!({"temperature": 0.7, "top_p": 0.9, "max_tokens": 300, "seed": 1, "parallel_tool_calls": true, "tool_choice": "auto"})),
@@ -184,7 +184,7 @@ async fn streamed_tam_call_has_typed_arguments_and_the_upstream_sees_no_tools() 
 async fn whole_action_reply_is_one_chat_completion() {
     let reply = format!("I will look it up.\n{ACTION_CALL}");
     let upstream = ScriptedUpstream::always(deltas_reply(&reply, 5, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Action).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
     let response = complete(&proxy, request(json!({}))).await;
     assert_eq!(response.object, "chat.completion");
     assert_eq!(response.model, "qwen");
@@ -217,7 +217,7 @@ async fn prose_in_many_deltas_comes_back_exactly_in_both_protocols() {
     let prose = "Here is the fix: `fn f<T: Into<String>>(x: T) -> Vec<u8>` works when a < b && c > d.\n\
         In JSX: <div className=\"x\">{items.map(i => <Item key={i} />)}</div> &amp; done.\n\
         To call a tool, a model writes <|[REQUEST_TOOL]|> then entries, or an <ACTION> block. 日本語 ✓ 🎉";
-    for protocol in [Protocol::Tam, Protocol::Action] {
+    for protocol in [ProtocolChoice::Tam, ProtocolChoice::Action] {
         let upstream = ScriptedUpstream::always(deltas_reply(prose, 1, "stop")).await;
         let proxy = start_proxy(&upstream, protocol).await;
         let got = stream(&proxy, request(json!({}))).await;
@@ -245,7 +245,10 @@ async fn history_tool_calls_and_results_reach_the_upstream_as_text() {
         ]},
         {"role": "tool", "tool_call_id": "call_1", "content": "sunny, 21 °C"},
     ]});
-    for (protocol, block) in [(Protocol::Tam, TAM_CALL), (Protocol::Action, ACTION_CALL)] {
+    for (protocol, block) in [
+        (ProtocolChoice::Tam, TAM_CALL),
+        (ProtocolChoice::Action, ACTION_CALL),
+    ] {
         let upstream = ScriptedUpstream::always(Reply::content(&["It is sunny."], "stop")).await;
         let proxy = start_proxy(&upstream, protocol).await;
         let got = stream(&proxy, request(history.clone())).await;
@@ -278,7 +281,11 @@ async fn history_tool_calls_and_results_reach_the_upstream_as_text() {
         let first_round = json!({"messages": history["messages"].as_array().unwrap()[..2]});
         stream(&proxy, request(first_round)).await;
         let messages = upstream.bodies()[1]["messages"].as_array().unwrap().clone();
-        let d = if protocol == Protocol::Action { 4 } else { 0 };
+        let d = if protocol == ProtocolChoice::Action {
+            4
+        } else {
+            0
+        };
         assert_eq!(messages.len(), 2 + d, "{messages:?}");
         if d > 0 {
             assert_eq!(messages[1]["content"], "What is the capital of France?");
@@ -292,7 +299,7 @@ async fn a_call_to_a_tool_not_offered_is_content() {
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」delete_all_files「末」\npath:「始」/「末」\n<|[END_TOOL]|>";
     let reply = format!("Cleaning up.\n{block}\nDone.");
     let upstream = ScriptedUpstream::always(deltas_reply(&reply, 3, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.content, reply);
     assert!(got.calls.is_empty());
@@ -300,37 +307,54 @@ async fn a_call_to_a_tool_not_offered_is_content() {
     // A block that does not decode (an entry with no command) is content too.
     let broken = "<|[REQUEST_TOOL]|>\ncity:「始」Paris「末」\n<|[END_TOOL]|>";
     let upstream = ScriptedUpstream::always(deltas_reply(broken, 4, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.content, broken);
     assert!(got.calls.is_empty());
 }
 
-/// A call element written without its `<ACTION>` block (the real model's reply in the e2e
-/// proof leg) is prose: through the proxy it comes back as the
-/// model's text, streamed in any split and whole, and never as a call.
+/// A call element of an offered tool written without its `<ACTION>` block (the real
+/// model's reply in the e2e proof leg, sometimes fenced) is a call, streamed in any split
+/// and whole; the turn ends at it. One naming a tool the request did not offer is the
+/// model's text.
 #[tokio::test]
-async fn a_call_element_without_its_action_block_is_content() {
-    let reply = "<get_weather>\n  <city>Paris</city>\n</get_weather>";
-    for size in [1, 3, 7, 200] {
-        let upstream = ScriptedUpstream::always(deltas_reply(reply, size, "stop")).await;
-        let proxy = start_proxy(&upstream, Protocol::Action).await;
+async fn a_call_element_without_its_action_block_is_a_call_of_an_offered_tool() {
+    let element = "<get_weather>\n  <city>Paris</city>\n</get_weather>";
+    for reply in [
+        format!("{element}\nObservation: sunny"),
+        format!("```xml\n{element}\n```"),
+    ] {
+        for size in [1, 3, 7, 200] {
+            let upstream = ScriptedUpstream::always(deltas_reply(&reply, size, "stop")).await;
+            let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
+            let got = stream(&proxy, request(json!({}))).await;
+            assert_eq!(got.calls.len(), 1, "deltas of {size}: {got:?}");
+            assert_eq!(got.calls[0].1, "get_weather");
+            assert_eq!(arguments(&got.calls[0].2), json!({"city": "Paris"}));
+            assert!(!got.content.contains("<get_weather>"), "{:?}", got.content);
+            assert!(!got.content.contains("Observation"), "{:?}", got.content);
+            assert_eq!(got.finish.as_deref(), Some("ToolCalls"));
+            let whole = complete(&proxy, request(json!({}))).await;
+            let calls = whole.choices[0].message.tool_calls.as_ref().unwrap();
+            assert_eq!(calls.len(), 1, "deltas of {size}");
+        }
+    }
+    let other = "<get_forecast>\n  <city>Paris</city>\n</get_forecast>";
+    for size in [1, 7, 200] {
+        let upstream = ScriptedUpstream::always(deltas_reply(other, size, "stop")).await;
+        let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
         let got = stream(&proxy, request(json!({}))).await;
-        assert_eq!(got.content, reply, "deltas of {size}");
+        assert_eq!(got.content, other, "deltas of {size}");
         assert!(got.calls.is_empty(), "deltas of {size}: {:?}", got.calls);
         assert_eq!(got.finish.as_deref(), Some("Stop"));
         assert!(got.error.is_none(), "{:?}", got.error);
-        let whole = complete(&proxy, request(json!({}))).await;
-        let message = &whole.choices[0].message;
-        assert_eq!(message.content.as_deref(), Some(reply));
-        assert!(message.tool_calls.as_ref().is_none_or(Vec::is_empty));
     }
 }
 
 #[tokio::test]
 async fn tool_choice_none_sends_no_tool_prompt_and_decodes_nothing() {
     let upstream = ScriptedUpstream::always(deltas_reply(TAM_CALL, 9, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({"tool_choice": "none"}))).await;
     assert_eq!(got.content, TAM_CALL);
     assert!(got.calls.is_empty());
@@ -347,7 +371,7 @@ async fn tool_choice_none_sends_no_tool_prompt_and_decodes_nothing() {
 async fn parallel_tool_calls_false_gives_the_first_call_only() {
     let chain = "<|[REQUEST_TOOL]|>\ncommand1:「始」get_weather「末」\ncity1:「始」Paris「末」\ncommand2:「始」get_weather「末」\ncity2:「始」Rome「末」\n<|[END_TOOL]|>";
     let upstream = ScriptedUpstream::always(deltas_reply(chain, 6, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({"parallel_tool_calls": false}))).await;
     assert_eq!(got.calls.len(), 1);
     assert_eq!(arguments(&got.calls[0].2), json!({"city": "Paris"}));
@@ -367,7 +391,7 @@ async fn parallel_tool_calls_false_gives_the_first_call_only() {
     // In ACTION the call past the limit comes back as the model wrote it, layout included.
     let two = "<ACTION><get_weather><city>Paris</city></get_weather>\n<get_weather> <city>Rome</city> </get_weather></ACTION>";
     let upstream = ScriptedUpstream::always(deltas_reply(two, 6, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Action).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
     let got = stream(&proxy, request(json!({"parallel_tool_calls": false}))).await;
     assert_eq!(got.calls.len(), 1);
     assert_eq!(arguments(&got.calls[0].2), json!({"city": "Paris"}));
@@ -378,7 +402,7 @@ async fn parallel_tool_calls_false_gives_the_first_call_only() {
 
     // Two calls with parallel calls allowed: indexes 0 and 1, distinct ids.
     let upstream = ScriptedUpstream::always(deltas_reply(chain, 6, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.calls.len(), 2);
     assert_ne!(got.calls[0].0, got.calls[1].0);
@@ -392,7 +416,7 @@ async fn parallel_tool_calls_false_gives_the_first_call_only() {
 async fn a_repeated_command_starts_a_call_that_does_not_stream_into_the_first() {
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」a.txt「末」\ncommand:「始」write_file「末」\ncontent:「始」hello「末」\npath:「始」b.txt「末」\n<|[END_TOOL]|>";
     let upstream = ScriptedUpstream::always(deltas_reply(block, 5, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({"tools": [writer_tool()]}))).await;
     assert_eq!(got.error, None);
     assert_eq!(got.calls.len(), 2, "{}", got.content);
@@ -425,7 +449,7 @@ async fn a_key_repeated_for_each_item_of_an_array_is_one_call() {
     for size in [1, 4, 9, 1000] {
         // A server that honours `stop` ends the reply where the end marker would begin.
         let upstream = ScriptedUpstream::always(deltas_reply(reply, size, "stop")).await;
-        let proxy = start_proxy(&upstream, Protocol::Tam).await;
+        let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
         let got = stream(&proxy, request(json!({"tools": [tool.clone()]}))).await;
         assert_eq!(got.error, None, "split {size}");
         assert_eq!(got.calls.len(), 1, "split {size}: {:?}", got.calls);
@@ -485,7 +509,7 @@ async fn a_run_of_blocks_gives_the_first_blocks_call_only() {
     for (reply, finish) in [(&written, "stop"), (&stopped, "stop")] {
         for size in [1, 7, 30, 10_000] {
             let upstream = ScriptedUpstream::always(deltas_reply(reply, size, finish)).await;
-            let proxy = start_proxy(&upstream, Protocol::Tam).await;
+            let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
             let got = stream(&proxy, request(json!({"tools": tools}))).await;
             assert_eq!(got.error, None, "split {size}");
             assert_eq!(got.calls.len(), 1, "split {size}: {:?}", got.calls);
@@ -508,7 +532,7 @@ async fn a_run_of_blocks_gives_the_first_blocks_call_only() {
 async fn arguments_that_do_not_validate_come_as_written() {
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」a few「末」\n<|[END_TOOL]|>";
     let upstream = ScriptedUpstream::always(Reply::content(&[block], "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.calls.len(), 1);
     assert_eq!(
@@ -519,7 +543,7 @@ async fn arguments_that_do_not_validate_come_as_written() {
     // Coercion is per argument: an unknown key comes as written, and `days` is still typed.
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\nDays:「始」3「末」\nunit:「始」C「末」\n<|[END_TOOL]|>";
     let upstream = ScriptedUpstream::always(Reply::content(&[block], "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.calls.len(), 1);
     assert_eq!(
@@ -533,7 +557,7 @@ async fn arguments_that_do_not_validate_come_as_written() {
 async fn start_eager_tam_proxy(upstream: &ScriptedUpstream) -> String {
     start_proxy_with(
         ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, ""))
-            .with_protocol(Protocol::Tam)
+            .with_protocol(ProtocolChoice::Tam)
             .with_stream_after_bytes(0),
     )
     .await
@@ -545,7 +569,7 @@ async fn a_reply_cut_at_the_token_limit_runs_no_call() {
     let cut =
         "Checking.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n";
     let upstream = ScriptedUpstream::always(deltas_reply(cut, 4, "length")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     // A call of short values waits for its block (`stream_after_bytes`): none went out,
     // the cut block is text and the finish reason is `length`, not `tool_calls`.
@@ -579,7 +603,7 @@ async fn a_start_marker_before_each_call_leaves_the_first_unfinished() {
     let first = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」3「末」\n\n";
     let reply = format!("{first}{}", TAM_CALL.replace("Paris", "Rome"));
     let upstream = ScriptedUpstream::always(deltas_reply(&reply, 5, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.error, None);
     assert_eq!(got.calls.len(), 1, "{:?}", got.calls);
@@ -625,7 +649,7 @@ async fn a_transport_error_mid_block_runs_no_call_and_ends_with_an_error() {
         endless: false,
     })
     .await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     // The call waited for its block (short values): no call, the text, the error event.
     let got = stream(&proxy, request(json!({}))).await;
     assert!(got.calls.is_empty(), "{:?}", got.calls);
@@ -651,7 +675,7 @@ async fn upstream_errors_keep_their_status_and_message() {
         body: json!({"error": {"message": "the prompt is longer than the context", "type": "invalid_request_error"}}),
     })
     .await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     for streamed in [false, true] {
         let mut request = request(json!({}));
         let error = if streamed {
@@ -683,7 +707,7 @@ async fn upstream_errors_keep_their_status_and_message() {
         body: json!({"error": {"message": "bad key"}}),
     })
     .await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let OpenAIError::ApiError(error) = client(&proxy)
         .chat()
         .create(request(json!({})))
@@ -729,7 +753,7 @@ async fn a_client_that_disconnects_cancels_the_upstream_request() {
         endless: true,
     })
     .await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let mut request = request(json!({}));
     request.stream = Some(true);
     let mut events = client(&proxy).chat().create_stream(request).await.unwrap();
@@ -774,7 +798,7 @@ async fn reasoning_passes_through_as_reasoning_content() {
         endless: false,
     })
     .await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let mut body = serde_json::to_value(request(json!({}))).unwrap();
     body["stream"] = json!(true);
     let mut chunks = client(&proxy)
@@ -804,7 +828,7 @@ async fn reasoning_passes_through_as_reasoning_content() {
 #[tokio::test]
 async fn models_are_passed_through() {
     let upstream = ScriptedUpstream::always(Reply::content(&[], "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let models = client(&proxy).models().list().await.unwrap();
     assert_eq!(models.data.len(), 1);
     assert_eq!(models.data[0].id, "up-model");
@@ -888,7 +912,7 @@ async fn a_client_that_gives_up_on_a_whole_reply_cancels_the_upstream_request() 
         endless: true,
     })
     .await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let impatient = reqwest::Client::builder()
         .timeout(Duration::from_millis(300))
         .build()
@@ -933,9 +957,9 @@ fn writer_tool() -> Value {
 const LONG_CODE: &str = "use std::collections::HashMap;\n\n/// Counts the bytes of every key: `a < b` when a's list is shorter.\nfn count<'a>(m: &HashMap<&'a str, Vec<u8>>) -> usize {\n    m.values().map(Vec::len).sum()\n}\n\nfn main() {\n    let mut m: HashMap<&str, Vec<u8>> = HashMap::new();\n    m.insert(\"a & b\", vec![1, 2]);\n    if 1 < count(&m) { println!(\"<ok>\"); }\n}\n";
 
 /// The upstream's reply for `protocol` writing LONG_CODE, and the text of its end marker.
-fn writer_reply(protocol: Protocol) -> (String, &'static str) {
+fn writer_reply(protocol: ProtocolChoice) -> (String, &'static str) {
     match protocol {
-        Protocol::Action => (
+        ProtocolChoice::Action => (
             format!(
                 "Writing it.\n<ACTION>\n  <write_file>\n    <path>src/main.rs</path>\n    <content><![CDATA[\n{LONG_CODE}]]></content>\n    <mode>420</mode>\n  </write_file>\n</ACTION>"
             ),
@@ -952,7 +976,11 @@ fn writer_reply(protocol: Protocol) -> (String, &'static str) {
 
 #[tokio::test]
 async fn long_string_arguments_stream_before_the_block_ends() {
-    for protocol in [Protocol::Tam, Protocol::Action, Protocol::Auto] {
+    for protocol in [
+        ProtocolChoice::Tam,
+        ProtocolChoice::Action,
+        ProtocolChoice::Auto,
+    ] {
         let (reply, end_marker) = writer_reply(protocol);
         let deltas = pieces(&reply, 6);
         // Hold the upstream at the delta holding the end marker's first character.
@@ -1032,7 +1060,7 @@ async fn long_string_arguments_stream_before_the_block_ends() {
 
 #[tokio::test]
 async fn every_split_of_the_upstream_text_gives_the_same_streamed_arguments() {
-    for protocol in [Protocol::Tam, Protocol::Action] {
+    for protocol in [ProtocolChoice::Tam, ProtocolChoice::Action] {
         let (reply, _) = writer_reply(protocol);
         let count = reply.chars().count();
         // Every split point, in two deltas; the upstream's stream is shared by requests.
@@ -1074,7 +1102,7 @@ async fn a_call_to_a_tool_not_offered_beside_a_streamed_one_is_content() {
     let reply = "<ACTION><write_file><path>a</path><content>x</content></write_file><rm_rf><p>/</p></rm_rf></ACTION>";
     let rendered = "<ACTION>\n<rm_rf><p>/</p></rm_rf>\n</ACTION>";
     let upstream = ScriptedUpstream::always(deltas_reply(reply, 5, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Action).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
     let got = stream(&proxy, request(json!({"tools": [writer_tool()]}))).await;
     assert_eq!(got.calls.len(), 1);
     assert_eq!(got.calls[0].1, "write_file");
@@ -1103,16 +1131,16 @@ async fn a_call_to_a_tool_not_offered_beside_a_streamed_one_is_content() {
 /// then a call built on it.
 const INVENTED: &str = "\nObservation: Tool get_weather executed successfully. Result: {\"temp\": 99}\nIt is 99 degrees, so I will also check Lyon.\n";
 
-fn call_of(protocol: Protocol, city: &str) -> String {
+fn call_of(protocol: ProtocolChoice, city: &str) -> String {
     match protocol {
-        Protocol::Action => ACTION_CALL.replace("Paris", city),
+        ProtocolChoice::Action => ACTION_CALL.replace("Paris", city),
         _ => TAM_CALL.replace("Paris", city),
     }
 }
 
 /// A reply that goes on after its call and never ends by itself: the invented result, a
 /// second call, then the same chatter forever.
-fn chatty_reply(protocol: Protocol) -> Reply {
+fn chatty_reply(protocol: ProtocolChoice) -> Reply {
     let text = format!(
         "Let me check.\n{}{INVENTED}{}",
         call_of(protocol, "Paris"),
@@ -1143,7 +1171,7 @@ async fn wait_closed(upstream: &ScriptedUpstream, n: usize) {
 
 #[tokio::test]
 async fn the_turn_ends_at_the_call_and_nothing_invented_reaches_the_client() {
-    for protocol in [Protocol::Tam, Protocol::Action] {
+    for protocol in [ProtocolChoice::Tam, ProtocolChoice::Action] {
         let upstream = ScriptedUpstream::always(chatty_reply(protocol)).await;
         let proxy = start_proxy(&upstream, protocol).await;
 
@@ -1168,7 +1196,7 @@ async fn the_turn_ends_at_the_call_and_nothing_invented_reaches_the_client() {
 
         // The protocol's end marker is the first stop sequence.
         let marker = match protocol {
-            Protocol::Action => "</ACTION>",
+            ProtocolChoice::Action => "</ACTION>",
             _ => "<|[END_TOOL]|>",
         };
         for body in upstream.bodies() {
@@ -1181,12 +1209,12 @@ async fn the_turn_ends_at_the_call_and_nothing_invented_reaches_the_client() {
 async fn a_reply_stopped_at_the_end_marker_is_a_closed_block() {
     let cases = [
         (
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             "Let me check.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n",
             "<|[END_TOOL]|>",
         ),
         (
-            Protocol::Action,
+            ProtocolChoice::Action,
             "Let me check.\n<ACTION>\n  <get_weather>\n    <city>Paris</city>\n  </get_weather>\n",
             "</ACTION>",
         ),
@@ -1216,11 +1244,11 @@ async fn a_mention_that_ends_by_itself_is_content_not_a_call() {
         "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}});
     let cases = [
         (
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             "To call it you write <|[REQUEST_TOOL]|> then command:「始」delete_all「末」 and the arguments; I will not call it now. The answer is 42.",
         ),
         (
-            Protocol::Action,
+            ProtocolChoice::Action,
             "An ACTION block looks like <ACTION><delete_all> with a path inside; I will not call it. The answer is 42.",
         ),
     ];
@@ -1260,7 +1288,7 @@ async fn a_mention_that_ends_by_itself_is_content_not_a_call() {
         endless: false,
     })
     .await;
-    let proxy = start_proxy(&upstream, Protocol::Action).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
     let got = stream(&proxy, request(json!({"tools": [delete_all]}))).await;
     assert_eq!(got.calls.len(), 1, "{got:?}");
     assert_eq!(arguments(&got.calls[0].2), json!({"path": "/tmp"}));
@@ -1277,14 +1305,14 @@ async fn a_mention_that_ends_by_itself_is_content_not_a_call() {
 async fn a_reply_stopped_at_the_marker_reads_as_the_reply_with_the_marker() {
     for (protocol, unfinished) in [
         (
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             "Checking.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Par",
         ),
         // The call element never closed: with the marker written, the decoder repairs
         // the element (`missing_close_tag`); stopped there without the server's word, the
         // block cannot end there.
         (
-            Protocol::Action,
+            ProtocolChoice::Action,
             "Checking.\n<ACTION>\n  <get_weather>\n    <city>Paris</city>\n",
         ),
     ] {
@@ -1298,21 +1326,21 @@ async fn a_reply_stopped_at_the_marker_reads_as_the_reply_with_the_marker() {
     }
     let cases = [
         (
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             "A model writes <|[REQUEST_TOOL]|> then entries. 日本語 🎉",
         ),
         (
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             "Checking.\n<|[REQUEST_TOOL]|>\ncity:「始」Paris「末」\n",
         ),
         (
-            Protocol::Action,
+            ProtocolChoice::Action,
             "I write an <ACTION> block with `a < b` in it.",
         ),
     ];
     for (protocol, text) in cases {
         let marker = match protocol {
-            Protocol::Action => "</ACTION>",
+            ProtocolChoice::Action => "</ACTION>",
             _ => "<|[END_TOOL]|>",
         };
         let stopped = ScriptedUpstream::always(deltas_reply(text, 4, "stop")).await;
@@ -1394,7 +1422,7 @@ async fn usage_passes_through_whole_and_streamed_when_asked() {
         format!("Checking.\n{stopped_call}"),
     ] {
         let upstream = ScriptedUpstream::always(reply_with_usage(&text)).await;
-        let proxy = start_proxy(&upstream, Protocol::Tam).await;
+        let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
         let whole: Value = serde_json::from_str(&post(&proxy, &request(json!({}))).await).unwrap();
         assert_eq!(whole["usage"], usage, "{whole}");
 
@@ -1436,7 +1464,7 @@ async fn usage_passes_through_whole_and_streamed_when_asked() {
 async fn a_string_parameter_holding_html_is_its_text() {
     let reply = "Writing.\n<ACTION><write_file><path>index.html</path><content><div><b>hi</b></div></content></write_file></ACTION>";
     let upstream = ScriptedUpstream::always(deltas_reply(reply, 6, "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Action).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
     let tools = json!({"tools": [writer_tool()]});
 
     let whole = complete(&proxy, request(tools.clone())).await;
@@ -1482,7 +1510,7 @@ async fn streamed_action_values_keep_the_blocks_edge_rules() {
         let expected = json!({"path": "a.rs", "content": want});
         for size in [1, 4, 9] {
             let upstream = ScriptedUpstream::always(deltas_reply(&reply, size, "stop")).await;
-            let proxy = start_proxy(&upstream, Protocol::Action).await;
+            let proxy = start_proxy(&upstream, ProtocolChoice::Action).await;
             let tools = json!({"tools": [writer_tool()]});
             let whole = complete(&proxy, request(tools.clone())).await;
             let calls = whole.choices[0].message.tool_calls.clone().unwrap();
@@ -1504,7 +1532,7 @@ async fn streamed_action_values_keep_the_blocks_edge_rules() {
 #[tokio::test]
 async fn a_model_id_cannot_walk_out_of_models() {
     let upstream = ScriptedUpstream::always(Reply::content(&[], "stop")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     for id in [
         "..%2F..%2Fadmin%2Fkeys",
         "meta-llama%2FLlama-3",
@@ -1535,9 +1563,9 @@ async fn a_model_id_cannot_walk_out_of_models() {
 /// whole reply says what happened to the text.
 #[tokio::test]
 async fn a_call_past_the_block_limit_that_never_closes_is_not_finished() {
-    for protocol in [Protocol::Tam, Protocol::Action] {
+    for protocol in [ProtocolChoice::Tam, ProtocolChoice::Action] {
         let start = match protocol {
-            Protocol::Action => "Writing.\n<ACTION><write_file><path>a</path><content>",
+            ProtocolChoice::Action => "Writing.\n<ACTION><write_file><path>a</path><content>",
             _ => {
                 "Writing.\n<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」a「末」\ncontent:「始」"
             }
@@ -1635,7 +1663,7 @@ async fn native_calls_pass_through_only_offered_and_finished() {
         native_event(0, None, "\"Paris\"}"),
     ];
     let upstream = ScriptedUpstream::always(events_reply(whole, "tool_calls")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.calls.len(), 1);
     assert_eq!(got.calls[0].0, "up_1");
@@ -1650,7 +1678,7 @@ async fn native_calls_pass_through_only_offered_and_finished() {
         "{\"city\":\"Pa",
     )];
     let upstream = ScriptedUpstream::always(events_reply(cut, "length")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.finish.as_deref(), Some("Length"), "{got:?}");
     let reply = complete(&proxy, request(json!({}))).await;
@@ -1665,7 +1693,7 @@ async fn native_calls_pass_through_only_offered_and_finished() {
         native_event(0, None, "\"/\"}"),
     ];
     let upstream = ScriptedUpstream::always(events_reply(unoffered, "tool_calls")).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert!(got.calls.is_empty(), "{:?}", got.calls);
     assert_eq!(got.content, "Tool call: delete_all_files {\"path\":\"/\"}");
@@ -1690,7 +1718,7 @@ async fn history_calls_with_arguments_that_are_not_json_put_no_block_in_the_mode
         ]},
         {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
     ]});
-    for protocol in [Protocol::Tam, Protocol::Action] {
+    for protocol in [ProtocolChoice::Tam, ProtocolChoice::Action] {
         let upstream = ScriptedUpstream::always(Reply::content(&["It is sunny."], "stop")).await;
         let proxy = start_proxy(&upstream, protocol).await;
         let got = stream(&proxy, request(history.clone())).await;
@@ -1704,7 +1732,7 @@ async fn history_calls_with_arguments_that_are_not_json_put_no_block_in_the_mode
             "{protocol:?}"
         );
         let mut blocks = 0;
-        let mut decoder = tam::Decoder::new(tam::Config::for_protocol(Protocol::Auto));
+        let mut decoder = tam::Decoder::new(tam::Config::for_protocol(ProtocolChoice::Auto));
         let mut count = |event: tam::Event<'_>| {
             if matches!(event, tam::Event::TamBlock(_) | tam::Event::ActionBlock(_)) {
                 blocks += 1;
@@ -1728,7 +1756,7 @@ async fn an_upstream_answering_whole_json_to_a_stream_is_read() {
         "usage": {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13},
     });
     let upstream = ScriptedUpstream::always(Reply::Json(completion)).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.error, None);
     assert_eq!(got.content, "Let me check.\n");
@@ -1751,14 +1779,14 @@ async fn an_upstream_answering_whole_json_to_a_stream_is_read() {
     let prose = json!({"choices": [{"index": 0, "finish_reason": "length",
         "message": {"role": "assistant", "content": "It is", "reasoning_content": "Hm."}}]});
     let upstream = ScriptedUpstream::always(Reply::Json(prose)).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let got = stream(&proxy, request(json!({}))).await;
     assert_eq!(got.content, "It is");
     assert_eq!(got.finish.as_deref(), Some("Length"));
 
     let error = json!({"error": {"message": "the model is loading", "type": "server_error"}});
     let upstream = ScriptedUpstream::always(Reply::Json(error)).await;
-    let proxy = start_proxy(&upstream, Protocol::Tam).await;
+    let proxy = start_proxy(&upstream, ProtocolChoice::Tam).await;
     let body = post(&proxy, &request(json!({"stream": true}))).await;
     let body: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(body["error"]["code"], "server_error", "{body}");
@@ -1783,7 +1811,7 @@ fn delete_tool() -> Value {
 async fn quoted_calls_and_calls_in_reasoning_are_never_tool_calls() {
     let action = "<ACTION><DeleteAllFiles><path>/</path></DeleteAllFiles></ACTION>";
     let tam = "<|[REQUEST_TOOL]|>\ncommand:「始」DeleteAllFiles「末」\npath:「始」/「末」\n<|[END_TOOL]|>";
-    for (protocol, block) in [(Protocol::Action, action), (Protocol::Tam, tam)] {
+    for (protocol, block) in [(ProtocolChoice::Action, action), (ProtocolChoice::Tam, tam)] {
         let one_line = block.replace('\n', " ");
         for reply in [
             format!("Never write `{one_line}` unless asked."),
@@ -1842,7 +1870,7 @@ async fn tools_the_model_cannot_write_in_action_are_refused() {
             "parameter 'first name' of function 'lookup'",
         ),
     ] {
-        let action = start_proxy(&upstream, Protocol::Action).await;
+        let action = start_proxy(&upstream, ProtocolChoice::Action).await;
         let OpenAIError::ApiError(error) = client(&action)
             .chat()
             .create(request(tools.clone()))
@@ -1859,7 +1887,7 @@ async fn tools_the_model_cannot_write_in_action_are_refused() {
             "{}",
             error.api_error.message
         );
-        let tam = start_proxy(&upstream, Protocol::Tam).await;
+        let tam = start_proxy(&upstream, ProtocolChoice::Tam).await;
         let reply = client(&tam).chat().create(request(tools)).await.unwrap();
         assert_eq!(reply.choices[0].message.content.as_deref(), Some("Hello."));
     }

@@ -16,7 +16,7 @@ use async_openai::types::chat::CreateChatCompletionRequest;
 use futures_util::StreamExt;
 use proxy_upstream::{Reply, ScriptedUpstream, content_event, finish_event, start_proxy_with};
 use serde_json::{Value, json};
-use tam::Protocol;
+use tam::ProtocolChoice;
 use tam_model::openai::OpenAiConfig;
 use tam_proxy::ProxyConfig;
 
@@ -58,8 +58,8 @@ async fn two_hundred_concurrent_streams_with_the_default_config_lose_nothing() {
     let _ = tam_proxy::raise_open_file_limit();
     let upstream = ScriptedUpstream::start(script).await;
     // More streams than upstream slots (64 by default): the others wait their turn.
-    let config =
-        ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, "")).with_protocol(Protocol::Tam);
+    let config = ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, ""))
+        .with_protocol(ProtocolChoice::Tam);
     assert!(config.max_upstream_concurrency < STREAMS);
     streams_lose_nothing(&upstream, config).await;
 }
@@ -69,7 +69,7 @@ async fn two_hundred_concurrent_streams_through_eight_upstream_slots_lose_nothin
     let _ = tam_proxy::raise_open_file_limit();
     let upstream = ScriptedUpstream::start(script).await;
     let config = ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, ""))
-        .with_protocol(Protocol::Tam)
+        .with_protocol(ProtocolChoice::Tam)
         .with_max_upstream_concurrency(8)
         // No wait limit: on a slow machine the last of 25 rounds must not time out.
         .with_upstream_queue_timeout(Duration::ZERO);

@@ -4,7 +4,8 @@
 //!
 //! * [`Harness`] — a decoder under test (implemented for the TAM [`Tam`] (and [`TamCut`],
 //!   which ends the stream as cut), ACTION
-//!   [`Action`] and mixed [`Mixed`] decoders): feeds `&str` or byte deltas, finishes, and
+//!   [`Action`] and mixed [`Mixed`] decoders, and [`ActionTools`] and [`MixedTools`]:
+//!   those two given the offered tools' names): feeds `&str` or byte deltas, finishes, and
 //!   returns owned events with adjacent text events merged ([`push`]) — text may be split
 //!   anywhere, so merged text is what two feedings can be compared on.
 //! * [`assert_tiles`] / [`assert_text_is_input`] — the spans of text, block and top-level
@@ -252,15 +253,20 @@ pub fn check_cuts<H: Harness>(harness: H, stream: &[u8], cuts: &[usize], byte_by
 }
 
 /// The [`Harness`] methods `run_str` and `run_bytes` for decoder type `$decoder`, built
-/// from the harness's config in field 0, ended with `$finish` (default `finish`).
+/// from the harness's config in field 0 (or by `$h => $make`, the harness named `$h`),
+/// ended with `$finish` (default `finish`).
 macro_rules! runs {
     ($($decoder:ident)::+) => {
-        runs!($($decoder)::+, finish);
+        runs!(h => $($decoder)::+::new(h.0), finish);
     };
     ($($decoder:ident)::+, $finish:ident) => {
+        runs!(h => $($decoder)::+::new(h.0), $finish);
+    };
+    ($h:ident => $make:expr, $finish:ident) => {
         fn run_str<'a>(self, deltas: impl IntoIterator<Item = &'a str>) -> Vec<Self::Event> {
             let mut events = Vec::new();
-            let mut decoder = $($decoder)::+::new(self.0);
+            let $h = self;
+            let mut decoder = $make;
             for delta in deltas {
                 decoder.feed(delta, |e| push::<Self>(&mut events, e.into_owned()));
             }
@@ -270,7 +276,8 @@ macro_rules! runs {
 
         fn run_bytes<'a>(self, deltas: impl IntoIterator<Item = &'a [u8]>) -> Vec<Self::Event> {
             let mut events = Vec::new();
-            let mut decoder = $($decoder)::+::new(self.0);
+            let $h = self;
+            let mut decoder = $make;
             for delta in deltas {
                 decoder.feed_bytes(delta, |e| push::<Self>(&mut events, e.into_owned()));
             }
@@ -534,6 +541,72 @@ impl Harness for Mixed {
             tam::Event::Reasoning { text, span } => Some((text, *span)),
             _ => None,
         }
+    }
+}
+
+/// The ACTION decoder with a config and the names of the offered tools, whose call
+/// elements count without `<ACTION>` (`action_xml::Decoder::with_bare_call_tools`).
+#[cfg(feature = "action")]
+#[derive(Clone, Copy, Debug)]
+pub struct ActionTools(pub action_xml::Config, pub &'static [&'static str]);
+
+#[cfg(feature = "action")]
+impl Harness for ActionTools {
+    type Event = action_xml::Event<'static>;
+
+    runs!(h => action_xml::Decoder::new(h.0).with_bare_call_tools(h.1), finish);
+
+    fn text(e: &Self::Event) -> Option<(&str, Span)> {
+        Action::text(e)
+    }
+
+    fn extend_text(last: &mut Self::Event, text: &str, span: Span) -> bool {
+        Action::extend_text(last, text, span)
+    }
+
+    fn tiling_span(e: &Self::Event) -> Option<Span> {
+        Action::tiling_span(e)
+    }
+
+    fn extend_piece(last: &mut Self::Event, next: &Self::Event) -> bool {
+        Action::extend_piece(last, next)
+    }
+
+    fn reasoning(e: &Self::Event) -> Option<(&str, Span)> {
+        Action::reasoning(e)
+    }
+}
+
+/// The front door with a config and the names of the offered tools, whose call elements
+/// count without `<ACTION>` (`tam::Decoder::with_bare_call_tools`).
+#[cfg(feature = "action")]
+#[derive(Clone, Copy, Debug)]
+pub struct MixedTools(pub tam::Config, pub &'static [&'static str]);
+
+#[cfg(feature = "action")]
+impl Harness for MixedTools {
+    type Event = tam::Event<'static>;
+
+    runs!(h => tam::Decoder::new(h.0).with_bare_call_tools(h.1), finish);
+
+    fn text(e: &Self::Event) -> Option<(&str, Span)> {
+        Mixed::text(e)
+    }
+
+    fn extend_text(last: &mut Self::Event, text: &str, span: Span) -> bool {
+        Mixed::extend_text(last, text, span)
+    }
+
+    fn tiling_span(e: &Self::Event) -> Option<Span> {
+        Mixed::tiling_span(e)
+    }
+
+    fn extend_piece(last: &mut Self::Event, next: &Self::Event) -> bool {
+        Mixed::extend_piece(last, next)
+    }
+
+    fn reasoning(e: &Self::Event) -> Option<(&str, Span)> {
+        Mixed::reasoning(e)
     }
 }
 

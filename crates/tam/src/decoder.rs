@@ -2,7 +2,7 @@
 
 use action_xml::MixedDecoder;
 
-use crate::{Config, Event, Protocol};
+use crate::{Config, Event, ProtocolChoice};
 
 #[derive(Debug)]
 enum Inner {
@@ -14,9 +14,9 @@ enum Inner {
 /// A streaming, sans-IO decoder of a model's output for the protocol(s) of
 /// [`Config::protocol`], reporting [`Event`]s whatever the choice.
 ///
-/// * [`Protocol::Tam`] runs tam-parse's [`tam_parse::Decoder`] with [`Config::tam`] (its
-///   own `max_block_bytes`), [`Protocol::Action`] action-xml's [`action_xml::Decoder`]
-///   with [`Config::action`], [`Protocol::Auto`] action-xml's [`MixedDecoder`] (one
+/// * [`ProtocolChoice::Tam`] runs tam-parse's [`tam_parse::Decoder`] with [`Config::tam`] (its
+///   own `max_block_bytes`), [`ProtocolChoice::Action`] action-xml's [`action_xml::Decoder`]
+///   with [`Config::action`], [`ProtocolChoice::Auto`] action-xml's [`MixedDecoder`] (one
 ///   scanner for both protocols, `action.max_block_bytes` for both). Each gives exactly
 ///   its decoder's events, converted to [`Event`].
 /// * [`Config::param_events`] (default on) switches argument streaming for every choice,
@@ -28,9 +28,9 @@ enum Inner {
 ///   error): a block open at a cut gives no call.
 ///
 /// ```
-/// use tam::{Config, Decoder, Event, Protocol};
+/// use tam::{Config, Decoder, Event, ProtocolChoice};
 ///
-/// let mut decoder = Decoder::new(Config::for_protocol(Protocol::Action));
+/// let mut decoder = Decoder::new(Config::for_protocol(ProtocolChoice::Action));
 /// let mut pieces = String::new();
 /// let mut tools = Vec::new();
 /// let mut on_event = |e: Event<'_>| match e {
@@ -70,17 +70,17 @@ impl Decoder {
     pub fn new(config: Config) -> Self {
         let param_events = config.param_events;
         let inner = match config.protocol {
-            Protocol::Tam => Inner::Tam(tam_parse::Decoder::new(
+            ProtocolChoice::Tam => Inner::Tam(tam_parse::Decoder::new(
                 config
                     .tam
                     .with_param_events(param_events)
                     .with_reasoning_tags(config.reasoning_tags),
             )),
-            Protocol::Action => Inner::Action(
+            ProtocolChoice::Action => Inner::Action(
                 action_xml::Decoder::new(config.action.with_reasoning_tags(config.reasoning_tags))
                     .with_param_events(param_events),
             ),
-            Protocol::Auto => Inner::Auto(MixedDecoder::new(config)),
+            ProtocolChoice::Auto => Inner::Auto(MixedDecoder::new(config)),
         };
         Decoder {
             inner,
@@ -88,12 +88,39 @@ impl Decoder {
         }
     }
 
+    /// This decoder reading a call element of one of `tools` written without `<ACTION>`
+    /// (`<get_weather><city>Paris</city></get_weather>` as the whole reply) as a one-call
+    /// ACTION block with warning `missing_action_wrapper`, for [`ProtocolChoice::Action`] and
+    /// [`ProtocolChoice::Auto`]; pass the names of the tools offered to the model. TAM has no
+    /// such rule: [`ProtocolChoice::Tam`] ignores the names. The rules (a complete, well-formed
+    /// element of an offered tool opening a line; the names left out) are
+    /// [`action_xml::Decoder::with_bare_call_tools`]'s. No names (the default): every
+    /// call element outside `<ACTION>` is prose. Call it before the first `feed`.
+    pub fn with_bare_call_tools<S: AsRef<str>>(self, tools: impl IntoIterator<Item = S>) -> Self {
+        let inner = match self.inner {
+            Inner::Tam(d) => Inner::Tam(d),
+            Inner::Action(d) => Inner::Action(d.with_bare_call_tools(tools)),
+            Inner::Auto(d) => Inner::Auto(d.with_bare_call_tools(tools)),
+        };
+        Decoder { inner, ..self }
+    }
+
+    /// The tool names whose call elements count without `<ACTION>` (see
+    /// [`Decoder::with_bare_call_tools`]); none for [`ProtocolChoice::Tam`].
+    pub fn bare_call_tools(&self) -> &[String] {
+        match &self.inner {
+            Inner::Tam(_) => &[],
+            Inner::Action(d) => d.bare_call_tools(),
+            Inner::Auto(d) => d.bare_call_tools(),
+        }
+    }
+
     /// The protocol choice this decoder was made for.
-    pub fn protocol(&self) -> Protocol {
+    pub fn protocol(&self) -> ProtocolChoice {
         match self.inner {
-            Inner::Tam(_) => Protocol::Tam,
-            Inner::Action(_) => Protocol::Action,
-            Inner::Auto(_) => Protocol::Auto,
+            Inner::Tam(_) => ProtocolChoice::Tam,
+            Inner::Action(_) => ProtocolChoice::Action,
+            Inner::Auto(_) => ProtocolChoice::Auto,
         }
     }
 

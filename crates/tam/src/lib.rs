@@ -142,13 +142,11 @@ pub use action_xml::MixedEvent as Event;
 /// reasoning sections (action-xml's `MixedConfig`).
 pub use action_xml::MixedConfig as Config;
 
-/// Which protocol(s) the model writes: [`Protocol::Tam`], [`Protocol::Action`] or
-/// [`Protocol::Auto`] for both in one stream (action-xml's `ProtocolChoice`). Parses from
-/// `tam`, `action`, `auto` (or `both`), any case.
-pub use action_xml::ProtocolChoice as Protocol;
-
-/// The protocol one block was written in: `Tam` or `Action` (action-xml's `Protocol`).
-pub use action_xml::Protocol as BlockKind;
+/// The protocol a block is written in ([`Protocol::Tam`] or [`Protocol::Action`]), and
+/// which protocol(s) a [`Decoder`] looks for ([`ProtocolChoice::Tam`],
+/// [`ProtocolChoice::Action`], or [`ProtocolChoice::Auto`] for both in one stream). Both
+/// parse from their names (`tam`, `action`; the choice also `auto` or `both`), any case.
+pub use action_xml::{Protocol, ProtocolChoice};
 
 /// A closed TAM block, one of its calls, one of a call's parameters.
 pub use tam_parse::{Block as TamBlock, Call as TamCall, Param as TamParam};

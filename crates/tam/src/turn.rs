@@ -9,7 +9,7 @@
 //! ended there ([`stopped_block_closes`]): a reply that mentions a start marker and ends
 //! by itself finishes with `stop` too.
 
-use crate::{Decoder, Event, Protocol, Span};
+use crate::{Decoder, Event, ProtocolChoice, Span};
 
 /// The ACTION protocol's end tag, as a stop sequence.
 pub const ACTION_END: &str = "</ACTION>";
@@ -17,13 +17,13 @@ pub const ACTION_END: &str = "</ACTION>";
 /// The stop sequences that end a model's turn at its block: the end marker of
 /// each protocol decoded (`tam_end`: the TAM dialect's), then the caller's own, each once.
 pub fn stop_sequences(
-    protocol: Protocol,
+    protocol: ProtocolChoice,
     tam_end: &str,
     own: impl IntoIterator<Item = String>,
 ) -> Vec<String> {
     let mut stop: Vec<String> = match protocol {
-        Protocol::Tam => vec![tam_end.to_owned()],
-        Protocol::Action => vec![ACTION_END.to_owned()],
+        ProtocolChoice::Tam => vec![tam_end.to_owned()],
+        ProtocolChoice::Action => vec![ACTION_END.to_owned()],
         _ => vec![tam_end.to_owned(), ACTION_END.to_owned()],
     };
     for own in own {
@@ -109,7 +109,7 @@ fn action_can_end(block: &str) -> bool {
     let mut text = String::with_capacity(block.len() + ACTION_END.len());
     text.push_str(block);
     text.push_str(ACTION_END);
-    let events = crate::decode(&text, crate::Config::for_protocol(Protocol::Action));
+    let events = crate::decode(&text, crate::Config::for_protocol(ProtocolChoice::Action));
     let Some(read) = events.iter().find_map(|event| match event {
         Event::ActionBlock(read) => Some(read),
         _ => None,

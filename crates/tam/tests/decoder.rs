@@ -73,6 +73,6 @@ fn choice_names_round_trip() {
     }
     assert_eq!("BOTH".parse::<ProtocolChoice>(), Ok(ProtocolChoice::Auto));
     let err = "xml".parse::<ProtocolChoice>().unwrap_err();
-    assert!(err.to_string().contains("tam, action or auto"), "{err}");
+    assert!(err.to_string().contains("tam or action (or auto"), "{err}");
     assert_eq!(ProtocolChoice::default(), ProtocolChoice::Auto);
 }

@@ -2,7 +2,7 @@
 //! the same events whatever the split, a cut block gives no call, the turn helpers.
 
 use tam::turn::{ACTION_END, StoppedAt, close_stopped_block, stop_sequences, stopped_block_closes};
-use tam::{Config, Decoder, Event, Protocol};
+use tam::{Config, Decoder, Event, ProtocolChoice};
 
 const REPLY: &str = "Sure — `<ACTION>` is quoted here.\n<think>maybe <ACTION><No/></ACTION></think>\n\
     I'll check 東京 🌦.\n<|[REQUEST_TOOL]|>command:「始」GetWeather「末」city:「始」Tōkyō「末」<|[END_TOOL]|>\n\
@@ -63,7 +63,11 @@ fn tools(events: &[Event<'_>]) -> Vec<String> {
 #[test]
 fn every_split_gives_the_same_events() {
     let bytes = REPLY.as_bytes();
-    for protocol in [Protocol::Auto, Protocol::Tam, Protocol::Action] {
+    for protocol in [
+        ProtocolChoice::Auto,
+        ProtocolChoice::Tam,
+        ProtocolChoice::Action,
+    ] {
         let config = Config::for_protocol(protocol);
         let whole = run(config, &[bytes], false);
         let ones: Vec<&[u8]> = bytes.chunks(1).collect();
@@ -81,9 +85,9 @@ fn every_split_gives_the_same_events() {
             );
         }
         let expected: &[&str] = match protocol {
-            Protocol::Auto => &["GetWeather", "Write"],
-            Protocol::Tam => &["GetWeather"],
-            Protocol::Action => &["Write"],
+            ProtocolChoice::Auto => &["GetWeather", "Write"],
+            ProtocolChoice::Tam => &["GetWeather"],
+            ProtocolChoice::Action => &["Write"],
         };
         assert_eq!(tools(&whole), expected, "{protocol}");
     }
@@ -132,14 +136,18 @@ fn a_block_open_at_a_cut_gives_no_call_at_any_cut() {
 
 #[test]
 fn a_reply_stopped_at_the_end_marker_is_closed_by_the_turn_helper() {
-    let stop = stop_sequences(Protocol::Auto, "<|[END_TOOL]|>", ["\n\nUser:".to_owned()]);
+    let stop = stop_sequences(
+        ProtocolChoice::Auto,
+        "<|[END_TOOL]|>",
+        ["\n\nUser:".to_owned()],
+    );
     assert_eq!(stop, ["<|[END_TOOL]|>", ACTION_END, "\n\nUser:"]);
-    let mut decoder = Decoder::new(Config::for_protocol(Protocol::Action));
+    let mut decoder = Decoder::new(Config::for_protocol(ProtocolChoice::Action));
     decoder.feed("<ACTION><Ping><n>1</n></Ping>", |_| {});
     let events = close_stopped_block(&mut decoder, ACTION_END, StoppedAt::Unreported);
     assert_eq!(tools(&events), ["Ping"]);
     // A mention that gives no call comes back as the text the model wrote, marker left out.
-    let mut decoder = Decoder::new(Config::for_protocol(Protocol::Action));
+    let mut decoder = Decoder::new(Config::for_protocol(ProtocolChoice::Action));
     decoder.feed("Use <ACTION> blocks.", |_| {});
     let events = close_stopped_block(&mut decoder, ACTION_END, StoppedAt::Sequence(ACTION_END));
     assert!(tools(&events).is_empty(), "{events:?}");
@@ -150,7 +158,7 @@ const TAM_END: &str = "<|[END_TOOL]|>";
 /// The decoder's events for `reply` fed in `pieces` (every split of the same text), then
 /// stopped: closed by `marker` as the helper decides, then finished.
 fn stopped(
-    protocol: Protocol,
+    protocol: ProtocolChoice,
     reply: &str,
     cut: usize,
     marker: &str,
@@ -197,16 +205,26 @@ fn a_mention_that_ends_by_itself_is_never_closed_as_stopped() {
         "Deleting.\n<|[REQUEST_TOOL]|>\ncommand:「始」delete_all「末」\npath:「始」/tmp「末」\n";
     let action_call = "Deleting.\n<ACTION>\n<delete_all><path>/tmp</path></delete_all>\n";
     for (protocols, reply, marker, closes) in [
-        ([Protocol::Tam, Protocol::Auto], tam_mention, TAM_END, false),
         (
-            [Protocol::Action, Protocol::Auto],
+            [ProtocolChoice::Tam, ProtocolChoice::Auto],
+            tam_mention,
+            TAM_END,
+            false,
+        ),
+        (
+            [ProtocolChoice::Action, ProtocolChoice::Auto],
             action_mention,
             ACTION_END,
             false,
         ),
-        ([Protocol::Tam, Protocol::Auto], tam_call, TAM_END, true),
         (
-            [Protocol::Action, Protocol::Auto],
+            [ProtocolChoice::Tam, ProtocolChoice::Auto],
+            tam_call,
+            TAM_END,
+            true,
+        ),
+        (
+            [ProtocolChoice::Action, ProtocolChoice::Auto],
             action_call,
             ACTION_END,
             true,
@@ -340,7 +358,7 @@ fn the_codec_gives_the_decoders_events() {
 
 #[test]
 fn a_stopped_block_over_the_size_limit_keeps_its_diagnostic() {
-    let mut config = Config::for_protocol(Protocol::Action);
+    let mut config = Config::for_protocol(ProtocolChoice::Action);
     config.action.max_block_bytes = 64;
     let mut decoder = Decoder::new(config);
     let mut seen = Vec::new();
@@ -387,7 +405,7 @@ fn every_way(config: Config, reply: &str) -> Vec<Event<'static>> {
 fn a_closed_action_block_without_an_element_is_prose() {
     let mention = "Write <ACTION> to start a block and </ACTION> to end it.\n";
     let reply = format!("{mention}<ACTION><Ping/></ACTION>");
-    for protocol in [Protocol::Action, Protocol::Auto] {
+    for protocol in [ProtocolChoice::Action, ProtocolChoice::Auto] {
         let events = every_way(Config::for_protocol(protocol), &reply);
         let text: String = events
             .iter()
@@ -427,7 +445,7 @@ fn a_closed_action_block_without_an_element_is_prose() {
 #[test]
 fn an_action_stream_ending_inside_a_tag_runs_no_call() {
     let written = "Writing.\n<ACTION><write_file><path>a.txt</path></write_file>";
-    for protocol in [Protocol::Action, Protocol::Auto] {
+    for protocol in [ProtocolChoice::Action, ProtocolChoice::Auto] {
         let config = Config::for_protocol(protocol);
         for tail in ["<", "<d", "<delete_all", "<delete_all a=\"x", "</get_wea"] {
             let events = every_way(config, &format!("{written}{tail}"));
@@ -444,4 +462,43 @@ fn an_action_stream_ending_inside_a_tag_runs_no_call() {
         let events = every_way(config, &format!("{written}</ACTI"));
         assert_eq!(tools(&events), ["write_file"], "{protocol}");
     }
+}
+
+/// Given the offered tools, the front door reads a call element written without
+/// `<ACTION>` as a call for ACTION and for both protocols, whatever the split; TAM alone
+/// has no such rule and keeps no names.
+#[test]
+fn a_call_element_without_action_is_a_call_given_the_offered_tools() {
+    let reply =
+        "```xml\n<get_weather><city>Paris</city></get_weather>\n```\n<lookup><q>x</q></lookup>\n";
+    for protocol in [ProtocolChoice::Action, ProtocolChoice::Auto] {
+        let run = |pieces: Vec<&[u8]>| {
+            let mut decoder = Decoder::new(Config::for_protocol(protocol))
+                .with_bare_call_tools(["get_weather", "search"]);
+            assert_eq!(decoder.bare_call_tools(), ["get_weather", "search"]);
+            let mut tools = Vec::new();
+            let mut warnings = Vec::new();
+            for piece in pieces {
+                decoder.feed_bytes(piece, |e| {
+                    if let Event::ActionBlock(b) = e {
+                        tools.extend(b.calls.iter().map(|c| c.tool.clone()));
+                        warnings.extend(b.diagnostics.iter().map(|d| d.code.as_str()));
+                    }
+                });
+            }
+            decoder.finish(|_| {});
+            (tools, warnings)
+        };
+        let whole = run(vec![reply.as_bytes()]);
+        assert_eq!(whole.0, ["get_weather"], "{protocol:?}");
+        assert_eq!(whole.1, ["fenced_block", "missing_action_wrapper"]);
+        assert_eq!(run(reply.as_bytes().chunks(1).collect()), whole);
+        for i in 1..reply.len() {
+            let (a, b) = reply.as_bytes().split_at(i);
+            assert_eq!(run(vec![a, b]), whole, "{protocol:?} split at {i}");
+        }
+    }
+    let tam = Decoder::new(Config::for_protocol(ProtocolChoice::Tam))
+        .with_bare_call_tools(["get_weather"]);
+    assert!(tam.bare_call_tools().is_empty());
 }

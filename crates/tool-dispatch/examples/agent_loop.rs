@@ -18,8 +18,9 @@ use futures_util::stream::{self, BoxStream};
 use serde_json::json;
 use tool_dispatch::engine::ReferenceEngine;
 use tool_dispatch::{
-    Agent, AgentEvent, AgentOutcome, BoxError, CancellationToken, Dispatcher, Error, FinishReason,
-    LanguageModel, ModelItem, ModelRequest, Registry, Scope, ToolExecutionResult,
+    Agent, AgentConfig, AgentEvent, AgentOutcome, BoxError, CancellationToken, Dispatcher, Error,
+    FinishReason, LanguageModel, ModelItem, ModelRequest, ProtocolChoice, Registry, Scope,
+    ToolExecutionResult,
 };
 use tool_schema::{Implementation, ToolDefinition, ToolId};
 
@@ -93,7 +94,11 @@ fn agent(runs: Arc<AtomicUsize>) -> Result<Agent, Error> {
     )?;
     let dispatcher = Dispatcher::new(registry, ReferenceEngine::new());
     let scope = Scope::for_agent(dispatcher.registry(), ["Weather.Get"])?;
-    Ok(Agent::new(dispatcher, scope))
+    Ok(Agent::with_config(
+        dispatcher,
+        scope,
+        AgentConfig::for_protocol(ProtocolChoice::Tam),
+    ))
 }
 
 /// Runs one conversation, printing progress; returns the outcome and the tool's run count.

@@ -114,7 +114,7 @@
 //! * Native tool calls are never run; one observation per round names them and tells the
 //!   model to write the protocol's block.
 //! * The agent decodes through the front door, [`tam::Decoder`]; [`ProtocolChoice`] is
-//!   [`tam::Protocol`] ("TAM, ACTION or both") and [`BlockKind`] is [`tam::BlockKind`].
+//!   [`tam::ProtocolChoice`] ("TAM, ACTION or both") and [`Protocol`] is [`tam::Protocol`].
 //! * Decoded calls become [`ToolCall`]s through [`ToolCall::from_tam`] /
 //!   [`ToolCall::from_action`] (public, for the proxy too), with a stable id
 //!   `tam-S-I` / `action-S-I` (block start offset, call index in the block): the same
@@ -125,7 +125,7 @@
 //!   element's raw text.
 //! * The agent's events carry the decoder's own events ([`AgentEvent::Decoded`]: prose,
 //!   a block's start, diagnostics outside blocks, argument events for UIs with
-//!   [`AgentConfig::stream_arguments`], default on); the [`AgentEvent::BlockClosed`]
+//!   [`AgentConfig::param_events`], default on); the [`AgentEvent::BlockClosed`]
 //!   stays authoritative: only its calls run.
 //!
 //! # Limits
@@ -187,7 +187,7 @@ mod scope;
 
 pub use agent::{
     Agent, AgentConfig, AgentEvent, AgentOutcome, DEFAULT_MAX_ROUNDS, FailurePolicy, StopReason,
-    StreamCut, TOOL_EXECUTION_FAILED,
+    StreamCut, StrictForm, TOOL_EXECUTION_FAILED,
 };
 pub use dispatch::{
     CallOutcome, CallStatus, ChainPolicy, DEFAULT_TIMEOUT, DispatchConfig, Dispatcher, ToolCall,
@@ -199,11 +199,13 @@ pub use result::{IntoToolResult, NULL_RESULT_MESSAGE, ToolExecutionResult, opera
 pub use scope::{
     AvailableTools, DEFAULT_MAX_TOOL_CALLS, DynamicTools, LlmNodeConfig, ModelParameters, Scope,
 };
-pub use tam::{BlockKind, Protocol as ProtocolChoice};
+/// Which protocol a block is written in, and which protocol(s) the agent decodes (the
+/// front door's types, re-exported under their own names).
+pub use tam::{Protocol, ProtocolChoice};
 /// The model side, re-exported from tam-model: what the [`Agent`] streams from.
 pub use tam_model::{
-    BoxError, ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelOptions,
-    ModelRequest, Role, ThinkSplitter, ToolCallChunk,
+    BoxError, Constraint, ContentPiece, FinishReason, LanguageModel, Message, ModelItem,
+    ModelOptions, ModelRequest, Role, ThinkSplitter, ToolCallChunk,
 };
 
 /// Re-exported so callers can cancel calls and runs without naming tokio-util.

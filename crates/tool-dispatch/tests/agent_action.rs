@@ -13,8 +13,8 @@ use support::{
 };
 use tool_dispatch::engine::ReferenceEngine;
 use tool_dispatch::{
-    Agent, AgentConfig, AgentEvent, AgentOutcome, BlockKind, CallStatus, CancellationToken,
-    Dispatcher, Message, ProtocolChoice, Registry, Role, Scope, StopReason, ToolExecutionResult,
+    Agent, AgentConfig, AgentEvent, AgentOutcome, CallStatus, CancellationToken, Dispatcher,
+    Message, Protocol, ProtocolChoice, Registry, Role, Scope, StopReason, ToolExecutionResult,
 };
 
 /// Records every argument object a tool received.
@@ -301,7 +301,7 @@ async fn both_protocols_in_one_stream_run_in_stream_order() {
         [json!("tam"), json!("xml")],
         "TAM keys match canonically, XML keys exactly"
     );
-    let kinds: Vec<BlockKind> = events
+    let kinds: Vec<Protocol> = events
         .iter()
         .filter_map(|e| {
             if let AgentEvent::BlockClosed { kind, .. } = e {
@@ -311,7 +311,7 @@ async fn both_protocols_in_one_stream_run_in_stream_order() {
             }
         })
         .collect();
-    assert_eq!(kinds, [BlockKind::Tam, BlockKind::Action]);
+    assert_eq!(kinds, [Protocol::Tam, Protocol::Action]);
 }
 
 /// A tool whose name (or a parameter's) is no XML element name can never be called in
@@ -360,4 +360,48 @@ fn tools_a_model_cannot_write_in_action_are_named_and_left_out_of_the_prompt() {
         text.contains("get/forecast") && text.contains("lookup"),
         "{text}"
     );
+}
+
+/// A call element of an offered tool written without `<ACTION>` (small models drop the
+/// wrapper) runs as a call; the turn ends at it.
+#[tokio::test]
+async fn a_call_element_without_action_runs() {
+    let mut registry = Registry::new();
+    let received = recording(&mut registry, get_player_info(), json!({"name": "Alice"}));
+    let agent = action_agent(registry, AgentConfig::for_protocol(ProtocolChoice::Action));
+    let model = ScriptedModel::chunked(
+        &[
+            "<GetPlayerInfo><player_id>player123</player_id></GetPlayerInfo>\nObservation: invented",
+            "The player's name is Alice.",
+        ],
+        5,
+    );
+    let (outcome, events, _) = run(&agent, &model, "What is player123's name?").await;
+    assert_eq!(outcome.stop, StopReason::Answer);
+    assert_eq!(outcome.rounds, 2);
+    assert_eq!(outcome.calls[0].status, CallStatus::Completed);
+    assert_eq!(
+        *received.lock().unwrap(),
+        [support::object(json!({"player_id": "player123"}))]
+    );
+    assert!(
+        !streamed_text(&events).contains("invented"),
+        "the turn ended at the call"
+    );
+}
+
+/// An element naming a tool that is not offered stays the model's answer.
+#[tokio::test]
+async fn a_call_element_of_an_unoffered_tool_is_prose() {
+    let mut registry = Registry::new();
+    let received = recording(&mut registry, get_player_info(), json!({"name": "Alice"}));
+    let agent = action_agent(registry, AgentConfig::for_protocol(ProtocolChoice::Action));
+    let reply = "<LookupPlayer><id>player123</id></LookupPlayer>";
+    let model = ScriptedModel::chunked(&[reply], 5);
+    let (outcome, _, _) = run(&agent, &model, "Who is player123?").await;
+    assert_eq!(outcome.stop, StopReason::Answer);
+    assert_eq!(outcome.rounds, 1);
+    assert!(outcome.calls.is_empty());
+    assert_eq!(outcome.answer, reply);
+    assert!(received.lock().unwrap().is_empty());
 }

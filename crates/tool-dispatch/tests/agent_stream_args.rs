@@ -13,7 +13,7 @@ use support::{ScriptedModel, service};
 use tam::Event;
 use tool_dispatch::engine::ReferenceEngine;
 use tool_dispatch::{
-    Agent, AgentConfig, AgentEvent, BlockKind, CancellationToken, Dispatcher, ProtocolChoice,
+    Agent, AgentConfig, AgentEvent, CancellationToken, Dispatcher, Protocol, ProtocolChoice,
     Registry, Scope, ToolCall, ToolExecutionResult,
 };
 
@@ -76,9 +76,9 @@ async fn run(
 const MIXED: &str = "First.\n<|[REQUEST_TOOL]|>\ncommand:「始」write「末」\npath:「始」a.rs「末」\ncontent:「始」fn main() { a < b && c }「末」\n<|[END_TOOL]|>\nThen.\n<ACTION>\n<write>\n<path>b.rs</path>\n<content>if a &lt; b &amp;&amp; c {}</content>\n</write>\n</ACTION>\n";
 
 /// (protocol, key, pieces joined) per parameter that ended.
-fn streamed(events: &[AgentEvent]) -> Vec<(BlockKind, String, String)> {
+fn streamed(events: &[AgentEvent]) -> Vec<(Protocol, String, String)> {
     let mut out = Vec::new();
-    let mut open: Option<(BlockKind, String, String)> = None;
+    let mut open: Option<(Protocol, String, String)> = None;
     for e in events {
         match e {
             AgentEvent::Decoded(Event::ParamStart { protocol, key, .. }) => {
@@ -110,22 +110,22 @@ async fn both_protocols_stream_arguments_to_the_ui() {
     assert_eq!(received.len(), 2);
     let got = streamed(&events);
     let expected = [
-        (BlockKind::Tam, "command", "write"),
-        (BlockKind::Tam, "path", "a.rs"),
-        (BlockKind::Tam, "content", "fn main() { a < b && c }"),
-        (BlockKind::Action, "path", "b.rs"),
-        (BlockKind::Action, "content", "if a < b && c {}"),
+        (Protocol::Tam, "command", "write"),
+        (Protocol::Tam, "path", "a.rs"),
+        (Protocol::Tam, "content", "fn main() { a < b && c }"),
+        (Protocol::Action, "path", "b.rs"),
+        (Protocol::Action, "content", "if a < b && c {}"),
     ];
-    let got: Vec<(BlockKind, &str, &str)> = got
+    let got: Vec<(Protocol, &str, &str)> = got
         .iter()
         .map(|(k, key, v)| (*k, key.as_str(), v.as_str()))
         .collect();
     assert_eq!(got, expected);
-    let starts: Vec<(BlockKind, String)> = events
+    let starts: Vec<(Protocol, String)> = events
         .iter()
         .filter_map(|e| match e {
             AgentEvent::Decoded(Event::CommandSeen { tool, .. }) => {
-                Some((BlockKind::Tam, tool.to_string()))
+                Some((Protocol::Tam, tool.to_string()))
             }
             AgentEvent::Decoded(Event::CallStart { protocol, tool, .. }) => {
                 Some((*protocol, tool.clone()))
@@ -136,8 +136,8 @@ async fn both_protocols_stream_arguments_to_the_ui() {
     assert_eq!(
         starts,
         [
-            (BlockKind::Tam, "write".to_owned()),
-            (BlockKind::Action, "write".to_owned())
+            (Protocol::Tam, "write".to_owned()),
+            (Protocol::Action, "write".to_owned())
         ]
     );
     assert_eq!(
@@ -146,7 +146,7 @@ async fn both_protocols_stream_arguments_to_the_ui() {
             .filter(|e| matches!(
                 e,
                 AgentEvent::Decoded(Event::CallEnd {
-                    protocol: BlockKind::Action,
+                    protocol: Protocol::Action,
                     index: 0,
                     ..
                 })
@@ -196,7 +196,7 @@ async fn stream_arguments_off_sends_none() {
     write_tool(&mut registry);
     let mut config = AgentConfig::for_protocol(ProtocolChoice::Auto);
     config.end_turn_at_call = false;
-    config.stream_arguments = false;
+    config.param_events = false;
     let agent = Agent::with_config(
         Dispatcher::new(registry, ReferenceEngine::new()),
         Scope::unrestricted(),

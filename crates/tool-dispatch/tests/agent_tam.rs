@@ -5,6 +5,7 @@ mod support;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tool_dispatch::ProtocolChoice;
 
 use serde_json::json;
 use support::{ScriptedModel, Step, get_player_info, no_params, observations, streamed_text};
@@ -12,8 +13,8 @@ use tam::Event;
 use tokio_util::sync::CancellationToken;
 use tool_dispatch::engine::ReferenceEngine;
 use tool_dispatch::{
-    Agent, AgentConfig, AgentEvent, AgentOutcome, BlockKind, CallStatus, Dispatcher, Error,
-    FailurePolicy, Message, Registry, Role, Scope, StopReason, ToolExecutionResult,
+    Agent, AgentConfig, AgentEvent, AgentOutcome, CallStatus, Dispatcher, Error, FailurePolicy,
+    Message, Protocol, Registry, Role, Scope, StopReason, ToolExecutionResult,
 };
 
 const LOOKUP: &str = "我查一下玩家信息。\n<|[REQUEST_TOOL]|>\ncommand:「始」GetPlayerInfo「末」\nplayerId:「始」player123「末」\n<|[END_TOOL]|>";
@@ -101,7 +102,7 @@ async fn play(config: AgentConfig, outputs: &[&str], chunk: usize) -> Played {
 #[tokio::test]
 async fn a_plain_answer_ends_the_loop_after_one_round() {
     let played = play(
-        AgentConfig::default(),
+        AgentConfig::for_protocol(ProtocolChoice::Tam),
         &["The weather is currently sunny and pleasant."],
         7,
     )
@@ -133,7 +134,10 @@ async fn a_plain_answer_ends_the_loop_after_one_round() {
 #[tokio::test]
 async fn tool_descriptions_enter_the_message_list_once() {
     let runs = Arc::default();
-    let agent = agent(registry(&runs), AgentConfig::default());
+    let agent = agent(
+        registry(&runs),
+        AgentConfig::for_protocol(ProtocolChoice::Tam),
+    );
     let model = ScriptedModel::chunked(&["First answer.", "Second answer."], 64);
     let mut conversation = Vec::new();
     run(&agent, &model, &mut conversation).await;
@@ -165,7 +169,12 @@ async fn tool_descriptions_enter_the_message_list_once() {
 
 #[tokio::test]
 async fn a_block_is_executed_and_its_observation_feeds_the_next_round() {
-    let played = play(AgentConfig::default(), &[LOOKUP, "The player is Alice."], 5).await;
+    let played = play(
+        AgentConfig::for_protocol(ProtocolChoice::Tam),
+        &[LOOKUP, "The player is Alice."],
+        5,
+    )
+    .await;
     assert_eq!(played.outcome.stop, StopReason::Answer);
     assert_eq!(played.outcome.rounds, 2);
     assert_eq!(played.outcome.answer, "The player is Alice.");
@@ -213,7 +222,7 @@ async fn a_blocks_calls_start_before_the_model_stream_ends() {
     ]);
     let mut conversation = Vec::new();
     // The stream read to its end (with the turn ending at the call it is closed instead).
-    let mut config = AgentConfig::default();
+    let mut config = AgentConfig::for_protocol(ProtocolChoice::Tam);
     config.end_turn_at_call = false;
     let (outcome, events) = run(&agent(registry, config), &model, &mut conversation).await;
     assert_eq!(outcome.stop, StopReason::Answer);
@@ -253,7 +262,7 @@ async fn block_started_arrives_while_the_block_is_still_being_written() {
         vec![Step::Delta("Done.".into())],
     ]);
     let events = Mutex::new(Vec::new());
-    let agent = agent(registry, AgentConfig::default());
+    let agent = agent(registry, AgentConfig::for_protocol(ProtocolChoice::Tam));
     let mut conversation = Vec::new();
     let outcome = tokio::time::timeout(
         Duration::from_secs(120),
@@ -284,7 +293,7 @@ async fn block_started_arrives_while_the_block_is_still_being_written() {
     assert_eq!(
         started,
         [&AgentEvent::Decoded(Event::BlockStart {
-            protocol: BlockKind::Tam,
+            protocol: Protocol::Tam,
             span: tam_parse::Span::new(9, 27),
         })]
     );
@@ -292,7 +301,12 @@ async fn block_started_arrives_while_the_block_is_still_being_written() {
 
 #[tokio::test]
 async fn events_arrive_in_order_for_a_ui() {
-    let played = play(AgentConfig::default(), &[LOOKUP, "Alice."], 9).await;
+    let played = play(
+        AgentConfig::for_protocol(ProtocolChoice::Tam),
+        &[LOOKUP, "Alice."],
+        9,
+    )
+    .await;
     let kinds: Vec<&str> = played
         .events
         .iter()
@@ -346,7 +360,7 @@ async fn events_arrive_in_order_for_a_ui() {
 async fn chained_calls_run_in_order_and_stop_at_the_first_failure() {
     let chain = "<|[REQUEST_TOOL]|>\ncommand2:「始」GetPlayerInfo「末」\nplayer_id2:「始」p2「末」\ncommand1:「始」empty_query「末」\n<|[END_TOOL]|>";
     let played = play(
-        AgentConfig::default(),
+        AgentConfig::for_protocol(ProtocolChoice::Tam),
         &[chain, "TOOL_EXECUTION_FAILED"],
         11,
     )
@@ -374,7 +388,7 @@ async fn chained_calls_run_in_order_and_stop_at_the_first_failure() {
 #[tokio::test]
 async fn the_stop_failure_policy_ends_the_loop_after_a_failed_round() {
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」empty_query「末」\n<|[END_TOOL]|>";
-    let mut config = AgentConfig::default();
+    let mut config = AgentConfig::for_protocol(ProtocolChoice::Tam);
     config.failure_policy = FailurePolicy::Stop;
     let played = play(config, &[block], 64).await;
     assert_eq!(played.outcome.stop, StopReason::ToolFailed);
@@ -388,7 +402,7 @@ async fn the_stop_failure_policy_ends_the_loop_after_a_failed_round() {
 #[tokio::test]
 async fn max_tool_calls_refuses_the_extra_calls_and_ends_the_loop() {
     let three = "<|[REQUEST_TOOL]|>\ncommand1:「始」GetPlayerInfo「末」\nplayer_id1:「始」a「末」\ncommand2:「始」GetPlayerInfo「末」\nplayer_id2:「始」b「末」\ncommand3:「始」GetPlayerInfo「末」\nplayer_id3:「始」c「末」\n<|[END_TOOL]|>";
-    let mut config = AgentConfig::default();
+    let mut config = AgentConfig::for_protocol(ProtocolChoice::Tam);
     config.max_tool_calls = 2;
     let played = play(config, &[three], 16).await;
     assert_eq!(played.outcome.stop, StopReason::MaxToolCalls);
@@ -402,7 +416,7 @@ async fn max_tool_calls_refuses_the_extra_calls_and_ends_the_loop() {
 #[tokio::test]
 async fn the_call_limit_counts_across_rounds() {
     let one = "<|[REQUEST_TOOL]|>\ncommand:「始」GetPlayerInfo「末」\nplayer_id:「始」a「末」\n<|[END_TOOL]|>";
-    let mut config = AgentConfig::default();
+    let mut config = AgentConfig::for_protocol(ProtocolChoice::Tam);
     config.max_tool_calls = 2;
     let played = play(config, &[one, one, one], 64).await;
     assert_eq!(
@@ -417,7 +431,11 @@ async fn a_call_outside_the_agents_scope_is_refused_and_never_runs() {
     let runs = Arc::new(AtomicUsize::new(0));
     let registry = registry(&runs);
     let scope = Scope::for_agent(&registry, ["empty_query"]).unwrap();
-    let agent = Agent::new(Dispatcher::new(registry, ReferenceEngine::new()), scope);
+    let agent = Agent::with_config(
+        Dispatcher::new(registry, ReferenceEngine::new()),
+        scope,
+        AgentConfig::for_protocol(ProtocolChoice::Tam),
+    );
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」GetPlayerInfo「末」\nplayer_id:「始」a「末」\n<|[END_TOOL]|>";
     let model = ScriptedModel::chunked(&[block, "I cannot look that up."], 64);
     let mut conversation = Vec::new();
@@ -437,7 +455,12 @@ async fn a_call_outside_the_agents_scope_is_refused_and_never_runs() {
 #[tokio::test]
 async fn an_unterminated_block_is_reported_to_the_model() {
     let broken = "Let me look.\n<|[REQUEST_TOOL]|>\ncommand:「始」GetPlayerInfo「末」\nplayer_id:「始」a「末」\n";
-    let played = play(AgentConfig::default(), &[broken, "Sorry."], 8).await;
+    let played = play(
+        AgentConfig::for_protocol(ProtocolChoice::Tam),
+        &[broken, "Sorry."],
+        8,
+    )
+    .await;
     assert_eq!(played.outcome.stop, StopReason::Answer);
     assert_eq!(played.lookups, 0);
     let seen = observations(&played.events);
@@ -456,7 +479,12 @@ async fn an_unterminated_block_is_reported_to_the_model() {
 #[tokio::test]
 async fn a_block_with_only_broken_entries_gets_error_observations() {
     let orphan = "<|[REQUEST_TOOL]|>\ncommand1:「始」GetPlayerInfo「末」\nplayer_id1:「始」a「末」\nzone3:「始」north「末」\n<|[END_TOOL]|>";
-    let played = play(AgentConfig::default(), &[orphan, "ok"], 64).await;
+    let played = play(
+        AgentConfig::for_protocol(ProtocolChoice::Tam),
+        &[orphan, "ok"],
+        64,
+    )
+    .await;
     let seen = observations(&played.events);
     assert!(
         seen[0].starts_with("Observation: Error - Invalid tool block (orphan_parameter): "),
@@ -472,7 +500,7 @@ async fn a_block_with_only_broken_entries_gets_error_observations() {
 async fn a_model_that_never_answers_stops_at_max_rounds() {
     // A block with an entry but no command (a block holding no entry at all is prose).
     let empty_block = "<|[REQUEST_TOOL]|>\ncity:「始」Paris「末」\n<|[END_TOOL]|>";
-    let mut config = AgentConfig::default();
+    let mut config = AgentConfig::for_protocol(ProtocolChoice::Tam);
     config.max_rounds = 3;
     let played = play(config, &[empty_block, empty_block, empty_block], 64).await;
     assert_eq!(
@@ -495,7 +523,7 @@ async fn a_model_error_is_returned_after_closed_blocks_ran() {
         Step::Fail("connection reset"),
     ]]);
     // The stream read past the block (with the turn ending at the call it is closed there).
-    let mut config = AgentConfig::default();
+    let mut config = AgentConfig::for_protocol(ProtocolChoice::Tam);
     config.end_turn_at_call = false;
     let agent = agent(registry(&runs), config);
     let err = agent
@@ -524,7 +552,10 @@ async fn cancellation_stops_a_streaming_round() {
         Step::Delta("Thinking".into()),
         Step::WaitFor(parked),
     ]]);
-    let agent = agent(registry(&runs), AgentConfig::default());
+    let agent = agent(
+        registry(&runs),
+        AgentConfig::for_protocol(ProtocolChoice::Tam),
+    );
     let cancel = CancellationToken::new();
     let canceller = cancel.clone();
     let mut conversation = Vec::new();
@@ -559,7 +590,13 @@ async fn an_llm_node_brings_its_scope_limit_and_template() {
         "dynamicTools": {"toolIds": ["GetPlayerInfo"], "descriptionTemplate": "工具 {toolName}: {toolDescription}"}
     }))
     .unwrap();
-    let agent = Agent::for_llm_node(dispatcher, &workflow, &node, AgentConfig::default()).unwrap();
+    let agent = Agent::for_llm_node(
+        dispatcher,
+        &workflow,
+        &node,
+        AgentConfig::for_protocol(ProtocolChoice::Tam),
+    )
+    .unwrap();
     assert_eq!(
         agent.tool_descriptions(),
         "Available tools:\n工具 GetPlayerInfo: Looks up a player by id.\n工具 empty_query: Takes no parameters."
@@ -575,7 +612,10 @@ async fn an_llm_node_brings_its_scope_limit_and_template() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_can_be_spawned_on_a_multi_thread_runtime() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let agent = agent(registry(&runs), AgentConfig::default());
+    let agent = agent(
+        registry(&runs),
+        AgentConfig::for_protocol(ProtocolChoice::Tam),
+    );
     let model = ScriptedModel::chunked(&[LOOKUP, "Alice."], 3);
     let task = tokio::spawn(async move {
         let mut conversation = Vec::new();

@@ -163,7 +163,7 @@ async fn the_agent_runs_one_call_with_the_items() {
             async move { ToolExecutionResult::query_success(json!("2,800 m; 8,983 km²"), "found") }
         })
         .unwrap();
-    let mut config = AgentConfig::default();
+    let mut config = AgentConfig::for_protocol(ProtocolChoice::Tam);
     config.protocol = ProtocolChoice::Tam;
     let agent = Agent::with_config(
         Dispatcher::new(registry, ReferenceEngine::new()),

@@ -9,6 +9,7 @@
 mod support;
 
 use std::time::Duration;
+use tool_dispatch::ProtocolChoice;
 
 use serde_json::{Map, Value, json};
 use support::{ScriptedModel, object, observations, run_agent};
@@ -430,7 +431,7 @@ async fn an_agent_round_calls_the_mcp_tool_from_a_tam_block() {
     let agent = Agent::with_config(
         Dispatcher::new(registry, ReferenceEngine::new()),
         Scope::unrestricted(),
-        AgentConfig::default(),
+        AgentConfig::for_protocol(ProtocolChoice::Tam),
     );
     let model = ScriptedModel::chunked(
         &[
@@ -496,7 +497,7 @@ async fn a_reply_cut_inside_the_block_never_calls_the_mcp_tool() {
     let agent = Agent::with_config(
         Dispatcher::new(registry, ReferenceEngine::new()),
         Scope::unrestricted(),
-        AgentConfig::default(),
+        AgentConfig::for_protocol(ProtocolChoice::Tam),
     );
     let model = ScriptedModel::chunked(
         &[

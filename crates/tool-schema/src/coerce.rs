@@ -305,6 +305,34 @@ fn unquoted_member(shape: &Shape, text: &str) -> Option<Value> {
     }
 }
 
+/// Reads a schema node ([`Shape::read`]) and converts every default in it to the type its
+/// schema declares: a default written as text for another type (`"True"` for a boolean)
+/// is coerced once, here; one no rule converts is kept as written.
+pub(crate) fn read_shape(schema: &Value) -> Shape {
+    let mut shape = Shape::read(schema);
+    settle_defaults(&mut shape);
+    shape
+}
+
+/// Converts the defaults of `shape` and of every shape inside it, innermost first (a
+/// default is converted against a shape whose parts are already settled).
+fn settle_defaults(shape: &mut Shape) {
+    if let Some(items) = &mut shape.items {
+        settle_defaults(items);
+    }
+    if let Some(object) = &mut shape.object {
+        for property in &mut object.properties {
+            settle_defaults(&mut property.shape);
+        }
+        if let ExtraKeys::Coerce(extra) = &mut object.extra {
+            settle_defaults(extra);
+        }
+    }
+    if let Some(default) = shape.default.take() {
+        shape.default = Some(convert(shape, default).unwrap_or_else(|refused| refused.value));
+    }
+}
+
 /// Converts `value` to a type `shape` allows; `Err` gives the value back when no rule
 /// applies. Values that already have an allowed type are kept as they are.
 pub(crate) fn convert(shape: &Shape, value: Value) -> Result<Value, Refusal> {

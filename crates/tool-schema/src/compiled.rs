@@ -4,7 +4,7 @@ use jsonschema::paths::LocationSegment;
 use serde_json::{Map, Value};
 
 use crate::coerce::{Coercion, ValuePath};
-use crate::shape::{ExtraKeys, ObjectShape, Shape, TypeSet};
+use crate::shape::{ExtraKeys, ObjectShape, TypeSet};
 use crate::{Error, KeyMatch, ToolDefinition, ToolId, ValidationErrors};
 
 /// A [`ToolDefinition`] with its parameter schema compiled: the coercion tree and the
@@ -33,7 +33,7 @@ impl CompiledTool {
                 "the parameter schema must be a JSON object".to_owned(),
             ));
         }
-        let shape = Shape::read(&definition.parameters);
+        let shape = crate::coerce::read_shape(&definition.parameters);
         if !(shape.types.is_any() || shape.types == TypeSet::OBJECT) {
             return Err(invalid(format!(
                 "the parameter schema must have type 'object', not '{}'",

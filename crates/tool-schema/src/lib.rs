@@ -61,6 +61,9 @@
 //!   [`PromptLanguage`] — role, tool list, a usage-notes hook, the decision instruction,
 //!   few-shot examples and the result rules — each [`PromptPart`] replaceable.
 //! - [`export_tools`]: the tool list in an [`ExportFormat`], with an [`AliasMap`].
+//! - [`grammar`]: grammars for strict calls — GBNF for llama-server and an xgrammar
+//!   structural tag for vLLM and SGLang — that let a model constraining its sampling write
+//!   only blocks of calls of the offered tools.
 //!
 //! # Key matching: canonical for TAM, exact for ACTION XML
 //!

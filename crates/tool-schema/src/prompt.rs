@@ -258,7 +258,7 @@ impl Render<'_> {
     /// Writes the heading and one line per parameter, depth first; with a heading, a tool
     /// without parameters gets `Parameters: none`.
     fn parameters(&self, out: &mut String, tool: &ToolDefinition, layout: &ParameterLayout) {
-        let shape = Shape::read(&tool.parameters);
+        let shape = crate::coerce::read_shape(&tool.parameters);
         let lines = parameter_lines(&shape);
         if let Some(heading) = layout.heading {
             let label = self.labels.parameters;

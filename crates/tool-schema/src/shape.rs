@@ -128,6 +128,8 @@ pub(crate) enum ExtraKeys {
 
 impl Shape {
     /// Reads a schema node. A non-object schema (`true`, `false`) reads as "anything".
+    /// Defaults stay as written: read schemas through [`crate::coerce::read_shape`], which
+    /// also converts them.
     ///
     /// An object schema that lists `properties` (even none) is closed unless
     /// `additionalProperties` is `true` or a schema; one without `properties` is open
@@ -168,13 +170,11 @@ impl Shape {
                 && !shape.types.contains(TypeSet::NULL)
                 && !shape.types.is_any()
         };
+        // Read as written; `coerce::read_shape` converts it once the whole shape is read.
         shape.default = schema
             .get("default")
             .filter(|default| !says_none(default))
-            .cloned()
-            .map(|default| {
-                crate::coerce::convert(&shape, default).unwrap_or_else(|refused| refused.value)
-            });
+            .cloned();
         shape
     }
 }

@@ -84,7 +84,7 @@ fn read(
     tools: &[ToolDefinition],
     text: &str,
 ) -> Result<Vec<Call>, String> {
-    let events = tam::decode(text, Config::for_protocol(block_protocol(protocol)));
+    let events = tam::decode(text, Config::for_protocol(block_protocol(protocol).into()));
     let mut calls = Vec::new();
     let mut blocks = 0;
     for event in events {
@@ -241,7 +241,7 @@ fn action_blocks_that_decode_are_accepted() {
             "<ACTION><write_file><path>a.html</path><content><div class=\"x\">a < b && c</div>\n<p>para</p><!-- note --></content></write_file></ACTION>",
             "<ACTION><write_file><path>a.rs</path><content>let v: Vec<u8> = x.iter().collect::<Vec<_>>(); if a<b {}</content></write_file></ACTION>",
             "<ACTION><write_file><path>a.rs</path><content><![CDATA[\nfn f() { \"</content>\" }\n]]></content></write_file></ACTION>",
-            "<ACTION><write_file><path>a.jsx</path><content>return <A b={c}>{d}</A>; // </contents> </con </path></content></write_file></ACTION>",
+            "<ACTION><write_file><path>a.jsx</path><content>return <A b={c}>{d}</A>; // </contents> </con </pat </div></content></write_file></ACTION>",
             "<ACTION><write_file><path>p</path><content></content></write_file></ACTION>",
             // The close tag with blanks inside, which the reader takes as it.
             "<ACTION><write_file><path>p</ path><content>x</content  ></write_file></ACTION>",
@@ -320,6 +320,16 @@ fn action_blocks_that_do_not_decode_are_refused() {
                 "<ACTION><write_file><path>p</path><content>a</ACTION>b</content></write_file></ACTION>",
                 true,
             ),
+            // A sibling's close tag in a value: the reader takes it as text, but the model
+            // that wrote it believes the value closed.
+            (
+                "<ACTION><write_file><path>p</path><content>a</path>b</content></write_file></ACTION>",
+                false,
+            ),
+            (
+                "<ACTION><write_file><path>p</content><content>x</content></write_file></ACTION>",
+                false,
+            ),
             (
                 "<ACTION><write_file><path>p</path><content>a</ action >b</content></write_file></ACTION>",
                 true,
@@ -391,11 +401,38 @@ fn tam_blocks_that_decode_are_accepted() {
             "<|[REQUEST_TOOL]|>\n# Step 1: create\ncommand1:「始」write_file「末」\npath1:「始」/logs/today.log「末」\ncontent1:「始」Task started...「末」\n\n# Step 2: weather\ncommand2:「始」get_weather「末」\ncity2:「始」Oslo「末」\n<|[END_TOOL]|>",
             // Values: JSON lists and objects, one number for a list, free text with markup.
             "<|[REQUEST_TOOL]|>command:「始」get_weather「末」\ncity:「始」x「末」\ntags:「始」[\"a\", \"b\"]「末」\nsizes:「始」7「末」\nwhere:「始」{\"lat\": 1.5, \"lon\": -2}「末」\nextra:「始」{}「末」\n<|[END_TOOL]|>",
-            "<|[REQUEST_TOOL]|>command:「始」write_file「末」\npath:「始」a.html「末」\ncontent:「始」<div>「始」 <|[END_TOOL]|> 」「末 </div>\n\nend「末」\n<|[END_TOOL]|>",
+            "<|[REQUEST_TOOL]|>command:「始」write_file「末」\npath:「始」a.html「末」\ncontent:「始」<div>「始」 <|[END_TOOL]|> 」「 末」 「ESCAPE」 </div>\n\nend「末」\n<|[END_TOOL]|>",
             "<|[REQUEST_TOOL]|>command:「始」write_file「末」\npath:「始」p「末」\ncontent:「始ESCAPE」a「末」b「末ESCAPE」\n<|[END_TOOL]|>",
             "<|[REQUEST_TOOL]|>command:「始」write_file「末」path:「始」「末」content:「始」「末」<|[END_TOOL]|>",
         ],
     );
+}
+
+#[test]
+fn a_tam_close_marker_begun_is_finished() {
+    let tools = [weather(), write_file()];
+    let built = build(&tools, PromptProtocol::Tam);
+    let call = "<|[REQUEST_TOOL]|>command:「始」write_file「末」path:「始」p「末」content:";
+    for (viable, dead) in [
+        // A plain value closed with the escaped form's marker, or `「末` then a break.
+        ("「始」abc「末", "「始」abc「末E"),
+        ("「始」abc「末", "「始」abc「末\n"),
+        // The escaped form: `「末」` is text in it, its own marker must be finished.
+        (
+            "「始ESCAPE」a「末」b「末ESCAPE",
+            "「始ESCAPE」a「末」b「末ESCAPE\n",
+        ),
+        ("「始ESCAPE」a「末ESCAPE", "「始ESCAPE」a「末ESCAPE「"),
+    ] {
+        assert!(
+            built.gbnf.accepts_prefix(&format!("{call}{viable}")),
+            "{viable:?}"
+        );
+        assert!(
+            !built.gbnf.accepts_prefix(&format!("{call}{dead}")),
+            "{dead:?}"
+        );
+    }
 }
 
 #[test]
@@ -527,6 +564,13 @@ fn nested() -> ToolDefinition {
                 },
                 "matrix": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
                 "maybe": {"type": ["integer", "null"]},
+                "either": {"type": ["array", "null", "boolean"], "items": {"type": "integer"}},
+                "opts": {
+                    "type": "object",
+                    "properties": {"x": {"type": "integer"}, "y": {"type": "boolean"}, "z": {"type": "string"}},
+                    "required": ["z"],
+                    "additionalProperties": false
+                },
                 "meta": {
                     "type": "object",
                     "properties": {"owner": {"type": "object", "properties": {"name": {"type": "string"}}}},
@@ -536,6 +580,52 @@ fn nested() -> ToolDefinition {
             "required": ["plan"]
         }),
     )
+}
+
+#[test]
+fn json_members_keep_their_order_with_commas_only_between_them() {
+    let tools = [nested()];
+    for protocol in [PromptProtocol::Action, PromptProtocol::Tam] {
+        let built = build(&tools, protocol);
+        let block = |opts: &str| match protocol {
+            PromptProtocol::Action => {
+                format!("<ACTION><plan><plan>p</plan><opts>{opts}</opts></plan></ACTION>")
+            }
+            PromptProtocol::Tam => format!(
+                "<|[REQUEST_TOOL]|>command:「始」plan「末」\nplan:「始」p「末」\nopts:「始」{opts}「末」\n<|[END_TOOL]|>"
+            ),
+        };
+        for opts in [
+            r#"{"z": "a"}"#,
+            r#"{"x": 1, "z": "a"}"#,
+            r#"{"y": true, "z": "a"}"#,
+            r#"{ "x": -1, "y": false, "z": "" }"#,
+        ] {
+            assert_valid(&built, &tools, &[&block(opts)]);
+        }
+        for opts in [
+            r#"{"x": 1}"#,
+            r#"{"z": "a", "x": 1}"#,
+            r#"{, "z": "a"}"#,
+            r#"{"x": 1,, "z": "a"}"#,
+            r#"{"x": 1 "z": "a"}"#,
+            r#"{"z": "a",}"#,
+        ] {
+            assert!(!built.accepts(&block(opts)), "{opts}");
+        }
+    }
+}
+
+#[test]
+fn the_same_tools_give_the_same_grammar() {
+    // Servers cache compiled grammars by their text: one client's requests, which offer
+    // the same tools each time, must give the same text.
+    let tools = claude_code();
+    for protocol in [PromptProtocol::Action, PromptProtocol::Tam] {
+        let a = StrictGrammar::new(&tools, &GrammarOptions::new(protocol)).unwrap();
+        let b = StrictGrammar::new(&tools, &GrammarOptions::new(protocol)).unwrap();
+        assert_eq!(a, b);
+    }
 }
 
 #[test]
@@ -658,7 +748,8 @@ fn names_that_cannot_be_written_are_left_out_and_reported() {
                     "file_path": {"type": "string"},
                     "#tag": {"type": "string"},
                     "x:y": {"type": "string"},
-                    "keep": {"type": "string"}
+                    "keep": {"type": "string"},
+                    "long_name_0123456789_0123456789_0123456789_0123456789_0123456789_0123456789_0123456789_0123456789_0123456789_0123456789_0123456789": {"type": "string"}
                 }
             }),
         ),
@@ -689,7 +780,12 @@ fn names_that_cannot_be_written_are_left_out_and_reported() {
             .iter()
             .any(|(name, _)| name == "command" || name == "x:y")
     );
+    let long = |(name, reason): &(String, OmitReason), want: OmitReason| {
+        name.starts_with("long_name") && *reason == want
+    };
+    assert!(action.iter().any(|o| long(o, OmitReason::NameTooLong)));
     let tam = reasons(PromptProtocol::Tam);
+    assert!(tam.iter().any(|o| long(o, OmitReason::NotATamKey)));
     assert!(tam.contains(&("a b".to_owned(), OmitReason::NotATamKey)));
     assert!(tam.contains(&("command".to_owned(), OmitReason::ReservedName)));
     assert!(tam.contains(&("Command_2".to_owned(), OmitReason::ReservedName)));
@@ -703,6 +799,29 @@ fn names_that_cannot_be_written_are_left_out_and_reported() {
     assert_eq!(
         build(&tools, PromptProtocol::Tam).strict.omitted()[0].to_string(),
         "tool \"ok\" left out: a tool id given twice"
+    );
+
+    // A required parameter that cannot be written leaves its tool out, unless it has a
+    // default to fill it.
+    let required = [
+        tool(
+            "run",
+            json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
+        ),
+        tool(
+            "run_default",
+            json!({"type": "object", "properties": {"command": {"type": "string", "default": "ls"}}, "required": ["command"]}),
+        ),
+    ];
+    let built = build(&required, PromptProtocol::Tam);
+    assert_eq!(built.strict.tools(), ["run_default"]);
+    assert!(built.strict.omitted().iter().any(|o| o.tool == "run"
+        && o.parameter.is_none()
+        && o.reason == OmitReason::RequiredParameterLeftOut));
+    assert_valid(
+        &built,
+        &required,
+        &["<|[REQUEST_TOOL]|>command:「始」run_default「末」<|[END_TOOL]|>"],
     );
 
     let error = StrictGrammar::new(
@@ -876,6 +995,28 @@ fn the_size_is_bounded_with_a_clear_error() {
             ..
         })
     ));
+    // Names and members of 200 000 characters: left out, or written as one literal.
+    let long = "n".repeat(200_000);
+    let tools = [
+        tool(
+            &long,
+            json!({"type": "object", "properties": {"p": {"type": "string"}}}),
+        ),
+        tool(
+            "t",
+            json!({"type": "object", "properties": {&long: {"type": "string"}, "e": {"enum": [&long]}, "p": {"type": "string"}}}),
+        ),
+    ];
+    // ACTION leaves the long names out; TAM writes the tool id as a literal, once per
+    // form of call, which passes the limit.
+    let built = build(&tools, PromptProtocol::Action);
+    assert_eq!(built.strict.tools(), ["t"]);
+    assert!(matches!(
+        StrictGrammar::new(&tools, &GrammarOptions::new(PromptProtocol::Tam)),
+        Err(GrammarError::TooLarge { .. })
+    ));
+    let built = build(&tools[1..], PromptProtocol::Tam);
+    assert_eq!(built.strict.tools(), ["t"]);
     // An enum of a million members stops at the limit, long before it is written out.
     let huge: Vec<Value> = (0..1_000_000)
         .map(|i| Value::from(format!("member-{i}")))
@@ -960,12 +1101,22 @@ fn claude_code_tools() {
         tam.strict.gbnf().len(),
         tam.strict.rule_count()
     );
-    // Bash's `command` cannot be a TAM key: it would name the call's tool.
-    assert_eq!(tam.strict.omitted().len(), 1);
+    // Bash's `command` cannot be a TAM key (it would name the call's tool), and Bash
+    // cannot be called without it.
+    let omitted: Vec<String> = tam
+        .strict
+        .omitted()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert_eq!(
-        tam.strict.omitted()[0].parameter.as_deref(),
-        Some("command")
+        omitted,
+        [
+            "parameter \"command\" of tool \"Bash\" left out: a reserved name",
+            "tool \"Bash\" left out: a required parameter without a default cannot be written"
+        ]
     );
+    assert_eq!(tam.strict.tools().len(), 11);
     assert_valid(
         &tam,
         &tools,
@@ -973,11 +1124,8 @@ fn claude_code_tools() {
             "<|[REQUEST_TOOL]|>\ncommand:「始」Read「末」\nfile_path:「始」/etc/hosts「末」\n\ncommand:「始」Edit「末」\nfile_path:「始」a.rs「末」\nold_string:「始」fn a() {}「末」\nnew_string:「始」fn b() {}「末」\n<|[END_TOOL]|>",
         ],
     );
-    let tools_without_bash: Vec<ToolDefinition> = tools
-        .into_iter()
-        .filter(|t| t.id.as_str() != "Bash")
-        .collect();
-    sampled_blocks_decode(&tools_without_bash, PromptProtocol::Tam, 150);
+    assert!(!tam.accepts("<|[REQUEST_TOOL]|>command:「始」Bash「末」<|[END_TOOL]|>"));
+    sampled_blocks_decode(&tools, PromptProtocol::Tam, 150);
 }
 
 #[test]
@@ -1067,16 +1215,171 @@ fn prefixes_of_valid_blocks_stay_open() {
     for (i, _) in text.char_indices() {
         assert!(built.gbnf.accepts_prefix(&text[..i]), "{:?}", &text[..i]);
     }
-    // A value cannot go on past its call's close tag (`</write_file` may still be text,
-    // `</write_files`; with its `>` it is not).
+    // A value cannot go on past its call's close tag: once its name is written whole
+    // after `</`, nothing can follow (`</write_fil` may still be text).
     assert!(
         built
             .gbnf
-            .accepts_prefix("<ACTION><write_file><path>a</path><content>x</write_file")
+            .accepts_prefix("<ACTION><write_file><path>a</path><content>x</write_fil")
     );
     assert!(
         !built
             .gbnf
-            .accepts_prefix("<ACTION><write_file><path>a</path><content>x</write_file>")
+            .accepts_prefix("<ACTION><write_file><path>a</path><content>x</write_file")
     );
+}
+
+/// The tools of three calls a small model wrote under the grammar with a sibling's close
+/// tag for its own.
+fn mistyped_tools() -> Vec<ToolDefinition> {
+    vec![
+        tool(
+            "genetics_calculate_similarity",
+            json!({
+                "type": "object",
+                "properties": {
+                    "species1": {"type": "string"},
+                    "species2": {"type": "string"},
+                    "format": {"type": "string"}
+                },
+                "required": ["species1", "species2"]
+            }),
+        ),
+        tool(
+            "get_dominant_trait",
+            json!({
+                "type": "object",
+                "properties": {
+                    "allele1": {"type": "string"},
+                    "allele2": {"type": "string"},
+                    "inheritance_pattern": {"type": "string"}
+                },
+                "required": ["allele1", "allele2"]
+            }),
+        ),
+        tool(
+            "run_linear_regression",
+            json!({
+                "type": "object",
+                "properties": {
+                    "predictors": {"type": "array", "items": {"type": "string"}},
+                    "target": {"type": "string"},
+                    "standardize": {"type": "boolean"},
+                    "options": {
+                        "type": "object",
+                        "properties": {
+                            "method": {"type": "string"},
+                            "Tolerance": {"type": "string"}
+                        }
+                    }
+                },
+                "required": ["predictors", "target"]
+            }),
+        ),
+    ]
+}
+
+#[test]
+fn a_siblings_close_tag_cannot_end_a_value() {
+    let tools = mistyped_tools();
+    let built = build(&tools, PromptProtocol::Action);
+    // Real outputs (each ran on to the token limit under the old grammar), and where the
+    // mistyped close tag's name is whole.
+    let outputs = [
+        (
+            "<ACTION>\n<genetics_calculate_similarity><species1>human</species1><species2>chimpanzee</species2><format>percentage</format></genetics_calculate_similarity>\n<genetics_calculate_similarity><species1>human</species2>gorilla</species2><format>percentage</format></genetics_calculate_similarity\n<genetics",
+            "<species1>human</species2",
+        ),
+        (
+            "<ACTION>\n<get_dominant_trait><allele1>AA</allele2>AA</allele2><inheritance_pattern>dominant</inheritance_pattern></get_dominant_trait\n</ACTION/>\n\n\n",
+            "<allele1>AA</allele2",
+        ),
+        (
+            "<ACTION>\n<run_linear_regression><predictors><item>Age</item><item>Income</item></predictors><target>Spending Score</standardize>false</run_linear_regression",
+            "<target>Spending Score</standardize",
+        ),
+    ];
+    for (output, mistyped) in outputs {
+        let at = output.find(mistyped).unwrap() + mistyped.len();
+        assert!(
+            built.gbnf.accepts_prefix(&output[..at - 1]),
+            "{:?}",
+            &output[..at - 1]
+        );
+        assert!(
+            !built.gbnf.accepts_prefix(&output[..at]),
+            "{:?}",
+            &output[..at]
+        );
+    }
+    // What the model meant, and code with markup in values, are accepted.
+    assert_valid(
+        &built,
+        &tools,
+        &[
+            "<ACTION>\n<genetics_calculate_similarity><species1>human</species1><species2>gorilla</species2><format>percentage</format></genetics_calculate_similarity>\n</ACTION>",
+            "<ACTION><get_dominant_trait><allele1>AA</allele1><allele2>Aa</allele2><inheritance_pattern>dominant</inheritance_pattern></get_dominant_trait></ACTION>",
+            "<ACTION><run_linear_regression><predictors><item>Age</item></predictors><target>Spending Score</target><standardize>false</standardize></run_linear_regression></ACTION>",
+            // `</species` is no name of the element's; `</species12>`, `</alleles>`,
+            // `</formats>` are other names; `</Species1` would not close `species1`
+            // after an element left open in it, but is not written whole here.
+            "<ACTION><genetics_calculate_similarity><species1>a < b, Vec<u8>, <b>x</b> </species> </species12> <![CDATA[</species2>]]> <!-- </format> --> </other></species1><species2>x</species2></genetics_calculate_similarity></ACTION>",
+            "<ACTION><get_dominant_trait><allele1>Aa</alleles> </allele </inheritance</allele1  ><allele2>a</allele2></get_dominant_trait></ACTION>",
+            // A nested object's members are siblings of each other, not of the call's
+            // parameters.
+            "<ACTION><run_linear_regression><predictors><item>a</target></item></predictors><target>t</target><options><method>ols</target></method><Tolerance>1e-3</Tolerance></options></run_linear_regression></ACTION>",
+        ],
+    );
+    let refused = [
+        // Siblings' close tags, in any case and with the blanks the reader allows.
+        "<ACTION><genetics_calculate_similarity><species1>human</SPECIES2>gorilla</species1><species2>x</species2></genetics_calculate_similarity></ACTION>",
+        "<ACTION><genetics_calculate_similarity><species1>human</ format >x</species1><species2>x</species2></genetics_calculate_similarity></ACTION>",
+        "<ACTION><genetics_calculate_similarity><species1>human</species2x>x</species1><species2>x</species2></genetics_calculate_similarity></ACTION>",
+        "<ACTION><run_linear_regression><predictors><item>a</item></predictors><target>t</target><options><method>ols</tolerance></method></options></run_linear_regression></ACTION>",
+    ];
+    for text in refused {
+        assert!(!built.accepts(text), "grammar accepts {text:?}");
+    }
+}
+
+#[test]
+fn a_close_tags_name_is_followed_by_its_gt_only() {
+    let tools = mistyped_tools();
+    let built = build(&tools, PromptProtocol::Action);
+    let value = "<ACTION><get_dominant_trait><allele1>AA";
+    // The own close tag: blanks, then `>`; a longer name is text.
+    for viable in ["</allele1", "</allele1 \n", "</allele1 >", "</allele1x"] {
+        let text = format!("{value}{viable}");
+        assert!(built.gbnf.accepts_prefix(&text), "{text:?}");
+    }
+    for dead in [
+        "</allele1\n<",
+        "</allele1/",
+        "</allele1 x",
+        "</allele1 \n/",
+        "</ALLELE1",
+        // The call's and the block's close tags: no name of them is written whole.
+        "</get_dominant_trait",
+        "</ get_dominant_trait",
+        "</ACTION",
+        "</action",
+    ] {
+        let text = format!("{value}{dead}");
+        assert!(!built.gbnf.accepts_prefix(&text), "{text:?}");
+    }
+    // After the call's last value, its close tag is written as it is.
+    let after = "<ACTION><get_dominant_trait><allele1>AA</allele1><allele2>Aa</allele2>";
+    assert!(
+        built
+            .gbnf
+            .accepts_prefix(&format!("{after}</get_dominant_trait"))
+    );
+    for dead in [
+        "</get_dominant_trait\n",
+        "</get_dominant_trait/",
+        "</get_dominant_trait </ACTION/>",
+    ] {
+        let text = format!("{after}{dead}");
+        assert!(!built.gbnf.accepts_prefix(&text), "{text:?}");
+    }
 }

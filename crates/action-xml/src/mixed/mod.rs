@@ -5,6 +5,7 @@ use tam_parse::BlockParser;
 use tam_parse::drive::{Driver, Layer};
 use tam_parse::scan::{ScanHandler, Scanner};
 
+use crate::config::{BareCallTools, block_syntax};
 use crate::decoder::ActionLayer;
 use crate::position::StreamCursor;
 
@@ -51,6 +52,8 @@ pub(crate) struct Mixed {
     open_kind: Option<usize>,
     cursor: StreamCursor,
     param_events: bool,
+    /// The settings it was made with.
+    config: MixedConfig,
 }
 
 impl Layer for Mixed {
@@ -100,18 +103,42 @@ impl Default for MixedDecoder {
 impl MixedDecoder {
     /// A decoder with `config`.
     pub fn new(config: MixedConfig) -> Self {
+        Self::build(config, BareCallTools::default())
+    }
+
+    /// This decoder reading a call element of one of `tools` written without `<ACTION>`
+    /// as a one-call ACTION block (warning `missing_action_wrapper`): pass the names of
+    /// the tools offered to the model. The rules are [`Decoder::with_bare_call_tools`](crate::Decoder::with_bare_call_tools)'s.
+    /// No names (the default): every call element outside `<ACTION>` is prose. Call it
+    /// before the first `feed`.
+    pub fn with_bare_call_tools<S: AsRef<str>>(self, tools: impl IntoIterator<Item = S>) -> Self {
+        Self::build(self.driver.layer().config, BareCallTools::new(tools))
+    }
+
+    /// The tool names whose call elements count without `<ACTION>` (see
+    /// [`MixedDecoder::with_bare_call_tools`]).
+    pub fn bare_call_tools(&self) -> &[String] {
+        self.driver.layer().action.bare().names()
+    }
+
+    fn build(config: MixedConfig, bare: BareCallTools) -> Self {
         let limit = config.action.max_block_bytes;
         let mut tam = config.tam;
         tam.max_block_bytes = limit;
         tam.param_events = config.param_events;
-        let scanner =
-            Scanner::new(mixed_grammar(tam.dialect), limit).with_reasoning(config.reasoning_tags);
+        let grammar = if bare.is_empty() {
+            mixed_grammar(tam.dialect)
+        } else {
+            bare.grammar(vec![tam.dialect.block_syntax(), block_syntax()])
+        };
+        let scanner = Scanner::new(grammar, limit).with_reasoning(config.reasoning_tags);
         let mixed = Mixed {
             tam: BlockParser::new(tam),
-            action: ActionLayer::new(config.action, config.param_events),
+            action: ActionLayer::new(config.action, config.param_events).with_bare(bare, 2),
             open_kind: None,
             cursor: StreamCursor::default(),
             param_events: config.param_events,
+            config,
         };
         MixedDecoder {
             driver: Driver::new(scanner, mixed),

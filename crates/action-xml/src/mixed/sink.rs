@@ -12,7 +12,6 @@ use crate::config::block_syntax;
 use crate::decoder::{ActionLayer, invalid_utf8, quoted_tag};
 use crate::event::Event;
 use crate::position::StreamCursor;
-use crate::protocol::Protocol;
 
 use super::*;
 
@@ -86,11 +85,11 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
                 .block_opened(marker, &mut forward_tam(&mut self.out));
         } else {
             let start = self.cursor.at(self.delta, marker.start);
-            self.action.block_opened(marker, start);
-            (self.out)(MixedEvent::BlockStart {
-                protocol: Protocol::Action,
-                span: marker,
-            });
+            let out = &mut self.out;
+            self.action
+                .block_opened(kind, marker, start, &mut |e: Event<'_>| {
+                    out(MixedEvent::from(e))
+                });
         }
     }
 

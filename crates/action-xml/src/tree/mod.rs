@@ -25,7 +25,7 @@ use crate::prescan::{
 use crate::value::{assemble, cdata_edges};
 use crate::xml_chars::{
     decode_text, is_blank, is_name_start_byte, is_xml_space, may_begin_reference, name_end,
-    push_reference, reference_len, space_end, trim_xml,
+    push_reference, reference_len, space_end, trim_xml, trim_xml_end, trim_xml_start,
 };
 
 /// Converts the tree of one block, collecting warnings.
@@ -77,10 +77,6 @@ fn insert_value<'k>(
             }
         },
     }
-}
-
-fn trim_end_xml(s: &str) -> &str {
-    s.trim_end_matches([' ', '\t', '\n', '\r'])
 }
 
 impl TreeReader<'_> {
@@ -227,9 +223,8 @@ impl TreeReader<'_> {
         // The span covers the written text without the blanks around it.
         let range = text_node.range();
         let written = &self.prepared.doc[range.clone()];
-        let start = range.start
-            + (written.len() - written.trim_start_matches([' ', '\t', '\n', '\r']).len());
-        let end = range.start + trim_end_xml(written).len();
+        let start = range.start + (written.len() - trim_xml_start(written).len());
+        let end = range.start + trim_xml_end(written).len();
         self.diagnostics.push(Diagnostic::warning(
             codes::STRAY_TEXT,
             self.span(start..end.max(start)),

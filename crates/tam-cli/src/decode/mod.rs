@@ -15,9 +15,10 @@ use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
-use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::error::ErrorKind;
-use tam::Protocol as ProtocolChoice;
+use tam::ProtocolChoice;
+
+use crate::choices::protocol_choice_parser;
 use tam_parse::{Code, Diagnostic, Dialect, Severity, Span};
 
 use self::framing::SseEvents;
@@ -103,12 +104,6 @@ pub(crate) enum InputFraming {
     Sse,
 }
 
-/// `--protocol`: action-xml's [`ProtocolChoice`] by its names (`tam`, `action`, `auto`).
-fn protocol_parser() -> impl TypedValueParser<Value = ProtocolChoice> {
-    PossibleValuesParser::new(ProtocolChoice::ALL.map(ProtocolChoice::as_str))
-        .try_map(|name| name.parse::<ProtocolChoice>())
-}
-
 /// TAM marker dialect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum DialectChoice {
@@ -124,7 +119,7 @@ pub(crate) enum DialectChoice {
 pub(crate) struct DecodeArgs {
     /// Which tool-call blocks to look for: tam (TAM or VCP markers), action (`<ACTION>`
     /// XML) or auto (both, in one stream).
-    #[arg(long, default_value = "auto", value_parser = protocol_parser())]
+    #[arg(long, default_value = "auto", value_parser = protocol_choice_parser())]
     protocol: ProtocolChoice,
     /// TAM marker dialect [default: tam]; not for --protocol action.
     #[arg(long, value_enum)]

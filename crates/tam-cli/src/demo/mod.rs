@@ -20,7 +20,7 @@ use clap::ValueEnum;
 use tool_dispatch::{Agent, AgentConfig, CancellationToken, Message, ProtocolChoice, StopReason};
 use tool_schema::{PromptProtocol, SystemPrompt};
 
-pub(crate) use crate::prompt::PromptLanguageChoice;
+pub(crate) use crate::choices::PromptLanguageChoice;
 
 use self::model::{Pacing, ScriptedModel};
 use self::terminal::Printer;

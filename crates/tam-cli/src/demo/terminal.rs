@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use serde_json::{Map, Value};
 use tam::Event;
 use tool_dispatch::{
-    AgentEvent, AgentOutcome, BlockKind, CallOutcome, CallStatus, StopReason, ToolCall,
+    AgentEvent, AgentOutcome, CallOutcome, CallStatus, Protocol, StopReason, ToolCall,
 };
 
 /// At most this many characters of an argument value are shown.
@@ -126,8 +126,8 @@ impl<W: Write> Printer<W> {
                 ..
             } => {
                 let protocol = match kind {
-                    BlockKind::Tam => "TAM",
-                    BlockKind::Action => "ACTION XML",
+                    Protocol::Tam => "TAM",
+                    Protocol::Action => "ACTION XML",
                 };
                 let count = match calls.len() {
                     1 => "1 call".to_owned(),
@@ -306,7 +306,7 @@ mod tests {
                 text("Let me", 0),
                 text(" look.", 6),
                 AgentEvent::BlockClosed {
-                    kind: BlockKind::Action,
+                    kind: Protocol::Action,
                     span: tam_parse::Span::new(0, 1),
                     calls: vec![ToolCall::new("Read", args)],
                     diagnostics: Vec::new(),

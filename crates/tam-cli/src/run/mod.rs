@@ -31,19 +31,24 @@ use std::time::Duration;
 use clap::ValueEnum;
 use clap::error::ErrorKind;
 use serde_json::Value;
-use tam_model::openai::{OpenAiConfig, OpenAiModel};
+use tam::ProtocolChoice;
+use tam_model::LanguageModel;
+use tam_model::openai::{
+    LlamaCompletionModel, OpenAiConfig, OpenAiModel, UpstreamChoice, UpstreamKind,
+};
 use tool_dispatch::mcp::{McpError, McpServer};
 use tool_dispatch::{
     Agent, AgentConfig, CancellationToken, DEFAULT_MAX_TOOL_CALLS, Dispatcher, LlmNodeConfig,
-    Message, ModelOptions, ModelParameters, Registry, Scope, StopReason, ToolExecutionResult,
+    Message, ModelOptions, ModelParameters, Registry, Scope, StopReason, StrictForm,
+    ToolExecutionResult,
 };
 use tool_schema::load::AgentProfile;
 use tool_schema::{Implementation, PromptProtocol, SystemPrompt, ToolDefinition};
 
 use self::output::Output;
+use crate::choices::{PromptLanguageChoice, protocol_choice_parser};
 use crate::demo::tools::{register_demo_tools, summarizer_engine};
 use crate::error::CliError;
-use crate::prompt::PromptLanguageChoice;
 use crate::tool_files::load_tool_file;
 
 const LONG_ABOUT: &str = "\
@@ -81,21 +86,20 @@ and a last `done` line with the stop reason.
 A reply cut at the token limit (finish_reason: length) or by a transport error runs no
 call from the block open at the cut; the model is told why.
 
+Strict calls (on by default): where the server can constrain its own sampling, each
+request carries a grammar of the tools in scope, so that once the model starts a block it
+can only write calls of those tools with their parameter names and value types; prose
+stays free. llama.cpp's llama-server gets a lazy GBNF grammar on its /completion endpoint
+(the conversation rendered by its /apply-template); vLLM and SGLang a structural tag as
+response_format; any other server the prompt alone. The server's kind is asked once before
+the run (GET /props, /get_server_info, /version) unless --upstream-kind names it; a line
+on standard error says when a run is constrained. A tool set no grammar can be built for
+is sent with the prompt alone (and said so). --no-strict turns strict calls off.
+
 Exit status: 0 once the model answers without a call; 1 when the run stops otherwise (the
 server fails, maxToolCalls, the round limit), a tool file cannot be loaded or an --mcp
 server cannot start (its error's code in brackets, e.g. [mcp.spawn]); 2 for a usage
 error.";
-
-/// Which tool-call protocol the model is asked to write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum ProtocolChoice {
-    /// TAM blocks.
-    Tam,
-    /// ACTION XML blocks.
-    Action,
-    /// Both decoded; the prompt shows TAM.
-    Auto,
-}
 
 /// Built-in tool sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -118,8 +122,10 @@ pub(crate) struct RunArgs {
     /// Environment variable holding the API key (sent as a Bearer token).
     #[arg(long, value_name = "VAR")]
     api_key_env: Option<String>,
-    /// The tool-call protocol.
-    #[arg(long, value_enum, default_value_t = ProtocolChoice::Tam)]
+    /// The tool-call protocol the model is asked to write: tam, action, or auto (both
+    /// decoded, the prompt shows TAM). ACTION by default, as for `tam serve`: small models
+    /// called tools right more often in it (BFCL, e2e/README.md).
+    #[arg(long, value_parser = protocol_choice_parser(), default_value = "action")]
     protocol: ProtocolChoice,
     /// A built-in tool set.
     #[arg(long, value_enum)]
@@ -170,6 +176,14 @@ pub(crate) struct RunArgs {
     /// One JSON object per agent event per line.
     #[arg(long)]
     json: bool,
+    /// The server's kind, for strict calls: auto (ask the server before the run),
+    /// llama-cpp, vllm, sglang or other (the prompt alone).
+    #[arg(long, value_name = "KIND", default_value = "auto",
+          value_parser = crate::serve::upstream_kind)]
+    upstream_kind: UpstreamChoice,
+    /// Turn strict calls off: the server gets the prompt alone, never a grammar.
+    #[arg(long)]
+    no_strict: bool,
     /// The user's prompt.
     prompt: String,
 }
@@ -191,11 +205,31 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
             .with_api_key_env(var)
             .map_err(|e| CliError::usage(ErrorKind::InvalidValue, e.to_string()))?;
     }
-    let model = OpenAiModel::new(config).map_err(|e| CliError::Model(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(CliError::Runtime)?;
+    let kind = if args.no_strict {
+        UpstreamKind::Other
+    } else {
+        runtime.block_on(args.upstream_kind.resolve(&config))
+    };
+    let model_error = |e: tam_model::openai::OpenAiError| CliError::Model(e.to_string());
+    // llama-server honours a caller's lazy grammar on its native `/completion` only.
+    let (model, strict): (Box<dyn LanguageModel>, Option<StrictForm>) = match kind {
+        UpstreamKind::LlamaCpp => (
+            Box::new(LlamaCompletionModel::new(config).map_err(model_error)?),
+            Some(StrictForm::Gbnf),
+        ),
+        UpstreamKind::Vllm | UpstreamKind::Sglang => (
+            Box::new(OpenAiModel::new(config).map_err(model_error)?),
+            Some(StrictForm::StructuralTag),
+        ),
+        _ => (
+            Box::new(OpenAiModel::new(config).map_err(model_error)?),
+            None,
+        ),
+    };
 
     let mut registry = Registry::new();
     if args.tools == Some(ToolSet::Demo) {
@@ -219,12 +253,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
         }
         None => (Scope::unrestricted(), LlmNodeConfig::default()),
     };
-    let protocol = match args.protocol {
-        ProtocolChoice::Tam => tool_dispatch::ProtocolChoice::Tam,
-        ProtocolChoice::Action => tool_dispatch::ProtocolChoice::Action,
-        ProtocolChoice::Auto => tool_dispatch::ProtocolChoice::Auto,
-    };
-    let mut agent_config = AgentConfig::for_protocol(protocol);
+    let mut agent_config = AgentConfig::for_protocol(args.protocol);
     agent_config.max_tool_calls = args
         .max_tool_calls
         .or(node.max_tool_calls)
@@ -239,6 +268,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
         .map(ModelOptions::from)
         .unwrap_or_default();
     agent_config.model_options = from_node.overridden_by(flags);
+    agent_config.strict = strict;
     let prompt = built_in_prompt(args)?;
     let replacement = match &args.system_prompt {
         Some(path) => Some(prompt_file(
@@ -256,12 +286,23 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
              (rename it, or run with --protocol tam)"
         );
     }
+    if strict.is_some() {
+        match agent.strict_grammar() {
+            Ok(grammar) => eprintln!(
+                "tam run: strict calls on ({kind} server; {} tools in the grammar)",
+                grammar.tools().len()
+            ),
+            Err(error) => {
+                eprintln!("tam run: strict calls off for this run, the prompt alone: {error}")
+            }
+        }
+    }
     let system = replacement.unwrap_or_else(|| agent.system_prompt(&prompt));
 
     let mut out = Output::new(args.json);
     let mut conversation = vec![Message::system(system)];
     let result = runtime.block_on(agent.run(
-        &model,
+        model.as_ref(),
         &mut conversation,
         &args.prompt,
         |event| out.event(&event),

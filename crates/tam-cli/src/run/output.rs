@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tam::Event;
 use tam_parse::Diagnostic;
 use tool_dispatch::{
-    AgentEvent, AgentOutcome, BlockKind, CallOutcome, CallStatus, Error, StopReason, StreamCut,
+    AgentEvent, AgentOutcome, CallOutcome, CallStatus, Error, Protocol, StopReason, StreamCut,
     ToolCall,
 };
 
@@ -64,8 +64,8 @@ impl Output {
                 ..
             } => {
                 let protocol = match kind {
-                    BlockKind::Tam => "TAM",
-                    BlockKind::Action => "ACTION",
+                    Protocol::Tam => "TAM",
+                    Protocol::Action => "ACTION",
                 };
                 let state = if *executed { "" } else { " (not run)" };
                 self.line(&format!(
@@ -171,10 +171,10 @@ fn stop_name(stop: StopReason) -> &'static str {
     }
 }
 
-fn protocol_name(kind: BlockKind) -> &'static str {
+fn protocol_name(kind: Protocol) -> &'static str {
     match kind {
-        BlockKind::Tam => "tam",
-        BlockKind::Action => "action",
+        Protocol::Tam => "tam",
+        Protocol::Action => "action",
     }
 }
 

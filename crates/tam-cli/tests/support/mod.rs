@@ -529,8 +529,10 @@ pub fn serve_with(listen: &[&str], args: &[&str], env: &[(&str, &str)]) -> (Serv
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
-                let _ = first.send(line.clone());
-                lines.lock().unwrap().push(line);
+                // Kept before it is announced: a caller that got the first line finds
+                // it in `lines()` too.
+                lines.lock().unwrap().push(line.clone());
+                let _ = first.send(line);
             }
         });
     }

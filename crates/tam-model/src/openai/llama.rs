@@ -65,9 +65,11 @@ const TRIGGER_TYPE_WORD: u8 = 1;
 /// The stream's events are read by [`read_llama_event`](crate::chunk::read_llama_event):
 /// `content` → [`ModelItem::Text`]; the last event (`"stop": true`) → a
 /// [`ModelItem::StopSequence`] for a `word` stop, [`ModelItem::Finish`] (`eos`, `word` →
-/// `stop`, `limit` → `length`) and [`ModelItem::Usage`]. The endpoint has no reasoning
-/// field, so a reasoning model's `<think>` section comes as text. A stream that closes
-/// before its last event is cut ([`OpenAiError::Transport`]).
+/// `stop`, `limit` → `length`) and [`ModelItem::Usage`]. The usage comes only there,
+/// after all of the reply's text: a consumer that stops reading where the text closed a
+/// call, before the model's end of generation arrives, has none. The endpoint has no
+/// reasoning field, so a reasoning model's `<think>` section comes as text. A stream that
+/// closes before its last event is cut ([`OpenAiError::Transport`]).
 ///
 /// The completion request asks `Connection: close`: llama-server closes the connection
 /// after a streamed answer anyway, without saying so, and a pooled connection it closed

@@ -52,14 +52,14 @@ impl fmt::Display for UpstreamKind {
     }
 }
 
-/// Reads a kind's name, in any case: `llama.cpp` (also `llamacpp`, `llama-server`),
-/// `vllm`, `sglang`, `other`. `auto` is no kind: [`UpstreamChoice`] reads it.
+/// Reads a kind's name, in any case: `llama-cpp` (also `llama.cpp`, `llamacpp`,
+/// `llama-server`), `vllm`, `sglang`, `other`. `auto` is no kind: [`UpstreamChoice`] reads it.
 impl FromStr for UpstreamKind {
     type Err = ParseUpstreamKindError;
 
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         match name.trim().to_ascii_lowercase().as_str() {
-            "llama.cpp" | "llamacpp" | "llama-server" => Ok(UpstreamKind::LlamaCpp),
+            "llama-cpp" | "llama.cpp" | "llamacpp" | "llama-server" => Ok(UpstreamKind::LlamaCpp),
             "vllm" => Ok(UpstreamKind::Vllm),
             "sglang" => Ok(UpstreamKind::Sglang),
             "other" => Ok(UpstreamKind::Other),
@@ -78,6 +78,7 @@ impl FromStr for UpstreamKind {
 /// use tam_model::openai::{UpstreamChoice, UpstreamKind};
 ///
 /// assert_eq!("auto".parse(), Ok(UpstreamChoice::Auto));
+/// assert_eq!("llama-cpp".parse(), Ok(UpstreamChoice::Kind(UpstreamKind::LlamaCpp)));
 /// assert_eq!("llamacpp".parse(), Ok(UpstreamChoice::Kind(UpstreamKind::LlamaCpp)));
 /// assert!("tgi".parse::<UpstreamChoice>().is_err());
 /// ```
@@ -145,7 +146,7 @@ impl fmt::Display for ParseUpstreamKindError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown upstream kind '{}': expected llama.cpp (or llamacpp, llama-server), vllm, sglang{}",
+            "unknown upstream kind '{}': expected llama-cpp (or llama.cpp, llamacpp, llama-server), vllm, sglang{}",
             self.name,
             if self.auto {
                 ", other or auto"

@@ -71,7 +71,9 @@ impl Pattern {
     }
 
     /// The same pattern, matching only where it is the first non-blank text of a line (or of
-    /// the block body).
+    /// the block body). A block's start marker made so opens a block only where it begins
+    /// a prose line (blanks before it aside), inside a code fence or not, however the
+    /// stream was split; elsewhere it is prose (no quoted-marker report).
     pub fn at_line_start(mut self) -> Self {
         self.line_start = true;
         self

@@ -37,6 +37,8 @@ pub(super) struct Context {
     pub(super) quote: Option<Quote>,
     /// Only blanks precede the byte on its line, and no fence is open.
     pub(super) line_start: bool,
+    /// Only blanks precede the byte on its line, whether a fence is open or not.
+    pub(super) first_on_line: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,8 +156,13 @@ impl ProseContext {
         } else {
             None
         };
-        let line_start = self.fence.is_none() && matches!(self.phase, Phase::Start { .. });
-        Context { quote, line_start }
+        let first_on_line = matches!(self.phase, Phase::Start { .. });
+        let line_start = self.fence.is_none() && first_on_line;
+        Context {
+            quote,
+            line_start,
+            first_on_line,
+        }
     }
 
     /// The open fence's opening line, to `at` when `at` is still on it.

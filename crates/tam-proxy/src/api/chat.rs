@@ -12,7 +12,7 @@ use crate::prompt::Choice;
 use tam_model::ModelOptions;
 
 #[cfg(test)]
-use crate::Protocol;
+use crate::ProtocolChoice;
 #[cfg(test)]
 use crate::conversation::Translated;
 #[cfg(test)]
@@ -41,7 +41,7 @@ const CONSUMED: &[&str] = &[
 #[cfg(test)]
 pub(crate) fn translate(
     body: &[u8],
-    protocol: Protocol,
+    protocol: ProtocolChoice,
     default_model: &str,
 ) -> Result<Translated, ProxyError> {
     crate::conversation::translate(read(body, default_model)?, protocol)
@@ -322,7 +322,7 @@ mod tests {
                 "tools": [], "tool_choice": "auto", "parallel_tool_calls": true,
                 "stream": true, "stream_options": {"include_usage": true}, "user": "u1"
             })),
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             "",
         )
         .unwrap();
@@ -348,7 +348,7 @@ mod tests {
                     "description": "Weather of a city.",
                     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
             })),
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             "",
         )
         .unwrap();
@@ -380,7 +380,7 @@ mod tests {
         for (key, value) in extra.as_object().unwrap() {
             request[key] = value.clone();
         }
-        translate(&body(request), Protocol::Action, "").unwrap()
+        translate(&body(request), ProtocolChoice::Action, "").unwrap()
     }
 
     #[test]
@@ -419,7 +419,7 @@ mod tests {
             &body(
                 json!({"model": "m", "messages": [], "tools": [], "tool_choice": {"type": "function", "function": {"name": "zz"}}}),
             ),
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             "",
         );
         assert_eq!(unknown.unwrap_err().code(), "invalid_tools");
@@ -438,7 +438,7 @@ mod tests {
                 {"role": "tool", "tool_call_id": "c2", "content": "{\"success\":false,\"message\":\"no data\"}"},
                 {"role": "developer", "content": "Answer in French."},
             ]})),
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             "fallback-model",
         )
         .unwrap();
@@ -477,7 +477,7 @@ mod tests {
             {"role": "tool", "tool_call_id": "c2", "content": "rain"},
             {"role": "tool", "tool_call_id": "c2", "content": "wind"},
         ]);
-        for protocol in [Protocol::Tam, Protocol::Action] {
+        for protocol in [ProtocolChoice::Tam, ProtocolChoice::Action] {
             let after = after_observations(protocol);
             let t = translate(
                 &body(json!({"model": "m", "messages": history, "tools": tools})),
@@ -540,7 +540,7 @@ mod tests {
         let history = Value::Array(history);
         let t = translate(
             &body(json!({"model": "m", "messages": first_round, "tools": tools})),
-            Protocol::Action,
+            ProtocolChoice::Action,
             "",
         )
         .unwrap();
@@ -564,7 +564,7 @@ mod tests {
         // demonstration (given the results, the model answered its questions too).
         let later = translate(
             &body(json!({"model": "m", "messages": history, "tools": tools})),
-            Protocol::Action,
+            ProtocolChoice::Action,
             "",
         )
         .unwrap();
@@ -582,7 +582,7 @@ mod tests {
             messages.push(held);
             let t = translate(
                 &body(json!({"model": "m", "messages": messages, "tools": tools})),
-                Protocol::Action,
+                ProtocolChoice::Action,
                 "",
             )
             .unwrap();
@@ -596,7 +596,7 @@ mod tests {
         ]);
         let t = translate(
             &body(json!({"model": "m", "messages": chat, "tools": tools})),
-            Protocol::Action,
+            ProtocolChoice::Action,
             "",
         )
         .unwrap();
@@ -607,7 +607,7 @@ mod tests {
             &body(
                 json!({"model": "m", "messages": first_round, "tools": tools, "tool_choice": "required"}),
             ),
-            Protocol::Action,
+            ProtocolChoice::Action,
             "",
         )
         .unwrap();
@@ -619,7 +619,7 @@ mod tests {
             json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
             json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools, "tool_choice": "none"}),
         ] {
-            let t = translate(&body(request), Protocol::Action, "").unwrap();
+            let t = translate(&body(request), ProtocolChoice::Action, "").unwrap();
             assert_eq!(t.messages, [Message::user("hi")]);
         }
         // Without a system message of the client's, the tool prompt is the first message.
@@ -627,7 +627,7 @@ mod tests {
             &body(
                 json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}),
             ),
-            Protocol::Action,
+            ProtocolChoice::Action,
             "",
         )
         .unwrap();
@@ -639,7 +639,7 @@ mod tests {
         assert_eq!(t.messages[5], Message::user("hi"));
 
         // TAM and auto: the system message, then the conversation.
-        for protocol in [Protocol::Tam, Protocol::Auto] {
+        for protocol in [ProtocolChoice::Tam, ProtocolChoice::Auto] {
             let t = translate(
                 &body(json!({"model": "m", "messages": history, "tools": tools})),
                 protocol,
@@ -654,7 +654,7 @@ mod tests {
     #[test]
     fn errors_are_400s_with_codes() {
         let code = |value: Value| {
-            translate(&body(value), Protocol::Tam, "")
+            translate(&body(value), ProtocolChoice::Tam, "")
                 .unwrap_err()
                 .code()
         };
@@ -677,7 +677,7 @@ mod tests {
             "invalid_tools"
         );
         assert!(matches!(
-            translate(b"[1", Protocol::Tam, ""),
+            translate(b"[1", ProtocolChoice::Tam, ""),
             Err(ProxyError::InvalidRequest {
                 code: "invalid_json",
                 ..
@@ -695,7 +695,7 @@ mod tests {
                 {"type": "function", "function": {"name": "getWeather"}},
             ],
         });
-        let t = translate(body.to_string().as_bytes(), Protocol::Tam, "").unwrap();
+        let t = translate(body.to_string().as_bytes(), ProtocolChoice::Tam, "").unwrap();
         let offered = &t.offered;
         assert_eq!(
             offered.resolve("prob_dist_binomial"),

@@ -12,13 +12,13 @@ use tam_model::ToolCallChunk;
 use tool_dispatch::ToolCall;
 use tool_schema::KeyMatch;
 
-use crate::Protocol;
+use crate::ProtocolChoice;
 
 use super::*;
 
 pub(super) struct Emitter {
     pub(super) offered: OfferedTools,
-    pub(super) protocol: Protocol,
+    pub(super) protocol: ProtocolChoice,
     pub(super) max_calls: usize,
     /// Calls emitted so far (decoded and native).
     pub(super) calls: usize,
@@ -47,7 +47,7 @@ pub(super) struct Emitter {
     pub(super) failure: Option<String>,
     /// The protocol of the block open now (from its start marker to its close, or until it
     /// turned out to be prose).
-    pub(super) in_block: Option<tam::BlockKind>,
+    pub(super) in_block: Option<tam::Protocol>,
     /// A block with calls closed: the model's turn is over. Nothing decoded
     /// after it is shown or called.
     pub(super) turn_over: bool,
@@ -62,7 +62,7 @@ pub(super) struct Emitter {
 
 /// A block being written: its calls that may stream.
 pub(super) struct OpenBlock {
-    pub(super) protocol: tam::BlockKind,
+    pub(super) protocol: tam::Protocol,
     /// Its calls to offered tools, in block order, counted against the call limit; the
     /// first chunks of a prefix of them went out (`Streamed::index`).
     pub(super) streamed: Vec<Streamed>,
@@ -264,10 +264,10 @@ impl Emitter {
                 });
             }
             tam::Event::CallStart { index, tool, .. } if self.action_blocks == 0 => {
-                self.stream_call(tam::BlockKind::Action, index, &tool);
+                self.stream_call(tam::Protocol::Action, index, &tool);
             }
             tam::Event::CommandSeen { call: 0, tool, .. } => {
-                self.stream_call(tam::BlockKind::Tam, 0, &tool);
+                self.stream_call(tam::Protocol::Tam, 0, &tool);
             }
             tam::Event::ParamStart { key, .. } => self.param_start(&key),
             tam::Event::ParamText {
@@ -338,7 +338,7 @@ impl Emitter {
             // what follows is not the streamed call's; it comes with the block.
             tam::Event::CommandSeen { .. } => {
                 if let Some(open) = &mut self.open
-                    && open.protocol == tam::BlockKind::Tam
+                    && open.protocol == tam::Protocol::Tam
                 {
                     open.current = None;
                     open.param = None;
@@ -367,7 +367,7 @@ impl Emitter {
     /// offered and the call limit allows (TAM: the block's first call only), and counts
     /// against the limit from here. Its first chunk goes out now when
     /// [`Emitter::stream_after`] is 0, else once a string value of it is that long.
-    pub(super) fn stream_call(&mut self, protocol: tam::BlockKind, at: usize, tool: &str) {
+    pub(super) fn stream_call(&mut self, protocol: tam::Protocol, at: usize, tool: &str) {
         let offered = self.offered.resolve(tool).map(str::to_owned);
         let allowed = self.calls < self.max_calls;
         let Some(open) = &mut self.open else { return };
@@ -376,7 +376,7 @@ impl Emitter {
         let Some(tool) = offered.filter(|_| {
             open.protocol == protocol
                 && allowed
-                && (protocol != tam::BlockKind::Tam || open.streamed.is_empty())
+                && (protocol != tam::Protocol::Tam || open.streamed.is_empty())
         }) else {
             return;
         };
@@ -431,7 +431,7 @@ impl Emitter {
         if !streams {
             return;
         }
-        let action = open.protocol == tam::BlockKind::Action;
+        let action = open.protocol == tam::Protocol::Action;
         let names = match self.offered.get(&call.tool) {
             Some(tool) if action => {
                 let properties = tool.definition().parameters.get("properties");

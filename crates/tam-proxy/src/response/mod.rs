@@ -10,7 +10,7 @@ use crate::conversation::OfferedTools;
 use tam::turn::{ACTION_END, StoppedAt, close_stopped_block, stop_sequences};
 use tam_model::{FinishReason, ModelItem};
 
-use crate::Protocol;
+use crate::ProtocolChoice;
 
 mod emit;
 #[cfg(test)]
@@ -77,21 +77,23 @@ impl Finish {
 }
 
 /// The protocol decoder of one response: the front door for the proxy's protocol, with
-/// argument events on.
+/// argument events on, reading a call element of an offered tool written without
+/// `<ACTION>` as a call.
 fn block_decoder(
-    protocol: Protocol,
+    protocol: ProtocolChoice,
     tam: tam_parse::Config,
     action: action_xml::Config,
+    offered: &OfferedTools,
 ) -> tam::Decoder {
     let choice = match protocol {
-        Protocol::Action => Protocol::Action,
-        Protocol::Auto => Protocol::Auto,
-        _ => Protocol::Tam,
+        ProtocolChoice::Action => ProtocolChoice::Action,
+        ProtocolChoice::Auto => ProtocolChoice::Auto,
+        _ => ProtocolChoice::Tam,
     };
     let mut config = tam::Config::for_protocol(choice).with_param_events(true);
     config.tam = tam;
     config.action = action;
-    tam::Decoder::new(config)
+    tam::Decoder::new(config).with_bare_call_tools(offered.names())
 }
 
 /// Turns one upstream reply into [`Piece`]s.
@@ -130,7 +132,7 @@ impl Translator {
     /// that many bytes long (0: from its tool id; [`crate::ProxyConfig::stream_after_bytes`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        protocol: Protocol,
+        protocol: ProtocolChoice,
         decode: bool,
         stream_after: Option<usize>,
         offered: OfferedTools,
@@ -143,11 +145,11 @@ impl Translator {
         // The decoder's limit: TAM alone has its own, ACTION and both protocols at once
         // the ACTION one.
         let block_limit = match protocol {
-            Protocol::Action | Protocol::Auto => action.max_block_bytes,
+            ProtocolChoice::Action | ProtocolChoice::Auto => action.max_block_bytes,
             _ => tam.max_block_bytes,
         };
         Self {
-            decoder: decode.then(|| block_decoder(protocol, tam, action)),
+            decoder: decode.then(|| block_decoder(protocol, tam, action, &offered)),
             emitter: Emitter {
                 offered,
                 protocol,
@@ -246,7 +248,7 @@ impl Translator {
             && let Some(decoder) = &mut self.decoder
         {
             let marker = match protocol {
-                tam::BlockKind::Tam => self.tam_end,
+                tam::Protocol::Tam => self.tam_end,
                 _ => ACTION_END,
             };
             // A reply that ends with the marker was not stopped at it (the server ignored

@@ -13,12 +13,12 @@ fn offered() -> OfferedTools {
         "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {
             "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}],
     });
-    translate(body.to_string().as_bytes(), Protocol::Tam, "")
+    translate(body.to_string().as_bytes(), ProtocolChoice::Tam, "")
         .unwrap()
         .offered
 }
 
-fn translator(protocol: Protocol) -> Translator {
+fn translator(protocol: ProtocolChoice) -> Translator {
     Translator::new(
         protocol,
         true,
@@ -32,7 +32,11 @@ fn translator(protocol: Protocol) -> Translator {
 }
 
 /// Pieces of `deltas` with adjacent content joined, and the finish reason.
-fn run(protocol: Protocol, deltas: &[&str], finish: Option<FinishReason>) -> (Vec<Piece>, String) {
+fn run(
+    protocol: ProtocolChoice,
+    deltas: &[&str],
+    finish: Option<FinishReason>,
+) -> (Vec<Piece>, String) {
     let mut t = translator(protocol);
     let mut raw: Vec<Piece> = Vec::new();
     for delta in deltas {
@@ -94,7 +98,7 @@ fn without_call_ends(pieces: Vec<Piece>, reason: &str) -> Vec<Piece> {
 }
 
 /// The same pieces whole, in 1-character deltas and split at every character boundary.
-fn every_split(protocol: Protocol, text: &str) -> (Vec<Piece>, String) {
+fn every_split(protocol: ProtocolChoice, text: &str) -> (Vec<Piece>, String) {
     let whole = run(protocol, &[text], None);
     let chars: Vec<String> = text.chars().map(String::from).collect();
     let refs: Vec<&str> = chars.iter().map(String::as_str).collect();
@@ -127,7 +131,7 @@ fn call(index: usize, name: &str, args: &str) -> [Piece; 2] {
 #[test]
 fn tam_calls_and_prose_are_the_same_for_every_split() {
     let text = "Look: a<b.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」3「末」\n<|[END_TOOL]|>\nBye 日本";
-    let (pieces, reason) = every_split(Protocol::Tam, text);
+    let (pieces, reason) = every_split(ProtocolChoice::Tam, text);
     let [start, args] = call(0, "get_weather", r#"{"city":"Paris","days":3}"#);
     assert_eq!(
         pieces,
@@ -140,7 +144,7 @@ fn tam_calls_and_prose_are_the_same_for_every_split() {
 fn action_calls_and_extra_blocks_are_the_same_for_every_split() {
     let block = "<ACTION><get_weather><city>Rome &amp; Co</city></get_weather></ACTION>";
     let text = format!("Ok.\n{block}\n{block}");
-    let (pieces, reason) = every_split(Protocol::Action, &text);
+    let (pieces, reason) = every_split(ProtocolChoice::Action, &text);
     let [start, args] = call(0, "get_weather", r#"{"city":"Rome & Co"}"#);
     assert_eq!(pieces, [Piece::Content("Ok.\n".into()), start, args,]);
     assert_eq!(reason, "tool_calls");
@@ -154,7 +158,7 @@ fn both_protocols_decode_in_one_reply() {
     let text = format!(
         "A.\n{tam}\nB.\n<ACTION><get_weather><days>2</days></get_weather></ACTION>\nC.\n<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\n<|[END_TOOL]|>"
     );
-    let (pieces, reason) = every_split(Protocol::Auto, &text);
+    let (pieces, reason) = every_split(ProtocolChoice::Auto, &text);
     let [start, args] = call(0, "get_weather", r#"{"days":2}"#);
     assert_eq!(
         pieces,
@@ -169,7 +173,7 @@ fn both_protocols_decode_in_one_reply() {
 fn a_think_section_is_reasoning_not_calls() {
     let block = "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n<|[END_TOOL]|>";
     let text = format!("<think>\nplan {block}\n</think>\nOk.\n{block}");
-    let (pieces, reason) = every_split(Protocol::Tam, &text);
+    let (pieces, reason) = every_split(ProtocolChoice::Tam, &text);
     let [start, args] = call(0, "get_weather", r#"{"city":"Paris"}"#);
     assert_eq!(
         pieces,
@@ -187,11 +191,11 @@ fn a_think_section_is_reasoning_not_calls() {
 fn a_cut_block_is_content_and_no_call() {
     let text =
         "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\n<|[END_TOOL]";
-    let (pieces, reason) = run(Protocol::Tam, &[text], Some(FinishReason::Length));
+    let (pieces, reason) = run(ProtocolChoice::Tam, &[text], Some(FinishReason::Length));
     assert_eq!(pieces, [Piece::Content(text.into())]);
     assert_eq!(reason, "length");
     // The same text, finished normally: no end marker, still no call.
-    let (pieces, reason) = run(Protocol::Tam, &[text], None);
+    let (pieces, reason) = run(ProtocolChoice::Tam, &[text], None);
     assert_eq!(pieces, [Piece::Content(text.into())]);
     assert_eq!(reason, "stop");
 }
@@ -201,7 +205,7 @@ fn a_cut_block_is_content_and_no_call() {
 /// not passed on.
 #[test]
 fn native_chunks_pass_through_before_decoded_calls() {
-    let mut t = translator(Protocol::Tam);
+    let mut t = translator(ProtocolChoice::Tam);
     t.feed(ModelItem::ToolCallChunk(ToolCallChunk::new(
         0,
         Some("up_1".into()),
@@ -260,7 +264,7 @@ fn writer_tools() -> OfferedTools {
             "content": {"type": "string"}, "mode": {"type": "integer"},
             "encoding": {"type": "string", "enum": ["utf8", "latin1"]}}}}}],
     });
-    translate(body.to_string().as_bytes(), Protocol::Tam, "")
+    translate(body.to_string().as_bytes(), ProtocolChoice::Tam, "")
         .unwrap()
         .offered
 }
@@ -270,7 +274,7 @@ fn writer_tools() -> OfferedTools {
 /// call streams from its tool id (`stream_after` 0), as the tests of streaming's rules
 /// need (the default is [`a_short_call_goes_out_with_its_block`]'s).
 fn run_streaming(
-    protocol: Protocol,
+    protocol: ProtocolChoice,
     deltas: &[&str],
     finish: Option<FinishReason>,
 ) -> (Vec<Vec<Piece>>, String, Option<String>) {
@@ -284,7 +288,7 @@ fn run_stopped(
     stopped_at: Option<&str>,
 ) -> (Vec<Vec<Piece>>, String, Option<String>) {
     let mut t = Translator::new(
-        Protocol::Action,
+        ProtocolChoice::Action,
         true,
         Some(0),
         writer_tools(),
@@ -325,7 +329,7 @@ fn assert_open_value_voids_its_call(text: &str, deltas: &[&str]) {
 /// [`run_streaming`] with calls streaming once a string value is `after` bytes long.
 fn run_streaming_after(
     after: usize,
-    protocol: Protocol,
+    protocol: ProtocolChoice,
     deltas: &[&str],
     finish: Option<FinishReason>,
 ) -> (Vec<Vec<Piece>>, String, Option<String>) {
@@ -383,7 +387,7 @@ fn gathered(pieces: &[Vec<Piece>]) -> (String, Vec<(String, String)>) {
 
 /// Streams `text` whole, in 1-char deltas and split at every character boundary:
 /// the same content and calls every time; returns them.
-fn streams_the_same(protocol: Protocol, text: &str) -> (String, Vec<(String, String)>) {
+fn streams_the_same(protocol: ProtocolChoice, text: &str) -> (String, Vec<(String, String)>) {
     let (whole, reason, failure) = run_streaming(protocol, &[text], None);
     assert_eq!((reason.as_str(), failure), ("tool_calls", None));
     let whole = gathered(&whole);
@@ -424,7 +428,7 @@ fn tam_string_arguments_stream_before_the_end_marker() {
     let text = format!(
         "Writing.\n<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」src/main.rs「末」\ncontent:「始」{CODE}「末」\nmode:「始」644「末」\n<|[END_TOOL]|>\nDone."
     );
-    let (content, calls) = streams_the_same(Protocol::Tam, &text);
+    let (content, calls) = streams_the_same(ProtocolChoice::Tam, &text);
     // The turn ended at the call: `Done.` is not shown.
     assert_eq!(content, "Writing.\n");
     assert_eq!(calls.len(), 1);
@@ -448,7 +452,7 @@ fn tam_string_arguments_stream_before_the_end_marker() {
         })
         .position(|has| has)
         .unwrap();
-    let (pieces, _, _) = run_streaming(Protocol::Tam, &refs, None);
+    let (pieces, _, _) = run_streaming(ProtocolChoice::Tam, &refs, None);
     let early = argument_pieces_before(&pieces, end);
     assert!(
         early.starts_with(r#"{"path":"src/main.rs","content":"fn main() {\n"#),
@@ -472,7 +476,7 @@ fn action_string_arguments_stream_trimmed_and_cdata_edges_kept() {
     let text = format!(
         "Ok.\n<ACTION>\n  <write_file>\n    <path>\n      src/a &amp; b.rs\n    </path>\n    <content><![CDATA[\n{CODE}]]></content>\n    <mode>644</mode>\n  </write_file>\n</ACTION>"
     );
-    let (content, calls) = streams_the_same(Protocol::Action, &text);
+    let (content, calls) = streams_the_same(ProtocolChoice::Action, &text);
     assert_eq!(content, "Ok.\n");
     let args: Value = serde_json::from_str(&calls[0].1).unwrap();
     assert_eq!(
@@ -482,11 +486,11 @@ fn action_string_arguments_stream_trimmed_and_cdata_edges_kept() {
     // CDATA keeps its leading blanks and its last line break; blank text around it
     // goes.
     let indented = "<ACTION><write_file><content>\n  <![CDATA[  x < y\n  ]]>\n</content><path>p</path></write_file></ACTION>";
-    let (_, indented_calls) = streams_the_same(Protocol::Action, indented);
+    let (_, indented_calls) = streams_the_same(ProtocolChoice::Action, indented);
     let args: Value = serde_json::from_str(&indented_calls[0].1).unwrap();
     assert_eq!(args, json!({"content": "  x < y\n", "path": "p"}));
     // The same through Auto.
-    let (_, both) = streams_the_same(Protocol::Auto, &text);
+    let (_, both) = streams_the_same(ProtocolChoice::Auto, &text);
     assert_eq!(both, calls);
 }
 
@@ -494,7 +498,7 @@ fn action_string_arguments_stream_trimmed_and_cdata_edges_kept() {
 fn a_block_cut_after_its_call_streamed_finishes_with_length_and_no_call_closes() {
     let text = format!("<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\ncontent:「始」{CODE}");
     let (pieces, reason, failure) =
-        run_streaming(Protocol::Tam, &[&text], Some(FinishReason::Length));
+        run_streaming(ProtocolChoice::Tam, &[&text], Some(FinishReason::Length));
     assert_eq!(reason, "length");
     assert_eq!(failure, None);
     let (content, calls) = gathered(&pieces);
@@ -517,7 +521,7 @@ fn an_action_block_cut_after_its_calls_streamed_finishes_with_length() {
     };
     let text = format!("<ACTION>\n{}{}<write_file><path>a", call(1), call(2));
     let (pieces, reason, failure) =
-        run_streaming(Protocol::Action, &[&text], Some(FinishReason::Length));
+        run_streaming(ProtocolChoice::Action, &[&text], Some(FinishReason::Length));
     assert_eq!(failure, None);
     assert_eq!(reason, "length");
     let (content, calls) = gathered(&pieces);
@@ -534,12 +538,12 @@ fn a_call_to_a_tool_not_offered_beside_offered_ones_is_text_and_the_others_stay_
     // the others complete, in every split of the stream.
     for (protocol, text, rendered) in [
         (
-            Protocol::Action,
+            ProtocolChoice::Action,
             "<ACTION><write_file><path>a</path></write_file><rm><p>/</p></rm><write_file><path>b</path></write_file></ACTION>",
             "<ACTION>\n<rm><p>/</p></rm>\n</ACTION>",
         ),
         (
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」a「末」\n\ncommand:「始」rm「末」\np:「始」/「末」\n<|[END_TOOL]|>",
             "<|[REQUEST_TOOL]|>\ncommand:「始」rm「末」\np:「始」/「末」\n<|[END_TOOL]|>",
         ),
@@ -547,7 +551,7 @@ fn a_call_to_a_tool_not_offered_beside_offered_ones_is_text_and_the_others_stay_
         let (content, calls) = streams_the_same(protocol, text);
         let names: Vec<&str> = calls.iter().map(|(n, _)| n.as_str()).collect();
         let expected: &[&str] = match protocol {
-            Protocol::Action => &["write_file", "write_file"],
+            ProtocolChoice::Action => &["write_file", "write_file"],
             _ => &["write_file"],
         };
         assert_eq!(names, expected, "{protocol}");
@@ -575,7 +579,7 @@ fn an_element_outside_its_call_comes_back_as_written() {
     }
     for deltas in splits {
         let (pieces, reason, failure) =
-            run_streaming(Protocol::Action, &deltas, Some(FinishReason::Stop));
+            run_streaming(ProtocolChoice::Action, &deltas, Some(FinishReason::Stop));
         assert_eq!(
             (reason.as_str(), failure),
             ("tool_calls", None),
@@ -589,7 +593,7 @@ fn an_element_outside_its_call_comes_back_as_written() {
 fn a_streamed_call_its_block_does_not_confirm_ends_in_a_failure() {
     // A block never closed at a normal end: a failure, never a finished call.
     let open = "<ACTION><write_file><path>a</path>";
-    let (pieces, reason, failure) = run_streaming(Protocol::Action, &[open], None);
+    let (pieces, reason, failure) = run_streaming(ProtocolChoice::Action, &[open], None);
     assert_eq!(
         (reason.as_str(), failure.as_deref()),
         ("stop", Some("streamed_call_invalid"))
@@ -601,7 +605,7 @@ fn a_streamed_call_its_block_does_not_confirm_ends_in_a_failure() {
 fn unoffered_tools_and_non_string_parameters_do_not_stream() {
     let text =
         "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\nmode:「始」7「末」\n<|[END_TOOL]|>";
-    let (pieces, reason, _) = run_streaming(Protocol::Tam, &[text], None);
+    let (pieces, reason, _) = run_streaming(ProtocolChoice::Tam, &[text], None);
     assert_eq!(reason, "tool_calls");
     let (_, calls) = gathered(&pieces);
     assert_eq!(
@@ -609,7 +613,7 @@ fn unoffered_tools_and_non_string_parameters_do_not_stream() {
         [("write_file".to_owned(), r#"{"mode":7}"#.to_owned())]
     );
     let other = "<|[REQUEST_TOOL]|>\ncommand:「始」rm「末」\np:「始」/「末」\n<|[END_TOOL]|>";
-    let (pieces, reason, failure) = run_streaming(Protocol::Tam, &[other], None);
+    let (pieces, reason, failure) = run_streaming(ProtocolChoice::Tam, &[other], None);
     assert_eq!((reason.as_str(), failure), ("stop", None));
     assert_eq!(gathered(&pieces), (other.to_owned(), Vec::new()));
 }
@@ -636,11 +640,11 @@ fn write_file_streams_to(params: &[(&str, &str)], expected: &str) {
         .collect();
     for (protocol, reply) in [
         (
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             format!("<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\n{tam}<|[END_TOOL]|>"),
         ),
         (
-            Protocol::Action,
+            ProtocolChoice::Action,
             format!("<ACTION><write_file>{action}</write_file></ACTION>"),
         ),
     ] {
@@ -729,11 +733,11 @@ fn a_quoted_value_open_when_its_stopped_block_closes_ends_as_its_text() {
 fn a_reply_cut_while_a_value_is_held_completes_no_call() {
     for (protocol, text) in [
         (
-            Protocol::Action,
+            ProtocolChoice::Action,
             "Writing it.\n<ACTION>\n<write_file><path>a.txt</path><content>'Apple Inc.",
         ),
         (
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             "Writing it.\n<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」Non",
         ),
     ] {
@@ -764,7 +768,7 @@ fn a_held_value_written_again_does_not_stream_the_second_time() {
         let reply = format!(
             "<ACTION><write_file><path>{first}</path><content>x</content><path>b</path></write_file></ACTION>"
         );
-        let (_, calls) = streams_the_same(Protocol::Action, &reply);
+        let (_, calls) = streams_the_same(ProtocolChoice::Action, &reply);
         assert_eq!(calls.len(), 1, "{first}");
         assert_eq!(calls[0].0, "write_file");
     }
@@ -798,7 +802,7 @@ fn a_stopped_block_that_gives_no_call_voids_its_streamed_call() {
         "<ACTION>\n<write_file><path>a</path><content>x</content><mode>3</a></b></write_file>\n";
     for deltas in [vec![text], one_char(text)] {
         let (pieces, reason, failure) =
-            run_streaming(Protocol::Action, &deltas, Some(FinishReason::Stop));
+            run_streaming(ProtocolChoice::Action, &deltas, Some(FinishReason::Stop));
         let (content, calls) = gathered(&pieces);
         assert_eq!(calls.len(), 1, "the call streamed");
         assert_eq!(content, text);
@@ -846,7 +850,7 @@ fn one_char(text: &str) -> Vec<&str> {
 #[test]
 fn a_misspelt_close_tag_in_a_streamed_value_completes_the_call() {
     let text = "<ACTION>\n<write_file><path>a.txt</path><content>March 10th, 2023</path><mode>3</mode></write_file>\n";
-    let whole = run_streaming(Protocol::Action, &[text], Some(FinishReason::Stop));
+    let whole = run_streaming(ProtocolChoice::Action, &[text], Some(FinishReason::Stop));
     let expected = (
         String::new(),
         vec![(
@@ -864,7 +868,7 @@ fn a_misspelt_close_tag_in_a_streamed_value_completes_the_call() {
     );
     for deltas in splits {
         let (pieces, reason, failure) =
-            run_streaming(Protocol::Action, &deltas, Some(FinishReason::Stop));
+            run_streaming(ProtocolChoice::Action, &deltas, Some(FinishReason::Stop));
         assert_eq!(gathered(&pieces), expected, "{deltas:?}");
         assert_eq!(
             (reason.as_str(), failure),
@@ -892,7 +896,7 @@ fn a_close_tag_naming_the_value_loosely_completes_the_call() {
             r#"{"path":"a.txt","content":"x = 1","mode":3}"#,
         ),
     ] {
-        let (content, calls) = streams_the_same(Protocol::Action, text);
+        let (content, calls) = streams_the_same(ProtocolChoice::Action, text);
         assert_eq!(content, "", "{text}");
         assert_eq!(
             calls,
@@ -911,7 +915,7 @@ fn a_close_tag_naming_a_parameter_in_code_only_delays_the_rest_of_the_value() {
     let text = format!(
         "<ACTION><write_file><path>a.html</path><content>{code}</content></write_file></ACTION>"
     );
-    let (content, calls) = streams_the_same(Protocol::Action, &text);
+    let (content, calls) = streams_the_same(ProtocolChoice::Action, &text);
     assert_eq!(content, "");
     let value = "<div>a < b</div>\n<svg><path d=\"M0\"></path></svg>\nend";
     let args = format!(
@@ -921,14 +925,18 @@ fn a_close_tag_naming_a_parameter_in_code_only_delays_the_rest_of_the_value() {
     assert_eq!(calls, [("write_file".to_owned(), args)]);
     // Fed whole but the close tags: everything before `</path>` streamed at once.
     let at = text.find("</path></svg>").unwrap();
-    let (pieces, ..) = run_streaming(Protocol::Action, &[&text[..at + 4], &text[at + 4..]], None);
+    let (pieces, ..) = run_streaming(
+        ProtocolChoice::Action,
+        &[&text[..at + 4], &text[at + 4..]],
+        None,
+    );
     let early = argument_pieces_before(&pieces, 1);
     assert!(early.ends_with(r#"<svg><path d=\"M0\">"#), "{early}");
 }
 
 /// The non-streaming translator's content and calls (name, arguments as JSON).
 fn whole_reply(
-    protocol: Protocol,
+    protocol: ProtocolChoice,
     text: &str,
     finish: FinishReason,
 ) -> (String, Vec<(String, Value)>) {
@@ -995,7 +1003,7 @@ proptest::proptest! {
             text.push_str("</ACTION>");
         }
         let finish = if stop { FinishReason::Stop } else { FinishReason::Length };
-        let whole = whole_reply(Protocol::Action, &text, finish.clone());
+        let whole = whole_reply(ProtocolChoice::Action, &text, finish.clone());
         // Cut at the given offsets (taken within the text, moved back to character
         // boundaries).
         let mut at: Vec<usize> = cuts
@@ -1014,7 +1022,7 @@ proptest::proptest! {
         at.dedup();
         let deltas: Vec<&str> = at.windows(2).map(|w| &text[w[0]..w[1]]).collect();
         let (pieces, reason, failure) =
-            run_streaming_after(after, Protocol::Action, &deltas, Some(finish));
+            run_streaming_after(after, ProtocolChoice::Action, &deltas, Some(finish));
         // Short values wait for their block: no failure from this model's writing.
         proptest::prop_assert!(
             after < crate::DEFAULT_STREAM_AFTER_BYTES || failure.is_none(),
@@ -1046,16 +1054,16 @@ proptest::proptest! {
 fn a_call_naming_an_offered_tool_loosely_is_that_tools_call() {
     let [start, args] = call(0, "get_weather", r#"{"city":"Rome"}"#);
     let action = "<ACTION><Get.Weather><city>Rome</city></Get.Weather></ACTION>";
-    let (pieces, reason) = every_split(Protocol::Action, action);
+    let (pieces, reason) = every_split(ProtocolChoice::Action, action);
     assert_eq!(
         (pieces, reason.as_str()),
         (vec![start.clone(), args.clone()], "tool_calls")
     );
     let tam = "<|[REQUEST_TOOL]|>\ncommand:「始」get-weather「末」\ncity:「始」Rome「末」\n<|[END_TOOL]|>";
-    let (pieces, reason) = every_split(Protocol::Tam, tam);
+    let (pieces, reason) = every_split(ProtocolChoice::Tam, tam);
     assert_eq!((pieces, reason.as_str()), (vec![start, args], "tool_calls"));
     let streamed = "<ACTION><write.file><path>a</path></write.file></ACTION>";
-    let (content, calls) = streams_the_same(Protocol::Action, streamed);
+    let (content, calls) = streams_the_same(ProtocolChoice::Action, streamed);
     assert_eq!(content, "");
     assert_eq!(
         calls,
@@ -1073,7 +1081,7 @@ fn a_call_naming_an_offered_tool_loosely_is_that_tools_call() {
 #[test]
 fn a_short_call_goes_out_with_its_block() {
     let text = "<ACTION>\n<write_file><path>human</path><content>chimpanzee</content></write_file>\n<write_file><path>human</content>gorilla</content></write_file>\n<write_file><path>human</content>gorilla</content></write_file>\n</ACTION>";
-    let whole = whole_reply(Protocol::Action, text, FinishReason::Stop);
+    let whole = whole_reply(ProtocolChoice::Action, text, FinishReason::Stop);
     assert_eq!(
         whole,
         (text.to_owned(), Vec::new()),
@@ -1087,8 +1095,12 @@ fn a_short_call_goes_out_with_its_block() {
             .map(|(at, _)| vec![&text[..at], &text[at..]]),
     );
     for deltas in &splits {
-        let (pieces, reason, failure) =
-            run_streaming_after(after, Protocol::Action, deltas, Some(FinishReason::Stop));
+        let (pieces, reason, failure) = run_streaming_after(
+            after,
+            ProtocolChoice::Action,
+            deltas,
+            Some(FinishReason::Stop),
+        );
         assert_eq!((reason.as_str(), failure), ("stop", None), "{deltas:?}");
         assert_eq!(
             gathered(&pieces),
@@ -1096,13 +1108,14 @@ fn a_short_call_goes_out_with_its_block() {
             "{deltas:?}"
         );
     }
-    let (pieces, _, failure) = run_streaming(Protocol::Action, &[text], Some(FinishReason::Stop));
+    let (pieces, _, failure) =
+        run_streaming(ProtocolChoice::Action, &[text], Some(FinishReason::Stop));
     assert_eq!(failure.as_deref(), Some("streamed_call_invalid"));
     assert!(!gathered(&pieces).1.is_empty());
     // A clean block of short calls: they go out at its close, typed, in block order.
     let clean = "<ACTION><write_file><path>a</path><mode>3</mode></write_file><write_file><path>b</path></write_file></ACTION>";
     let (pieces, reason, failure) =
-        run_streaming_after(after, Protocol::Action, &one_char(clean), None);
+        run_streaming_after(after, ProtocolChoice::Action, &one_char(clean), None);
     assert_eq!((reason.as_str(), failure), ("tool_calls", None));
     let last = pieces.len() - 1;
     let before_close = clean.len() - "</ACTION>".len() + 1;
@@ -1132,14 +1145,14 @@ fn a_value_that_grows_long_streams_its_call_and_the_calls_before_it() {
     assert!(long.len() > 256);
     for (protocol, text) in [
         (
-            Protocol::Action,
+            ProtocolChoice::Action,
             format!(
                 "<ACTION><write_file><path>a</path></write_file><write_file><path>b</path><content>{}</content><mode>7</mode></write_file></ACTION>",
                 long.replace('&', "&amp;").replace('<', "&lt;")
             ),
         ),
         (
-            Protocol::Tam,
+            ProtocolChoice::Tam,
             format!(
                 "<|[REQUEST_TOOL]|>\ncommand:「始」write_file「末」\npath:「始」b「末」\ncontent:「始」{long}「末」\nmode:「始」7「末」\n<|[END_TOOL]|>"
             ),
@@ -1154,12 +1167,12 @@ fn a_value_that_grows_long_streams_its_call_and_the_calls_before_it() {
         );
         let (_, calls) = gathered(&pieces);
         let mut expected = Vec::new();
-        if protocol == Protocol::Action {
+        if protocol == ProtocolChoice::Action {
             expected.push(json!({"path": "a"}));
         }
         // ACTION's edge rules drop the value's last line break.
         let value = match protocol {
-            Protocol::Action => long.trim_end(),
+            ProtocolChoice::Action => long.trim_end(),
             _ => long.as_str(),
         };
         expected.push(json!({"path": "b", "content": value, "mode": 7}));
@@ -1170,7 +1183,7 @@ fn a_value_that_grows_long_streams_its_call_and_the_calls_before_it() {
         assert_eq!(got, expected, "{protocol}");
         // Before the value's close tag: every call's first chunk and most of the value.
         let close = match protocol {
-            Protocol::Action => "</content>",
+            ProtocolChoice::Action => "</content>",
             _ => "「末」\nmode",
         };
         let upto = text[..text.find(close).unwrap()].chars().count();

@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-use tam::Protocol;
+use tam::ProtocolChoice;
 use tam_model::openai::OpenAiConfig;
 use tam_proxy::ProxyConfig;
 use tokio::net::TcpListener;
@@ -276,11 +276,15 @@ async fn chat(State(state): State<Upstream>, headers: HeaderMap, body: Bytes) ->
 }
 
 async fn other(State(state): State<Upstream>, uri: axum::http::Uri) -> Response {
-    state
-        .other_paths
-        .lock()
-        .unwrap()
-        .push(uri.path().to_owned());
+    // The proxy asks which server this is (strict calls) at start: this one is none of
+    // those it knows, and the question is not one of the test's requests.
+    if !matches!(uri.path(), "/props" | "/version" | "/get_server_info") {
+        state
+            .other_paths
+            .lock()
+            .unwrap()
+            .push(uri.path().to_owned());
+    }
     (axum::http::StatusCode::NOT_FOUND, "no such route").into_response()
 }
 
@@ -294,7 +298,7 @@ async fn models() -> Response {
 }
 
 /// A proxy in front of `upstream` speaking `protocol`, on 127.0.0.1; its `/v1` base URL.
-pub async fn start_proxy(upstream: &ScriptedUpstream, protocol: Protocol) -> String {
+pub async fn start_proxy(upstream: &ScriptedUpstream, protocol: ProtocolChoice) -> String {
     start_proxy_with(
         ProxyConfig::new(OpenAiConfig::new(&upstream.base_url, "")).with_protocol(protocol),
     )

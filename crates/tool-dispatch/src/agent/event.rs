@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 use tam_model::{FinishReason, ToolCallChunk};
 use tam_parse::{Diagnostic, Span};
 
-use crate::{BlockKind, CallOutcome, ToolCall};
+use crate::{CallOutcome, Protocol, ToolCall};
 
 /// Progress of a run, in order, for a UI to print as it happens.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,14 +22,14 @@ pub enum AgentEvent {
     /// invalid UTF-8, a quoted marker), and the argument events while calls are written
     /// ([`tam::Event::CommandSeen`], [`tam::Event::CallStart`], [`tam::Event::ParamStart`],
     /// [`tam::Event::ParamText`], [`tam::Event::ParamEnd`], [`tam::Event::CallEnd`]; only
-    /// with [`AgentConfig::stream_arguments`](crate::AgentConfig::stream_arguments)). Closed blocks come as
+    /// with [`AgentConfig::param_events`](crate::AgentConfig::param_events)). Closed blocks come as
     /// [`AgentEvent::BlockClosed`](crate::AgentEvent::BlockClosed) and reasoning as [`AgentEvent::Reasoning`](crate::AgentEvent::Reasoning), never here.
     Decoded(tam::Event<'static>),
     /// A block closed; unless `executed` is false, its calls are about to run (they may
     /// wait for an earlier block's).
     BlockClosed {
         /// The block's protocol.
-        kind: BlockKind,
+        kind: Protocol,
         /// Start marker to end marker.
         span: Span,
         /// The calls, in execution order.

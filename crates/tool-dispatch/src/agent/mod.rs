@@ -10,14 +10,16 @@ use futures_util::StreamExt;
 use tam_parse::Diagnostic;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tool_schema::PromptStyle;
+use tool_schema::grammar::{GrammarError, GrammarOptions, StrictGrammar};
+use tool_schema::{PromptProtocol, PromptStyle};
 
 use tam::turn::{ACTION_END, StoppedAt, close_stopped_block, stop_sequences};
 use tam_model::{
-    ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelRequest, ThinkSplitter,
+    Constraint, ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelRequest,
+    ThinkSplitter,
 };
 
-use crate::BlockKind;
+use crate::Protocol;
 use crate::dispatch::{CallBudget, CallStatus, ChainEvent};
 use crate::scope::{AvailableTools, LlmNodeConfig};
 use crate::{
@@ -27,7 +29,9 @@ use crate::{
 mod config;
 mod event;
 
-pub use config::{AgentConfig, DEFAULT_MAX_ROUNDS, FailurePolicy, TOOL_EXECUTION_FAILED};
+pub use config::{
+    AgentConfig, DEFAULT_MAX_ROUNDS, FailurePolicy, StrictForm, TOOL_EXECUTION_FAILED,
+};
 pub use event::{AgentEvent, AgentOutcome, StopReason, StreamCut};
 
 /// Runs the deliberation–action loop of one LLM node over a [`Dispatcher`].
@@ -197,7 +201,7 @@ impl Agent {
     /// which write any name. Show them to the user: [`Agent::system_prompt`] leaves them
     /// out.
     pub fn unwritable_tools(&self) -> Vec<String> {
-        if self.config.protocol != tam::Protocol::Action {
+        if self.config.protocol != tam::ProtocolChoice::Action {
             return Vec::new();
         }
         self.scope
@@ -216,6 +220,47 @@ impl Agent {
             })
             .map(|d| d.id.as_str().to_owned())
             .collect()
+    }
+
+    /// The strict-call grammar of the scope's tools in this agent's protocol (TAM for
+    /// [`ProtocolChoice::Auto`](crate::ProtocolChoice::Auto), whose prompt teaches TAM),
+    /// lazy: prose is free until the model writes the block's start marker. Each round
+    /// builds it afresh when [`AgentConfig::strict`] is set and sends it in that form; a
+    /// round whose grammar cannot be built (the error here: too large, or no tool that
+    /// can be written in the protocol) is sent with the prompt alone. Call it to tell the
+    /// user before a run.
+    ///
+    /// # Errors
+    /// The [`GrammarError`] of [`StrictGrammar::new`].
+    pub fn strict_grammar(&self) -> Result<StrictGrammar, GrammarError> {
+        let protocol = match self.config.protocol {
+            tam::ProtocolChoice::Action => PromptProtocol::Action,
+            tam::ProtocolChoice::Tam | tam::ProtocolChoice::Auto => PromptProtocol::Tam,
+        };
+        StrictGrammar::new(
+            self.scope.definitions(self.dispatcher.registry()),
+            &GrammarOptions::new(protocol),
+        )
+    }
+
+    /// The constraint of one round's request ([`AgentConfig::strict`]), when its grammar
+    /// can be built and the decoder's TAM dialect ends blocks where the grammar does.
+    fn constraint(&self) -> Option<Constraint> {
+        let form = self.config.strict?;
+        let grammar = self.strict_grammar().ok()?;
+        if grammar.protocol() == PromptProtocol::Tam
+            && grammar.end_marker() != self.config.tam.dialect.end_marker()
+        {
+            return None;
+        }
+        Some(match form {
+            StrictForm::Gbnf => Constraint::Gbnf {
+                grammar: grammar.gbnf().to_owned(),
+                lazy: true,
+                triggers: grammar.triggers().map(str::to_owned).to_vec(),
+            },
+            StrictForm::StructuralTag => Constraint::StructuralTag(grammar.structural_tag()),
+        })
     }
 
     /// Runs the loop for `prompt` on `conversation`, which it extends with the prompt, each
@@ -333,7 +378,10 @@ impl Agent {
             // Owned by the reader, so the executor's queue closes when the stream is done.
             let jobs = jobs;
             let config = &self.config;
-            let mut decoder = tam::Decoder::new(config.decoder_config());
+            // A call element of an offered tool written without `<ACTION>` is a call.
+            let offered = self.scope.definitions(self.dispatcher.registry());
+            let mut decoder = tam::Decoder::new(config.decoder_config())
+                .with_bare_call_tools(offered.iter().map(|d| d.id.as_str()));
             let mut think = config.split_think_tags.then(ThinkSplitter::new);
             let mut raw = String::new();
             // The turn ends at the call: the protocol's end markers are stop
@@ -343,7 +391,10 @@ impl Agent {
             if config.end_turn_at_call {
                 options.stop = stop_sequences(config.protocol, tam_end, options.stop.drain(..));
             }
-            let request = ModelRequest::new(conversation.to_vec(), options);
+            let mut request = ModelRequest::new(conversation.to_vec(), options);
+            if let Some(constraint) = self.constraint() {
+                request = request.with_constraint(constraint);
+            }
             let turn = Turn::default();
             let mut stream = model.stream(&request);
             let mut on_event = |event: tam::Event<'_>| {
@@ -562,10 +613,10 @@ impl Agent {
                                 .is_one_item(key, tool_schema::KeyMatch::Canonical, text)
                         })
                 });
-                (BlockKind::Tam, block.span, 0, calls, block.diagnostics)
+                (Protocol::Tam, block.span, 0, calls, block.diagnostics)
             }
             tam::Event::ActionBlock(block) => (
-                BlockKind::Action,
+                Protocol::Action,
                 block.span,
                 block.index,
                 ToolCall::from_action_block(&block),
@@ -592,7 +643,7 @@ impl Agent {
             | tam::Event::ParamEnd { .. }
             | tam::Event::CallEnd { .. }) => {
                 // TAM's CommandSeen comes whatever the decoder's switch says.
-                if self.config.stream_arguments {
+                if self.config.param_events {
                     emit(AgentEvent::Decoded(other.into_owned()));
                 }
                 return;

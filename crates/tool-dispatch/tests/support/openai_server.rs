@@ -83,19 +83,38 @@ impl Server {
     /// gets a 500).
     pub async fn start(replies: Vec<Reply>) -> Server {
         let replies = Mutex::new(VecDeque::from(replies));
-        Self::answering(Arc::new(move |_: &Request| {
-            replies.lock().unwrap().pop_front()
-        }))
+        Self::answering(
+            Arc::new(move |_: &Request| replies.lock().unwrap().pop_front()),
+            false,
+        )
         .await
     }
 
     /// Starts a server answering each request with what `script` makes of it: a scripted
     /// model that reads the conversation, or a fake of another API (any path is accepted).
     pub async fn scripted(script: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
-        Self::answering(Arc::new(move |request: &Request| Some(script(request)))).await
+        Self::answering(
+            Arc::new(move |request: &Request| Some(script(request))),
+            false,
+        )
+        .await
     }
 
-    async fn answering(answer: Answer) -> Server {
+    /// Like [`Server::scripted`], and the questions that tell a server's kind (`GET
+    /// /props`, `/version`, `/get_server_info`) reach the script too. The other servers
+    /// answer them 404, unrecorded: they are none of the kinds asked about, and the
+    /// question is not one of a test's requests.
+    pub async fn scripted_with_probes(
+        script: impl Fn(&Request) -> Reply + Send + Sync + 'static,
+    ) -> Server {
+        Self::answering(
+            Arc::new(move |request: &Request| Some(script(request))),
+            true,
+        )
+        .await
+    }
+
+    async fn answering(answer: Answer, probes: bool) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -108,7 +127,7 @@ impl Server {
                 let seen = seen.clone();
                 let answer = answer.clone();
                 tokio::spawn(async move {
-                    let _ = serve(socket, seen, answer).await;
+                    let _ = serve(socket, seen, answer, probes).await;
                 });
             }
         });
@@ -129,6 +148,7 @@ async fn serve(
     mut socket: TcpStream,
     seen: Arc<Mutex<Vec<Request>>>,
     answer: Answer,
+    probes: bool,
 ) -> std::io::Result<()> {
     let mut buffer = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -169,8 +189,18 @@ async fn serve(
         headers,
         body,
     };
-    seen.lock().unwrap().push(request.clone());
-    let reply = answer(&request);
+    let probe = ["/props", "/version", "/get_server_info"]
+        .iter()
+        .any(|path| request.line.starts_with(&format!("GET {path} ")));
+    let reply = if probe && !probes {
+        Some(Reply::Status {
+            status: 404,
+            body: "{}".to_owned(),
+        })
+    } else {
+        seen.lock().unwrap().push(request.clone());
+        answer(&request)
+    };
     match reply {
         Some(Reply::Stream { pieces, drop }) => {
             socket

@@ -18,9 +18,15 @@ pub(super) const END: &str = "</ACTION>";
 /// ignored), so no value may hold it and no element may be named so.
 const BLOCK: &str = "action";
 
+/// Element names longer than this are left out: every free value's rules spell its own
+/// and its ancestors' names out character by character.
+const MAX_NAME_BYTES: usize = 128;
+
 /// Why `name` cannot be an element's name, if it cannot.
 pub(super) fn unusable_name(name: &str) -> Option<OmitReason> {
-    if !is_xml_name(name) {
+    if name.len() > MAX_NAME_BYTES {
+        Some(OmitReason::NameTooLong)
+    } else if !is_xml_name(name) {
         Some(OmitReason::NotAnXmlName)
     } else if name.eq_ignore_ascii_case(BLOCK) {
         Some(OmitReason::ReservedName)
@@ -61,13 +67,29 @@ impl<'r> Action<'r> {
             return Ok(None);
         }
         let node = Node::new(shape, Some(&tool.parameters));
-        let mut parts = Vec::new();
-        for member in node.members() {
+        let members = node.members();
+        let mut lost_required = false;
+        for member in &members {
             if let Some(reason) = unusable_name(member.name) {
                 omitted.push(Omission::parameter(id, member.name, reason));
+                lost_required |= member.required && member.node.shape.default.is_none();
+            }
+        }
+        if lost_required {
+            omitted.push(Omission::tool(id, OmitReason::RequiredParameterLeftOut));
+            return Ok(None);
+        }
+        let names: Vec<&str> = members
+            .iter()
+            .map(|m| m.name)
+            .filter(|n| unusable_name(n).is_none())
+            .collect();
+        let mut parts = Vec::new();
+        for member in members {
+            if unusable_name(member.name).is_some() {
                 continue;
             }
-            let part = self.element(&[id], member)?;
+            let part = self.element(&[id], &names, member)?;
             self.rules.check_room(part.len())?;
             parts.push((part, member.required));
         }
@@ -93,21 +115,28 @@ impl<'r> Action<'r> {
         Ok(name)
     }
 
-    /// `<name>` + value + blanks, for a member inside `ancestors`.
-    fn element(&mut self, ancestors: &[&str], member: Member<'_>) -> Result<String, GrammarError> {
+    /// `<name>` + value + blanks, for a member inside `ancestors`, among the members
+    /// named `siblings`.
+    fn element(
+        &mut self,
+        ancestors: &[&str],
+        siblings: &[&str],
+        member: Member<'_>,
+    ) -> Result<String, GrammarError> {
         let ws = self.rules.fixed(Fixed::Ws)?;
-        let value = self.value(ancestors, member.name, member.node, 0)?;
+        let value = self.value(ancestors, siblings, member.name, member.node, 0)?;
         Ok(format!(
             "{} {value} {ws}",
             lit(&format!("<{}>", member.name))
         ))
     }
 
-    /// An expression for the content of element `name` (inside `ancestors`) holding a
-    /// value of `node`, and its close tag.
+    /// An expression for the content of element `name` (inside `ancestors`, among the
+    /// members named `siblings`) holding a value of `node`, and its close tag.
     fn value(
         &mut self,
         ancestors: &[&str],
+        siblings: &[&str],
         name: &str,
         node: Node<'_>,
         depth: usize,
@@ -115,7 +144,7 @@ impl<'r> Action<'r> {
         let close = lit(&format!("</{name}>"));
         let ws = self.rules.fixed(Fixed::Ws)?;
         match node.kind(depth) {
-            Kind::Free => self.text(ancestors, name),
+            Kind::Free => self.text(ancestors, siblings, name),
             Kind::OpenObject | Kind::Union(_) => {
                 let json = json::value(self.rules, node, Flavor::Xml, depth)?;
                 let body = in_element(&json, ws);
@@ -135,7 +164,7 @@ impl<'r> Action<'r> {
                     body.push_str(&alternative);
                 }
                 if body.is_empty() {
-                    return self.text(ancestors, name);
+                    return self.text(ancestors, siblings, name);
                 }
                 self.rules.add("enum", name, format!("( {body} ) {close}"))
             }
@@ -146,8 +175,8 @@ impl<'r> Action<'r> {
             Kind::Array(items) => {
                 let inner: Vec<&str> = ancestors.iter().copied().chain([name]).collect();
                 let item = match items {
-                    Some(items) => self.value(&inner, "item", items, depth + 1)?,
-                    None => self.text(&inner, "item")?,
+                    Some(items) => self.value(&inner, &[], "item", items, depth + 1)?,
+                    None => self.text(&inner, &[], "item")?,
                 };
                 let json = json::array(self.rules, items, Flavor::Xml, depth)?;
                 let json = in_element(&json, ws);
@@ -169,9 +198,10 @@ impl<'r> Action<'r> {
                     return self.rules.add("object", name, format!("{json} {close}"));
                 }
                 let inner: Vec<&str> = ancestors.iter().copied().chain([name]).collect();
+                let names: Vec<&str> = members.iter().map(|m| m.name).collect();
                 let mut parts = Vec::with_capacity(members.len());
                 for member in members {
-                    let value = self.value(&inner, member.name, member.node, depth + 1)?;
+                    let value = self.value(&inner, &names, member.name, member.node, depth + 1)?;
                     let part = format!("{} {value} {ws}", lit(&format!("<{}>", member.name)));
                     self.rules.check_room(part.len())?;
                     parts.push((part, member.required));
@@ -189,8 +219,8 @@ impl<'r> Action<'r> {
         }
     }
 
-    /// The free text of element `name` (inside `ancestors`), and its close tag: a rule
-    /// `S0` of a right-linear automaton.
+    /// The free text of element `name` (inside `ancestors`, among the members named
+    /// `siblings`), and its close tag: a rule `S0` of a right-linear automaton.
     ///
     /// Text is any characters XML allows, with `<` where it opens no close tag that
     /// would end an element the value sits in: `</name>` of the value, of an ancestor, or
@@ -203,14 +233,31 @@ impl<'r> Action<'r> {
     /// (blanks allowed after `</` and before `>`): the reader takes another case as the
     /// close tag too, but not after an element left open in the value.
     ///
+    /// A close tag's name, once written whole, is followed by blanks and `>` only: models
+    /// that write a close tag mean to close an element. So the name of an ancestor, of
+    /// `ACTION`, of a sibling (any case), and the own name in another case, cannot be
+    /// written whole after `</` and its blanks. The reader would take `</sibling>` inside
+    /// the value as text, and `</ancestor` followed by anything but `>` too; a small model
+    /// that writes `<a>x</b>y</b>` believes `a` closed and never writes `</a>`, and its
+    /// value then runs to the token limit. The own name written whole goes on only to its
+    /// `>` or as a longer name (`</contents` in `content`).
+    ///
     /// States: `S0` (text), `S1` (after `<`), `M` (after `</` and blanks). From `M`, the
     /// names are followed by groups of those that share their first letter; a group's
     /// rules ([`Action::group`]) do not depend on where the value is, so every value
     /// whose close tags start alike shares them.
-    fn text(&mut self, ancestors: &[&str], name: &str) -> Result<String, GrammarError> {
+    fn text(
+        &mut self,
+        ancestors: &[&str],
+        siblings: &[&str],
+        name: &str,
+    ) -> Result<String, GrammarError> {
+        // Ancestors and the name, then (after an empty string, which no name is) the
+        // siblings.
         let key: Vec<String> = ancestors
             .iter()
-            .chain([&name])
+            .chain([&name, &""])
+            .chain(siblings)
             .map(|s| (*s).to_owned())
             .collect();
         if let Some(rule) = self.texts.get(&key) {
@@ -237,7 +284,12 @@ impl<'r> Action<'r> {
 
         // The names by first letter (ASCII case folded), the own name's group first.
         let mut words: Vec<&str> = vec![name];
-        for word in ancestors.iter().copied().chain([BLOCK]) {
+        for word in ancestors
+            .iter()
+            .copied()
+            .chain([BLOCK])
+            .chain(siblings.iter().copied())
+        {
             if !words.iter().any(|w| w.eq_ignore_ascii_case(word)) {
                 words.push(word);
             }
@@ -258,8 +310,12 @@ impl<'r> Action<'r> {
         for (index, group) in groups.iter().enumerate() {
             let own = (index == 0).then_some(name);
             let rules = self.group(group, own)?;
-            alternatives.push(format!("{} {s0}", rules.text));
-            alternatives.push(format!("{} {s1}", rules.lt));
+            if let Some(text) = rules.text {
+                alternatives.push(format!("{text} {s0}"));
+            }
+            if let Some(lt) = rules.lt {
+                alternatives.push(format!("{lt} {s1}"));
+            }
             if let Some(close) = rules.close {
                 alternatives.push(close);
             }
@@ -303,9 +359,6 @@ impl<'r> Action<'r> {
         } else {
             None
         };
-        let (Some(text), Some(lt)) = (text, lt) else {
-            unreachable!("a name of one character or more can always be left")
-        };
         let group = Group { text, lt, close };
         self.groups.insert(key, group.clone());
         Ok(group)
@@ -314,11 +367,12 @@ impl<'r> Action<'r> {
 
 /// The rules of one group of names: after `</`, text that starts like them then leaves
 /// them all (`text`: text goes on), then meets a `<` (`lt`), or is the value's own close
-/// tag (`close`).
+/// tag (`close`). `None` where no way leads there (one-letter names that must not close
+/// leave no text that starts like them).
 #[derive(Clone)]
 struct Group {
-    text: String,
-    lt: String,
+    text: Option<String>,
+    lt: Option<String>,
     close: Option<String>,
 }
 
@@ -359,6 +413,24 @@ fn member_text(member: &Value) -> Option<String> {
 /// A rule for one character XML allows, other than `excluded`.
 fn xml_char_except(rules: &mut Rules, excluded: &[char]) -> Result<String, GrammarError> {
     let mut members: Vec<Class> = excluded.iter().map(|c| Class::One(*c)).collect();
+    members.extend(XML_INVALID);
+    rules.add("char", "", class(true, &members))
+}
+
+/// A rule for one character that goes on with an XML name, other than `excluded`: the
+/// ASCII name characters and any character beyond ASCII XML allows (the reader takes a
+/// name to end at the first character that cannot go on with it; beyond ASCII the grammar
+/// allows a little more than that, all of it text either way).
+fn name_char_except(rules: &mut Rules, excluded: &[char]) -> Result<String, GrammarError> {
+    let mut members: Vec<Class> = excluded.iter().map(|c| Class::One(*c)).collect();
+    members.extend([
+        Class::Range('\u{0}', ','),
+        Class::One('/'),
+        Class::Range(';', '@'),
+        Class::Range('[', '^'),
+        Class::One('`'),
+        Class::Range('{', '\u{7F}'),
+    ]);
     members.extend(XML_INVALID);
     rules.add("char", "", class(true, &members))
 }
@@ -448,30 +520,22 @@ impl Writer<'_> {
             }
         }
         if depth > 0 {
-            let blanks = class(false, &BLANKS);
+            // A whole name is a close tag once its name ends: only its own, written as
+            // it is, may be; a name that must not close leads nowhere (no text goes on
+            // from it, not even a longer name), and the own name goes on only as a
+            // longer name (`</contents`) or to its `>`.
+            let own_end = node.end && exact && depth == self.own.len();
             match exit {
-                Exit::Text => {
+                Exit::Text if !node.end => {
                     excluded.push('<');
-                    if node.end {
-                        excluded.extend([' ', '\t', '\n', '\r', '>']);
-                    }
                     alternatives.push(xml_char_except(rules, &excluded)?);
-                    if node.end {
-                        let after = xml_char_except(rules, &[' ', '\t', '\n', '\r', '<', '>'])?;
-                        alternatives.push(format!("{blanks}+ {after}"));
-                    }
                 }
-                Exit::Lt => {
-                    alternatives.push("\"<\"".to_owned());
-                    if node.end {
-                        alternatives.push(format!("{blanks}+ \"<\""));
-                    }
+                Exit::Text if own_end => alternatives.push(name_char_except(rules, &excluded)?),
+                Exit::Lt if !node.end => alternatives.push("\"<\"".to_owned()),
+                Exit::Close if own_end => {
+                    alternatives.push(format!("{}* \">\"", class(false, &BLANKS)));
                 }
-                Exit::Close => {
-                    if node.end && exact && depth == self.own.len() {
-                        alternatives.push(format!("{blanks}* \">\""));
-                    }
-                }
+                Exit::Text | Exit::Lt | Exit::Close => {}
             }
         }
         rules.check_room(alternatives.iter().map(String::len).sum())?;

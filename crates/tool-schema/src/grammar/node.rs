@@ -183,7 +183,7 @@ mod tests {
     use serde_json::json;
 
     fn kind_of(schema: Value) -> &'static str {
-        let shape = Shape::read(&schema);
+        let shape = crate::coerce::read_shape(&schema);
         match Node::new(&shape, Some(&schema)).kind(0) {
             Kind::Free => "free",
             Kind::Enum(_) => "enum",

@@ -79,6 +79,7 @@ impl<'r> Tam<'r> {
         }
         let node = Node::new(shape, Some(&tool.parameters));
         let mut members: Vec<Member<'s>> = Vec::new();
+        let mut lost_required = false;
         for member in node.members() {
             let reason = unusable_key(member.name, member.canonical).or_else(|| {
                 // Keys are matched by their canonical form: a second key of the same
@@ -89,9 +90,16 @@ impl<'r> Tam<'r> {
                     .then_some(OmitReason::DuplicateKey)
             });
             match reason {
-                Some(reason) => omitted.push(Omission::parameter(id, member.name, reason)),
+                Some(reason) => {
+                    omitted.push(Omission::parameter(id, member.name, reason));
+                    lost_required |= member.required && member.node.shape.default.is_none();
+                }
                 None => members.push(member),
             }
+        }
+        if lost_required {
+            omitted.push(Omission::tool(id, OmitReason::RequiredParameterLeftOut));
+            return None;
         }
         let chainable = members.iter().all(|m| {
             !m.canonical.is_empty() && !m.canonical.ends_with(|c: char| c.is_ascii_digit())

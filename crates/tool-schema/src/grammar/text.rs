@@ -61,17 +61,111 @@ fn push_class_char(out: &mut String, c: char) {
 }
 
 /// `[…]`, or `[^…]` when `negated`.
+///
+/// Two ways around xgrammar releases before 0.2.8, which read some classes wrongly:
+/// - a negated class that excludes a character outside ASCII is written as the positive
+///   class of everything else: xgrammar compiles negated classes to byte automata that
+///   keep only their ASCII members (it logs "clamping to 127"), so the excluded
+///   characters would get through (a `「末」` inside free text);
+/// - a range of characters outside ASCII is cut where the length or a leading byte of
+///   its UTF-8 encoding changes (`U+300D–U+672A` is five ranges): across such a border
+///   those releases dropped characters from the range.
+///
+/// The class means the same either way, to llama.cpp and to any xgrammar.
 pub(super) fn class(negated: bool, members: &[Class]) -> String {
+    let beyond_ascii = members.iter().any(|member| match *member {
+        Class::One(c) => !c.is_ascii(),
+        Class::Range(_, high) => !high.is_ascii(),
+    });
+    if negated && beyond_ascii {
+        return complement(members);
+    }
     let mut out = String::from(if negated { "[^" } else { "[" });
     for member in members {
         match *member {
             Class::One(c) => push_class_char(&mut out, c),
-            Class::Range(low, high) => {
-                push_class_char(&mut out, low);
-                out.push('-');
-                push_class_char(&mut out, high);
+            Class::Range(low, high) => push_range(&mut out, u32::from(low), u32::from(high)),
+        }
+    }
+    out.push(']');
+    out
+}
+
+/// `low-high`, cut into ranges whose UTF-8 encodings differ only in their last bytes.
+fn push_range(out: &mut String, low: u32, high: u32) {
+    let mut pieces = Vec::new();
+    for (start, end) in [
+        (0, 0x7F),
+        (0x80, 0x7FF),
+        (0x800, 0xFFFF),
+        (0x1_0000, 0x10_FFFF),
+    ] {
+        let (a, b) = (low.max(start), high.min(end));
+        if a <= b {
+            utf8_pieces(a, b, &mut pieces);
+        }
+    }
+    for (a, b) in pieces {
+        let (Some(a), Some(b)) = (char::from_u32(a), char::from_u32(b)) else {
+            continue;
+        };
+        push_class_char(out, a);
+        if b != a {
+            out.push('-');
+            push_class_char(out, b);
+        }
+    }
+}
+
+/// `[a, b]` (of one UTF-8 length) as ranges that each share every byte but the ones
+/// that vary over their whole span, as UTF-8 range tables are built.
+fn utf8_pieces(a: u32, b: u32, out: &mut Vec<(u32, u32)>) {
+    let length = match b {
+        0..=0x7F => 1,
+        0x80..=0x7FF => 2,
+        0x800..=0xFFFF => 3,
+        _ => 4,
+    };
+    for i in 1..length {
+        let mask = (1u32 << (6 * i)) - 1;
+        if a & !mask != b & !mask {
+            if a & mask != 0 {
+                utf8_pieces(a, a | mask, out);
+                utf8_pieces((a | mask) + 1, b, out);
+                return;
+            }
+            if b & mask != mask {
+                utf8_pieces(a, (b & !mask) - 1, out);
+                utf8_pieces(b & !mask, b, out);
+                return;
             }
         }
+    }
+    out.push((a, b));
+}
+
+/// The positive class of every character not in `members` (surrogates, which are no
+/// characters, left out).
+fn complement(members: &[Class]) -> String {
+    let mut excluded: Vec<(u32, u32)> = members
+        .iter()
+        .map(|member| match *member {
+            Class::One(c) => (u32::from(c), u32::from(c)),
+            Class::Range(low, high) => (u32::from(low), u32::from(high)),
+        })
+        .collect();
+    excluded.push((0xD800, 0xDFFF));
+    excluded.sort_unstable();
+    let mut out = String::from("[");
+    let mut next = 0u32;
+    for (low, high) in excluded {
+        if low > next {
+            push_range(&mut out, next, low - 1);
+        }
+        next = next.max(high.saturating_add(1));
+    }
+    if next <= 0x10_FFFF {
+        push_range(&mut out, next, 0x10_FFFF);
     }
     out.push(']');
     out
@@ -86,6 +180,10 @@ pub(super) const XML_INVALID: [Class; 5] = [
     Class::Range('\u{E}', '\u{1F}'),
     Class::Range('\u{FFFE}', '\u{FFFF}'),
 ];
+
+/// U+0000, left out of TAM's free text too: llama.cpp ends a string at it, so it could
+/// never match it anyway, and no model writes it.
+pub(super) const NUL: Class = Class::One('\u{0}');
 
 /// XML whitespace, also the blanks the TAM reader skips between entries.
 pub(super) const BLANKS: [Class; 4] = [
@@ -436,25 +534,25 @@ impl Rules {
             }
             // "Anything up to and including 「末」", one state per matched prefix; `「`
             // occurs only first in the marker, so a mismatch falls back to the start or
-            // (on `「`) to the state after it.
+            // (on `「`) to the state after it. After `「末` only `」` follows: the reader
+            // would take `「末ESCAPE」` or `「末` and a line break in a plain value as text,
+            // but a model that writes them means to end the value, and would then write
+            // on without end.
             Fixed::TamText => {
                 let a = self.fixed(Fixed::TamText1)?;
                 format!(
                     "{} tam-text | \"\\u300C\" {a}",
-                    class(true, &[Class::One('\u{300C}')])
+                    class(true, &[Class::One('\u{300C}'), NUL])
                 )
             }
             Fixed::TamText1 => {
                 let b = self.fixed(Fixed::TamText2)?;
                 format!(
                     "\"\\u672B\" {b} | \"\\u300C\" tam-text-a | {} tam-text",
-                    class(true, &[Class::One('\u{672B}'), Class::One('\u{300C}')])
+                    class(true, &[Class::One('\u{672B}'), Class::One('\u{300C}'), NUL])
                 )
             }
-            Fixed::TamText2 => format!(
-                "\"\\u300D\" | \"\\u300C\" tam-text-a | {} tam-text",
-                class(true, &[Class::One('\u{300D}'), Class::One('\u{300C}')])
-            ),
+            Fixed::TamText2 => "\"\\u300D\"".to_owned(),
             Fixed::TamEscape => self.escape_automaton()?,
             Fixed::Gap => {
                 let ws = self.fixed(Fixed::Ws)?;
@@ -465,6 +563,7 @@ impl Rules {
                         Class::One('\r'),
                         Class::One('\u{300C}'),
                         Class::One('<'),
+                        NUL,
                     ],
                 );
                 // A comment is a line whose first non-blank character is `#`: it may
@@ -480,7 +579,9 @@ impl Rules {
     }
 
     /// `tam-escape`: anything up to and including `「末ESCAPE」`, one rule per matched
-    /// prefix (`tam-escape`, `tam-escape-1` … `tam-escape-8`).
+    /// prefix (`tam-escape`, `tam-escape-1` … `tam-escape-8`). After `「末ESCAPE` only
+    /// `」` follows (as after `「末` in a plain value); `「末」` is text here, which is what
+    /// the escaped form is for.
     fn escape_automaton(&mut self) -> Result<String, GrammarError> {
         let marker: Vec<char> = super::tam::CLOSE_ESCAPE.chars().collect();
         let state = |i: usize| {
@@ -500,6 +601,10 @@ impl Rules {
                 format!(" {}", state(i + 1))
             };
             let mut alternatives = vec![format!("{}{next}", lit(c.encode_utf8(&mut [0; 4])))];
+            if i + 1 == marker.len() {
+                self.define(state(i), alternatives.join(" | "))?;
+                continue;
+            }
             if i > 0 {
                 alternatives.push(format!(
                     "{} {}",
@@ -507,7 +612,7 @@ impl Rules {
                     state(1)
                 ));
             }
-            let mut not = vec![Class::One(c)];
+            let mut not = vec![Class::One(c), NUL];
             if c != open {
                 not.push(Class::One(open));
             }
@@ -599,6 +704,66 @@ mod tests {
         assert_eq!(lit("「始」"), r#""\u300C\u59CB\u300D""#);
         assert_eq!(lit("😀\u{0}"), r#""\U0001F600\u0000""#);
         assert_eq!(lit("]|[#"), r#""]|[#""#);
+    }
+
+    #[test]
+    fn negated_classes_beyond_ascii_are_written_as_their_complement() {
+        assert_eq!(
+            class(true, &[Class::One('\u{300C}')]),
+            concat!(
+                r"[\u0000-\u007F\u0080-\u07FF\u0800-\u0FFF\u1000-\u2FFF\u3000-\u300B",
+                r"\u300D-\u303F\u3040-\u3FFF\u4000-\uCFFF\uD000-\uD7FF\uE000-\uFFFF",
+                r"\U00010000-\U0003FFFF\U00040000-\U000FFFFF\U00100000-\U0010FFFF]"
+            )
+        );
+        assert_eq!(class(true, &[Class::One('<')]), r"[^\u003C]");
+    }
+
+    /// The pieces of a range cover it exactly, in order, and each is a product of byte
+    /// ranges: its first and last code points differ only in bytes that span their whole
+    /// continuation range.
+    #[test]
+    fn ranges_beyond_ascii_are_cut_at_utf8_borders() {
+        let mut pieces = Vec::new();
+        utf8_pieces(0x300D, 0x672A, &mut pieces);
+        assert_eq!(
+            pieces,
+            [
+                (0x300D, 0x303F),
+                (0x3040, 0x3FFF),
+                (0x4000, 0x5FFF),
+                (0x6000, 0x66FF),
+                (0x6700, 0x672A)
+            ]
+        );
+        for (low, high) in [
+            (0x80, 0x7FF),
+            (0x3D, 0x7F),
+            (0x800, 0xFFFF),
+            (0x1_0000, 0x10_FFFF),
+            (0xE9, 0x1F600),
+        ] {
+            let mut pieces = Vec::new();
+            for (start, end) in [
+                (0, 0x7F),
+                (0x80, 0x7FF),
+                (0x800, 0xFFFF),
+                (0x1_0000, 0x10_FFFF),
+            ] {
+                let (a, b) = (u32::max(low, start), u32::min(high, end));
+                if a <= b {
+                    utf8_pieces(a, b, &mut pieces);
+                }
+            }
+            assert_eq!(pieces.first().map(|p| p.0), Some(low));
+            assert_eq!(pieces.last().map(|p| p.1), Some(high));
+            assert!(pieces.windows(2).all(|w| w[0].1 + 1 == w[1].0));
+        }
+        assert_eq!(class(false, &[Class::Range('a', 'z')]), "[a-z]");
+        assert_eq!(
+            class(false, &[Class::Range('\u{3D}', '\u{FF}')]),
+            r"[\u003D-\u007F\u0080-\u00FF]"
+        );
     }
 
     #[test]

@@ -16,6 +16,13 @@ impl Scanner {
     pub(super) fn decide(&self, action: Action, first: u8, start: usize) -> Decision {
         let ctx = self.prose.before(first, start);
         match action {
+            // A start marker that must begin its line (`Pattern::at_line_start`) is judged
+            // by the prose line, across deltas, inside a fence too; mid-line it is prose.
+            Action::Open(kind)
+                if self.grammar.syntaxes[kind].start.line_start && !ctx.first_on_line =>
+            {
+                Decision::Prose
+            }
             Action::Open(kind) => match ctx.quote {
                 Some(quote) => Decision::Quoted { kind, quote },
                 None => Decision::Open { kind },
