@@ -179,8 +179,128 @@ fn build_with(tools: &[ToolDefinition], options: &GrammarOptions) -> Built {
     Built { strict, gbnf, body }
 }
 
+/// The grammar of calls only: no block that gives no call (see
+/// `a_block_for_a_tool_not_offered_gives_no_call` for those).
 fn build(tools: &[ToolDefinition], protocol: PromptProtocol) -> Built {
-    build_with(tools, &GrammarOptions::new(protocol))
+    build_with(
+        tools,
+        &GrammarOptions::new(protocol).with_unoffered_blocks(false),
+    )
+}
+
+/// A tool name as the proxy resolves it: without ASCII case and `_`, `-`, `.`.
+fn loose(name: &str) -> String {
+    name.chars()
+        .filter(|c| !matches!(c, '_' | '-' | '.'))
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// The tools of the calls `text` decodes into (ACTION), whatever their validity.
+fn called_tools(text: &str) -> Vec<String> {
+    let mut tools = Vec::new();
+    for event in tam::decode(text, Config::for_protocol(Protocol::Action.into())) {
+        if let Event::ActionBlock(block) = event {
+            tools.extend(block.calls.iter().map(|c| c.tool.clone()));
+        }
+    }
+    tools
+}
+
+/// No call of `text` names an offered tool, even loosely.
+fn calls_no_offered_tool(tools: &[ToolDefinition], text: &str) -> bool {
+    let offered: Vec<String> = tools.iter().map(|t| loose(t.id.as_str())).collect();
+    called_tools(text)
+        .iter()
+        .all(|tool| !offered.contains(&loose(tool)))
+}
+
+#[test]
+fn a_block_for_a_tool_not_offered_gives_no_call() {
+    let tools = [weather(), write_file()];
+    let built = build_with(&tools, &GrammarOptions::new(PromptProtocol::Action));
+    for text in [
+        "<ACTION></ACTION>",
+        "<ACTION>\n</ACTION>",
+        "<ACTION><get_wether><city>Paris</city></get_wether></ACTION>",
+        "<ACTION>\n<search_web><query>news</query></search_web>\n</ACTION>",
+        "<ACTION><get_weather_now/></ACTION>",
+        "<ACTION><Get.Weathers>x</Get.Weathers></ACTION>",
+        "<ACTION><answer>I cannot: a < b &amp; <b>bold</b> </get_weather> Vec<u8></answer></ACTION>",
+        "<ACTION><note>unclosed</ACTION>",
+        "<ACTION><_/></ACTION>",
+        "<ACTION><x></act</ACTION>",
+    ] {
+        assert!(built.accepts(text), "grammar refuses {text:?}");
+        let called = called_tools(text);
+        assert!(
+            calls_no_offered_tool(&tools, text),
+            "{text:?} calls an offered tool: {called:?}"
+        );
+    }
+    for text in [
+        // Offered names, loosely: the call must be the offered one, as strict as ever.
+        "<ACTION><Get_Weather><city>Paris</city></Get_Weather></ACTION>",
+        "<ACTION><GET.WEATHER/></ACTION>",
+        "<ACTION><writefile><path>p</path></writefile></ACTION>",
+        // An offered tool's element anywhere after it.
+        "<ACTION><foo>x</foo><get_weather><city>P</city></get_weather></ACTION>",
+        "<ACTION><foo>x <WRITE-FILE></foo></ACTION>",
+        "<ACTION><foo><![CDATA[<get_weather>]]></foo></ACTION>",
+        // The block's own name, and its close tag in another case.
+        "<ACTION><action/></ACTION>",
+        "<ACTION><foo></action></ACTION>",
+        "<ACTION><foo></ Action ></ACTION>",
+        // Not an element: a block must start with a call element or be empty.
+        "<ACTION>some prose</ACTION>",
+        "<ACTION><5/></ACTION>",
+    ] {
+        assert!(!built.accepts(text), "grammar accepts {text:?}");
+    }
+    // A call of an offered tool is as strict as without them.
+    assert!(built.accepts("<ACTION><get_weather><city>P</city></get_weather></ACTION>"));
+    assert!(!built.accepts("<ACTION><get_weather><town>P</town></get_weather></ACTION>"));
+    // Lazy grammars only: a required one has a call.
+    let required = build_with(
+        &tools,
+        &GrammarOptions::new(PromptProtocol::Action).with_activation(Activation::Required),
+    );
+    assert!(!required.accepts("<ACTION></ACTION>"));
+    assert!(!required.accepts("<ACTION><get_wether/></ACTION>"));
+    // Off: none.
+    let off = build(&tools, PromptProtocol::Action);
+    assert!(!off.accepts("<ACTION><get_wether/></ACTION>"));
+}
+
+/// Random strings of the grammar with blocks that give no call: each is valid calls of
+/// offered tools, or calls none.
+#[test]
+fn what_the_action_grammar_allows_is_valid_calls_or_none() {
+    let tools = [weather(), write_file(), nested()];
+    let built = build_with(&tools, &GrammarOptions::new(PromptProtocol::Action));
+    let (mut calls, mut none) = (0, 0);
+    for seed in 0..600 {
+        let mut rng = Rng::new(seed);
+        let budget = 20 + rng.below(400);
+        let text = built.gbnf.sample(&mut rng, budget);
+        assert!(
+            built.accepts(&text),
+            "the matcher refuses a sample: {text:?}"
+        );
+        if read(PromptProtocol::Action, &tools, &text).is_ok() {
+            calls += 1;
+        } else {
+            assert!(
+                calls_no_offered_tool(&tools, &text),
+                "sample {seed} is neither valid calls nor a block without one:\n{text}"
+            );
+            none += 1;
+        }
+    }
+    assert!(
+        calls > 50 && none > 50,
+        "{calls} with calls, {none} without"
+    );
 }
 
 impl Built {
@@ -880,7 +1000,15 @@ fn schemas_the_grammar_does_not_follow_degrade_to_free_values() {
 #[test]
 fn a_required_grammar_and_a_lazy_one_differ_only_in_how_they_start() {
     let tools = [weather()];
-    let lazy = StrictGrammar::new(&tools, &GrammarOptions::new(PromptProtocol::Action)).unwrap();
+    // But for the blocks that give no call, which only a lazy grammar has.
+    let lazy = StrictGrammar::new(
+        &tools,
+        &GrammarOptions::new(PromptProtocol::Action).with_unoffered_blocks(false),
+    )
+    .unwrap();
+    let with_unoffered =
+        StrictGrammar::new(&tools, &GrammarOptions::new(PromptProtocol::Action)).unwrap();
+    assert_ne!(lazy.gbnf(), with_unoffered.gbnf());
     let required = StrictGrammar::new(
         &tools,
         &GrammarOptions::new(PromptProtocol::Action).with_activation(Activation::Required),

@@ -18,6 +18,21 @@ pub(super) const END: &str = "</ACTION>";
 /// ignored), so no value may hold it and no element may be named so.
 const BLOCK: &str = "action";
 
+/// The characters a tool name may differ by and still name the same tool, as the proxy
+/// resolves names (with ASCII case).
+const LOOSE_SEPARATORS: [char; 3] = ['_', '-', '.'];
+
+/// The ASCII characters that go on with an XML name.
+const NAME_ASCII: [Class; 7] = [
+    Class::Range('a', 'z'),
+    Class::Range('A', 'Z'),
+    Class::Range('0', '9'),
+    Class::One('_'),
+    Class::One('-'),
+    Class::One('.'),
+    Class::One(':'),
+];
+
 /// Element names longer than this are left out: every free value's rules spell its own
 /// and its ancestors' names out character by character.
 const MAX_NAME_BYTES: usize = 128;
@@ -106,13 +121,182 @@ impl<'r> Action<'r> {
     }
 
     /// The block body between `<ACTION>` and `</ACTION>`: calls, blanks around them.
-    pub(super) fn body(&mut self, calls: &[String]) -> Result<String, GrammarError> {
+    ///
+    /// With `unoffered` (the offered tools' names), the body may instead be empty, or
+    /// start with an element of a tool not offered ([`Action::unoffered`]): a block that
+    /// gives no call.
+    pub(super) fn body(
+        &mut self,
+        calls: &[String],
+        unoffered: Option<&[&str]>,
+    ) -> Result<String, GrammarError> {
         let ws = self.rules.fixed(Fixed::Ws)?;
         let any = super::alternatives(self.rules, "action-call", calls)?;
-        let body = format!("{ws} {any} ( {ws} {any} ){{0,{}}} {ws}", MAX_CALLS - 1);
+        let calls = format!("{any} ( {ws} {any} ){{0,{}}} {ws}", MAX_CALLS - 1);
+        let body = match unoffered {
+            None => format!("{ws} {calls}"),
+            Some(names) => {
+                let other = self.unoffered(names)?;
+                format!("{ws} ( {calls} | \"<\" {other} )?")
+            }
+        };
         let name = self.rules.fresh("action-body", "");
         self.rules.define(name.clone(), body)?;
         Ok(name)
+    }
+
+    /// After the `<` of a block's first element: the name of a tool not offered, then
+    /// any text up to the end marker in which no element of an offered tool opens.
+    ///
+    /// "Not offered" is read as the proxy reads a call's tool: ASCII case and the
+    /// separators `_`, `-` and `.` do not count (`Get.Weather` is `get_weather`), so
+    /// neither the first element nor any later `<name` may spell an offered name that
+    /// way (nor `action`, the block's own name). The name automaton is a trie of those
+    /// loose names: a separator stays where it is, a letter of a branch goes down it, any
+    /// other name character leaves every name, and a name may end (at a character that
+    /// cannot go on with a name) only where no offered name ends. The text after it is
+    /// XML characters in which `</` and blanks cannot go on to spell `action`, so the
+    /// block ends at the first `</ACTION>`.
+    ///
+    /// The decoder reads such a block as calls of tools not offered, or as a block that
+    /// fails: either way, no call of an offered tool — the proxy answers it as text.
+    fn unoffered(&mut self, names: &[&str]) -> Result<String, GrammarError> {
+        let mut trie = Trie::default();
+        for name in names.iter().copied().chain([BLOCK]) {
+            let loose: String = name
+                .chars()
+                .filter(|c| !LOOSE_SEPARATORS.contains(c))
+                .collect();
+            self.rules.check_room(loose.len() * 64)?;
+            trie.insert(&loose);
+        }
+        let xml_char = self.rules.fixed(Fixed::XmlChar)?;
+        let text = self.rules.fresh("other-text", "");
+        let lt = self.rules.fresh("other-lt", "");
+        let first = self.rules.fresh("other-name", "");
+        let free = self.rules.fresh("other-free", "");
+        // A name that has ended: the character after it (not a name character), or the
+        // end of the text.
+        let mut after: Vec<Class> = NAME_ASCII.to_vec();
+        after.extend([Class::One('<'), Class::Range('\u{80}', '\u{10FFFF}')]);
+        after.extend(XML_INVALID);
+        let ended = format!("( {} {text} | \"<\" {lt} )?", class(true, &after));
+        let any_name_char = name_char_except(self.rules, &[])?;
+        self.rules
+            .define(free.clone(), format!("{any_name_char} {free} | {ended}"))?;
+        let children = self.trie_children(&trie, &free, &ended)?;
+        let root = self.rules.fresh("other", "");
+        let body = self.trie_body(&root, &children, trie.end, &free, &ended)?;
+        self.rules.define(root.clone(), body)?;
+        // The first character: a name start (letters, `_`, `:`, beyond ASCII).
+        let mut starts = Vec::new();
+        let mut taken: Vec<char> = LOOSE_SEPARATORS.to_vec();
+        for (c, rule) in &children {
+            if c.is_ascii_alphabetic() || *c == ':' || !c.is_ascii() {
+                starts.push(format!("{} {rule}", either_case(*c)));
+            }
+            taken.extend([c.to_ascii_lowercase(), c.to_ascii_uppercase()]);
+        }
+        starts.push(format!("\"_\" {root}"));
+        taken.extend('0'..='9');
+        starts.push(format!("{} {free}", name_char_except(self.rules, &taken)?));
+        self.rules.define(first.clone(), starts.join(" | "))?;
+        self.rules
+            .define(text.clone(), format!("( {xml_char} {text} | \"<\" {lt} )?"))?;
+        // After `<`: a close tag, another `<`, a name, or text.
+        let close = self.unoffered_close(&text, &lt)?;
+        let mut not_text: Vec<Class> = NAME_ASCII.to_vec();
+        not_text.extend([
+            Class::One('<'),
+            Class::One('/'),
+            Class::Range('\u{80}', '\u{10FFFF}'),
+        ]);
+        not_text.extend(XML_INVALID);
+        self.rules.define(
+            lt.clone(),
+            format!(
+                "( \"/\" {close} | \"<\" {lt} | {first} | {} {text} )?",
+                class(true, &not_text)
+            ),
+        )?;
+        Ok(first)
+    }
+
+    /// The rules of the children of `node` of the loose-name trie, by their character.
+    fn trie_children(
+        &mut self,
+        node: &Trie,
+        free: &str,
+        ended: &str,
+    ) -> Result<Vec<(char, String)>, GrammarError> {
+        let mut children = Vec::new();
+        for (c, child) in &node.children {
+            let grandchildren = self.trie_children(child, free, ended)?;
+            let name = self.rules.fresh("other", "");
+            let body = self.trie_body(&name, &grandchildren, child.end, free, ended)?;
+            self.rules.define(name.clone(), body)?;
+            children.push((*c, name));
+        }
+        Ok(children)
+    }
+
+    /// The body of rule `name` for a node of the loose-name trie, its character written:
+    /// separators stay, a branch's letter goes down it, another name character leaves
+    /// every name (`free`), and the name may end (`ended`) unless an offered name ends
+    /// here (`end`).
+    fn trie_body(
+        &mut self,
+        name: &str,
+        children: &[(char, String)],
+        end: bool,
+        free: &str,
+        ended: &str,
+    ) -> Result<String, GrammarError> {
+        let separators = LOOSE_SEPARATORS.map(Class::One);
+        let mut alternatives = vec![format!("{} {name}", class(false, &separators))];
+        let mut taken: Vec<char> = LOOSE_SEPARATORS.to_vec();
+        for (c, rule) in children {
+            alternatives.push(format!("{} {rule}", either_case(*c)));
+            taken.extend([c.to_ascii_lowercase(), c.to_ascii_uppercase()]);
+        }
+        alternatives.push(format!("{} {free}", name_char_except(self.rules, &taken)?));
+        if !end {
+            alternatives.push(ended.to_owned());
+        }
+        self.rules
+            .check_room(alternatives.iter().map(String::len).sum())?;
+        Ok(alternatives.join(" | "))
+    }
+
+    /// After `</` in the text of a block that gives no call: blanks, then anything but
+    /// `action` in any case, which would end the block there.
+    fn unoffered_close(&mut self, text: &str, lt: &str) -> Result<String, GrammarError> {
+        let names: Vec<String> = (0..BLOCK.len())
+            .map(|_| self.rules.fresh("other-close", ""))
+            .collect();
+        for (k, c) in BLOCK.chars().enumerate() {
+            let mut alternatives = Vec::new();
+            let mut excluded = vec![
+                Class::One('<'),
+                Class::One(c.to_ascii_lowercase()),
+                Class::One(c.to_ascii_uppercase()),
+            ];
+            if k == 0 {
+                alternatives.push(format!("{} {}", class(false, &BLANKS), names[0]));
+                excluded.extend(BLANKS);
+            }
+            if let Some(next) = names.get(k + 1) {
+                alternatives.push(format!("{} {next}", either_case(c)));
+            }
+            alternatives.push(format!("\"<\" {lt}"));
+            excluded.extend(XML_INVALID);
+            alternatives.push(format!("{} {text}", class(true, &excluded)));
+            self.rules.define(
+                names[k].clone(),
+                format!("( {} )?", alternatives.join(" | ")),
+            )?;
+        }
+        Ok(names[0].clone())
     }
 
     /// `<name>` + value + blanks, for a member inside `ancestors`, among the members

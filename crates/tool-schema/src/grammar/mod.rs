@@ -73,6 +73,14 @@
 //!   its own case (blanks inside allowed): the reader takes another case as the close tag
 //!   too, but not after an element left open in the value, so the grammar refuses it.
 //!
+//! A lazy ACTION grammar also takes a block that gives no call
+//! ([`GrammarOptions::unoffered_blocks`], on by default): an empty one, or one whose
+//! first element names a tool not offered (not even in another ASCII case or with other
+//! `_`, `-`, `.`, as the proxy matches names) followed by any text up to `</ACTION>` in
+//! which no element of an offered tool opens. The decoder reads it as calls of tools not
+//! offered (the proxy answers them as text), so no call of an offered tool
+//! escapes the grammar.
+//!
 //! **TAM**: `<|[REQUEST_TOOL]|>`, calls, blanks, `<|[END_TOOL]|>`. Either calls written one
 //! after another, each opened by `command:「始」tool_id「末」` (up to [`MAX_CALLS`]; the
 //! compact prompt teaches this form), or chained calls `command1` … `commandN` in order,
@@ -211,6 +219,15 @@ pub struct GrammarOptions {
     pub max_bytes: usize,
     /// The most rules one grammar may have. Default 16 384.
     pub max_rules: usize,
+    /// ACTION, lazy grammars: a block may also be empty, or start with an element of a
+    /// tool not offered and then hold any text in which no element of an offered tool
+    /// opens — a block that gives no call, which the proxy answers as text. Default on.
+    ///
+    /// Without it, a model that starts a block for a tool it was not offered (the usual
+    /// way a small model answers a request no offered tool fits) is forced into a call of
+    /// an offered one: on BFCL's irrelevance cases that turned right answers into calls
+    /// (e2e/README, "Strict calls"). Calls of offered tools are as strict either way.
+    pub unoffered_blocks: bool,
 }
 
 impl GrammarOptions {
@@ -229,7 +246,15 @@ impl GrammarOptions {
             max_chained_calls: Self::DEFAULT_MAX_CHAINED_CALLS,
             max_bytes: Self::DEFAULT_MAX_BYTES,
             max_rules: Self::DEFAULT_MAX_RULES,
+            unoffered_blocks: true,
         }
+    }
+
+    /// Sets [`GrammarOptions::unoffered_blocks`].
+    #[must_use]
+    pub fn with_unoffered_blocks(mut self, on: bool) -> GrammarOptions {
+        self.unoffered_blocks = on;
+        self
     }
 
     /// Sets the activation.
@@ -416,7 +441,11 @@ impl StrictGrammar {
                         omitted,
                     });
                 }
-                generator.body(&calls)?
+                let offered: Vec<&str> = names.iter().map(String::as_str).collect();
+                let unoffered = (options.unoffered_blocks
+                    && options.activation == Activation::Lazy)
+                    .then_some(offered.as_slice());
+                generator.body(&calls, unoffered)?
             }
             PromptProtocol::Tam => {
                 let usable: Vec<tam::TamTool<'_>> = offered
