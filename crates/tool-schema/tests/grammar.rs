@@ -196,21 +196,25 @@ fn loose(name: &str) -> String {
         .collect()
 }
 
-/// The tools of the calls `text` decodes into (ACTION), whatever their validity.
-fn called_tools(text: &str) -> Vec<String> {
+/// The tools of the calls `text` decodes into, whatever their validity.
+fn called_tools(protocol: PromptProtocol, text: &str) -> Vec<String> {
     let mut tools = Vec::new();
-    for event in tam::decode(text, Config::for_protocol(Protocol::Action.into())) {
-        if let Event::ActionBlock(block) = event {
-            tools.extend(block.calls.iter().map(|c| c.tool.clone()));
+    for event in tam::decode(text, Config::for_protocol(block_protocol(protocol).into())) {
+        match event {
+            Event::ActionBlock(block) => tools.extend(block.calls.iter().map(|c| c.tool.clone())),
+            Event::TamBlock(block) => {
+                tools.extend(block.calls.iter().map(|c| c.tool.trim().to_owned()));
+            }
+            _ => {}
         }
     }
     tools
 }
 
 /// No call of `text` names an offered tool, even loosely.
-fn calls_no_offered_tool(tools: &[ToolDefinition], text: &str) -> bool {
+fn calls_no_offered_tool(protocol: PromptProtocol, tools: &[ToolDefinition], text: &str) -> bool {
     let offered: Vec<String> = tools.iter().map(|t| loose(t.id.as_str())).collect();
-    called_tools(text)
+    called_tools(protocol, text)
         .iter()
         .all(|tool| !offered.contains(&loose(tool)))
 }
@@ -232,9 +236,9 @@ fn a_block_for_a_tool_not_offered_gives_no_call() {
         "<ACTION><x></act</ACTION>",
     ] {
         assert!(built.accepts(text), "grammar refuses {text:?}");
-        let called = called_tools(text);
+        let called = called_tools(PromptProtocol::Action, text);
         assert!(
-            calls_no_offered_tool(&tools, text),
+            calls_no_offered_tool(PromptProtocol::Action, &tools, text),
             "{text:?} calls an offered tool: {called:?}"
         );
     }
@@ -272,12 +276,53 @@ fn a_block_for_a_tool_not_offered_gives_no_call() {
     assert!(!off.accepts("<ACTION><get_wether/></ACTION>"));
 }
 
+#[test]
+fn a_tam_block_for_a_tool_not_offered_gives_no_call() {
+    let tools = [weather(), write_file()];
+    let built = build_with(&tools, &GrammarOptions::new(PromptProtocol::Tam));
+    let protocol = PromptProtocol::Tam;
+    for text in [
+        "<|[REQUEST_TOOL]|>command:「始」get_wether「末」city:「始」Paris「末」<|[END_TOOL]|>",
+        "<|[REQUEST_TOOL]|>\ncommand:「始」search_web「末」\nquery:「始」news「末」\n<|[END_TOOL]|>",
+        "<|[REQUEST_TOOL]|>command1:「始」answer「末」text1:「始」no tool fits「末」<|[END_TOOL]|>",
+        "<|[REQUEST_TOOL]|>command:「始」 x 「末」a:「始」get_weather_now「末」b:「始」<|[END_TO「末」<|[END_TOOL]|>",
+        "<|[REQUEST_TOOL]|>command:「始」get weather「末」<|[END_TOOL]|>",
+    ] {
+        assert!(built.accepts(text), "grammar refuses {text:?}");
+        let called = called_tools(protocol, text);
+        assert!(!called.is_empty(), "{text:?} has no call");
+        assert!(
+            calls_no_offered_tool(protocol, &tools, text),
+            "{text:?} calls an offered tool: {called:?}"
+        );
+    }
+    for text in [
+        // Offered names, loosely or with blanks around: the call must be the offered one.
+        "<|[REQUEST_TOOL]|>command:「始」Get.Weather「末」city:「始」P「末」<|[END_TOOL]|>",
+        "<|[REQUEST_TOOL]|>command:「始」 WRITE-FILE 「末」<|[END_TOOL]|>",
+        // An offered tool's call anywhere after it, or an escaped value.
+        "<|[REQUEST_TOOL]|>command:「始」foo「末」command:「始」get_weather「末」city:「始」P「末」<|[END_TOOL]|>",
+        "<|[REQUEST_TOOL]|>command:「始」foo「末」command2:「始」 getweather \n「末」<|[END_TOOL]|>",
+        "<|[REQUEST_TOOL]|>command:「始」foo「末」x:「始ESCAPE」y「末ESCAPE」<|[END_TOOL]|>",
+        // The first call's tool must be written and closed.
+        "<|[REQUEST_TOOL]|>command:「始」「末」<|[END_TOOL]|>",
+        "<|[REQUEST_TOOL]|>command:「始」foo<|[END_TOOL]|>",
+        "<|[REQUEST_TOOL]|>city:「始」foo「末」<|[END_TOOL]|>",
+    ] {
+        assert!(!built.accepts(text), "grammar accepts {text:?}");
+    }
+    let required = build_with(
+        &tools,
+        &GrammarOptions::new(protocol).with_activation(Activation::Required),
+    );
+    assert!(!required.accepts("<|[REQUEST_TOOL]|>command:「始」foo「末」<|[END_TOOL]|>"));
+}
+
 /// Random strings of the grammar with blocks that give no call: each is valid calls of
 /// offered tools, or calls none.
-#[test]
-fn what_the_action_grammar_allows_is_valid_calls_or_none() {
+fn sampled_blocks_are_valid_calls_or_none(protocol: PromptProtocol) {
     let tools = [weather(), write_file(), nested()];
-    let built = build_with(&tools, &GrammarOptions::new(PromptProtocol::Action));
+    let built = build_with(&tools, &GrammarOptions::new(protocol));
     let (mut calls, mut none) = (0, 0);
     for seed in 0..600 {
         let mut rng = Rng::new(seed);
@@ -287,11 +332,11 @@ fn what_the_action_grammar_allows_is_valid_calls_or_none() {
             built.accepts(&text),
             "the matcher refuses a sample: {text:?}"
         );
-        if read(PromptProtocol::Action, &tools, &text).is_ok() {
+        if read(protocol, &tools, &text).is_ok() {
             calls += 1;
         } else {
             assert!(
-                calls_no_offered_tool(&tools, &text),
+                calls_no_offered_tool(protocol, &tools, &text),
                 "sample {seed} is neither valid calls nor a block without one:\n{text}"
             );
             none += 1;
@@ -301,6 +346,16 @@ fn what_the_action_grammar_allows_is_valid_calls_or_none() {
         calls > 50 && none > 50,
         "{calls} with calls, {none} without"
     );
+}
+
+#[test]
+fn what_the_action_grammar_allows_is_valid_calls_or_none() {
+    sampled_blocks_are_valid_calls_or_none(PromptProtocol::Action);
+}
+
+#[test]
+fn what_the_tam_grammar_allows_is_valid_calls_or_none() {
+    sampled_blocks_are_valid_calls_or_none(PromptProtocol::Tam);
 }
 
 impl Built {

@@ -20,7 +20,7 @@ const BLOCK: &str = "action";
 
 /// The characters a tool name may differ by and still name the same tool, as the proxy
 /// resolves names (with ASCII case).
-const LOOSE_SEPARATORS: [char; 3] = ['_', '-', '.'];
+pub(super) const LOOSE_SEPARATORS: [char; 3] = ['_', '-', '.'];
 
 /// The ASCII characters that go on with an XML name.
 const NAME_ASCII: [Class; 7] = [
@@ -161,15 +161,9 @@ impl<'r> Action<'r> {
     /// The decoder reads such a block as calls of tools not offered, or as a block that
     /// fails: either way, no call of an offered tool — the proxy answers it as text.
     fn unoffered(&mut self, names: &[&str]) -> Result<String, GrammarError> {
-        let mut trie = Trie::default();
-        for name in names.iter().copied().chain([BLOCK]) {
-            let loose: String = name
-                .chars()
-                .filter(|c| !LOOSE_SEPARATORS.contains(c))
-                .collect();
-            self.rules.check_room(loose.len() * 64)?;
-            trie.insert(&loose);
-        }
+        self.rules
+            .check_room(names.iter().map(|n| n.len() * 64).sum())?;
+        let trie = Trie::loose(names.iter().copied().chain([BLOCK]));
         let xml_char = self.rules.fixed(Fixed::XmlChar)?;
         let text = self.rules.fresh("other-text", "");
         let lt = self.rules.fresh("other-lt", "");
@@ -622,13 +616,27 @@ fn name_char_except(rules: &mut Rules, excluded: &[char]) -> Result<String, Gram
 /// The names of a group, ASCII letters folded to lower case: the reader takes a close
 /// tag in any case as the element's.
 #[derive(Default)]
-struct Trie {
-    children: Vec<(char, Trie)>,
+pub(super) struct Trie {
+    pub(super) children: Vec<(char, Trie)>,
     /// A name ends here.
-    end: bool,
+    pub(super) end: bool,
 }
 
 impl Trie {
+    /// The trie of `names` as the proxy matches tool names: ASCII case folded, the
+    /// [`LOOSE_SEPARATORS`] left out.
+    pub(super) fn loose<'a>(names: impl IntoIterator<Item = &'a str>) -> Trie {
+        let mut trie = Trie::default();
+        for name in names {
+            let loose: String = name
+                .chars()
+                .filter(|c| !LOOSE_SEPARATORS.contains(c))
+                .collect();
+            trie.insert(&loose);
+        }
+        trie
+    }
+
     fn insert(&mut self, name: &str) {
         let mut node = self;
         for c in name.chars().map(|c| c.to_ascii_lowercase()) {

@@ -73,12 +73,15 @@
 //!   its own case (blanks inside allowed): the reader takes another case as the close tag
 //!   too, but not after an element left open in the value, so the grammar refuses it.
 //!
-//! A lazy ACTION grammar also takes a block that gives no call
-//! ([`GrammarOptions::unoffered_blocks`], on by default): an empty one, or one whose
-//! first element names a tool not offered (not even in another ASCII case or with other
-//! `_`, `-`, `.`, as the proxy matches names) followed by any text up to `</ACTION>` in
-//! which no element of an offered tool opens. The decoder reads it as calls of tools not
-//! offered (the proxy answers them as text), so no call of an offered tool
+//! A lazy grammar also takes a block that gives no call
+//! ([`GrammarOptions::unoffered_blocks`], on by default). In ACTION: an empty block, or one
+//! whose first element names a tool not offered, followed by any text up to `</ACTION>`
+//! in which no element of an offered tool opens. In TAM: a block whose first call's
+//! `command` value names a tool not offered, followed by any text up to `<|[END_TOOL]|>`
+//! in which no `「始」` value is an offered name and no `「始ESCAPE」` value opens. "Not
+//! offered" is read as the proxy reads a call's tool: not even in another ASCII case, with
+//! other `_`, `-`, `.`, or (TAM) blanks around it. The decoder reads such a block as calls
+//! of tools not offered (the proxy answers them as text), so no call of an offered tool
 //! escapes the grammar.
 //!
 //! **TAM**: `<|[REQUEST_TOOL]|>`, calls, blanks, `<|[END_TOOL]|>`. Either calls written one
@@ -219,9 +222,10 @@ pub struct GrammarOptions {
     pub max_bytes: usize,
     /// The most rules one grammar may have. Default 16 384.
     pub max_rules: usize,
-    /// ACTION, lazy grammars: a block may also be empty, or start with an element of a
-    /// tool not offered and then hold any text in which no element of an offered tool
-    /// opens — a block that gives no call, which the proxy answers as text. Default on.
+    /// Lazy grammars: a block may also start with a call of a tool not offered (ACTION:
+    /// or be empty) and then hold any text in which no call of an offered tool can start —
+    /// a block that gives no call, which the proxy answers as text (see the
+    /// [module docs](self)). Default on.
     ///
     /// Without it, a model that starts a block for a tool it was not offered (the usual
     /// way a small model answers a request no offered tool fits) is forced into a call of
@@ -476,7 +480,11 @@ impl StrictGrammar {
                         chained.push(link_calls);
                     }
                 }
-                generator.body(&calls, &chained)?
+                let offered: Vec<&str> = names.iter().map(String::as_str).collect();
+                let unoffered = (options.unoffered_blocks
+                    && options.activation == Activation::Lazy)
+                    .then_some(offered.as_slice());
+                generator.body(&calls, &chained, unoffered)?
             }
         };
         let gbnf = rules.render(&format!("{} {body} {}", text::lit(start), text::lit(end)))?;

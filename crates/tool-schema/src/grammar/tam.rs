@@ -2,9 +2,10 @@
 
 use serde_json::Value;
 
+use super::action::{LOOSE_SEPARATORS, Trie};
 use super::json::{self, Flavor, json_text};
 use super::node::{Kind, Member, Node};
-use super::text::{Fixed, Rules, lit};
+use super::text::{BLANKS, Class, Fixed, NUL, Rules, class, either_case, lit};
 use super::{GrammarError, MAX_CALLS, Omission, OmitReason};
 use crate::ToolDefinition;
 use crate::shape::{Shape, TypeSet};
@@ -144,10 +145,14 @@ impl<'r> Tam<'r> {
     /// The block body between the markers: calls written one after another
     /// (`command:` again for each, as the compact prompt teaches), or chained calls
     /// `command1` … `commandN` in order (as the full prompt teaches), then blanks.
+    ///
+    /// With `unoffered` (the offered tools' names), the block may instead start with a
+    /// call of a tool not offered ([`Tam::unoffered`]): a block that gives no call.
     pub(super) fn body(
         &mut self,
         calls: &[String],
         chained: &[Vec<String>],
+        unoffered: Option<&[&str]>,
     ) -> Result<String, GrammarError> {
         let gap = self.rules.fixed(Fixed::Gap)?;
         let any = super::alternatives(self.rules, "tam-call", calls)?;
@@ -170,8 +175,210 @@ impl<'r> Tam<'r> {
                 body = format!("( {body} | {gap} {first} )");
             }
         }
+        let body = match unoffered {
+            None => format!("{body} {gap}"),
+            Some(names) => {
+                let other = self.unoffered(names)?;
+                format!("( {body} {gap} | {gap} {other} )")
+            }
+        };
         let name = self.rules.fresh("tam-body", "");
-        self.rules.define(name.clone(), format!("{body} {gap}"))?;
+        self.rules.define(name.clone(), body)?;
+        Ok(name)
+    }
+
+    /// A block whose first call names a tool not offered: `command:` (or `command1:`),
+    /// a value that is no offered name (read as the proxy reads a call's tool: trimmed,
+    /// ASCII case and `_`, `-`, `.` not counted), then any text up to the end marker in
+    /// which no `「始」` value is an offered name (so no later `command` can call one) and
+    /// no `「始ESCAPE」` value opens. The decoder reads it as calls of tools not offered.
+    fn unoffered(&mut self, names: &[&str]) -> Result<String, GrammarError> {
+        self.rules
+            .check_room(names.iter().map(|n| n.len() * 128).sum())?;
+        let trie = Trie::loose(names.iter().copied());
+        let mut ends = Ends {
+            text: self.rules.fresh("other-text", ""),
+            corner: String::new(),
+            lt: String::new(),
+            named: self.rules.fresh("other-named", ""),
+            named_corner: self.rules.fresh("other-named", ""),
+        };
+        let b1 = self.rules.fresh("other-open", "");
+        let b2 = self.rules.fresh("other-open", "");
+        let marker: Vec<char> = END.chars().collect();
+        // m[k]: the first k characters of the end marker written (m[0] is text).
+        let m: Vec<String> = (0..marker.len())
+            .map(|k| {
+                if k == 0 {
+                    String::new()
+                } else {
+                    self.rules.fresh("other-end", "")
+                }
+            })
+            .collect();
+        ends.lt = format!("\"<\" {}", m[1]);
+        ends.corner = format!("\"\\u300C\" {b1}");
+        let Ends {
+            text,
+            corner,
+            lt,
+            named,
+            named_corner,
+        } = &ends;
+        // Text: `<` may start the end marker, `「` a value.
+        self.rules.define(
+            text.clone(),
+            format!("( {} {text} | {lt} | {corner} )?", not(&['<', '「'])),
+        )?;
+        // Inside the end marker (m[k]: its first k characters written): its last
+        // character never comes.
+        for k in 1..marker.len() {
+            let c = marker[k];
+            let mut alternatives = Vec::new();
+            if k + 1 < marker.len() {
+                alternatives.push(format!("{} {}", lit(&c.to_string()), m[k + 1]));
+            }
+            alternatives.extend([
+                lt.clone(),
+                corner.clone(),
+                format!("{} {text}", not(&[c, '<', '「'])),
+            ]);
+            self.rules
+                .define(m[k].clone(), format!("( {} )?", alternatives.join(" | ")))?;
+        }
+        // `「`, then `始`: a value opens; `ESCAPE` may not follow.
+        let root = self.name_rules(&trie, true, &ends)?;
+        self.rules.define(
+            b1,
+            format!(
+                "( \"\\u59CB\" {b2} | {corner} | {lt} | {} {text} )?",
+                not(&['始', '「', '<'])
+            ),
+        )?;
+        self.rules.define(
+            b2.clone(),
+            format!(
+                "( \"\\u300D\" {root} | {corner} | {lt} | {} {text} )?",
+                not(&['」', 'E', '「', '<'])
+            ),
+        )?;
+        // An offered name written, then blanks: `「末」` may not follow.
+        let blanks = class(false, &BLANKS);
+        self.rules.define(
+            named.clone(),
+            format!(
+                "{blanks} {named} | \"\\u300C\" {named_corner} | {lt} | {} {text}",
+                not(&['「', '<', ' ', '\t', '\n', '\r'])
+            ),
+        )?;
+        self.rules.define(
+            named_corner.clone(),
+            format!(
+                "\"\\u59CB\" {b2} | {corner} | {lt} | {} {text}",
+                not(&['末', '始', '「', '<'])
+            ),
+        )?;
+        // The first call's tool: a value that closes, and is no offered name.
+        let free = self.rules.fresh("other-value", "");
+        let close = lit(CLOSE);
+        self.rules.define(
+            free.clone(),
+            format!("{} {free} | {close} {text}", not(&['「'])),
+        )?;
+        let first_named = self.rules.fresh("other-named", "");
+        self.rules.define(
+            first_named.clone(),
+            format!(
+                "{blanks} {first_named} | {} {free}",
+                not(&['「', ' ', '\t', '\n', '\r'])
+            ),
+        )?;
+        let first = self.first_rules(&trie, true, &first_named, &free, text)?;
+        Ok(format!("\"command\" \"1\"? \":\" {} {first}", lit(OPEN)))
+    }
+
+    /// The rule of `node` of the loose-name trie inside a `「始」` value of the text after
+    /// the first call (`at_root` at the value's start, where blanks are skipped): a name
+    /// that leaves every offered one is text; an offered one may not close.
+    fn name_rules(
+        &mut self,
+        node: &Trie,
+        at_root: bool,
+        ends: &Ends,
+    ) -> Result<String, GrammarError> {
+        let name = self.rules.fresh("other", "");
+        let blank = class(false, &BLANKS);
+        let mut alternatives = vec![match (at_root, node.end) {
+            (true, _) => format!("{blank} {name}"),
+            (false, true) => format!("{blank} {}", ends.named),
+            (false, false) => format!("{blank} {}", ends.text),
+        }];
+        alternatives.push(format!(
+            "{} {name}",
+            class(false, &LOOSE_SEPARATORS.map(Class::One))
+        ));
+        let mut taken: Vec<char> = LOOSE_SEPARATORS.to_vec();
+        taken.extend(['「', '<', ' ', '\t', '\n', '\r']);
+        for (c, child) in &node.children {
+            let rule = self.name_rules(child, false, ends)?;
+            alternatives.push(format!("{} {rule}", either_case(*c)));
+            taken.extend([c.to_ascii_lowercase(), c.to_ascii_uppercase()]);
+        }
+        alternatives.push(if node.end {
+            format!("\"\\u300C\" {}", ends.named_corner)
+        } else {
+            ends.corner.clone()
+        });
+        alternatives.push(ends.lt.clone());
+        alternatives.push(format!("{} {}", not(&taken), ends.text));
+        self.rules
+            .check_room(alternatives.iter().map(String::len).sum())?;
+        let body = alternatives.join(" | ");
+        // The text may end anywhere but right after an offered name.
+        let body = if node.end {
+            body
+        } else {
+            format!("( {body} )?")
+        };
+        self.rules.define(name.clone(), body)?;
+        Ok(name)
+    }
+
+    /// The rule of `node` of the loose-name trie in the first call's tool value: it
+    /// closes with `「末」` only where no offered name ends, and not empty.
+    fn first_rules(
+        &mut self,
+        node: &Trie,
+        at_root: bool,
+        first_named: &str,
+        free: &str,
+        text: &str,
+    ) -> Result<String, GrammarError> {
+        let name = self.rules.fresh("other", "");
+        let blank = class(false, &BLANKS);
+        let mut alternatives = vec![match (at_root, node.end) {
+            (true, _) => format!("{blank} {name}"),
+            (false, true) => format!("{blank} {first_named}"),
+            (false, false) => format!("{blank} {free}"),
+        }];
+        alternatives.push(format!(
+            "{} {name}",
+            class(false, &LOOSE_SEPARATORS.map(Class::One))
+        ));
+        let mut taken: Vec<char> = LOOSE_SEPARATORS.to_vec();
+        taken.extend(['「', ' ', '\t', '\n', '\r']);
+        for (c, child) in &node.children {
+            let rule = self.first_rules(child, false, first_named, free, text)?;
+            alternatives.push(format!("{} {rule}", either_case(*c)));
+            taken.extend([c.to_ascii_lowercase(), c.to_ascii_uppercase()]);
+        }
+        if !node.end && !at_root {
+            alternatives.push(format!("{} {text}", lit(CLOSE)));
+        }
+        alternatives.push(format!("{} {free}", not(&taken)));
+        self.rules
+            .check_room(alternatives.iter().map(String::len).sum())?;
+        self.rules.define(name.clone(), alternatives.join(" | "))?;
         Ok(name)
     }
 
@@ -251,4 +458,25 @@ impl<'r> Tam<'r> {
             }
         }
     }
+}
+
+/// The rules a block that gives no call leads to, by where it stands.
+struct Ends {
+    /// Free text.
+    text: String,
+    /// `「` written in text: its expression (`"「" rule`).
+    corner: String,
+    /// `<` written: its expression.
+    lt: String,
+    /// An offered name written in a value, then blanks.
+    named: String,
+    /// An offered name written in a value, then `「`.
+    named_corner: String,
+}
+
+/// A character of TAM text (not U+0000) other than `excluded`.
+fn not(excluded: &[char]) -> String {
+    let mut members: Vec<Class> = excluded.iter().map(|c| Class::One(*c)).collect();
+    members.push(NUL);
+    class(true, &members)
 }
