@@ -2,7 +2,14 @@
 //! the short-delta fast path, and the waits (a `<`, `\r` or reference cut by the delta's
 //! end).
 
-use super::*;
+use std::borrow::Cow;
+
+use tam_parse::scan::{find3, tail_mask};
+
+use super::Look;
+use super::emit::Emit;
+use crate::event::Event;
+use crate::xml_chars::{is_xml_space, reference_len};
 
 /// The next `&`, `<` or `\r` at or after `from` in `b` (a value's settled bytes) that
 /// needs a look (every `\r` does): a `<` whose name (or close tag's name) already differs from the parameter's in its

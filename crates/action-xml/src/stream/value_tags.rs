@@ -1,7 +1,11 @@
 //! The tags of a value, read as the pre-scan reads them, only when the call's close tag
 //! comes inside it ([`ValueTags`]): does that tag end the value and the call?
 
-use super::*;
+use std::ops::Range;
+
+use super::State;
+use crate::prescan::RegionRef;
+use crate::tags::{close_tag_at, start_tag_at};
 
 /// The name of the open call or parameter of `state` (empty at the top).
 pub(super) fn state_name(state: &State) -> Range<usize> {

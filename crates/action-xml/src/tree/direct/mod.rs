@@ -2,16 +2,25 @@
 //! for the plain subset (elements without attributes or prefixes, text, CDATA, references);
 //! anything else goes to the tree.
 
-use super::*;
+use std::borrow::Cow;
+use std::ops::Range;
+
+use tam_parse::ByteString;
+use tam_parse::scan::OffsetMap;
+
+use crate::call::ActionCall;
+use crate::codes;
 use crate::event::Event;
+use crate::prescan::{BARE_AMPERSAND, CdataRef, Repair, Tally, UNESCAPED_LT};
+use crate::xml_chars::{name_end, reference_len};
 
 mod flat;
 mod lexer;
 mod values;
 
-use flat::*;
-use lexer::*;
-use values::*;
+use flat::flat_tree;
+use lexer::Unmatched;
+use values::DirectReader;
 
 /// One element of a body read by [`read_direct`], in document order (pre-order); offsets
 /// are body offsets.
@@ -290,7 +299,12 @@ pub(crate) fn read_direct(
 
 #[cfg(test)]
 mod tests {
+    use super::flat::{Flat, has_cdata_end};
+    use super::lexer::lt_count_if_xml_chars;
+    use super::values::name_prefix;
     use super::*;
+    use crate::tree::start_tag_end;
+    use crate::value::assemble;
     use proptest::prelude::*;
 
     proptest! {

@@ -1,7 +1,22 @@
 //! Values from the flat list: strings, arrays and objects by the rules of the tree, with
 //! large objects built sorted in one go.
 
-use super::*;
+use std::collections::HashSet;
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value};
+use tam_parse::scan::OffsetMap;
+use tam_parse::{ByteString, Span};
+
+use super::Elem;
+use crate::call::{ActionCall, ActionParam};
+use crate::prescan::CdataRef;
+use crate::tree::{cdata_value, insert_value};
+use crate::xml_chars::{
+    decode_text, is_xml_space, push_reference, reference_len, trim_xml, trim_xml_end,
+    trim_xml_start,
+};
 
 /// Objects with more members than this are built by [`DirectReader::sorted_object`]
 /// (when the map sorts its keys): up to here a B-tree insert stays within one node.
