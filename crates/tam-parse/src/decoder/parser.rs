@@ -7,7 +7,9 @@ use std::ops::Range;
 use bytestring::ByteString;
 use memchr::memmem;
 
-use super::*;
+use super::builder::BlockBuilder;
+use super::config::{REGION_ESCAPE, REGION_VALUE};
+use super::{Config, Dialect, Event};
 use crate::block::Block;
 use crate::diagnostic::{Code, Diagnostic, Span};
 use crate::scan::{BlockEnd, BlockView, ClosedBlock, Quote};
