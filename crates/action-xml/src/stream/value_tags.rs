@@ -45,7 +45,7 @@ pub(super) enum Closes {
 /// A parameter's value read as the pre-scan reads its tags (`Prescan::start_tag`,
 /// `close_tag`, `closes`), regions aside: the elements opened in it and still open, and
 /// the close tags that matched nothing. Read only when the call's close tag comes inside
-/// the value ([`Streamer::call_closes_value`]), each time from where the last read
+/// the value ([`Streamer::call_closes_value`](super::Streamer::call_closes_value)), each time from where the last read
 /// stopped: a value that closes properly costs nothing, one that does not is read once.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct ValueTags {

@@ -28,7 +28,7 @@ pub(super) struct Flat {
 }
 
 /// The element list and CDATA sections of `body`, with the pre-scan's repairs inside values
-/// counted, or `None` when it is outside the subset that [`read_direct`] reads.
+/// counted, or `None` when it is outside the subset that [`read_direct`](super::read_direct) reads.
 /// `for_events`: [`Flat::unclosed`] and [`Flat::markup_like`] are kept.
 pub(super) fn flat_tree(
     body: &str,

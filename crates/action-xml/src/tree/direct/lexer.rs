@@ -64,7 +64,7 @@ pub(super) enum Piece {
 }
 
 /// The piece of `body` that begins at `at` and where it ends, or `None` for what
-/// [`read_direct`] does not take (a comment, a processing instruction, a start tag with
+/// [`read_direct`](super::read_direct) does not take (a comment, a processing instruction, a start tag with
 /// attributes; also for a text piece followed by one). Text runs up to the next markup or
 /// reference: a bare `&` and a `<` that begins no tag are text, counted in `amp` and `lt`
 /// as they are passed (the pre-scan's repairs, if the text is where it repairs them: the

@@ -237,7 +237,7 @@ impl Direct {
     }
 }
 
-/// Reads the calls of a block body straight from its text ([`piece_at`]), without a DOM,
+/// Reads the calls of a block body straight from its text ([`piece_at`](lexer::piece_at)), without a DOM,
 /// when the body is within the subset of XML that models write: elements without
 /// attributes or prefixes, text, references that need no DTD, CDATA — and, inside values,
 /// what code brings in and the pre-scan repairs the same way everywhere: a bare `&`, a `<`
@@ -245,7 +245,7 @@ impl Direct {
 /// the value (`Vec<String>`: nothing may have been kept inside it), a close tag that
 /// matches nothing (`"</div>"`). Those are text, and [`Direct`] counts them as the pre-scan
 /// does, in the same order, so the warnings are the same. The values are those
-/// [`TreeReader`] reads from roxmltree's tree of the same body (after the pre-scan).
+/// [`TreeReader`](super::TreeReader) reads from roxmltree's tree of the same body (after the pre-scan).
 ///
 /// `None` — the caller then takes the roxmltree path — for anything else: comments,
 /// processing instructions, declarations, attributes, a prefixed name, a name starting

@@ -36,7 +36,7 @@ pub(super) fn map_sorts_keys() -> bool {
     })
 }
 
-/// Reads values from the list [`flat_tree`] made, by the rules of [`TreeReader`].
+/// Reads values from the list [`flat_tree`](super::flat::flat_tree) made, by the rules of [`TreeReader`](crate::tree::TreeReader).
 pub(super) struct DirectReader<'r> {
     /// The block's raw text; `body` is a slice of it.
     pub(super) raw: &'r ByteString,
@@ -87,7 +87,7 @@ impl DirectReader<'_> {
         }
     }
 
-    /// As [`TreeReader::object`]: a repeated name makes an array.
+    /// As [`TreeReader::object`](crate::tree::TreeReader::object): a repeated name makes an array.
     pub(super) fn object(&self, i: usize) -> Map<String, Value> {
         if self.elems[i].elements > SMALL_OBJECT && map_sorts_keys() {
             return self.sorted_object(i);
@@ -148,7 +148,7 @@ impl DirectReader<'_> {
         members.into_iter().collect()
     }
 
-    /// As [`TreeReader::value`].
+    /// As [`TreeReader::value`](crate::tree::TreeReader::value).
     pub(super) fn value(&self, i: usize) -> Value {
         let e = &self.elems[i];
         if e.elements == 0 || e.text {
@@ -163,7 +163,7 @@ impl DirectReader<'_> {
         Value::Array(items)
     }
 
-    /// As [`TreeReader::leaf`] and [`TreeReader::inner_text`].
+    /// As [`TreeReader::leaf`](crate::tree::TreeReader::leaf) and [`TreeReader::inner_text`](crate::tree::TreeReader::inner_text).
     pub(super) fn leaf(&self, e: &Elem) -> String {
         let k = self.cdata.partition_point(|c| c.full.start < e.start);
         if e.elements > 0 || self.cdata.get(k).is_some_and(|c| c.full.start < e.end) {
