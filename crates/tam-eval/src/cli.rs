@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::bfcl::{BfclOptions, BfclPath};
@@ -62,7 +63,7 @@ pub(crate) struct E2eArgs {
         long,
         value_name = "LIST",
         requires = "bfcl",
-        value_enum,
+        value_parser = path_parser(),
         value_delimiter = ','
     )]
     paths: Vec<BfclPath>,
@@ -76,6 +77,15 @@ pub(crate) struct E2eArgs {
     /// A running server's OpenAI base URL (`…/v1`): no set-up, no server start.
     #[arg(long, value_name = "URL", requires = "bfcl", value_parser = parse_base_url)]
     base_url: Option<String>,
+}
+
+/// A `--paths` value: a protocol by the front door's [`tam::Protocol`] names (`tam`,
+/// `action`, read by its `FromStr`), or `native`.
+fn path_parser() -> impl TypedValueParser<Value = BfclPath> {
+    PossibleValuesParser::new(
+        BfclPath::ALL.map(|path| PossibleValue::new(path.name()).help(path.help())),
+    )
+    .try_map(|name| name.parse::<BfclPath>())
 }
 
 /// The arguments of `tam-eval bfcl-score`.
@@ -237,6 +247,7 @@ impl E2eArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tam::Protocol;
 
     fn e2e(args: &[&str]) -> Result<Options, String> {
         let argv = ["tam-eval", "e2e"].iter().chain(args);
@@ -325,7 +336,7 @@ mod tests {
         ])
         .unwrap();
         let b = o.bfcl.unwrap();
-        assert_eq!(b.paths, [BfclPath::Native, BfclPath::Tam]);
+        assert_eq!(b.paths, [BfclPath::Native, BfclPath::Proxy(Protocol::Tam)]);
         assert_eq!(b.per_category, Some(2));
         assert_eq!(b.base_url.as_deref(), Some("http://127.0.0.1:8080/v1"));
         assert!(b.out.ends_with("logs/bfcl/0.5b_no-strict"));
@@ -340,6 +351,18 @@ mod tests {
             let args = ["--bfcl", "c", bad[0], bad[1]];
             assert!(e2e(&args).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn every_path_reads_back_from_its_name() {
+        for path in BfclPath::ALL {
+            assert_eq!(path.name().parse::<BfclPath>(), Ok(path));
+        }
+        assert_eq!(
+            BfclPath::ALL.map(BfclPath::protocol),
+            [Some(Protocol::Tam), Some(Protocol::Action), None]
+        );
+        assert!("both".parse::<BfclPath>().is_err());
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tam::Protocol;
 
 use crate::http;
 use crate::judge::{
@@ -17,7 +18,7 @@ use crate::judge::{
 };
 use crate::server::{Server, start_proxy};
 use crate::setup::{Cache, tam_binary};
-use crate::{MODEL_ALIAS, Protocol, root};
+use crate::{MODEL_ALIAS, root};
 
 /// Most seconds one model request or one `tam run` may take (2 busy cores: be generous).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(900);
@@ -34,13 +35,13 @@ fn read_prompt(name: &str) -> Result<String, String> {
 fn product_prompt(cache: &Cache, protocol: Protocol) -> Result<String, String> {
     let out_path = cache
         .logs()
-        .join(format!("proof-{}.system.txt", protocol.flag()));
+        .join(format!("proof-{}.system.txt", protocol.as_str()));
     let (ok, out, err) = run_with_timeout(
         Command::new(tam_binary()).args([
             "prompt",
             "--full",
             "--protocol",
-            protocol.flag(),
+            protocol.as_str(),
             "--tools",
             "demo",
         ]),
@@ -114,7 +115,7 @@ pub(crate) fn proof_leg(
         "stream": false,
     })
     .to_string();
-    let name = format!("proof-{}", protocol.flag());
+    let name = format!("proof-{}", protocol.as_str());
     let body_path = cache.logs().join(format!("{name}.request.json"));
     fs::write(&body_path, &body).map_err(|e| format!("{}: {e}", body_path.display()))?;
     let started = Instant::now();
@@ -141,7 +142,7 @@ pub(crate) fn proof_leg(
     let verdict = judge_decoded(&decoded);
     let line = format!(
         "e2e proof  --protocol {:<6}: {} ({:.1} s){}",
-        protocol.flag(),
+        protocol.as_str(),
         verdict.describe(),
         took.as_secs_f64(),
         verdict.warnings_note()
@@ -194,7 +195,7 @@ fn decode_reply(
     fs::write(&input, reply).map_err(|e| format!("{}: {e}", input.display()))?;
     let (ok, out, err) = run_with_timeout(
         Command::new(tam_binary())
-            .args(["decode", "--protocol", protocol.flag()])
+            .args(["decode", "--protocol", protocol.as_str()])
             .arg(&input),
         &cache.logs().join(format!("{name}.decoded.jsonl")),
         Duration::from_secs(60),
@@ -228,13 +229,13 @@ pub(crate) fn run_leg(
     let mut notes = Vec::new();
     let mut times = Vec::new();
     for attempt in 1..=tries {
-        let name = format!("run-{}-{attempt}", protocol.flag());
+        let name = format!("run-{}-{attempt}", protocol.as_str());
         let started = Instant::now();
         let (ok, out, err) = run_with_timeout(
             Command::new(tam_binary())
                 .arg("run")
                 .args(["--base-url", &server.openai_url()])
-                .args(["--model", MODEL_ALIAS, "--protocol", protocol.flag()])
+                .args(["--model", MODEL_ALIAS, "--protocol", protocol.as_str()])
                 .args(["--tools", "demo", "--temperature", "0", "--json"])
                 .arg(user.trim_end()),
             &cache.logs().join(format!("{name}.jsonl")),
@@ -268,7 +269,7 @@ pub(crate) fn run_leg(
     let mean = times.iter().sum::<f64>() / f64::from(tries);
     let mut line = format!(
         "e2e tam run --protocol {:<6}: {passed}/{tries} passed (mean {mean:.1} s)",
-        protocol.flag()
+        protocol.as_str()
     );
     if !notes.is_empty() {
         let _ = write!(line, " — {}", notes.join("; "));
@@ -297,7 +298,7 @@ pub(crate) fn serve_leg(
     protocol: Protocol,
     serve_args: &[String],
 ) -> Result<String, String> {
-    let name = format!("serve-{}", protocol.flag());
+    let name = format!("serve-{}", protocol.as_str());
     let proxy = start_proxy(
         &server.openai_url(),
         protocol,
@@ -321,7 +322,7 @@ pub(crate) fn serve_leg(
     let (verdict, took) = serve_request(cache, &name, proxy.port, &body(json!([ask])))?;
     let mut line = format!(
         "e2e tam serve --protocol {:<6}: {} ({:.1} s)",
-        protocol.flag(),
+        protocol.as_str(),
         verdict.describe(),
         took.as_secs_f64()
     );

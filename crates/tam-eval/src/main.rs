@@ -58,6 +58,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use tam::Protocol;
 
 use bfcl::BfclOptions;
 use cli::{Cli, Command, Options};
@@ -92,25 +93,6 @@ fn root() -> PathBuf {
         .nth(2)
         .expect("tam-eval lives two levels below the workspace root")
         .to_path_buf()
-}
-
-/// The two protocols of `tam`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Protocol {
-    Tam,
-    Action,
-}
-
-impl Protocol {
-    const BOTH: [Protocol; 2] = [Protocol::Tam, Protocol::Action];
-
-    /// The `--protocol` value of `tam decode`, `tam run` and `tam serve`.
-    fn flag(self) -> &'static str {
-        match self {
-            Protocol::Tam => "tam",
-            Protocol::Action => "action",
-        }
-    }
 }
 
 /// Wall times of the run's steps, for the summary.
@@ -227,20 +209,20 @@ fn e2e(opts: &Options) -> Result<(), String> {
 
     let mut summary = vec![format!("e2e {}", run_heading(&model, &opts.serve_args))];
     let mut failures = Vec::new();
-    for protocol in Protocol::BOTH {
+    for protocol in Protocol::ALL {
         let start = Instant::now();
         match proof_leg(&cache, &server, protocol) {
             Ok(line) => summary.push(line),
             Err(e) => failures.push(e),
         }
         clock.steps.push((
-            format!("proof request --protocol {}", protocol.flag()),
+            format!("proof request --protocol {}", protocol.as_str()),
             start.elapsed(),
             "done",
         ));
     }
     if tam_has_run() {
-        for protocol in Protocol::BOTH {
+        for protocol in Protocol::ALL {
             let start = Instant::now();
             let (line, all) = run_leg(&cache, &server, protocol, opts.tries)?;
             if all {
@@ -249,7 +231,7 @@ fn e2e(opts: &Options) -> Result<(), String> {
                 failures.push(line);
             }
             clock.steps.push((
-                format!("tam run --protocol {} ×{}", protocol.flag(), opts.tries),
+                format!("tam run --protocol {} ×{}", protocol.as_str(), opts.tries),
                 start.elapsed(),
                 "done",
             ));
@@ -264,14 +246,14 @@ fn e2e(opts: &Options) -> Result<(), String> {
     // The `tam serve` leg: the proxy in front of the server, one streaming
     // request with a tool, in both protocols. The model's choice is reported; a proxy
     // failure fails the run.
-    for protocol in Protocol::BOTH {
+    for protocol in Protocol::ALL {
         let start = Instant::now();
         match serve_leg(&cache, &server, protocol, &opts.serve_args) {
             Ok(line) => summary.push(line),
             Err(e) => failures.push(e),
         }
         clock.steps.push((
-            format!("tam serve --protocol {}", protocol.flag()),
+            format!("tam serve --protocol {}", protocol.as_str()),
             start.elapsed(),
             "done",
         ));

@@ -8,7 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::Protocol;
+use tam::Protocol;
+
 use crate::http;
 use crate::setup::{Cache, ModelPin, mkdir, tam_binary};
 
@@ -160,7 +161,7 @@ pub(crate) fn start_proxy(
         .arg("serve")
         .args(["--upstream", upstream])
         .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--protocol", protocol.flag()])
+        .args(["--protocol", protocol.as_str()])
         .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

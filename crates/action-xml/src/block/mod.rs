@@ -1,27 +1,29 @@
 //! ACTION blocks and their calls, and how a closed block becomes them: pre-scan and
 //! repairs, roxmltree, then the tree to calls.
 
-use std::borrow::Cow;
 use std::ops::Range;
 
 use tam_parse::scan::{BlockEnd, ClosedBlock};
 use tam_parse::{ByteString, Diagnostic, Span};
 
-use crate::call::{ActionBlock, ActionCall};
+use crate::call::ActionBlock;
 use crate::codes;
 use crate::config::Config;
 use crate::fence::fences_in_body;
 use crate::position::Cursor;
-use crate::prescan::{Prepared, Refusal, RegionRef, Repair, clean_document, prescan};
+use crate::prescan::{Refusal, RegionRef, clean_document, prescan};
 use crate::tags::start_tag_at;
-use crate::tree::{TreeReader, read_direct};
+use crate::tree::read_direct;
 use crate::xml_chars::trim_xml_start;
 
 mod report;
 #[cfg(test)]
 mod tests;
 
-use report::*;
+use report::{
+    finish, finish_block, parse_prepared, parsing_options, prose_mention, read_calls,
+    report_repairs, shortened, unterminated,
+};
 
 /// What was learnt about a block while it was open.
 #[derive(Debug, Clone, Default)]

@@ -1,7 +1,17 @@
 //! What a block's reading reports: prose mentions, cut blocks, repairs, and XML errors
 //! placed at their line and column in the model's output.
 
-use super::*;
+use std::borrow::Cow;
+
+use tam_parse::scan::{BlockEnd, ClosedBlock};
+use tam_parse::{ByteString, Diagnostic, Span};
+
+use super::{CANONICAL_CLOSE, Where};
+use crate::call::{ActionBlock, ActionCall};
+use crate::codes;
+use crate::config::Config;
+use crate::prescan::{Prepared, Repair};
+use crate::tree::TreeReader;
 
 /// Warning `marker_in_prose` for a block read as a mention of `<ACTION>` in prose
 /// (`message` says what makes it one): an empty span at the tag.

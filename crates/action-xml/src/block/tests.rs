@@ -1,3 +1,4 @@
+use super::report::doc_offset;
 use super::*;
 use crate::config::grammar;
 use crate::prescan::RegionKind;

@@ -11,14 +11,10 @@
 //! regions (their content is skipped in one step).
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
-use memchr::{memchr, memchr3, memmem};
+use memchr::memchr;
 use tam_parse::Code;
-
-use crate::codes;
-use crate::xml_chars::{is_xml_space, name_end, reference_len, space_end};
 
 mod pass;
 use pass::ASCII_NAME_START;

@@ -1,6 +1,18 @@
 //! The pre-scan's one pass: the state it keeps and how it reads tags, text and regions.
 
-use super::*;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+
+use memchr::{memchr, memchr3, memmem};
+use tam_parse::Code;
+
+use super::{
+    BARE_AMPERSAND, CdataRef, DocMap, Edit, Open, Prepared, Refusal, RegionKind, RegionRef, Repair,
+    Tally, UNESCAPED_LT, VALUE_DEPTH,
+};
+use crate::codes;
+use crate::xml_chars::{is_xml_space, name_end, reference_len, space_end};
 
 /// How a tag parse ended.
 enum Tag {

@@ -1,7 +1,12 @@
 //! How the streamer's events reach the caller: borrowed pieces of one kind that touch are
 //! joined.
 
-use super::*;
+use std::borrow::Cow;
+use std::ops::Range;
+
+use tam_parse::Span;
+
+use crate::event::Event;
 
 /// Hands the streamer's events to the caller, joining borrowed pieces of one kind (text,
 /// or one CDATA section's content) that touch: a `<` that is text (`Vec<String>`, `a < b`,

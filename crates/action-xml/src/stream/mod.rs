@@ -50,10 +50,7 @@ use tam_parse::Span;
 use crate::event::Event;
 use crate::fence::is_fence_line;
 use crate::prescan::{RegionKind, RegionRef};
-use tam_parse::scan::{Stops, find3, tail_mask};
-
-use crate::tags::{close_tag_at, start_tag_at};
-use crate::xml_chars::{is_name_char_at, is_xml_space, name_end, reference_len, space_end};
+use crate::xml_chars::{is_xml_space, reference_len};
 
 mod emit;
 mod read;
@@ -61,8 +58,8 @@ mod stops;
 mod value_tags;
 
 use emit::Emit;
-use stops::*;
-use value_tags::*;
+use stops::{Short, short_stop, short_stop_by_mask};
+use value_tags::ValueTags;
 
 /// Where the streamer is in the block.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -461,6 +458,7 @@ impl Streamer {
 
 #[cfg(test)]
 mod tests {
+    use super::stops::may_become_reference;
     use super::*;
 
     /// Every reference [`reference_len`] takes, cut anywhere before its `;`, may still

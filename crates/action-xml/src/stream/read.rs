@@ -1,7 +1,18 @@
 //! The streamer's general reading: the loop over stops, references, markup (start and
 //! close tags of calls and parameters, regions), and the close tags that end a value.
 
-use super::*;
+use std::borrow::Cow;
+use std::ops::Range;
+
+use tam_parse::scan::Stops;
+
+use super::emit::Emit;
+use super::stops::{line_end, may_become_reference, next_stop_in_value};
+use super::value_tags::{Closes, TagNames, ValueTags, state_name};
+use super::{Look, MAX_TAG, Start, State, Streamer};
+use crate::event::Event;
+use crate::prescan::{RegionKind, RegionRef};
+use crate::xml_chars::{is_name_char_at, is_xml_space, name_end, reference_len, space_end};
 
 impl Streamer {
     /// [`Streamer::advance`], its events through `em`.

@@ -2,18 +2,25 @@
 //! the short-delta fast path, and the waits (a `<`, `\r` or reference cut by the delta's
 //! end).
 
-use super::*;
+use std::borrow::Cow;
+
+use tam_parse::scan::{find3, tail_mask};
+
+use super::Look;
+use super::emit::Emit;
+use crate::event::Event;
+use crate::xml_chars::{is_xml_space, reference_len};
 
 /// The next `&`, `<` or `\r` at or after `from` in `b` (a value's settled bytes) that
 /// needs a look (every `\r` does): a `<` whose name (or close tag's name) already differs from the parameter's in its
-/// first byte `own` is text like the bytes around it (as [`Streamer::markup`] would find)
+/// first byte `own` is text like the bytes around it (as [`Streamer::markup`](super::Streamer::markup) would find)
 /// — unless it is a close tag whose name's first byte is the call's `call` (lower case)
-/// ignoring case ([`Streamer::call_close_in_value`]) —
+/// ignoring case ([`Streamer::call_close_in_value`](super::Streamer::call_close_in_value)) —
 /// and so is an `&` that begins no reference and cannot become one (as
-/// [`Streamer::reference`] would find) — unless a region starts there (`regions`: where
+/// [`Streamer::reference`](super::Streamer::reference) would find) — unless a region starts there (`regions`: where
 /// the next ones begin).
 /// `find` is the search for the next `<`, `&` or `\r` from an offset on: [`find3`] for a
-/// few bytes, a [`Stops`] for a value's worth.
+/// few bytes, a [`Stops`](tam_parse::scan::Stops) for a value's worth.
 #[inline]
 pub(super) fn next_stop_in_value(
     b: &[u8],
@@ -39,7 +46,7 @@ pub(super) fn next_stop_in_value(
         }
         let first = match b.get(at + 1) {
             Some(b'/') => match b.get(at + 2) {
-                // `</ name>`: maybe the parameter's close tag ([`Streamer::spaced_close`]).
+                // `</ name>`: maybe the parameter's close tag ([`Streamer::spaced_close`](super::Streamer::spaced_close)).
                 Some(&c) if is_xml_space(c) => return Some(at),
                 // Maybe the call's close tag, which ends a parameter left open.
                 Some(&c) if c.to_ascii_lowercase() == call => return Some(at),
@@ -54,7 +61,7 @@ pub(super) fn next_stop_in_value(
     }
 }
 
-/// Where the short path of [`Streamer::advance`] goes from a look at `b[from..]` (`b` is
+/// Where the short path of [`Streamer::advance`](super::Streamer::advance) goes from a look at `b[from..]` (`b` is
 /// what has settled) inside a value whose parameter and call names begin with `names`.
 pub(super) enum Short {
     /// The text up to here goes out as one piece: the end (no stop), or a stop whose look
@@ -62,7 +69,7 @@ pub(super) enum Short {
     /// the delta's end), which waits — what the general way does.
     To(usize),
     /// A whole reference begins here (`&amp;` in a comment of code):
-    /// [`Streamer::advance_references`].
+    /// [`Streamer::advance_references`](super::Streamer::advance_references).
     Reference(usize),
     /// Any other stop: the general way.
     General,
@@ -78,7 +85,7 @@ pub(super) fn short_stop(b: &[u8], from: usize, names: [u8; 2]) -> Short {
     )
 }
 
-/// [`short_stop`] for a look at [`QUIET_LOOK`] bytes or more: the stops of `b[from..]`
+/// [`short_stop`] for a look at [`QUIET_LOOK`](super::QUIET_LOOK) bytes or more: the stops of `b[from..]`
 /// from one mask of the last 64 bytes ([`tail_mask`]) — code's stops come every few words,
 /// and [`find3`] would start again at each — or, when it does not fit there, as
 /// [`short_stop`] finds them.
@@ -108,8 +115,8 @@ pub(super) fn short(b: &[u8], stop: Option<usize>) -> Short {
 
 /// True when the look at a stop at `at` in a value (`b`: its settled bytes) waits for more
 /// in every state: a `<` or `\r` that is the last byte, or an `&` that begins no
-/// reference yet may still become one ([`Streamer::markup`], [`line_end`],
-/// [`Streamer::reference`]).
+/// reference yet may still become one ([`Streamer::markup`](super::Streamer::markup), [`line_end`],
+/// [`Streamer::reference`](super::Streamer::reference)).
 #[inline]
 pub(super) fn waits_at(b: &[u8], at: usize) -> bool {
     match b[at] {

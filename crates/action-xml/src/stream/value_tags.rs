@@ -1,7 +1,11 @@
 //! The tags of a value, read as the pre-scan reads them, only when the call's close tag
 //! comes inside it ([`ValueTags`]): does that tag end the value and the call?
 
-use super::*;
+use std::ops::Range;
+
+use super::State;
+use crate::prescan::RegionRef;
+use crate::tags::{close_tag_at, start_tag_at};
 
 /// The name of the open call or parameter of `state` (empty at the top).
 pub(super) fn state_name(state: &State) -> Range<usize> {
@@ -41,7 +45,7 @@ pub(super) enum Closes {
 /// A parameter's value read as the pre-scan reads its tags (`Prescan::start_tag`,
 /// `close_tag`, `closes`), regions aside: the elements opened in it and still open, and
 /// the close tags that matched nothing. Read only when the call's close tag comes inside
-/// the value ([`Streamer::call_closes_value`]), each time from where the last read
+/// the value ([`Streamer::call_closes_value`](super::Streamer::call_closes_value)), each time from where the last read
 /// stopped: a value that closes properly costs nothing, one that does not is read once.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct ValueTags {

@@ -9,24 +9,18 @@ pub(crate) use direct::read_direct;
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::ops::Range;
-use std::sync::OnceLock;
 
 use roxmltree::Node;
 use serde_json::map::Entry;
 use serde_json::{Map, Value};
-use tam_parse::scan::{OffsetMap, Stops};
+use tam_parse::scan::OffsetMap;
 use tam_parse::{ByteString, Diagnostic, Span, preview};
 
 use crate::call::{ActionCall, ActionParam};
 use crate::codes;
-use crate::prescan::{
-    BARE_AMPERSAND, CdataRef, Prepared, Repair, Tally, UNESCAPED_LT, VALUE_DEPTH,
-};
+use crate::prescan::{CdataRef, Prepared};
 use crate::value::{assemble, cdata_edges};
-use crate::xml_chars::{
-    decode_text, is_blank, is_name_start_byte, is_xml_space, may_begin_reference, name_end,
-    push_reference, reference_len, space_end, trim_xml, trim_xml_end, trim_xml_start,
-};
+use crate::xml_chars::{decode_text, is_blank, name_end, trim_xml, trim_xml_end, trim_xml_start};
 
 /// Converts the tree of one block, collecting warnings.
 pub(crate) struct TreeReader<'p> {

@@ -29,31 +29,37 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tam::{Protocol, UnknownProtocol};
 
 use crate::server::start_proxy;
 use crate::setup::ModelPin;
-use crate::{Clock, MODEL_ALIAS, Protocol, http};
+use crate::{Clock, MODEL_ALIAS, http};
 use report::{Case, clip};
 use stream::run_case;
 
-/// Which way a case goes to the model.
-#[derive(Clone, Copy, Debug, PartialEq, clap::ValueEnum)]
+/// Which way a case goes to the model; named on the command line (`--paths`) by the
+/// protocol's name or `native`.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum BfclPath {
-    /// Through `tam serve --protocol tam`.
-    Tam,
-    /// Through `tam serve --protocol action`.
-    Action,
+    /// Through `tam serve --protocol P`.
+    Proxy(Protocol),
     /// Straight to the upstream, its own tool calling.
     Native,
 }
 
 impl BfclPath {
-    pub(crate) const ALL: [BfclPath; 3] = [BfclPath::Tam, BfclPath::Action, BfclPath::Native];
+    /// Every path, in the order run by default.
+    pub(crate) const ALL: [BfclPath; 3] = [
+        BfclPath::Proxy(Protocol::Tam),
+        BfclPath::Proxy(Protocol::Action),
+        BfclPath::Native,
+    ];
 
-    fn name(self) -> &'static str {
+    /// `tam`, `action` ([`Protocol::as_str`]) or `native`: the `--paths` value, and the
+    /// name of the path's files.
+    pub(crate) fn name(self) -> &'static str {
         match self {
-            BfclPath::Tam => "tam",
-            BfclPath::Action => "action",
+            BfclPath::Proxy(protocol) => protocol.as_str(),
             BfclPath::Native => "native",
         }
     }
@@ -61,18 +67,38 @@ impl BfclPath {
     /// The `tam serve` protocol of the path; `None` for native.
     pub(crate) fn protocol(self) -> Option<Protocol> {
         match self {
-            BfclPath::Tam => Some(Protocol::Tam),
-            BfclPath::Action => Some(Protocol::Action),
+            BfclPath::Proxy(protocol) => Some(protocol),
             BfclPath::Native => None,
         }
     }
 
-    fn describe(self) -> &'static str {
+    /// What `--help` says of the path's `--paths` value.
+    pub(crate) fn help(self) -> String {
         match self {
-            BfclPath::Tam => "tam serve --protocol tam",
-            BfclPath::Action => "tam serve --protocol action",
-            BfclPath::Native => "the upstream's native tool calling, parallel_tool_calls: true",
+            BfclPath::Proxy(protocol) => format!("Through `tam serve --protocol {protocol}`"),
+            BfclPath::Native => "Straight to the upstream, its own tool calling".to_owned(),
         }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            BfclPath::Proxy(protocol) => format!("tam serve --protocol {protocol}"),
+            BfclPath::Native => {
+                "the upstream's native tool calling, parallel_tool_calls: true".to_owned()
+            }
+        }
+    }
+}
+
+/// `native`, else a protocol's name as [`Protocol`]'s `FromStr` reads it.
+impl std::str::FromStr for BfclPath {
+    type Err = UnknownProtocol;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == BfclPath::Native.name() {
+            return Ok(BfclPath::Native);
+        }
+        s.parse().map(BfclPath::Proxy)
     }
 }
 

@@ -9,7 +9,8 @@ use std::ops::Range;
 use bytestring::ByteString;
 use memchr::memmem;
 
-use super::*;
+use super::config::REGION_VALUE;
+use super::{Config, Dialect, Event, VALUE_CLOSE, VALUE_OPEN};
 use crate::block::{Block, Entry, Place, build_calls};
 use crate::diagnostic::{Code, Diagnostic, Span};
 use crate::entry::{

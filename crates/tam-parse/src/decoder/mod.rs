@@ -12,8 +12,6 @@ mod config;
 mod event;
 mod parser;
 
-use builder::*;
-use config::*;
 pub use config::{Config, Dialect, ESCAPE_CLOSE, ESCAPE_OPEN, VALUE_CLOSE, VALUE_OPEN};
 pub use event::Event;
 pub use parser::BlockParser;

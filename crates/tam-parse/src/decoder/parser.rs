@@ -7,7 +7,9 @@ use std::ops::Range;
 use bytestring::ByteString;
 use memchr::memmem;
 
-use super::*;
+use super::builder::BlockBuilder;
+use super::config::{REGION_ESCAPE, REGION_VALUE};
+use super::{Config, Dialect, Event};
 use crate::block::Block;
 use crate::diagnostic::{Code, Diagnostic, Span};
 use crate::scan::{BlockEnd, BlockView, ClosedBlock, Quote};
@@ -52,7 +54,7 @@ impl BlockParser {
         })
     }
 
-    /// [`ScanHandler::quoted_marker`]: warning `marker_in_prose` (the marker's text follows
+    /// [`ScanHandler::quoted_marker`](crate::scan::ScanHandler::quoted_marker): warning `marker_in_prose` (the marker's text follows
     /// as [`Event::Text`](crate::Event::Text)).
     pub fn quoted_marker(&mut self, marker: Span, quote: Quote, out: &mut impl FnMut(Event<'_>)) {
         out(Event::Diagnostic(quoted_marker(
@@ -62,13 +64,13 @@ impl BlockParser {
         )));
     }
 
-    /// [`ScanHandler::block_opened`]: emits [`Event::BlockStart`](crate::Event::BlockStart).
+    /// [`ScanHandler::block_opened`](crate::scan::ScanHandler::block_opened): emits [`Event::BlockStart`](crate::Event::BlockStart).
     pub fn block_opened(&mut self, marker: Span, out: &mut impl FnMut(Event<'_>)) {
         self.builder().reset(marker.len());
         out(Event::BlockStart { span: marker });
     }
 
-    /// [`ScanHandler::accept_region`]: a value opener with no key before it opens no value
+    /// [`ScanHandler::accept_region`](crate::scan::ScanHandler::accept_region): a value opener with no key before it opens no value
     /// (it is stray text, so an end marker after it still closes the block).
     pub fn accept_region(
         &mut self,
@@ -86,7 +88,7 @@ impl BlockParser {
         accepted
     }
 
-    /// [`ScanHandler::region_opened`].
+    /// [`ScanHandler::region_opened`](crate::scan::ScanHandler::region_opened).
     pub fn region_opened(&mut self, view: &BlockView<'_>, region: usize, marker: Range<usize>) {
         if region != REGION_VALUE && region != REGION_ESCAPE {
             return;
@@ -103,7 +105,7 @@ impl BlockParser {
         }
     }
 
-    /// [`ScanHandler::block_progress`]: streams the open value ([`Event::ParamStart`](crate::Event::ParamStart),
+    /// [`ScanHandler::block_progress`](crate::scan::ScanHandler::block_progress): streams the open value ([`Event::ParamStart`](crate::Event::ParamStart),
     /// [`Event::ParamText`](crate::Event::ParamText)).
     pub fn block_progress(
         &mut self,
@@ -117,7 +119,7 @@ impl BlockParser {
         }
     }
 
-    /// [`ScanHandler::region_closed`]: may emit [`Event::ParamText`](crate::Event::ParamText), [`Event::ParamEnd`](crate::Event::ParamEnd)
+    /// [`ScanHandler::region_closed`](crate::scan::ScanHandler::region_closed): may emit [`Event::ParamText`](crate::Event::ParamText), [`Event::ParamEnd`](crate::Event::ParamEnd)
     /// and [`Event::CommandSeen`](crate::Event::CommandSeen).
     pub fn region_closed(
         &mut self,
@@ -135,7 +137,7 @@ impl BlockParser {
             .region_closed(view, region, content, marker, &config, out);
     }
 
-    /// [`ScanHandler::block_closed`]: emits the block. A block that never closed yields no
+    /// [`ScanHandler::block_closed`](crate::scan::ScanHandler::block_closed): emits the block. A block that never closed yields no
     /// call: without a complete entry its bytes come out as text with warning
     /// `marker_in_prose`, with one it is error `unterminated_block`. At the end of a
     /// stream that ended normally ([`BlockEnd::Eof`]) the end-of-stream recovery (`missing_value_close`: the value runs to the last end marker inside it) comes
@@ -187,7 +189,7 @@ impl BlockParser {
         }
     }
 
-    /// [`ScanHandler::invalid_utf8`]: inside a block the diagnostic joins the block's,
+    /// [`ScanHandler::invalid_utf8`](crate::scan::ScanHandler::invalid_utf8): inside a block the diagnostic joins the block's,
     /// outside it is emitted.
     pub fn invalid_utf8(
         &mut self,

@@ -14,7 +14,7 @@ use tool_schema::KeyMatch;
 
 use crate::ProtocolChoice;
 
-use super::*;
+use super::Piece;
 
 pub(super) struct Emitter {
     pub(super) offered: OfferedTools,

@@ -16,7 +16,7 @@ mod emit;
 #[cfg(test)]
 mod tests;
 
-use emit::*;
+use emit::Emitter;
 
 /// Keeps the last 64 bytes (or a little more, at a character boundary) of a stream's text.
 fn keep_tail(tail: &mut String, text: &str) {

@@ -1,7 +1,14 @@
 //! The flat list of elements the direct reader builds from a body in one pass, and the
 //! checks that send a body to the tree instead.
 
-use super::*;
+use std::ops::Range;
+
+use tam_parse::scan::Stops;
+
+use super::Elem;
+use super::lexer::{OpenElems, Piece, Unmatched, lt_count_if_xml_chars, piece_at};
+use crate::prescan::{CdataRef, Tally, VALUE_DEPTH};
+use crate::xml_chars::is_blank;
 
 /// What [`flat_tree`] makes of a body.
 pub(super) struct Flat {
@@ -21,7 +28,7 @@ pub(super) struct Flat {
 }
 
 /// The element list and CDATA sections of `body`, with the pre-scan's repairs inside values
-/// counted, or `None` when it is outside the subset that [`read_direct`] reads.
+/// counted, or `None` when it is outside the subset that [`read_direct`](super::read_direct) reads.
 /// `for_events`: [`Flat::unclosed`] and [`Flat::markup_like`] are kept.
 pub(super) fn flat_tree(
     body: &str,

@@ -2,8 +2,15 @@
 //! start or close tag, CDATA), read as the pre-scan reads it; tags through the lexer the
 //! streamer shares ([`crate::tags`]).
 
-use super::*;
+use tam_parse::scan::Stops;
+
+use super::Elem;
+use super::flat::same;
+use crate::prescan::Tally;
 use crate::tags::{close_tag_at, start_tag_at};
+use crate::xml_chars::{
+    is_name_start_byte, is_xml_space, may_begin_reference, name_end, reference_len, space_end,
+};
 
 /// The number of `<` in `s`, or `None` when `s` holds a character that XML 1.0 forbids (C0
 /// controls other than tab, line feed and carriage return; U+FFFE, U+FFFF; surrogates
@@ -57,7 +64,7 @@ pub(super) enum Piece {
 }
 
 /// The piece of `body` that begins at `at` and where it ends, or `None` for what
-/// [`read_direct`] does not take (a comment, a processing instruction, a start tag with
+/// [`read_direct`](super::read_direct) does not take (a comment, a processing instruction, a start tag with
 /// attributes; also for a text piece followed by one). Text runs up to the next markup or
 /// reference: a bare `&` and a `<` that begins no tag are text, counted in `amp` and `lt`
 /// as they are passed (the pre-scan's repairs, if the text is where it repairs them: the

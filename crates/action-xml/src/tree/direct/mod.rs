@@ -2,16 +2,25 @@
 //! for the plain subset (elements without attributes or prefixes, text, CDATA, references);
 //! anything else goes to the tree.
 
-use super::*;
+use std::borrow::Cow;
+use std::ops::Range;
+
+use tam_parse::ByteString;
+use tam_parse::scan::OffsetMap;
+
+use crate::call::ActionCall;
+use crate::codes;
 use crate::event::Event;
+use crate::prescan::{BARE_AMPERSAND, CdataRef, Repair, Tally, UNESCAPED_LT};
+use crate::xml_chars::{name_end, reference_len};
 
 mod flat;
 mod lexer;
 mod values;
 
-use flat::*;
-use lexer::*;
-use values::*;
+use flat::flat_tree;
+use lexer::Unmatched;
+use values::DirectReader;
 
 /// One element of a body read by [`read_direct`], in document order (pre-order); offsets
 /// are body offsets.
@@ -228,7 +237,7 @@ impl Direct {
     }
 }
 
-/// Reads the calls of a block body straight from its text ([`piece_at`]), without a DOM,
+/// Reads the calls of a block body straight from its text ([`piece_at`](lexer::piece_at)), without a DOM,
 /// when the body is within the subset of XML that models write: elements without
 /// attributes or prefixes, text, references that need no DTD, CDATA — and, inside values,
 /// what code brings in and the pre-scan repairs the same way everywhere: a bare `&`, a `<`
@@ -236,7 +245,7 @@ impl Direct {
 /// the value (`Vec<String>`: nothing may have been kept inside it), a close tag that
 /// matches nothing (`"</div>"`). Those are text, and [`Direct`] counts them as the pre-scan
 /// does, in the same order, so the warnings are the same. The values are those
-/// [`TreeReader`] reads from roxmltree's tree of the same body (after the pre-scan).
+/// [`TreeReader`](super::TreeReader) reads from roxmltree's tree of the same body (after the pre-scan).
 ///
 /// `None` — the caller then takes the roxmltree path — for anything else: comments,
 /// processing instructions, declarations, attributes, a prefixed name, a name starting
@@ -290,7 +299,12 @@ pub(crate) fn read_direct(
 
 #[cfg(test)]
 mod tests {
+    use super::flat::{Flat, has_cdata_end};
+    use super::lexer::lt_count_if_xml_chars;
+    use super::values::name_prefix;
     use super::*;
+    use crate::tree::start_tag_end;
+    use crate::value::assemble;
     use proptest::prelude::*;
 
     proptest! {

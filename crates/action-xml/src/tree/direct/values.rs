@@ -1,7 +1,22 @@
 //! Values from the flat list: strings, arrays and objects by the rules of the tree, with
 //! large objects built sorted in one go.
 
-use super::*;
+use std::collections::HashSet;
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value};
+use tam_parse::scan::OffsetMap;
+use tam_parse::{ByteString, Span};
+
+use super::Elem;
+use crate::call::{ActionCall, ActionParam};
+use crate::prescan::CdataRef;
+use crate::tree::{cdata_value, insert_value};
+use crate::xml_chars::{
+    decode_text, is_xml_space, push_reference, reference_len, trim_xml, trim_xml_end,
+    trim_xml_start,
+};
 
 /// Objects with more members than this are built by [`DirectReader::sorted_object`]
 /// (when the map sorts its keys): up to here a B-tree insert stays within one node.
@@ -21,7 +36,7 @@ pub(super) fn map_sorts_keys() -> bool {
     })
 }
 
-/// Reads values from the list [`flat_tree`] made, by the rules of [`TreeReader`].
+/// Reads values from the list [`flat_tree`](super::flat::flat_tree) made, by the rules of [`TreeReader`](crate::tree::TreeReader).
 pub(super) struct DirectReader<'r> {
     /// The block's raw text; `body` is a slice of it.
     pub(super) raw: &'r ByteString,
@@ -72,7 +87,7 @@ impl DirectReader<'_> {
         }
     }
 
-    /// As [`TreeReader::object`]: a repeated name makes an array.
+    /// As [`TreeReader::object`](crate::tree::TreeReader::object): a repeated name makes an array.
     pub(super) fn object(&self, i: usize) -> Map<String, Value> {
         if self.elems[i].elements > SMALL_OBJECT && map_sorts_keys() {
             return self.sorted_object(i);
@@ -133,7 +148,7 @@ impl DirectReader<'_> {
         members.into_iter().collect()
     }
 
-    /// As [`TreeReader::value`].
+    /// As [`TreeReader::value`](crate::tree::TreeReader::value).
     pub(super) fn value(&self, i: usize) -> Value {
         let e = &self.elems[i];
         if e.elements == 0 || e.text {
@@ -148,7 +163,7 @@ impl DirectReader<'_> {
         Value::Array(items)
     }
 
-    /// As [`TreeReader::leaf`] and [`TreeReader::inner_text`].
+    /// As [`TreeReader::leaf`](crate::tree::TreeReader::leaf) and [`TreeReader::inner_text`](crate::tree::TreeReader::inner_text).
     pub(super) fn leaf(&self, e: &Elem) -> String {
         let k = self.cdata.partition_point(|c| c.full.start < e.start);
         if e.elements > 0 || self.cdata.get(k).is_some_and(|c| c.full.start < e.end) {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bytestring::ByteString;
 
-use super::*;
+use super::{CHUNK, MarkerClose, Scanner, State};
 use crate::diagnostic::Span;
 use crate::scan::handler::{BlockEnd, BlockView, ClosedBlock, ScanHandler};
 use crate::scan::line::{LineFloor, is_line_start};

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::*;
+use super::{CHUNK, Decision, FIRST_PUSH, Scanner, State, prose_text};
 use crate::diagnostic::Span;
 use crate::scan::handler::ScanHandler;
 use crate::scan::line::LineFloor;
