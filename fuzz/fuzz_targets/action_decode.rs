@@ -7,7 +7,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use tam::ProtocolChoice;
-use tam_fuzz::{ActionTools, BARE_TOOLS, FLAG_BARE_TOOLS, Input, MixedTools, action, check, mixed};
+use tam_fuzz::{ActionTools, BARE_TOOLS, FLAG_BARE_TOOLS, FrontTools, Input, action, check, mixed};
 
 fuzz_target!(|raw: &[u8]| {
     let input = Input::parse(raw);
@@ -17,7 +17,7 @@ fuzz_target!(|raw: &[u8]| {
     front.0.protocol = ProtocolChoice::Action;
     if input.flags & FLAG_BARE_TOOLS != 0 {
         check(ActionTools(alone.0, BARE_TOOLS), &input);
-        check(MixedTools(front.0, BARE_TOOLS), &input);
+        check(FrontTools(front.0, BARE_TOOLS), &input);
     } else {
         check(alone, &input);
         check(front, &input);

@@ -7,7 +7,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use tam::ProtocolChoice;
-use tam_fuzz::{BARE_TOOLS, FLAG_BARE_TOOLS, Input, MixedTools, check, mixed};
+use tam_fuzz::{BARE_TOOLS, FLAG_BARE_TOOLS, FrontTools, Input, check, mixed};
 
 fuzz_target!(|raw: &[u8]| {
     let input = Input::parse(raw);
@@ -16,7 +16,7 @@ fuzz_target!(|raw: &[u8]| {
     harness.0.param_events = input.flags & 0x20 == 0;
     harness.0.reasoning_tags = input.flags & 0x10 == 0;
     if input.flags & FLAG_BARE_TOOLS != 0 {
-        check(MixedTools(harness.0, BARE_TOOLS), &input);
+        check(FrontTools(harness.0, BARE_TOOLS), &input);
     } else {
         check(harness, &input);
     }

@@ -12,7 +12,7 @@
 //! # Checks
 //!
 //! `tam_testkit::check_cuts`, the workspace's streaming test kit (the same decoders and
-//! checks tam-parse's and action-xml's tests use). For every input, the events of the
+//! checks tam-parse's, action-xml's and tam's tests use). For every input, the events of the
 //! stream fed whole (as bytes) are the reference:
 //! - their spans — of text, block and top-level diagnostic events — tile `[0, n)` exactly;
 //! - when the stream is UTF-8, each text event is exactly the input under its span;
@@ -20,7 +20,7 @@
 //!   back to character boundaries) and, when flag bit 7 is set, byte by byte, the events
 //!   are the same once adjacent text events are merged (as they are collected).
 
-pub use tam_testkit::{Action, ActionTools, Harness, Mixed, MixedTools, Tam};
+pub use tam_testkit::{Action, ActionTools, Front, FrontTools, Harness, Tam};
 
 /// Most split points read from an input.
 const MAX_SPLITS: usize = 32;
@@ -109,12 +109,13 @@ pub fn action(flags: u8) -> Action {
     Action(action_config(flags))
 }
 
-/// The mixed decoder with settings from flag bits: bit 0 VCP dialect, bit 1 tiny limits.
-pub fn mixed(flags: u8) -> Mixed {
-    let mut c = action_xml::MixedConfig::default();
+/// The decoder of both protocols (`tam::Decoder`) with settings from flag bits: bit 0 VCP
+/// dialect, bit 1 tiny limits.
+pub fn mixed(flags: u8) -> Front {
+    let mut c = tam::Config::default();
     c.tam = tam_config(flags);
     c.action = action_config(flags);
-    Mixed(c)
+    Front(c)
 }
 
 fn tam_config(flags: u8) -> tam_parse::Config {

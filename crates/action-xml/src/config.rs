@@ -15,8 +15,9 @@ const COMMENT_OPEN: &str = "<!--";
 /// case-insensitive, blanks allowed inside the tags), with CDATA sections and comments as
 /// regions in which `</ACTION>` does not close the block.
 ///
-/// Use it to build a [`Grammar`] that scans other protocols too (as [`crate::MixedDecoder`]
-/// does).
+/// Use it to build a [`Grammar`] that scans other protocols too, with an
+/// [`ActionLayer`](crate::ActionLayer) reading its blocks (the `tam` crate's decoder reads
+/// TAM and ACTION in one stream so).
 pub fn block_syntax() -> BlockSyntax {
     BlockSyntax {
         start: Pattern::tag("ACTION"),
@@ -72,7 +73,7 @@ pub struct Config {
     /// counts where it is the first non-blank text of a prose line outside a code fence, and
     /// the section runs to its matching close tag or to the end of the stream. Default:
     /// `false` for this crate's [`Decoder`](crate::Decoder) (opt-in); the front door
-    /// ([`MixedConfig::reasoning_tags`](crate::MixedConfig::reasoning_tags)) turns it on.
+    /// (`tam::Decoder`, with its `tam::Config::reasoning_tags`) turns it on.
     pub reasoning_tags: bool,
 }
 
@@ -108,8 +109,14 @@ pub const MAX_BARE_CALL_NAME_BYTES: usize = tam_parse::scan::MAX_PATTERN_LEN - 3
 
 /// The tool names whose call elements count without `<ACTION>`: the ones a caller
 /// offered that can be read so (see [`BareCallTools::new`]), in the order given.
+///
+/// [`Decoder::with_bare_call_tools`](crate::Decoder::with_bare_call_tools) builds one; a
+/// decoder of its own over an [`ActionLayer`](crate::ActionLayer) puts their
+/// [`syntaxes`](BareCallTools::syntaxes) into its grammar and hands them to
+/// [`ActionLayer::with_bare_call_tools`](crate::ActionLayer::with_bare_call_tools). The
+/// default has no names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct BareCallTools {
+pub struct BareCallTools {
     names: Vec<String>,
 }
 
@@ -118,7 +125,7 @@ impl BareCallTools {
     /// XML element names as ACTION reads tool ids (at most one colon), not `ACTION` nor a
     /// reasoning tag in any case, without U+FFFD, at most [`MAX_BARE_CALL_NAME_BYTES`]
     /// long; duplicates once; at most [`MAX_BARE_CALL_TOOLS`] of them.
-    pub(crate) fn new<S: AsRef<str>>(offered: impl IntoIterator<Item = S>) -> Self {
+    pub fn new<S: AsRef<str>>(offered: impl IntoIterator<Item = S>) -> Self {
         let mut names: Vec<String> = Vec::new();
         for name in offered {
             let name = name.as_ref();
@@ -141,11 +148,13 @@ impl BareCallTools {
         BareCallTools { names }
     }
 
-    pub(crate) fn names(&self) -> &[String] {
+    /// The names kept, in the order given.
+    pub fn names(&self) -> &[String] {
         &self.names
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    /// Whether no name was kept (the rule never applies).
+    pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
 
@@ -153,7 +162,7 @@ impl BareCallTools {
     /// inside a code fence too) to `</name>`, both exactly as the name is written (a tool
     /// id is matched as written), with CDATA sections and comments as regions as in a
     /// block.
-    pub(crate) fn syntaxes(&self) -> impl Iterator<Item = BlockSyntax> + '_ {
+    pub fn syntaxes(&self) -> impl Iterator<Item = BlockSyntax> + '_ {
         self.names.iter().map(|name| BlockSyntax {
             start: Pattern::exact(&format!("<{name}>")).at_line_start(),
             end: Pattern::exact(&format!("</{name}>")),
@@ -163,7 +172,7 @@ impl BareCallTools {
     }
 
     /// `base` and then these names' syntaxes, compiled (the bare kinds follow `base`'s).
-    pub(crate) fn grammar(&self, base: Vec<BlockSyntax>) -> Arc<Grammar> {
+    pub fn grammar(&self, base: Vec<BlockSyntax>) -> Arc<Grammar> {
         let mut syntaxes = base;
         syntaxes.extend(self.syntaxes());
         Grammar::new(syntaxes).expect("bare call names are checked to make valid markers")

@@ -16,11 +16,22 @@ use crate::position::StreamCursor;
 use crate::prescan::{RegionKind, RegionRef};
 use crate::stream::Streamer;
 
-/// The ACTION protocol layer on top of the scanner: one block's callbacks to an
-/// [`ActionBlock`]. Shared by [`Decoder`] and [`crate::MixedDecoder`].
+/// The ACTION protocol layer on top of the [scanner](tam_parse::scan): turns one block's
+/// scanner callbacks into [`Event`]s, an [`ActionBlock`](crate::ActionBlock) when the
+/// block closes.
+///
+/// [`Decoder`] is a scanner plus one `ActionLayer`. Use it directly to decode ACTION
+/// blocks in a scanner whose [`Grammar`](tam_parse::scan::Grammar) also has other syntaxes
+/// (the `tam` crate's decoder reads TAM and ACTION in one stream so), as
+/// [`tam_parse::BlockParser`] is used for TAM: build the grammar with
+/// [`block_syntax`](crate::block_syntax) (and, for call elements written without
+/// `<ACTION>`, [`BareCallTools::syntaxes`] after it), forward the callbacks of ACTION-kind
+/// blocks to the methods of the same names, every other block's to its own layer, and
+/// tell the layer where each delta ends ([`ActionLayer::delta_done`]): it places blocks by
+/// line and column for its error messages.
 #[derive(Debug)]
-pub(crate) struct ActionLayer {
-    pub config: Config,
+pub struct ActionLayer {
+    config: Config,
     /// Argument events are wanted: the streamer runs. Off, it never looks at a block.
     streaming: bool,
     blocks_seen: usize,
@@ -34,14 +45,19 @@ pub(crate) struct ActionLayer {
     bare_from: usize,
     /// The open block is such an element: its start tag's span.
     bare_open: Option<Span>,
+    /// Where in the stream the delta being fed began (lines and columns).
+    cursor: StreamCursor,
 }
 
 impl ActionLayer {
-    /// A layer that streams arguments when `streaming`.
-    pub(crate) fn new(config: Config, streaming: bool) -> Self {
+    /// A layer with `config` that reports argument events ([`Event::CallStart`] …
+    /// [`Event::CallEnd`]) when `param_events`; off, it never reads a block while it is
+    /// written. Its blocks are those of every kind but the ones
+    /// [`ActionLayer::with_bare_call_tools`] names.
+    pub fn new(config: Config, param_events: bool) -> Self {
         ActionLayer {
             config,
-            streaming,
+            streaming: param_events,
             blocks_seen: 0,
             open: OpenBlock::default(),
             block_base: 0,
@@ -49,43 +65,69 @@ impl ActionLayer {
             bare: BareCallTools::default(),
             bare_from: usize::MAX,
             bare_open: None,
+            cursor: StreamCursor::default(),
         }
     }
 
-    /// This layer reading call elements of `bare`'s names without `<ACTION>`, as block
-    /// kinds `from..` of the scanner's grammar.
-    pub(crate) fn with_bare(mut self, bare: BareCallTools, from: usize) -> Self {
+    /// This layer reading call elements of `bare`'s names written without `<ACTION>` as
+    /// one-call blocks (see the crate docs, "A call element without `<ACTION>`"): the
+    /// scanner's grammar has their syntaxes ([`BareCallTools::syntaxes`]) as block kinds
+    /// `first_kind..`, in order.
+    pub fn with_bare_call_tools(mut self, bare: BareCallTools, first_kind: usize) -> Self {
         self.bare = bare;
-        self.bare_from = from;
+        self.bare_from = first_kind;
         self
     }
 
-    /// The tool names read without `<ACTION>`.
-    pub(crate) fn bare(&self) -> &BareCallTools {
+    /// The settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The tool names read without `<ACTION>` ([`ActionLayer::with_bare_call_tools`]).
+    pub fn bare_call_tools(&self) -> &BareCallTools {
         &self.bare
     }
 
-    /// Whether argument events are computed.
-    pub(crate) fn streaming(&self) -> bool {
+    /// Whether argument events are reported.
+    pub fn param_events(&self) -> bool {
         self.streaming
     }
 
-    /// Forgets the stream (for a new one).
-    pub(crate) fn reset(&mut self) {
+    /// Forgets the stream, keeping the settings and tool names: the layer is ready for a
+    /// new one ([`tam_parse::drive::Layer::stream_done`]).
+    pub fn reset(&mut self) {
         let bare = std::mem::take(&mut self.bare);
-        *self = ActionLayer::new(self.config, self.streaming).with_bare(bare, self.bare_from);
+        *self = ActionLayer::new(self.config, self.streaming)
+            .with_bare_call_tools(bare, self.bare_from);
     }
 
-    /// A block of `kind` opened at `marker`: reports [`Event::BlockStart`] for an
-    /// `<ACTION>` block. A call element written without `<ACTION>` is not known to be a
-    /// call before it closes: its start is reported then, if it is one.
-    pub(crate) fn block_opened(
+    /// The scanner is done with `delta`, every byte of the stream fed ([`tam_parse::drive::Layer::delta_done`]):
+    /// the layer moves its line and column past it.
+    #[inline]
+    pub fn delta_done(&mut self, delta: &[u8]) {
+        self.cursor.finish_delta(delta);
+    }
+
+    /// [`ScanHandler::quoted_marker`]: warning `marker_in_prose` (the tag's text follows as
+    /// [`Event::Text`]).
+    pub fn quoted_marker(&mut self, marker: Span, quote: Quote, out: &mut dyn FnMut(Event<'_>)) {
+        out(Event::Diagnostic(quoted_tag(marker, quote)));
+    }
+
+    /// [`ScanHandler::block_opened`]: a block of `kind` opened at `marker`, in `delta`
+    /// (the delta being fed) or held back from the ones before it. Reports
+    /// [`Event::BlockStart`] for an `<ACTION>` block. A call element written without
+    /// `<ACTION>` is not known to be a call before it closes: its start is reported then,
+    /// if it is one.
+    pub fn block_opened(
         &mut self,
         kind: usize,
         marker: Span,
-        start: crate::position::Cursor,
+        delta: &[u8],
         out: &mut dyn FnMut(Event<'_>),
     ) {
+        let start = self.cursor.at(delta, marker.start);
         self.open = OpenBlock {
             start,
             bare: kind >= self.bare_from,
@@ -101,7 +143,8 @@ impl ActionLayer {
         }
     }
 
-    pub(crate) fn region_opened(&mut self, region: usize, marker: Range<usize>) {
+    /// [`ScanHandler::region_opened`]: a CDATA section or comment opened.
+    pub fn region_opened(&mut self, region: usize, marker: Range<usize>) {
         let kind = match region {
             REGION_CDATA => RegionKind::Cdata,
             REGION_COMMENT => RegionKind::Comment,
@@ -110,7 +153,8 @@ impl ActionLayer {
         self.open.open_region = Some((kind, marker.start));
     }
 
-    pub(crate) fn region_closed(&mut self, content: Range<usize>, marker: Range<usize>) {
+    /// [`ScanHandler::region_closed`]: the CDATA section or comment open closed.
+    pub fn region_closed(&mut self, content: Range<usize>, marker: Range<usize>) {
         if let Some((kind, start)) = self.open.open_region.take() {
             self.open.regions.push(RegionRef {
                 kind,
@@ -121,9 +165,10 @@ impl ActionLayer {
         }
     }
 
-    /// The open block grew: streams what `view.buf()[..settled]` adds.
+    /// [`ScanHandler::block_progress`]: the open block grew; streams what
+    /// `view.buf()[..settled]` adds.
     #[inline]
-    pub(crate) fn progress(
+    pub fn block_progress(
         &mut self,
         view: &BlockView<'_>,
         settled: usize,
@@ -156,15 +201,29 @@ impl ActionLayer {
         );
     }
 
-    pub(crate) fn invalid_utf8_in_block(&mut self, diagnostic: Diagnostic) {
-        self.open.diagnostics.push(diagnostic);
+    /// [`ScanHandler::invalid_utf8`]: error `invalid_utf8`; inside a block it joins the
+    /// block's diagnostics, outside it is emitted.
+    pub fn invalid_utf8(
+        &mut self,
+        bytes: &[u8],
+        span: Span,
+        in_block: bool,
+        out: &mut dyn FnMut(Event<'_>),
+    ) {
+        let diagnostic = invalid_utf8(bytes, span);
+        if in_block {
+            self.open.diagnostics.push(diagnostic);
+        } else {
+            out(Event::Diagnostic(diagnostic));
+        }
     }
 
-    /// The open block's end (or restart) marker was found at `settled`: the last progress
-    /// ([`ActionLayer::progress`]), unless nothing of the block has streamed yet — then
-    /// [`ActionLayer::block_closed`], next, streams it whole.
+    /// [`ScanHandler::block_closing`]: the open block's end (or restart) marker was found
+    /// at `settled`: the last progress ([`ActionLayer::block_progress`]), unless nothing of
+    /// the block has streamed yet — then [`ActionLayer::block_closed`], next, streams it
+    /// whole.
     #[inline]
-    pub(crate) fn closing(
+    pub fn block_closing(
         &mut self,
         view: &BlockView<'_>,
         settled: usize,
@@ -173,17 +232,18 @@ impl ActionLayer {
         if self.streaming && self.streamer.untouched() {
             return;
         }
-        self.progress(view, settled, out);
+        self.block_progress(view, settled, out);
     }
 
-    /// The block ended: emits its [`Event::Block`], or — for a prose mention —
+    /// [`ScanHandler::block_closed`]: the block ended; emits its [`Event::Block`], or — for
+    /// a prose mention —
     /// warning `marker_in_prose` and its bytes as [`Event::Text`].
     ///
     /// Argument events still due go first. For a block nothing of which has streamed (a
     /// reply fed whole, a delta holding the whole block) they come from the block's own
     /// reading when it is read directly (`Direct::stream_events`), so the values are read
     /// once, not twice; otherwise, and for every other block, from the streamer.
-    pub(crate) fn block_closed(&mut self, closed: &ClosedBlock, out: &mut dyn FnMut(Event<'_>)) {
+    pub fn block_closed(&mut self, closed: &ClosedBlock, out: &mut dyn FnMut(Event<'_>)) {
         if let Some(marker) = self.bare_open.take() {
             self.bare_closed(closed, marker, out);
             return;
@@ -432,7 +492,7 @@ fn joined(events: Vec<Event<'static>>) -> Vec<Event<'static>> {
 
 /// Warning `marker_in_prose` for an `<ACTION>` tag the model quoted: an empty
 /// span at the tag, like the prose-mention warning, before the tag's text.
-pub(crate) fn quoted_tag(marker: Span, quote: Quote) -> Diagnostic {
+fn quoted_tag(marker: Span, quote: Quote) -> Diagnostic {
     let where_ = match quote {
         Quote::QuoteLine => "on a line quoted with '>'",
         _ => "inside inline code",
@@ -445,7 +505,7 @@ pub(crate) fn quoted_tag(marker: Span, quote: Quote) -> Diagnostic {
 }
 
 /// The diagnostic for bytes that are not UTF-8.
-pub(crate) fn invalid_utf8(bytes: &[u8], span: Span) -> Diagnostic {
+fn invalid_utf8(bytes: &[u8], span: Span) -> Diagnostic {
     let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
     Diagnostic::error(
         codes::INVALID_UTF8,
@@ -457,7 +517,6 @@ pub(crate) fn invalid_utf8(bytes: &[u8], span: Span) -> Diagnostic {
 /// Connects the scanner to the layer and to the caller's callback for one delta.
 struct Sink<'s, F> {
     layer: &'s mut ActionLayer,
-    cursor: &'s StreamCursor,
     delta: &'s [u8],
     out: &'s mut F,
 }
@@ -471,7 +530,7 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
     }
 
     fn quoted_marker(&mut self, _kind: usize, marker: Span, quote: Quote) {
-        (self.out)(Event::Diagnostic(quoted_tag(marker, quote)));
+        self.layer.quoted_marker(marker, quote, self.out);
     }
 
     fn reasoning_start(&mut self, _tag: &str, span: Span) {
@@ -490,8 +549,7 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
     }
 
     fn block_opened(&mut self, kind: usize, marker: Span) {
-        let start = self.cursor.at(self.delta, marker.start);
-        self.layer.block_opened(kind, marker, start, self.out);
+        self.layer.block_opened(kind, marker, self.delta, self.out);
     }
 
     fn region_opened(&mut self, _view: &BlockView<'_>, region: usize, marker: Range<usize>) {
@@ -499,11 +557,11 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
     }
 
     fn block_progress(&mut self, view: &BlockView<'_>, settled: usize) {
-        self.layer.progress(view, settled, self.out);
+        self.layer.block_progress(view, settled, self.out);
     }
 
     fn block_closing(&mut self, view: &BlockView<'_>, settled: usize) {
-        self.layer.closing(view, settled, self.out);
+        self.layer.block_closing(view, settled, self.out);
     }
 
     fn region_closed(
@@ -521,21 +579,14 @@ impl<F: FnMut(Event<'_>)> ScanHandler for Sink<'_, F> {
     }
 
     fn invalid_utf8(&mut self, bytes: &[u8], span: Span, in_block: bool) {
-        let diagnostic = invalid_utf8(bytes, span);
-        if in_block {
-            self.layer.invalid_utf8_in_block(diagnostic);
-        } else {
-            (self.out)(Event::Diagnostic(diagnostic));
-        }
+        self.layer.invalid_utf8(bytes, span, in_block, self.out);
     }
 }
 
-/// The ACTION layer of a decoder: the reader of blocks, and where in the stream the
-/// current delta began.
+/// The ACTION layer of a decoder: the reader of blocks.
 #[derive(Debug)]
 pub(crate) struct Action {
     layer: ActionLayer,
-    cursor: StreamCursor,
 }
 
 impl Layer for Action {
@@ -549,7 +600,6 @@ impl Layer for Action {
     ) -> impl ScanHandler + 's {
         Sink {
             layer: &mut self.layer,
-            cursor: &self.cursor,
             delta,
             out,
         }
@@ -557,13 +607,12 @@ impl Layer for Action {
 
     #[inline]
     fn delta_done(&mut self, delta: &[u8]) {
-        self.cursor.finish_delta(delta);
+        self.layer.delta_done(delta);
     }
 
     #[inline]
     fn stream_done(&mut self) {
         self.layer.reset();
-        self.cursor = StreamCursor::default();
     }
 }
 
@@ -587,7 +636,6 @@ impl Decoder {
             Scanner::new(grammar(), config.max_block_bytes).with_reasoning(config.reasoning_tags);
         let action = Action {
             layer: ActionLayer::new(config, true),
-            cursor: StreamCursor::default(),
         };
         Decoder {
             driver: Driver::new(scanner, action),
@@ -601,7 +649,7 @@ impl Decoder {
     pub fn with_param_events(mut self, on: bool) -> Self {
         let layer = &mut self.driver.layer_mut().layer;
         let bare = std::mem::take(&mut layer.bare);
-        *layer = ActionLayer::new(layer.config, on).with_bare(bare, layer.bare_from);
+        *layer = ActionLayer::new(layer.config, on).with_bare_call_tools(bare, layer.bare_from);
         self
     }
 
@@ -624,8 +672,7 @@ impl Decoder {
         let scanner =
             Scanner::new(grammar, config.max_block_bytes).with_reasoning(config.reasoning_tags);
         let action = Action {
-            layer: ActionLayer::new(config, streaming).with_bare(bare, 1),
-            cursor: StreamCursor::default(),
+            layer: ActionLayer::new(config, streaming).with_bare_call_tools(bare, 1),
         };
         Decoder {
             driver: Driver::new(scanner, action),
@@ -635,12 +682,12 @@ impl Decoder {
     /// The tool names whose call elements count without `<ACTION>` (see
     /// [`Decoder::with_bare_call_tools`]): those given that can be read so, in order.
     pub fn bare_call_tools(&self) -> &[String] {
-        self.driver.layer().layer.bare().names()
+        self.driver.layer().layer.bare_call_tools().names()
     }
 
     /// Whether argument events are reported (see [`Decoder::with_param_events`]).
     pub fn param_events(&self) -> bool {
-        self.driver.layer().layer.streaming()
+        self.driver.layer().layer.param_events()
     }
 
     /// The settings.
@@ -752,9 +799,9 @@ mod tests {
             decoder.feed(&delta, |e| blocks += matches!(e, Event::Block(_)) as usize);
             assert_eq!(blocks, n);
             assert!(
-                decoder.driver.layer().cursor.scanned() <= delta.len(),
+                decoder.driver.layer().layer.cursor.scanned() <= delta.len(),
                 "{n} blocks: {} bytes looked at for a delta of {}",
-                decoder.driver.layer().cursor.scanned(),
+                decoder.driver.layer().layer.cursor.scanned(),
                 delta.len()
             );
         }

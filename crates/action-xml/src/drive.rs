@@ -1,6 +1,5 @@
-//! The adapters' view of this crate's decoders ([`tam_parse::StreamDecoder`]).
+//! The adapters' view of this crate's decoder ([`tam_parse::StreamDecoder`]).
 
-use crate::{Decoder, Event, MixedDecoder, MixedEvent};
+use crate::{Decoder, Event};
 
 tam_parse::impl_stream_decoder!(Decoder, Event<'static>);
-tam_parse::impl_stream_decoder!(MixedDecoder, MixedEvent<'static>);

@@ -1,6 +1,6 @@
 //! Streaming decoder for `<ACTION>` XML tool calls in LLM output, with a one-shot parser,
-//! a renderer, and a decoder for streams that mix ACTION and TAM blocks. Blocks are found
-//! by tam-parse's shared block scanner. A well-formed body in the plain subset models write
+//! a renderer, and the ACTION layer ([`ActionLayer`]) for decoders that scan other
+//! protocols too. Blocks are found by tam-parse's shared block scanner. A well-formed body in the plain subset models write
 //! is read straight by a tokenizer of that subset, without a DOM; any other is parsed by
 //! roxmltree, after
 //! a pre-scan that enforces limits and repairs the mistakes models make.
@@ -46,8 +46,8 @@
 //!
 //! A block's reading (`block/`) picks among the last two and turns what they found into
 //! the [`ActionBlock`] or a prose mention (`block/report.rs`: mentions, cut blocks,
-//! repairs, XML errors at their line and column). The decoders (`decoder.rs`, `mixed/`)
-//! connect the scanner's callbacks to the streamer and the block reading.
+//! repairs, XML errors at their line and column). The layer ([`ActionLayer`], `decoder.rs`)
+//! connects the scanner's callbacks to the streamer and the block reading.
 //!
 //! # The protocol
 //!
@@ -114,7 +114,7 @@
 //!   whether a fence is open, so a fence that closed before the block no longer counts.
 //!   `code_fence` remains for fence lines inside the block's body, which the parser drops.
 //! * With [`Config::reasoning_tags`] (off for [`Decoder`], on by default for the front door
-//!   `tam::Decoder` through [`MixedConfig::reasoning_tags`]), a `<think>` or
+//!   `tam::Decoder` through its `tam::Config::reasoning_tags`), a `<think>` or
 //!   `<thinking>` tag that is the first non-blank text of a prose line outside a fence opens
 //!   a reasoning section up to its matching close tag or the end of the stream:
 //!   [`Event::ReasoningStart`], [`Event::Reasoning`] pieces (borrowed, as early as
@@ -179,7 +179,7 @@
 //! Small models drop the wrapper and write the call element alone
 //! (`<estimate_population><species>pandas</species></estimate_population>` as the whole
 //! reply, sometimes inside a code fence). A decoder given the offered tools' names
-//! ([`Decoder::with_bare_call_tools`], [`MixedDecoder::with_bare_call_tools`], the front
+//! ([`Decoder::with_bare_call_tools`], [`ActionLayer::with_bare_call_tools`], the front
 //! door's `tam::Decoder::with_bare_call_tools`) reads such an element as a one-call block,
 //! with warning `missing_action_wrapper` (span: its start tag). The rules:
 //!
@@ -274,35 +274,21 @@
 //! CDATA where a value needs it; names that are not XML names are refused
 //! ([`RenderError`]).
 //!
-//! # Both protocols in one stream
+//! # The ACTION layer in another decoder
 //!
-//! [`MixedDecoder`] runs one scanner whose grammar holds the TAM syntax (kind 0) and the
-//! ACTION syntax (kind 1), and reports [`MixedEvent`]s: TAM blocks through tam-parse's
-//! [`tam_parse::BlockParser`], ACTION blocks as here.
+//! [`ActionLayer`] is the ACTION half of [`Decoder`]: the reader of `<ACTION>` blocks on
+//! top of the scanner, as [`tam_parse::BlockParser`] is for TAM blocks. A decoder whose
+//! scanner grammar holds other syntaxes next to [`block_syntax`] forwards the callbacks of
+//! ACTION blocks to it and gets this crate's [`Event`]s for them. The `tam` crate's
+//! decoder reads TAM and ACTION in one stream so; use that crate unless you need the layer
+//! directly.
 //!
-//! [`MixedDecoder`] is the engine the `tam` crate's front door (`tam::Decoder`) runs for
-//! "both protocols"; `tam::Event` and `tam::Config` are [`MixedEvent`] and
-//! [`MixedConfig`]. Use the `tam` crate unless you need this engine directly.
+//! # Costs and decisions
 //!
-//! Rules of the mixed stream:
-//!
-//! * Argument events of both protocols flow through [`MixedEvent::CallStart`],
-//!   [`MixedEvent::ParamStart`], [`MixedEvent::ParamText`], [`MixedEvent::ParamEnd`] and
-//!   [`MixedEvent::CallEnd`], each with its `protocol`. TAM keeps
-//!   [`MixedEvent::CommandSeen`] as its "call begins" (the tool id is known only when the
-//!   command value closes; `command` itself streams as a parameter first) and has no
-//!   `CallStart`/`CallEnd` (chained keys join their call at the block's end).
-//! * One switch, [`MixedConfig::param_events`], turns argument streaming on or off for
-//!   both protocols; it is **on** by default. Cost measured with `cargo bench -p
-//!   tam-benches --bench tam_decode -- --quick one_delta` (64 KiB of prose with a block
-//!   every ~400 bytes in one delta, TAM decoder, off vs on), on a shared 2-core machine:
-//!   1 MiB 25.96 vs 26.59 ms, 2 MiB 46.15 vs 46.99 ms, 4 MiB 95.80 vs 89.23 ms, 8 MiB
-//!   87.48 vs 137.05 ms (the 8 MiB "off" figure is below the 4 MiB one: the machine was
-//!   loaded; the 1–4 MiB pairs differ by less than the noise). The front door streams by
-//!   default; `tam decode` turns it on only with `--progress`. Off, the ACTION layer does
-//!   not read blocks while they are written at all (its streamer never runs);
-//!   [`Decoder::with_param_events`] is the same switch for the ACTION-only decoder, and
-//!   [`parse`] turns it off (it drops those events).
+//! * Argument events ([`Event::CallStart`] … [`Event::CallEnd`]) are on by default;
+//!   [`Decoder::with_param_events`] turns them off, and [`parse`] does (it drops those
+//!   events). Off, the ACTION layer does not read blocks while they are written at all (its
+//!   streamer never runs).
 //! * How a closed block is read (the decoder's cost over roxmltree alone). First
 //!   the direct reader: a tokenizer of the plain subset walks the body once (`memchr` to
 //!   the next `<`, `&` or `>`), building a flat list of elements (no DOM, no copy of the
@@ -376,10 +362,7 @@
 //! | [`ActionParam`] | `{"key", "content_span", "source"}` |
 //! | [`Event`] | `{"type": "text" \| "block_start" \| "block" \| "diagnostic" \| "call_start" \| "param_start" \| "param_text" \| "param_end" \| "call_end", …}`: the variant's fields, or the block's or diagnostic's |
 //! | [`Parsed`] | `{"response_text", "calls", "trailing_text", "diagnostics", "blocks"}` |
-//! | [`Protocol`] | `"tam"` or `"action"` |
-//! | [`ProtocolChoice`] | `"tam"`, `"action"` or `"auto"` (read back as [`ProtocolChoice`]'s `FromStr` reads it) |
 //! | [`LineColumn`] | `{"line", "column"}` |
-//! | [`MixedEvent`] | its `tam decode` line; serialize only |
 //!
 //! Spans, diagnostics and TAM blocks are tam-parse's (feature `tam-parse/serde`, which
 //! this one turns on): a span is `[start, end]`, a diagnostic `{"severity", "code",
@@ -387,33 +370,23 @@
 //!
 //! ```
 //! # #[cfg(feature = "serde")] {
-//! use action_xml::{MixedConfig, MixedDecoder, MixedEvent};
+//! use action_xml::{Config, Decoder, Event};
 //!
-//! let mut lines = Vec::new();
-//! let mut on_event = |e: MixedEvent<'_>| {
-//!     if !e.is_argument_event() {
-//!         lines.push(serde_json::to_string(&e).unwrap());
-//!     }
-//! };
-//! let mut decoder = MixedDecoder::new(MixedConfig::default());
-//! decoder.feed("Hi <ACTION><read><path>a</path></read></ACTION>", &mut on_event);
-//! decoder.finish(&mut on_event);
-//! assert_eq!(lines, [
-//!     r#"{"type":"text","text":"Hi "}"#,
-//!     r#"{"type":"block_start","protocol":"action","span":[3,11]}"#,
-//!     r#"{"type":"tool_calls","protocol":"action","span":[3,47],"calls":[{"tool":"read","args":{"path":"a"}}],"diagnostics":[]}"#,
-//! ]);
+//! let mut events = Vec::new();
+//! let mut decoder = Decoder::new(Config::default());
+//! decoder.feed("Hi <ACTION><read><path>a</path></read></ACTION>", |e| events.push(e.into_owned()));
+//! decoder.finish(|e| events.push(e.into_owned()));
+//! for event in &events {
+//!     let json = serde_json::to_string(event).unwrap();
+//!     assert_eq!(&serde_json::from_str::<Event<'static>>(&json).unwrap(), event);
+//! }
 //! # }
 //! ```
 //!
 //! Decisions:
 //!
-//! * [`MixedEvent`] is the front door's event, and `tam decode` already fixes a JSON form for
-//!   it: `tam decode` writes `serde_json::to_string(&event)` (less `raw` unless asked,
-//!   less progress lines unless asked). That form drops what a line does not show (a text
-//!   event's span, a block's raw text, a call's span and index, ACTION parameter sources),
-//!   so [`MixedEvent`] has no `Deserialize`; [`Event`] and tam-parse's `Event` keep every
-//!   field and round-trip.
+//! * [`Event`] keeps every field and round-trips. The front door's event (`tam::Event`)
+//!   serializes as its `tam decode` line instead, a lossy form with no `Deserialize`.
 //! * `args` is a `serde_json::Map`: its key order is the order written only with
 //!   `serde_json/preserve_order` (this crate's `preserve_order` feature).
 //!
@@ -435,11 +408,9 @@ mod decoder;
 mod drive;
 mod event;
 mod fence;
-mod mixed;
 mod parsed;
 mod position;
 mod prescan;
-mod protocol;
 mod render;
 mod stream;
 mod tags;
@@ -448,13 +419,13 @@ mod value;
 mod xml_chars;
 
 pub use call::{ActionBlock, ActionCall, ActionParam};
-pub use config::{Config, MAX_BARE_CALL_NAME_BYTES, MAX_BARE_CALL_TOOLS, block_syntax, grammar};
-pub use decoder::Decoder;
+pub use config::{
+    BareCallTools, Config, MAX_BARE_CALL_NAME_BYTES, MAX_BARE_CALL_TOOLS, block_syntax, grammar,
+};
+pub use decoder::{ActionLayer, Decoder};
 pub use event::Event;
-pub use mixed::{MixedConfig, MixedDecoder, MixedEvent, mixed_grammar};
 pub use parsed::{Parsed, parse, parse_with};
 pub use position::LineColumn;
-pub use protocol::{Protocol, ProtocolChoice, UnknownProtocol};
 pub use render::{RenderError, is_element_name, render_action, render_call};
 pub use tam_parse::{ByteString, Code, Diagnostic, Severity, Span};
 pub use value::ValueEdges;

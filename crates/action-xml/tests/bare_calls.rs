@@ -3,17 +3,14 @@
 //! whole reply, sometimes inside a code fence) is a one-call block with warning
 //! `missing_action_wrapper`, when the decoder is given the offered tools' names. Every case
 //! is decoded every way (whole, char by char, byte by byte, random splits, every prefix +
-//! rest) by the ACTION decoder and by the front door.
+//! rest) by the ACTION decoder (the front door's own checks are in the `tam` crate's tests).
 
 mod common;
 
-use action_xml::{
-    Config, Decoder, Event, MAX_BARE_CALL_NAME_BYTES, MAX_BARE_CALL_TOOLS, MixedConfig,
-    MixedDecoder, MixedEvent, codes,
-};
+use action_xml::{Config, Decoder, Event, MAX_BARE_CALL_NAME_BYTES, MAX_BARE_CALL_TOOLS, codes};
 use common::codes as codes_of;
 use proptest::prelude::*;
-use tam_testkit::{ActionTools, MixedTools, decode_all_ways};
+use tam_testkit::{ActionTools, decode_all_ways};
 
 const TOOLS: &[&str] = &[
     "estimate_population",
@@ -25,10 +22,6 @@ const CALL: &str =
 
 fn action(input: &str) -> Vec<Event<'static>> {
     decode_all_ways(ActionTools(Config::default(), TOOLS), input.as_bytes())
-}
-
-fn mixed(input: &str) -> Vec<MixedEvent<'static>> {
-    decode_all_ways(MixedTools(MixedConfig::default(), TOOLS), input.as_bytes())
 }
 
 /// `(tool, args as JSON, block index)` of every block's calls.
@@ -44,17 +37,6 @@ fn calls(events: &[Event<'static>]) -> Vec<(String, serde_json::Value, usize)> {
                 )
             })
         })
-        .collect()
-}
-
-fn mixed_tools(events: &[MixedEvent<'static>]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            MixedEvent::ActionBlock(b) => Some(b.calls.iter().map(|c| c.tool.clone())),
-            _ => None,
-        })
-        .flatten()
         .collect()
 }
 
@@ -79,7 +61,6 @@ fn assert_prose(input: &str, prose: usize) {
         .filter(|c| **c == "marker_in_prose")
         .count();
     assert_eq!(mentions, prose, "{input}: {events:?}");
-    assert!(mixed_tools(&mixed(input)).is_empty(), "{input}");
 }
 
 #[test]
@@ -117,7 +98,6 @@ fn the_whole_reply_as_a_call_element_is_a_call() {
         .collect();
     assert_eq!(pieces, "pandasChina");
     assert!(matches!(events.last(), Some(Event::Block(_))));
-    assert_eq!(mixed_tools(&mixed(CALL)), ["estimate_population"]);
 }
 
 #[test]
@@ -128,15 +108,6 @@ fn prose_before_and_after_stays_text() {
     assert_eq!(
         text(&events),
         "Let me look it up.\n\n  \nObservation: 1.8 billion"
-    );
-    let tam = "<|[REQUEST_TOOL]|>command:「始」ListFiles「末」<|[END_TOOL]|>";
-    let both = format!("{tam}\n{CALL}");
-    let events = mixed(&both);
-    assert_eq!(mixed_tools(&events), ["estimate_population"]);
-    assert!(
-        events
-            .iter()
-            .any(|e| matches!(e, MixedEvent::TamBlock(b) if b.calls[0].tool == "ListFiles"))
     );
 }
 
@@ -150,7 +121,6 @@ fn a_fenced_call_element_is_a_call_with_both_warnings() {
         ["fenced_block", "missing_action_wrapper"]
     );
     assert_eq!(text(&events), "```xml\n\n```\n");
-    assert_eq!(mixed_tools(&mixed(&input)), ["estimate_population"]);
     // Only at a line start inside the fence too.
     assert_prose(&format!("```xml {CALL}\n```\n"), 0);
 }
@@ -174,17 +144,7 @@ fn a_decoder_without_tool_names_never_applies_the_rule() {
     let events = common::decode(CALL);
     assert!(common::blocks(&events).is_empty());
     assert_eq!(text(&events), CALL);
-    let mut decoder = MixedDecoder::new(MixedConfig::default());
-    let mut seen = Vec::new();
-    decoder.feed(CALL, |e| seen.push(e.into_owned()));
-    decoder.finish(|e| seen.push(e.into_owned()));
-    assert!(mixed_tools(&seen).is_empty());
-    assert!(decoder_names_are_empty());
-}
-
-fn decoder_names_are_empty() -> bool {
-    Decoder::default().bare_call_tools().is_empty()
-        && MixedDecoder::default().bare_call_tools().is_empty()
+    assert!(Decoder::default().bare_call_tools().is_empty());
 }
 
 #[test]
@@ -271,8 +231,6 @@ fn inside_a_block_or_reasoning_nothing_changes() {
     assert_eq!(calls(&events).len(), 1);
     assert!(!codes_of(&events).contains(&"missing_action_wrapper"));
     let reasoning = format!("<think>\n{CALL}\n</think>\nDone.");
-    let events = mixed(&reasoning);
-    assert!(mixed_tools(&events).is_empty());
     let events = decode_all_ways(
         ActionTools(Config::default().with_reasoning_tags(true), TOOLS),
         reasoning.as_bytes(),
@@ -337,7 +295,7 @@ fn names_are_bounded_and_checked() {
     let many: Vec<String> = (0..MAX_BARE_CALL_TOOLS + 10)
         .map(|i| format!("t{i}"))
         .collect();
-    let decoder = MixedDecoder::default().with_bare_call_tools(&many);
+    let decoder = Decoder::default().with_bare_call_tools(&many);
     assert_eq!(decoder.bare_call_tools(), &many[..MAX_BARE_CALL_TOOLS]);
     // The longest name still works, split every way.
     let input = format!("<{fits}><a>1</a></{fits}>");
@@ -374,13 +332,12 @@ fn piece() -> impl Strategy<Value = &'static str> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
-    /// Any mix of the pieces: the same events however split, for both decoders, and the
-    /// text is the input outside the blocks (checked by the kit).
+    /// Any mix of the pieces: the same events however split, with and without reasoning
+    /// sections, and the text is the input outside the blocks (checked by the kit).
     #[test]
     fn every_split_gives_the_same_events(pieces in prop::collection::vec(piece(), 1..8)) {
         let input: String = pieces.concat();
         decode_all_ways(ActionTools(Config::default(), TOOLS), input.as_bytes());
         decode_all_ways(ActionTools(Config::default().with_reasoning_tags(true), TOOLS), input.as_bytes());
-        decode_all_ways(MixedTools(MixedConfig::default(), TOOLS), input.as_bytes());
     }
 }

@@ -3,13 +3,12 @@
 //! `marker_in_prose`, then its bytes as text; it takes no block index and nothing of it
 //! runs or streams. A body that holds an element stays a block. Every input is decoded
 //! every way (whole, char by char, byte by byte, random splits, every prefix + rest) by
-//! `action_xml::Decoder` and by the front door `tam::Decoder` for ACTION and for both
-//! protocols.
+//! `action_xml::Decoder` (the `tam` crate's tests check that its decoder sees the same).
 
 mod common;
 
-use action_xml::{ActionBlock, Config, Event, MixedConfig, MixedEvent, ProtocolChoice, codes};
-use tam_testkit::{Action, Mixed, decode_all_ways};
+use action_xml::{ActionBlock, Config, Event, codes};
+use tam_testkit::{Action, decode_all_ways};
 
 /// What a decoder made of a stream, in order: text (adjacent pieces joined), blocks,
 /// diagnostics outside blocks; and whether any argument event streamed.
@@ -28,9 +27,8 @@ fn push_text(seen: &mut Vec<Seen>, text: &str) {
     }
 }
 
-/// `input` decoded every way by `action_xml::Decoder` and by `tam::Decoder` (ACTION, and
-/// both protocols); all must see the same, which is returned with whether argument events
-/// streamed.
+/// `input` decoded every way by `action_xml::Decoder`: what it sees, with whether argument
+/// events streamed.
 fn decode(input: &str) -> (Vec<Seen>, bool) {
     let mut seen = Vec::new();
     let mut streamed = false;
@@ -46,28 +44,6 @@ fn decode(input: &str) -> (Vec<Seen>, bool) {
             | Event::CallEnd { .. } => streamed = true,
             _ => {}
         }
-    }
-    for choice in [ProtocolChoice::Action, ProtocolChoice::Auto] {
-        let mut front = Vec::new();
-        let mut front_streamed = false;
-        let events = decode_all_ways(Mixed(MixedConfig::for_protocol(choice)), input.as_bytes());
-        for e in events {
-            match e {
-                MixedEvent::Text { text, .. } => push_text(&mut front, &text),
-                MixedEvent::ActionBlock(b) => front.push(Seen::Block(Box::new(b))),
-                MixedEvent::TamBlock(b) => panic!("{choice}: a TAM block in {input:?}: {b:?}"),
-                MixedEvent::Diagnostic(d) => {
-                    front.push(Seen::Diagnostic(d.code.as_str(), d.span.start))
-                }
-                e if e.is_argument_event() => front_streamed = true,
-                _ => {}
-            }
-        }
-        assert_eq!(front, seen, "tam::Decoder ({choice}) on {input:?}");
-        assert_eq!(
-            front_streamed, streamed,
-            "tam::Decoder ({choice}) on {input:?}"
-        );
     }
     (seen, streamed)
 }

@@ -1,8 +1,6 @@
 //! A stream that ends or is cut inside an ACTION block (docs/protocol/action-xml.md §8).
 
-use action_xml::{
-    ActionBlock, Config, Decoder, Event, MixedConfig, MixedDecoder, MixedEvent, codes,
-};
+use action_xml::{ActionBlock, Config, Decoder, Event, codes};
 
 /// Feeds `input` in `step`-byte deltas and ends the stream with `finish_cut` (or `finish`).
 fn decode(input: &str, step: usize, cut: bool) -> (Vec<ActionBlock>, String, Vec<String>) {
@@ -73,35 +71,4 @@ fn a_prose_mention_is_text_also_when_cut() {
         assert_eq!(text, input);
         assert_eq!(seen, ["marker_in_prose"]);
     }
-}
-
-#[test]
-fn the_mixed_decoder_applies_the_same_rules() {
-    let input = "<ACTION><t><a>1</a></t>";
-    for (cut, calls) in [(false, 1), (true, 0)] {
-        let mut decoder = MixedDecoder::new(MixedConfig::default());
-        let mut got = Vec::new();
-        let mut on = |e: MixedEvent<'_>| {
-            if let MixedEvent::ActionBlock(b) = e {
-                got.push(b);
-            }
-        };
-        decoder.feed(input, &mut on);
-        if cut {
-            decoder.finish_cut(&mut on);
-        } else {
-            decoder.finish(&mut on);
-        }
-        assert_eq!(got[0].calls.len(), calls);
-    }
-    let mut decoder = MixedDecoder::new(MixedConfig::default());
-    let mut text = String::new();
-    let mut on = |e: MixedEvent<'_>| {
-        if let MixedEvent::Text { text: t, .. } = e {
-            text.push_str(&t);
-        }
-    };
-    decoder.feed("I write <ACTION> tags.", &mut on);
-    decoder.finish_cut(&mut on);
-    assert_eq!(text, "I write <ACTION> tags.");
 }

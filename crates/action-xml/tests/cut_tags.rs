@@ -3,13 +3,13 @@
 //! model wrote a call, so no call of the block runs (`unterminated_block`); the beginning
 //! of the block's own close tag (`</ACTI`), blanks and text are no such tag. Every input is
 //! decoded every way (whole, char by char, byte by byte, random splits, every prefix +
-//! rest) by `action_xml::Decoder` and by the front door `tam::Decoder` for ACTION and for
-//! both protocols.
+//! rest) by `action_xml::Decoder` (the `tam` crate's tests check that its decoder sees the
+//! same).
 
 mod common;
 
-use action_xml::{ActionBlock, Config, Event, MixedConfig, MixedEvent, ProtocolChoice, codes};
-use tam_testkit::{Action, Mixed, decode_all_ways};
+use action_xml::{ActionBlock, Config, Event, codes};
+use tam_testkit::{Action, decode_all_ways};
 
 const WRITTEN: &str = "Writing.\n<ACTION><write_file><path>/tmp/report.txt</path><content>a &lt; b</content></write_file>";
 const NEXT_TAG: &str = "<delete_all";
@@ -23,8 +23,7 @@ struct Seen {
     outside: Vec<&'static str>,
 }
 
-/// `input` decoded every way by `action_xml::Decoder` and by `tam::Decoder` (ACTION, and
-/// both protocols); all of them must see the same, which is returned.
+/// `input` decoded every way by `action_xml::Decoder`: what it sees.
 fn decode(input: &str) -> Seen {
     let events = decode_all_ways(Action(Config::default()), input.as_bytes());
     let seen = Seen {
@@ -38,24 +37,6 @@ fn decode(input: &str) -> Seen {
             })
             .collect(),
     };
-    for choice in [ProtocolChoice::Action, ProtocolChoice::Auto] {
-        let events = decode_all_ways(Mixed(MixedConfig::for_protocol(choice)), input.as_bytes());
-        let mut front = Seen {
-            text: String::new(),
-            blocks: Vec::new(),
-            outside: Vec::new(),
-        };
-        for e in events {
-            match e {
-                MixedEvent::Text { text, .. } => front.text.push_str(&text),
-                MixedEvent::ActionBlock(b) => front.blocks.push(b),
-                MixedEvent::TamBlock(b) => panic!("{choice}: a TAM block in {input:?}: {b:?}"),
-                MixedEvent::Diagnostic(d) => front.outside.push(d.code.as_str()),
-                _ => {}
-            }
-        }
-        assert_eq!(front, seen, "tam::Decoder ({choice}) on {input:?}");
-    }
     seen
 }
 

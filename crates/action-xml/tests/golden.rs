@@ -1,14 +1,14 @@
 //! Golden cases: `tests/golden/NAME.txt` (or `.bin` for byte input) decoded every way
 //! (whole, char by char, byte by byte, random splits, every prefix + rest) must give the
-//! events written in `NAME.events`. `mixed_*` inputs go through the mixed decoder.
+//! events written in `NAME.events`.
 //! `UPDATE_GOLDEN=1 cargo test --test golden` rewrites the expectations; review the diff.
 
 mod common;
 
 use std::path::Path;
 
-use action_xml::{Config, MixedConfig};
-use tam_testkit::{Action, Mixed};
+use action_xml::Config;
+use tam_testkit::Action;
 
 /// Settings by file name: `limit_block*`, `limit_depth*` and `limit_nodes*` use tiny
 /// limits.
@@ -41,16 +41,10 @@ fn golden_cases() {
     for input_path in inputs {
         let name = input_path.file_stem().unwrap().to_str().unwrap().to_owned();
         let input = std::fs::read(&input_path).unwrap();
-        let got = if name.starts_with("mixed_") {
-            let mut config = MixedConfig::default();
-            config.action = config_for(&name);
-            common::dump_mixed(&tam_testkit::decode_all_ways(Mixed(config), &input))
-        } else {
-            common::dump(&tam_testkit::decode_all_ways(
-                Action(config_for(&name)),
-                &input,
-            ))
-        };
+        let got = common::dump(&tam_testkit::decode_all_ways(
+            Action(config_for(&name)),
+            &input,
+        ));
         let expected_path = input_path.with_extension("events");
         if update {
             std::fs::write(&expected_path, &got).unwrap();

@@ -3,9 +3,7 @@
 
 mod common;
 
-use action_xml::{
-    Config, Decoder, Event, MixedConfig, MixedDecoder, MixedEvent, codes, parse, parse_with,
-};
+use action_xml::{Config, Decoder, Event, codes, parse, parse_with};
 use tam_testkit::{Action, Harness};
 
 fn deep(n: usize) -> String {
@@ -136,20 +134,6 @@ fn dtds_are_refused_and_entities_never_expand() {
     // An entity reference without a DTD is text, never a lookup.
     let out = parse("<ACTION><t><a>&xxe;</a></t></ACTION>");
     assert_eq!(out.calls[0].get_str("a"), Some("&xxe;"));
-}
-
-#[test]
-fn mixed_decoder_applies_the_same_limits() {
-    let mut decoder = MixedDecoder::new(MixedConfig::default());
-    let mut codes_seen = Vec::new();
-    let mut on_event = |e: MixedEvent<'_>| {
-        if let MixedEvent::ActionBlock(b) = e {
-            codes_seen.extend(b.diagnostics.iter().map(|d| d.code));
-        }
-    };
-    decoder.feed(&deep(100_000), &mut on_event);
-    decoder.finish(&mut on_event);
-    assert_eq!(codes_seen, [codes::NESTING_TOO_DEEP]);
 }
 
 #[test]

@@ -1,13 +1,12 @@
-//! Property tests: any split gives the events of the whole input and spans tile it (for
-//! the ACTION and the mixed decoder), arbitrary bytes never panic, and rendered calls parse
-//! back to themselves.
+//! Property tests: any split gives the events of the whole input and spans tile it,
+//! arbitrary bytes never panic, and rendered calls parse back to themselves.
 
 mod common;
 
-use action_xml::{Config, Event, MixedConfig, codes, parse, render_action};
+use action_xml::{Config, Event, codes, parse, render_action};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
-use tam_testkit::{Action, Harness, Mixed};
+use tam_testkit::{Action, Harness};
 
 /// Pieces that reach every state of the scanner, the pre-scan and the repairs.
 const PIECES: &[&str] = &[
@@ -148,20 +147,11 @@ proptest! {
         tam_testkit::decode_all_ways(Action(config), input.as_bytes());
     }
 
-    /// The same for the mixed decoder.
-    #[test]
-    fn any_split_gives_the_same_mixed_events(input in action_like(), config in small_config()) {
-        let mut mixed = MixedConfig::default();
-        mixed.action = config;
-        tam_testkit::decode_all_ways(Mixed(mixed), input.as_bytes());
-    }
-
     /// Any split gives the same events, argument-streaming events included (adjacent
     /// pieces merged), with limits no generated block reaches.
     #[test]
     fn any_split_gives_the_same_streamed_events(input in action_like()) {
         tam_testkit::decode_all_ways(Action(Config::default()), input.as_bytes());
-        tam_testkit::decode_all_ways(Mixed(MixedConfig::default()), input.as_bytes());
     }
 
     /// Rendered blocks in prose, past a small `max_block_bytes`: the streamed prefix and
@@ -176,9 +166,6 @@ proptest! {
         let mut config = Config::default();
         config.max_block_bytes = limit;
         tam_testkit::decode_all_ways(Action(config), text.as_bytes());
-        let mut mixed = MixedConfig::default();
-        mixed.action = config;
-        tam_testkit::decode_all_ways(Mixed(mixed), text.as_bytes());
     }
 
     /// A block read as prose (`marker_in_prose`) because its body does not begin with an
@@ -218,7 +205,6 @@ proptest! {
     #[test]
     fn arbitrary_bytes(input in prop::collection::vec(any::<u8>(), 0..200)) {
         tam_testkit::decode_all_ways(Action(Config::default()), &input);
-        tam_testkit::decode_all_ways(Mixed(MixedConfig::default()), &input);
     }
 
     /// Arbitrary bytes mixed with markup (more likely to reach deep states).

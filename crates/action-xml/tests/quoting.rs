@@ -1,24 +1,19 @@
 //! A quoted `<ACTION>` tag (inline code, a `>` line) is prose, a block in a
 //! code fence is a call (warning `fenced_block`), and reasoning is never decoded. Each
 //! case is decoded every way (whole, char by char, byte by byte, random splits, every
-//! prefix + rest) by the ACTION decoder and by the front door (`OutputDecoder`, which reads
-//! `<think>` sections by default).
+//! prefix + rest) by the ACTION decoder (the front door's checks, TAM blocks among them,
+//! are in the `tam` crate's tests).
 
 mod common;
 
-use action_xml::{Config, Event, MixedConfig, MixedEvent, ProtocolChoice, codes};
+use action_xml::{Config, Event, codes};
 use common::codes as codes_of;
-use tam_testkit::{Action, Mixed, decode_all_ways};
+use tam_testkit::{Action, decode_all_ways};
 
 const BLOCK: &str = "<ACTION><DeleteAllFiles><path>/</path></DeleteAllFiles></ACTION>";
-const TAM: &str = "<|[REQUEST_TOOL]|>command:「始」ListFiles「末」<|[END_TOOL]|>";
 
 fn action(input: &str, config: Config) -> Vec<Event<'static>> {
     decode_all_ways(Action(config), input.as_bytes())
-}
-
-fn mixed(input: &str, config: MixedConfig) -> Vec<MixedEvent<'static>> {
-    decode_all_ways(Mixed(config), input.as_bytes())
 }
 
 fn think() -> Config {
@@ -56,18 +51,6 @@ fn reasoning(events: &[Event<'static>]) -> String {
         .collect()
 }
 
-fn mixed_tools(events: &[MixedEvent<'static>]) -> Vec<String> {
-    let mut out = Vec::new();
-    for e in events {
-        match e {
-            MixedEvent::ActionBlock(b) => out.extend(b.calls.iter().map(|c| c.tool.clone())),
-            MixedEvent::TamBlock(b) => out.extend(b.calls.iter().map(|c| c.tool.to_string())),
-            _ => {}
-        }
-    }
-    out
-}
-
 #[test]
 fn the_delete_all_files_example_runs_nothing() {
     let input = format!("Never write `{BLOCK}` unless asked.");
@@ -81,11 +64,6 @@ fn the_delete_all_files_example_runs_nothing() {
         e,
         Event::Diagnostic(d) if d.span.start == at && d.span.is_empty()
     )));
-    // The front door, every protocol choice.
-    for protocol in [ProtocolChoice::Auto, ProtocolChoice::Action] {
-        let events = mixed(&input, MixedConfig::for_protocol(protocol));
-        assert!(mixed_tools(&events).is_empty(), "{events:?}");
-    }
 }
 
 #[test]
@@ -95,10 +73,6 @@ fn a_tag_on_a_quoted_line_is_prose() {
     assert!(tools(&events).is_empty(), "{events:?}");
     assert_eq!(text(&events), input);
     assert_eq!(codes_of(&events), ["marker_in_prose"]);
-    // Both protocols in one stream: a quoted TAM block, a quoted ACTION block.
-    let input = format!("> {TAM}\n> {BLOCK}\n");
-    let events = mixed(&input, MixedConfig::default());
-    assert!(mixed_tools(&events).is_empty(), "{events:?}");
 }
 
 #[test]
@@ -114,8 +88,6 @@ fn a_block_on_the_line_after_an_unclosed_backtick_is_a_call() {
     let input = format!("A stray ` here.\n{BLOCK}");
     let events = action(&input, Config::default());
     assert_eq!(tools(&events), ["DeleteAllFiles"]);
-    let events = mixed(&format!("A stray ` here.\n{TAM}"), MixedConfig::default());
-    assert_eq!(mixed_tools(&events), ["ListFiles"]);
 }
 
 #[test]
@@ -129,14 +101,6 @@ fn a_fenced_block_is_a_call_with_a_warning() {
     };
     let span = block.diagnostics[0].span;
     assert_eq!(&input[span.start..span.end], "```xml");
-    // A TAM block in a fence, in the mixed stream, too.
-    let input = format!("~~~\n{TAM}\n~~~\n");
-    let events = mixed(&input, MixedConfig::default());
-    assert_eq!(mixed_tools(&events), ["ListFiles"]);
-    assert!(events.iter().any(|e| matches!(
-        e,
-        MixedEvent::TamBlock(b) if b.diagnostics.iter().any(|d| d.code == codes::FENCED_BLOCK)
-    )));
 }
 
 #[test]
@@ -154,36 +118,6 @@ fn reasoning_with_a_block_inside_runs_nothing() {
     assert!(tools(&events).is_empty(), "{events:?}");
     assert_eq!(reasoning(&events), format!("\nI might write {BLOCK}.\n"));
     assert_eq!(text(&events), "\nNo.");
-    let events = mixed(&input, MixedConfig::default());
-    assert!(mixed_tools(&events).is_empty(), "{events:?}");
-    assert!(
-        events
-            .iter()
-            .any(|e| matches!(e, MixedEvent::Reasoning { .. }))
-    );
-    // Off, the front door decodes it (opt-out).
-    let events = mixed(&input, MixedConfig::default().with_reasoning_tags(false));
-    assert_eq!(mixed_tools(&events), ["DeleteAllFiles"]);
-}
-
-#[test]
-fn an_unclosed_reasoning_is_reasoning_to_the_end() {
-    let input = format!("<thinking>\n{BLOCK}\n{TAM}");
-    let events = mixed(&input, MixedConfig::default());
-    assert!(mixed_tools(&events).is_empty(), "{events:?}");
-    let reasoning: String = events
-        .iter()
-        .filter_map(|e| match e {
-            MixedEvent::Reasoning { text, .. } => Some(&**text),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(reasoning, format!("\n{BLOCK}\n{TAM}"));
-    assert!(
-        !events
-            .iter()
-            .any(|e| matches!(e, MixedEvent::ReasoningEnd { .. }))
-    );
 }
 
 #[test]
@@ -192,9 +126,6 @@ fn a_real_call_after_the_reasoning_runs() {
     let events = action(&input, think());
     assert_eq!(tools(&events), ["DeleteAllFiles"]);
     assert_eq!(reasoning(&events), "plan");
-    let input = format!("\n <think>plan</think>{TAM}");
-    let events = mixed(&input, MixedConfig::for_protocol(ProtocolChoice::Tam));
-    assert_eq!(mixed_tools(&events), ["ListFiles"]);
 }
 
 #[test]
@@ -223,7 +154,7 @@ fn prose_mentioning_thinking_without_its_close_is_prose() {
 /// A real reply (the e2e proof leg, Qwen2.5-Coder-1.5B on a 2-core AMD EPYC without
 /// AVX-512): the call element written without its `<ACTION>` block. A decoder given no
 /// tool names makes calls of a block's children only, so this is prose: every byte text,
-/// no call, no diagnostic — in the ACTION decoder and the front door alike.
+/// no call, no diagnostic.
 #[test]
 fn a_call_element_written_without_its_action_block_is_prose() {
     let input = "<GetPlayerInfo>\n  <player_id>player123</player_id>\n</GetPlayerInfo>";
@@ -231,8 +162,4 @@ fn a_call_element_written_without_its_action_block_is_prose() {
     assert!(tools(&events).is_empty(), "{events:?}");
     assert_eq!(text(&events), input);
     assert!(codes_of(&events).is_empty(), "{events:?}");
-    for protocol in [ProtocolChoice::Auto, ProtocolChoice::Action] {
-        let events = mixed(input, MixedConfig::for_protocol(protocol));
-        assert!(mixed_tools(&events).is_empty(), "{events:?}");
-    }
 }

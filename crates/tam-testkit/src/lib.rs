@@ -1,10 +1,10 @@
 //! The streaming test kit of the workspace: one place that knows how to feed a stream to a
-//! decoder cut every way and what must hold of the events. tam-parse's and action-xml's
-//! integration tests and the fuzz targets all use it.
+//! decoder cut every way and what must hold of the events. tam-parse's, action-xml's and
+//! tam's integration tests and the fuzz targets all use it.
 //!
 //! * [`Harness`] — a decoder under test (implemented for the TAM [`Tam`] (and [`TamCut`],
 //!   which ends the stream as cut), ACTION
-//!   [`Action`] and mixed [`Mixed`] decoders, and [`ActionTools`] and [`MixedTools`]:
+//!   [`Action`] and front door [`Front`] decoders, and [`ActionTools`] and [`FrontTools`]:
 //!   those two given the offered tools' names): feeds `&str` or byte deltas, finishes, and
 //!   returns owned events with adjacent text events merged ([`push`]) — text may be split
 //!   anywhere, so merged text is what two feedings can be compared on.
@@ -15,8 +15,8 @@
 //! * [`check_cuts`] — the cheaper check the fuzz targets run on every input: whole, cut at
 //!   given points (as bytes and as `&str`), and optionally byte by byte.
 //!
-//! Feature `action` (default): the [`Action`] and [`Mixed`] harnesses, which need
-//! action-xml. tam-parse's tests turn it off so the kit does not depend back on action-xml
+//! Feature `action` (default): the [`Action`] and [`Front`] harnesses, which need
+//! action-xml and tam. tam-parse's tests turn it off so the kit does not depend back on action-xml
 //! (action-xml depends on tam-parse).
 #![forbid(unsafe_code)]
 
@@ -477,10 +477,10 @@ impl Harness for Action {
 /// with the default [`tam::Config::protocol`] (`Auto`), or one protocol.
 #[cfg(feature = "action")]
 #[derive(Clone, Copy, Debug)]
-pub struct Mixed(pub tam::Config);
+pub struct Front(pub tam::Config);
 
 #[cfg(feature = "action")]
-impl Harness for Mixed {
+impl Harness for Front {
     type Event = tam::Event<'static>;
 
     runs!(tam::Decoder);
@@ -581,32 +581,32 @@ impl Harness for ActionTools {
 /// count without `<ACTION>` (`tam::Decoder::with_bare_call_tools`).
 #[cfg(feature = "action")]
 #[derive(Clone, Copy, Debug)]
-pub struct MixedTools(pub tam::Config, pub &'static [&'static str]);
+pub struct FrontTools(pub tam::Config, pub &'static [&'static str]);
 
 #[cfg(feature = "action")]
-impl Harness for MixedTools {
+impl Harness for FrontTools {
     type Event = tam::Event<'static>;
 
     runs!(h => tam::Decoder::new(h.0).with_bare_call_tools(h.1), finish);
 
     fn text(e: &Self::Event) -> Option<(&str, Span)> {
-        Mixed::text(e)
+        Front::text(e)
     }
 
     fn extend_text(last: &mut Self::Event, text: &str, span: Span) -> bool {
-        Mixed::extend_text(last, text, span)
+        Front::extend_text(last, text, span)
     }
 
     fn tiling_span(e: &Self::Event) -> Option<Span> {
-        Mixed::tiling_span(e)
+        Front::tiling_span(e)
     }
 
     fn extend_piece(last: &mut Self::Event, next: &Self::Event) -> bool {
-        Mixed::extend_piece(last, next)
+        Front::extend_piece(last, next)
     }
 
     fn reasoning(e: &Self::Event) -> Option<(&str, Span)> {
-        Mixed::reasoning(e)
+        Front::reasoning(e)
     }
 }
 

@@ -1,14 +1,19 @@
 //! [`Decoder`]: one sans-IO decoder for "TAM, ACTION or both", one event type.
 
-use action_xml::MixedDecoder;
+use action_xml::BareCallTools;
+use tam_parse::drive::Driver;
 
-use crate::{Config, Event, ProtocolChoice};
+use crate::both::Both;
+use crate::config::Config;
+use crate::event::Event;
+use crate::protocol::ProtocolChoice;
 
 #[derive(Debug)]
 enum Inner {
     Tam(tam_parse::Decoder),
     Action(action_xml::Decoder),
-    Auto(MixedDecoder),
+    /// Both protocols: one scanner whose grammar has both syntaxes ([`crate::grammar`]).
+    Auto(Driver<Both>),
 }
 
 /// A streaming, sans-IO decoder of a model's output for the protocol(s) of
@@ -16,9 +21,12 @@ enum Inner {
 ///
 /// * [`ProtocolChoice::Tam`] runs tam-parse's [`tam_parse::Decoder`] with [`Config::tam`] (its
 ///   own `max_block_bytes`), [`ProtocolChoice::Action`] action-xml's [`action_xml::Decoder`]
-///   with [`Config::action`], [`ProtocolChoice::Auto`] action-xml's [`MixedDecoder`] (one
-///   scanner for both protocols, `action.max_block_bytes` for both). Each gives exactly
-///   its decoder's events, converted to [`Event`].
+///   with [`Config::action`]; each gives exactly its decoder's events, converted to
+///   [`Event`]. [`ProtocolChoice::Auto`] runs this crate's engine for both protocols: one
+///   scanner whose [`grammar`](crate::grammar) has both syntaxes, TAM blocks read by
+///   tam-parse's [`tam_parse::BlockParser`] and ACTION blocks by action-xml's
+///   [`action_xml::ActionLayer`], `action.max_block_bytes` for both (see the crate docs,
+///   "Both protocols in one stream").
 /// * [`Config::param_events`] (default on) switches argument streaming for every choice,
 ///   and [`Config::reasoning_tags`] (default on) reasoning sections.
 /// * Feed text with [`Decoder::feed`] or bytes with [`Decoder::feed_bytes`] (a UTF-8
@@ -80,7 +88,7 @@ impl Decoder {
                 action_xml::Decoder::new(config.action.with_reasoning_tags(config.reasoning_tags))
                     .with_param_events(param_events),
             ),
-            ProtocolChoice::Auto => Inner::Auto(MixedDecoder::new(config)),
+            ProtocolChoice::Auto => Inner::Auto(Both::driver(config, BareCallTools::default())),
         };
         Decoder {
             inner,
@@ -100,7 +108,9 @@ impl Decoder {
         let inner = match self.inner {
             Inner::Tam(d) => Inner::Tam(d),
             Inner::Action(d) => Inner::Action(d.with_bare_call_tools(tools)),
-            Inner::Auto(d) => Inner::Auto(d.with_bare_call_tools(tools)),
+            Inner::Auto(d) => {
+                Inner::Auto(Both::driver(d.layer().config(), BareCallTools::new(tools)))
+            }
         };
         Decoder { inner, ..self }
     }
@@ -111,7 +121,7 @@ impl Decoder {
         match &self.inner {
             Inner::Tam(_) => &[],
             Inner::Action(d) => d.bare_call_tools(),
-            Inner::Auto(d) => d.bare_call_tools(),
+            Inner::Auto(d) => d.layer().bare_call_tools(),
         }
     }
 
@@ -187,7 +197,7 @@ impl Decoder {
         match &mut self.inner {
             Inner::Tam(d) => d.finish_in_place(|e| convert(on, &mut on_event, e)),
             Inner::Action(d) => d.finish_in_place(|e| convert(on, &mut on_event, e)),
-            Inner::Auto(d) => d.finish_in_place(on_event),
+            Inner::Auto(d) => d.finish(false, on_event),
         }
     }
 
@@ -204,7 +214,7 @@ impl Decoder {
         match &mut self.inner {
             Inner::Tam(d) => d.finish_cut_in_place(|e| convert(on, &mut on_event, e)),
             Inner::Action(d) => d.finish_cut_in_place(|e| convert(on, &mut on_event, e)),
-            Inner::Auto(d) => d.finish_cut_in_place(on_event),
+            Inner::Auto(d) => d.finish(true, on_event),
         }
     }
 }

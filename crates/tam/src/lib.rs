@@ -71,16 +71,79 @@
 //! ([`Config::tam`] is a [`tam_parse::Config`], [`Config::action`] an
 //! [`action_xml::Config`]) and for users who need one protocol's internals.
 //!
+//! # Both protocols in one stream
+//!
+//! With [`ProtocolChoice::Auto`] (the default of [`Config`]) the [`Decoder`] runs this
+//! crate's own engine: one scanner whose [`grammar`] holds the TAM syntax (block kind 0)
+//! and the ACTION syntax (kind 1), one pass over the stream, TAM blocks read by
+//! tam-parse's [`tam_parse::BlockParser`] and ACTION blocks by action-xml's
+//! [`action_xml::ActionLayer`], the events of both in stream order. (For
+//! [`ProtocolChoice::Tam`] and [`ProtocolChoice::Action`] it runs the protocol crate's own
+//! decoder.) Rules of the stream of both:
+//!
+//! * Argument events of both protocols flow through [`Event::CallStart`],
+//!   [`Event::ParamStart`], [`Event::ParamText`], [`Event::ParamEnd`] and
+//!   [`Event::CallEnd`], each with its `protocol`. TAM keeps [`Event::CommandSeen`] as its
+//!   "call begins" (the tool id is known only when the command value closes; `command`
+//!   itself streams as a parameter first) and has no `CallStart`/`CallEnd` (chained keys
+//!   join their call at the block's end).
+//! * One switch, [`Config::param_events`], turns argument streaming on or off for both
+//!   protocols; it is **on** by default. Cost measured with `cargo bench -p
+//!   tam-benches --bench tam_decode -- --quick one_delta` (64 KiB of prose with a block
+//!   every ~400 bytes in one delta, TAM decoder, off vs on), on a shared 2-core machine:
+//!   1 MiB 25.96 vs 26.59 ms, 2 MiB 46.15 vs 46.99 ms, 4 MiB 95.80 vs 89.23 ms, 8 MiB
+//!   87.48 vs 137.05 ms (the 8 MiB "off" figure is below the 4 MiB one: the machine was
+//!   loaded; the 1–4 MiB pairs differ by less than the noise). The decoder streams by
+//!   default; `tam decode` turns it on only with `--progress`. Off, the ACTION layer does
+//!   not read blocks while they are written at all (its streamer never runs).
+//! * One block size limit for both, `action.max_block_bytes` ([`Config::action`]): the
+//!   scanner has one.
+//!
 //! # A model's turn ends at its call
 //!
 //! [`turn`] has what a client needs so the model stops after its block instead of
 //! inventing the result: the stop sequences to send, and how to close the block of a reply
 //! the server stopped at one.
 //!
+//! # Serde
+//!
+//! With feature `serde`, an [`Event`] serializes as its `tam decode` line (see [`Event`]
+//! for every form), [`Protocol`] as `"tam"` or `"action"`, [`ProtocolChoice`] as `"tam"`,
+//! `"action"` or `"auto"` (read back as its `FromStr` reads it); blocks, calls, spans and
+//! diagnostics as the protocol crates serialize them.
+//!
+//! ```
+//! # #[cfg(feature = "serde")] {
+//! use tam::{Config, Decoder, Event};
+//!
+//! let mut lines = Vec::new();
+//! let mut on_event = |e: Event<'_>| {
+//!     if !e.is_argument_event() {
+//!         lines.push(serde_json::to_string(&e).unwrap());
+//!     }
+//! };
+//! let mut decoder = Decoder::new(Config::default());
+//! decoder.feed("Hi <ACTION><read><path>a</path></read></ACTION>", &mut on_event);
+//! decoder.finish(&mut on_event);
+//! assert_eq!(lines, [
+//!     r#"{"type":"text","text":"Hi "}"#,
+//!     r#"{"type":"block_start","protocol":"action","span":[3,11]}"#,
+//!     r#"{"type":"tool_calls","protocol":"action","span":[3,47],"calls":[{"tool":"read","args":{"path":"a"}}],"diagnostics":[]}"#,
+//! ]);
+//! # }
+//! ```
+//!
+//! Decisions: [`Event`] is what `tam decode` prints, and `tam decode` already fixes a JSON
+//! form for it: `tam decode` writes `serde_json::to_string(&event)` (less `raw` unless
+//! asked, less progress lines unless asked). That form drops what a line does not show (a
+//! text event's span, a block's raw text, a call's span and index, ACTION parameter
+//! sources), so [`Event`] has no `Deserialize`; [`action_xml::Event`] and
+//! [`tam_parse::Event`] keep every field and round-trip.
+//!
 //! # Crate features
 //!
 //! * `serde` — `Serialize` for every type the decoder reports (an [`Event`] serializes as
-//!   its `tam decode` line), `Deserialize` for the owned ones.
+//!   its `tam decode` line, see "Serde"), `Deserialize` for the owned ones.
 //! * `preserve_order` — ACTION arguments keep their keys in the order written.
 //! * `stream` — [`stream::EventStream`], a `Stream` of events over a stream of deltas.
 //! * `codec` — [`codec::Codec`], a `tokio_util` codec: bytes in, events out.
@@ -88,7 +151,11 @@
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod both;
+mod config;
 mod decoder;
+mod event;
+mod protocol;
 pub mod turn;
 
 /// A `futures_core::Stream` of owned [`Event`]s over a stream of text deltas (feature
@@ -132,21 +199,11 @@ pub mod codec {
 pub use action_xml;
 pub use tam_parse;
 
+pub use both::grammar;
+pub use config::Config;
 pub use decoder::Decoder;
-
-/// What the [`Decoder`] reports, in stream order, for either protocol (action-xml's
-/// `MixedEvent`).
-pub use action_xml::MixedEvent as Event;
-
-/// The decoder's settings: which protocol(s), each protocol's limits, argument events,
-/// reasoning sections (action-xml's `MixedConfig`).
-pub use action_xml::MixedConfig as Config;
-
-/// The protocol a block is written in ([`Protocol::Tam`] or [`Protocol::Action`]), and
-/// which protocol(s) a [`Decoder`] looks for ([`ProtocolChoice::Tam`],
-/// [`ProtocolChoice::Action`], or [`ProtocolChoice::Auto`] for both in one stream). Both
-/// parse from their names (`tam`, `action`; the choice also `auto` or `both`), any case.
-pub use action_xml::{Protocol, ProtocolChoice};
+pub use event::Event;
+pub use protocol::{Protocol, ProtocolChoice, UnknownProtocol};
 
 /// A closed TAM block, one of its calls, one of a call's parameters.
 pub use tam_parse::{Block as TamBlock, Call as TamCall, Param as TamParam};
@@ -158,7 +215,6 @@ pub use action_xml::{ActionBlock, ActionCall, ActionParam};
 /// as they stream (pieces of a TAM value are the value as they are).
 pub use action_xml::ValueEdges;
 
-pub use action_xml::UnknownProtocol;
 pub use tam_parse::{ByteString, Code, Diagnostic, Dialect, Severity, Span, StreamDecoder};
 
 /// Decodes a whole reply at once: the events of feeding it as one delta, then finishing.

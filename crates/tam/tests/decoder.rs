@@ -1,16 +1,16 @@
 //! The front door: `tam::Decoder` for TAM only, ACTION only or both, one event type.
 
-use action_xml::{Config, MixedConfig, MixedEvent, ProtocolChoice};
-use tam_testkit::{Action, Harness, Mixed, Tam, decode_all_ways};
+use tam::{Config, Event, ProtocolChoice};
+use tam_testkit::{Action, Front, Harness, Tam, decode_all_ways};
 
 const BOTH: &str = "a <|[REQUEST_TOOL]|>command:「始」T「末」x:「始」1 < 2「末」<|[END_TOOL]|> b <ACTION><X><y>if a &lt; b</y></X></ACTION> c";
 
-fn blocks(events: &[MixedEvent<'static>]) -> Vec<&'static str> {
+fn blocks(events: &[Event<'static>]) -> Vec<&'static str> {
     events
         .iter()
         .filter_map(|e| match e {
-            MixedEvent::TamBlock(_) => Some("tam"),
-            MixedEvent::ActionBlock(_) => Some("action"),
+            Event::TamBlock(_) => Some("tam"),
+            Event::ActionBlock(_) => Some("action"),
             _ => None,
         })
         .collect()
@@ -23,7 +23,7 @@ fn each_choice_reads_its_protocols_only() {
         (ProtocolChoice::Action, &["action"][..]),
         (ProtocolChoice::Auto, &["tam", "action"][..]),
     ] {
-        let events = decode_all_ways(Mixed(MixedConfig::for_protocol(choice)), BOTH.as_bytes());
+        let events = decode_all_ways(Front(Config::for_protocol(choice)), BOTH.as_bytes());
         assert_eq!(blocks(&events), expected, "{choice}");
     }
 }
@@ -33,34 +33,27 @@ fn single_protocol_choices_are_their_decoders() {
     let tam = Tam(tam_parse::Config::default().with_param_events(true))
         .run_str([BOTH])
         .into_iter()
-        .map(MixedEvent::from)
+        .map(Event::from)
         .collect::<Vec<_>>();
-    let front = Mixed(MixedConfig::for_protocol(ProtocolChoice::Tam)).run_str([BOTH]);
+    let front = Front(Config::for_protocol(ProtocolChoice::Tam)).run_str([BOTH]);
     assert_eq!(front, tam);
-    assert!(
-        front
-            .iter()
-            .any(|e| matches!(e, MixedEvent::ParamText { .. }))
-    );
+    assert!(front.iter().any(|e| matches!(e, Event::ParamText { .. })));
 
-    let action = Action(Config::default())
+    let action = Action(action_xml::Config::default())
         .run_str([BOTH])
         .into_iter()
-        .map(MixedEvent::from)
+        .map(Event::from)
         .collect::<Vec<_>>();
-    let front = Mixed(MixedConfig::for_protocol(ProtocolChoice::Action)).run_str([BOTH]);
+    let front = Front(Config::for_protocol(ProtocolChoice::Action)).run_str([BOTH]);
     assert_eq!(front, action);
 }
 
 #[test]
 fn param_events_off_for_every_choice() {
     for choice in ProtocolChoice::ALL {
-        let config = MixedConfig::for_protocol(choice).with_param_events(false);
-        let events = Mixed(config).run_str([BOTH]);
-        assert!(
-            !events.iter().any(MixedEvent::is_argument_event),
-            "{choice}"
-        );
+        let config = Config::for_protocol(choice).with_param_events(false);
+        let events = Front(config).run_str([BOTH]);
+        assert!(!events.iter().any(Event::is_argument_event), "{choice}");
         assert!(!blocks(&events).is_empty(), "{choice}");
     }
 }

@@ -92,7 +92,7 @@ impl ToolCall {
 
     /// The stable id of call `index` of the block of `protocol` that starts at
     /// `block.start` ([`ToolCall::id`]).
-    pub fn call_id(protocol: action_xml::Protocol, block: Span, index: usize) -> String {
+    pub fn call_id(protocol: tam::Protocol, block: Span, index: usize) -> String {
         format!("{}-{}-{index}", protocol.as_str(), block.start)
     }
 
@@ -105,7 +105,7 @@ impl ToolCall {
             .map(|p| (p.key.to_string(), Value::String(p.value.to_string())))
             .collect();
         Self {
-            id: Some(Self::call_id(action_xml::Protocol::Tam, block, index)),
+            id: Some(Self::call_id(tam::Protocol::Tam, block, index)),
             ..Self::canonical(call.tool.to_string(), args)
         }
     }
@@ -120,7 +120,7 @@ impl ToolCall {
                 .or_insert_with(|| param.source.to_string());
         }
         Self {
-            id: Some(Self::call_id(action_xml::Protocol::Action, block, index)),
+            id: Some(Self::call_id(tam::Protocol::Action, block, index)),
             sources,
             ..Self::new(call.tool.clone(), call.args.clone())
         }

@@ -108,7 +108,7 @@
 //!   which `tool` messages need on most servers.
 //! * `<think>` at the start of a reply is split out by [`ThinkSplitter`]; a `<think>`
 //!   section that begins a later prose line is reasoning too (the decoder's
-//!   `MixedConfig::reasoning_tags`, tied to [`AgentConfig::split_think_tags`]): never
+//!   `tam::Config::reasoning_tags`, tied to [`AgentConfig::split_think_tags`]): never
 //!   decoded into calls. Reasoning is left out of the assistant message added to the
 //!   conversation.
 //! * Native tool calls are never run; one observation per round names them and tells the

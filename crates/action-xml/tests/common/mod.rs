@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use action_xml::{ActionBlock, Config, Diagnostic, Event, MixedEvent, Span};
+use action_xml::{ActionBlock, Config, Diagnostic, Event, Span};
 use tam_testkit::{Action, decode_all_ways};
 
 /// Shorthand: ACTION decoding of text with the default config, every way.
@@ -138,103 +138,6 @@ pub fn dump(events: &[Event<'static>]) -> String {
     out
 }
 
-/// A stable text rendering of mixed events, for golden files.
-pub fn dump_mixed(events: &[MixedEvent<'static>]) -> String {
-    let mut out = String::new();
-    for e in events {
-        match e {
-            MixedEvent::Text { text, span: s } => {
-                writeln!(out, "text {} {:?}", span(*s), text).unwrap()
-            }
-            MixedEvent::ReasoningStart { span: s } => {
-                writeln!(out, "reasoning_start {}", span(*s)).unwrap()
-            }
-            MixedEvent::Reasoning { text, span: s } => {
-                writeln!(out, "reasoning {} {text:?}", span(*s)).unwrap()
-            }
-            MixedEvent::ReasoningEnd { span: s } => {
-                writeln!(out, "reasoning_end {}", span(*s)).unwrap()
-            }
-            MixedEvent::BlockStart { protocol, span: s } => {
-                writeln!(out, "block_start {} {}", protocol.as_str(), span(*s)).unwrap()
-            }
-            MixedEvent::CommandSeen {
-                call,
-                tool,
-                span: s,
-            } => writeln!(
-                out,
-                "command_seen {} call={call} tool={:?}",
-                span(*s),
-                &**tool
-            )
-            .unwrap(),
-            MixedEvent::TamBlock(b) => {
-                writeln!(out, "tam_block {}", span(b.span)).unwrap();
-                for c in &b.calls {
-                    writeln!(out, "  call {} {:?} {}", c.index, &*c.tool, span(c.span)).unwrap();
-                    for p in &c.params {
-                        writeln!(out, "    {:?} = {:?}", &*p.key, &*p.value).unwrap();
-                    }
-                }
-                for d in &b.diagnostics {
-                    dump_diagnostic(&mut out, "  ", d);
-                }
-            }
-            MixedEvent::ActionBlock(b) => {
-                out.push_str("action_");
-                dump_action_block(&mut out, b);
-            }
-            MixedEvent::Diagnostic(d) => dump_diagnostic(&mut out, "diagnostic ", d),
-            MixedEvent::CallStart {
-                protocol,
-                index,
-                tool,
-                span: s,
-            } => writeln!(
-                out,
-                "call_start {} {} {index} {tool:?}",
-                protocol.as_str(),
-                span(*s)
-            )
-            .unwrap(),
-            MixedEvent::ParamStart {
-                protocol,
-                key,
-                span: s,
-            } => writeln!(
-                out,
-                "  param_start {} {} {key:?}",
-                protocol.as_str(),
-                span(*s)
-            )
-            .unwrap(),
-            MixedEvent::ParamText {
-                protocol,
-                text,
-                span: s,
-                cdata,
-            } => writeln!(
-                out,
-                "    {} {} {} {text:?}",
-                if *cdata { "cdata" } else { "param_text" },
-                protocol.as_str(),
-                span(*s)
-            )
-            .unwrap(),
-            MixedEvent::ParamEnd { protocol, span: s } => {
-                writeln!(out, "  param_end {} {}", protocol.as_str(), span(*s)).unwrap()
-            }
-            MixedEvent::CallEnd {
-                protocol,
-                index,
-                span: s,
-            } => writeln!(out, "call_end {} {} {index}", protocol.as_str(), span(*s)).unwrap(),
-        }
-    }
-    out
-}
-
 /// True for the argument-streaming events.
 pub fn is_streamed(e: &Event<'_>) -> bool {
     matches!(
@@ -278,49 +181,5 @@ impl tam_testkit::Harness for ActionNoStream {
 
     fn tiling_span(e: &Self::Event) -> Option<Span> {
         <Action as tam_testkit::Harness>::tiling_span(e)
-    }
-}
-
-/// True for the mixed argument-streaming events.
-pub fn is_streamed_mixed(e: &MixedEvent<'_>) -> bool {
-    matches!(
-        e,
-        MixedEvent::CallStart { .. }
-            | MixedEvent::ParamStart { .. }
-            | MixedEvent::ParamText { .. }
-            | MixedEvent::ParamEnd { .. }
-            | MixedEvent::CallEnd { .. }
-    )
-}
-
-/// [`ActionNoStream`] for the mixed decoder.
-#[derive(Clone, Copy, Debug)]
-pub struct MixedNoStream(pub action_xml::MixedConfig);
-
-impl tam_testkit::Harness for MixedNoStream {
-    type Event = MixedEvent<'static>;
-
-    fn run_str<'a>(self, deltas: impl IntoIterator<Item = &'a str>) -> Vec<Self::Event> {
-        let mut v = tam_testkit::Mixed(self.0).run_str(deltas);
-        v.retain(|e| !is_streamed_mixed(e));
-        tam_testkit::normalize::<tam_testkit::Mixed>(v)
-    }
-
-    fn run_bytes<'a>(self, deltas: impl IntoIterator<Item = &'a [u8]>) -> Vec<Self::Event> {
-        let mut v = tam_testkit::Mixed(self.0).run_bytes(deltas);
-        v.retain(|e| !is_streamed_mixed(e));
-        tam_testkit::normalize::<tam_testkit::Mixed>(v)
-    }
-
-    fn text(e: &Self::Event) -> Option<(&str, Span)> {
-        <tam_testkit::Mixed as tam_testkit::Harness>::text(e)
-    }
-
-    fn extend_text(last: &mut Self::Event, text: &str, span: Span) -> bool {
-        <tam_testkit::Mixed as tam_testkit::Harness>::extend_text(last, text, span)
-    }
-
-    fn tiling_span(e: &Self::Event) -> Option<Span> {
-        <tam_testkit::Mixed as tam_testkit::Harness>::tiling_span(e)
     }
 }

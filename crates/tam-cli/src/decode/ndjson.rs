@@ -260,8 +260,8 @@ impl<W: Write> NdjsonWriter<W> {
 mod tests {
     use std::borrow::Cow;
 
-    use action_xml::Protocol;
     use serde_json::Value;
+    use tam::Protocol;
     use tam_parse::Span;
 
     use super::*;

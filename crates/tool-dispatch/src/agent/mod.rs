@@ -86,7 +86,7 @@ impl Turn {
     fn track(&self, event: &tam::Event<'_>) {
         let open = match event {
             tam::Event::BlockStart {
-                protocol: action_xml::Protocol::Tam,
+                protocol: tam::Protocol::Tam,
                 ..
             } => 1,
             tam::Event::BlockStart { .. } => 2,

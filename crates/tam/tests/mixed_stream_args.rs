@@ -1,33 +1,33 @@
-//! The mixed decoder streams both protocols' arguments through
-//! `MixedEvent`. For every split, the pieces of each parameter joined are its final value:
+//! The decoder of both protocols in one stream streams both protocols' arguments through
+//! `Event`. For every split, the pieces of each parameter joined are its final value:
 //! exactly for TAM (matched by the entry's span), trimmed of XML whitespace for ACTION
 //! string values.
 
 use std::collections::HashMap;
 
-use action_xml::{MixedConfig, MixedDecoder, MixedEvent, Protocol};
 use proptest::prelude::*;
+use tam::{Config, Decoder, Event, Protocol};
 use tam_parse::Span;
-use tam_testkit::{Harness, Mixed, random_cuts, str_pieces};
+use tam_testkit::{Front, Harness, random_cuts, str_pieces};
 
 /// Checks the streamed pieces of `events` (merged by the harness) against the blocks.
-fn check_values(events: &[MixedEvent<'static>], input: &str) {
+fn check_values(events: &[Event<'static>], input: &str) {
     let mut open: Option<(Protocol, String, String)> = None;
     let mut tam: HashMap<Span, String> = HashMap::new();
     let mut action: Vec<(String, String)> = Vec::new();
     let (mut tam_params, mut action_params) = (0, 0);
     for e in events {
         match e {
-            MixedEvent::ParamStart { protocol, key, .. } => {
+            Event::ParamStart { protocol, key, .. } => {
                 assert!(open.is_none(), "nested ParamStart in {input:?}");
                 open = Some((*protocol, key.to_string(), String::new()));
             }
-            MixedEvent::ParamText { protocol, text, .. } => {
+            Event::ParamText { protocol, text, .. } => {
                 let (p, _, value) = open.as_mut().expect("ParamText outside a parameter");
                 assert_eq!(p, protocol);
                 value.push_str(text);
             }
-            MixedEvent::ParamEnd { protocol, span } => {
+            Event::ParamEnd { protocol, span } => {
                 let (p, key, value) = open.take().expect("ParamEnd without ParamStart");
                 assert_eq!(p, *protocol);
                 match p {
@@ -37,7 +37,7 @@ fn check_values(events: &[MixedEvent<'static>], input: &str) {
                     Protocol::Action => action.push((key, value)),
                 }
             }
-            MixedEvent::TamBlock(b) => {
+            Event::TamBlock(b) => {
                 for call in &b.calls {
                     for param in &call.params {
                         tam_params += 1;
@@ -50,7 +50,7 @@ fn check_values(events: &[MixedEvent<'static>], input: &str) {
                     }
                 }
             }
-            MixedEvent::ActionBlock(b) => {
+            Event::ActionBlock(b) => {
                 for call in &b.calls {
                     for (key, value) in &call.args {
                         if let Some(s) = value.as_str() {
@@ -77,7 +77,7 @@ fn check_values(events: &[MixedEvent<'static>], input: &str) {
 }
 
 fn check(input: &str) {
-    let harness = Mixed(MixedConfig::default());
+    let harness = Front(Config::default());
     let whole = harness.run_str([input]);
     check_values(&whole, input);
     for seed in 1..=6 {
@@ -131,7 +131,7 @@ proptest! {
 
 #[test]
 fn tam_arguments_stream_before_the_block_closes() {
-    let mut decoder = MixedDecoder::new(MixedConfig::default());
+    let mut decoder = Decoder::new(Config::default());
     let mut seen = Vec::new();
     decoder.feed(
         "<|[REQUEST_TOOL]|>command:「始」Write「末」content:「始」fn x() { a && b",
@@ -140,7 +140,7 @@ fn tam_arguments_stream_before_the_block_closes() {
     let pieces: String = seen
         .iter()
         .filter_map(|e| match e {
-            MixedEvent::ParamText {
+            Event::ParamText {
                 protocol: Protocol::Tam,
                 text,
                 ..
@@ -150,26 +150,23 @@ fn tam_arguments_stream_before_the_block_closes() {
         .collect();
     // Only a possible close-marker prefix may be held back.
     assert!(pieces.ends_with("fn x() { a && b"), "{pieces}");
-    assert!(
-        seen.iter()
-            .any(|e| matches!(e, MixedEvent::CommandSeen { .. }))
-    );
-    assert!(!seen.iter().any(|e| matches!(e, MixedEvent::TamBlock(_))));
+    assert!(seen.iter().any(|e| matches!(e, Event::CommandSeen { .. })));
+    assert!(!seen.iter().any(|e| matches!(e, Event::TamBlock(_))));
 }
 
 #[test]
 fn param_events_off_emits_none_for_either_protocol() {
     let input = "<|[REQUEST_TOOL]|>command:「始」A「末」x:「始」1「末」<|[END_TOOL]|><ACTION><B><y>2</y></B></ACTION>";
-    let off = Mixed(MixedConfig::default().with_param_events(false)).run_str([input]);
-    assert!(!off.iter().any(MixedEvent::is_argument_event), "{off:?}");
-    let on = Mixed(MixedConfig::default()).run_str([input]);
+    let off = Front(Config::default().with_param_events(false)).run_str([input]);
+    assert!(!off.iter().any(Event::is_argument_event), "{off:?}");
+    let on = Front(Config::default()).run_str([input]);
     let kinds: Vec<&str> = on
         .iter()
         .filter_map(|e| match e {
-            MixedEvent::CallStart { .. } => Some("call_start"),
-            MixedEvent::ParamStart { protocol, .. } => Some(protocol.as_str()),
-            MixedEvent::ParamEnd { .. } => Some("param_end"),
-            MixedEvent::CallEnd { .. } => Some("call_end"),
+            Event::CallStart { .. } => Some("call_start"),
+            Event::ParamStart { protocol, .. } => Some(protocol.as_str()),
+            Event::ParamEnd { .. } => Some("param_end"),
+            Event::CallEnd { .. } => Some("call_end"),
             _ => None,
         })
         .collect();

@@ -5,19 +5,19 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
+use action_xml::{ActionLayer, block_syntax};
 use tam_parse::scan::{BlockView, ClosedBlock, Grammar, Quote, ScanHandler};
 use tam_parse::{BlockParser, Dialect, Span};
 
-use crate::config::block_syntax;
-use crate::decoder::{ActionLayer, invalid_utf8, quoted_tag};
+use super::KIND_TAM;
 use crate::event::Event;
-use crate::position::StreamCursor;
 
-use super::*;
-
-/// The grammar with TAM blocks of `dialect` as kind 0 and ACTION blocks as kind 1 (built
-/// once per dialect and process).
-pub fn mixed_grammar(dialect: Dialect) -> Arc<Grammar> {
+/// The scanner grammar of both protocols: TAM blocks of `dialect` as block kind 0
+/// ([`Dialect::block_syntax`]) and ACTION blocks as kind 1
+/// ([`action_xml::block_syntax`]), built once per dialect and process. What the
+/// [`Decoder`](crate::Decoder) scans with for [`ProtocolChoice::Auto`](crate::ProtocolChoice::Auto)
+/// (without call elements written outside `<ACTION>`).
+pub fn grammar(dialect: Dialect) -> Arc<Grammar> {
     static TAM: OnceLock<Arc<Grammar>> = OnceLock::new();
     static VCP: OnceLock<Arc<Grammar>> = OnceLock::new();
     let cell = match dialect {
@@ -26,29 +26,35 @@ pub fn mixed_grammar(dialect: Dialect) -> Arc<Grammar> {
     };
     Arc::clone(cell.get_or_init(|| {
         Grammar::new(vec![dialect.block_syntax(), block_syntax()])
-            .expect("the mixed grammar is valid")
+            .expect("the grammar of both protocols is valid")
     }))
 }
 
-/// Turns TAM events into mixed ones.
-pub(super) fn forward_tam<'a, F: FnMut(MixedEvent<'_>)>(
-    out: &'a mut F,
-) -> impl FnMut(tam_parse::Event<'_>) + 'a {
-    move |event| out(MixedEvent::from(event))
+/// Turns TAM events into the decoder's.
+fn forward_tam<'a, F: FnMut(Event<'_>)>(out: &'a mut F) -> impl FnMut(tam_parse::Event<'_>) + 'a {
+    move |event| out(Event::from(event))
 }
 
-pub(super) struct MixedSink<'s, F> {
+/// Turns ACTION events into the decoder's.
+fn forward_action<'a, F: FnMut(Event<'_>)>(
+    out: &'a mut F,
+) -> impl FnMut(action_xml::Event<'_>) + 'a {
+    move |event| out(Event::from(event))
+}
+
+/// The scanner's callbacks for one delta, routed to the TAM block parser or the ACTION
+/// layer by the block's kind.
+pub(super) struct BothSink<'s, F> {
     pub(super) tam: &'s mut BlockParser,
     pub(super) action: &'s mut ActionLayer,
     pub(super) open_kind: &'s mut Option<usize>,
-    pub(super) cursor: &'s StreamCursor,
     pub(super) delta: &'s [u8],
     pub(super) out: F,
 }
 
-impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
+impl<F: FnMut(Event<'_>)> ScanHandler for BothSink<'_, F> {
     fn text(&mut self, text: &str, span: Span) {
-        (self.out)(MixedEvent::Text {
+        (self.out)(Event::Text {
             text: Cow::Borrowed(text),
             span,
         });
@@ -59,23 +65,24 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
             self.tam
                 .quoted_marker(marker, quote, &mut forward_tam(&mut self.out));
         } else {
-            (self.out)(MixedEvent::Diagnostic(quoted_tag(marker, quote)));
+            self.action
+                .quoted_marker(marker, quote, &mut forward_action(&mut self.out));
         }
     }
 
     fn reasoning_start(&mut self, _tag: &str, span: Span) {
-        (self.out)(MixedEvent::ReasoningStart { span });
+        (self.out)(Event::ReasoningStart { span });
     }
 
     fn reasoning(&mut self, text: &str, span: Span) {
-        (self.out)(MixedEvent::Reasoning {
+        (self.out)(Event::Reasoning {
             text: Cow::Borrowed(text),
             span,
         });
     }
 
     fn reasoning_end(&mut self, _tag: &str, span: Span) {
-        (self.out)(MixedEvent::ReasoningEnd { span });
+        (self.out)(Event::ReasoningEnd { span });
     }
 
     fn block_opened(&mut self, kind: usize, marker: Span) {
@@ -84,12 +91,8 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
             self.tam
                 .block_opened(marker, &mut forward_tam(&mut self.out));
         } else {
-            let start = self.cursor.at(self.delta, marker.start);
-            let out = &mut self.out;
             self.action
-                .block_opened(kind, marker, start, &mut |e: Event<'_>| {
-                    out(MixedEvent::from(e))
-                });
+                .block_opened(kind, marker, self.delta, &mut forward_action(&mut self.out));
         }
     }
 
@@ -110,9 +113,8 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
             self.tam
                 .block_progress(view, settled, &mut forward_tam(&mut self.out));
         } else {
-            let out = &mut self.out;
             self.action
-                .progress(view, settled, &mut |e: Event<'_>| out(MixedEvent::from(e)));
+                .block_progress(view, settled, &mut forward_action(&mut self.out));
         }
     }
 
@@ -120,9 +122,8 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
         if view.kind() == KIND_TAM {
             self.block_progress(view, settled);
         } else {
-            let out = &mut self.out;
             self.action
-                .closing(view, settled, &mut |e: Event<'_>| out(MixedEvent::from(e)));
+                .block_closing(view, settled, &mut forward_action(&mut self.out));
         }
     }
 
@@ -152,9 +153,8 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
             self.tam
                 .block_closed(closed, &mut forward_tam(&mut self.out));
         } else {
-            let out = &mut self.out;
             self.action
-                .block_closed(&closed, &mut |e: Event<'_>| out(MixedEvent::from(e)));
+                .block_closed(&closed, &mut forward_action(&mut self.out));
         }
     }
 
@@ -164,9 +164,9 @@ impl<F: FnMut(MixedEvent<'_>)> ScanHandler for MixedSink<'_, F> {
                 self.tam
                     .invalid_utf8(bytes, span, true, &mut forward_tam(&mut self.out));
             }
-            (true, _) => self.action.invalid_utf8_in_block(invalid_utf8(bytes, span)),
-            (false, _) => {
-                (self.out)(MixedEvent::Diagnostic(invalid_utf8(bytes, span)));
+            (in_block, _) => {
+                self.action
+                    .invalid_utf8(bytes, span, in_block, &mut forward_action(&mut self.out));
             }
         }
     }

@@ -1,29 +1,27 @@
-//! What the both-protocol decoder reports, and how each protocol's events become it.
+//! What the decoder reports, and how each protocol's events become it.
 
 use std::borrow::Cow;
 
+use action_xml::ActionBlock;
 use tam_parse::{ByteString, Diagnostic, Span};
 
-use crate::call::ActionBlock;
-use crate::event::Event;
 use crate::protocol::Protocol;
 
-/// What a [`MixedDecoder`](crate::MixedDecoder) (and the `tam::Decoder`) reports, in
-/// stream order.
+/// What the [`Decoder`](crate::Decoder) reports, in stream order, for either protocol.
 ///
-/// With feature `serde`, an event serializes as its `tam decode` line (see
-/// "Serde" in the crate docs): `Text` as `{"type":"text","text"}`, `Reasoning` as
+/// With feature `serde`, an event serializes as its `tam decode` line (see "Serde" in the
+/// crate docs): `Text` as `{"type":"text","text"}`, `Reasoning` as
 /// `{"type":"reasoning","text"}`, `ReasoningStart`/`ReasoningEnd` as
 /// `{"type":"reasoning_start"|"reasoning_end","span"}`, `TamBlock` and
 /// `ActionBlock` as `{"type":"tool_calls","protocol","span","calls":[{"tool","args"}],
-/// "diagnostics"}`, `Diagnostic` as `{"type":"diagnostic",…}` with the [`Diagnostic`](crate::Diagnostic)'s
+/// "diagnostics"}`, `Diagnostic` as `{"type":"diagnostic",…}` with the [`Diagnostic`]'s
 /// fields, and the progress events as `block_start`, `command_seen` (with `"protocol":
 /// "tam"`), `call_start`, `param_start`, `param_text`, `param_end`, `call_end`, each with
 /// its `protocol`. That form is lossy (a text event's span, a block's raw text, call
 /// spans and indices are left out), so there is no `Deserialize`: serialize the
-/// [`tam_parse::Block`] or [`ActionBlock`](crate::ActionBlock) itself for everything.
+/// [`tam_parse::Block`] or [`ActionBlock`] itself for everything.
 #[derive(Debug, Clone, PartialEq)]
-pub enum MixedEvent<'a> {
+pub enum Event<'a> {
     /// Prose outside blocks. Adjacent text events may be split anywhere.
     Text {
         /// The text.
@@ -38,11 +36,11 @@ pub enum MixedEvent<'a> {
         /// The marker's span.
         span: Span,
     },
-    /// A TAM command value closed (for UIs; the [`MixedEvent::TamBlock`](crate::MixedEvent::TamBlock) is authoritative).
-    /// This is TAM's "call begins" event: TAM has no [`MixedEvent::CallStart`](crate::MixedEvent::CallStart) because the
+    /// A TAM command value closed (for UIs; the [`Event::TamBlock`] is authoritative).
+    /// This is TAM's "call begins" event: TAM has no [`Event::CallStart`] because the
     /// tool id is known only when the command value closes, after its parameters may have
-    /// streamed, and no [`MixedEvent::CallEnd`](crate::MixedEvent::CallEnd) because which call a chained key belongs
-    /// to is decided at the block's end. Emitted whatever [`MixedConfig::param_events`](crate::MixedConfig::param_events) says.
+    /// streamed, and no [`Event::CallEnd`] because which call a chained key belongs
+    /// to is decided at the block's end. Emitted whatever [`Config::param_events`](crate::Config::param_events) says.
     CommandSeen {
         /// Chain number.
         call: u64,
@@ -58,7 +56,7 @@ pub enum MixedEvent<'a> {
     /// A problem outside any block: an unterminated TAM block, invalid UTF-8, an
     /// `<ACTION>` mention in prose (`marker_in_prose`).
     Diagnostic(Diagnostic),
-    /// A reasoning section opens ([`MixedConfig::reasoning_tags`](crate::MixedConfig::reasoning_tags)): `span` covers its open
+    /// A reasoning section opens ([`Config::reasoning_tags`](crate::Config::reasoning_tags)): `span` covers its open
     /// tag (`<think>`, `<thinking>`).
     ReasoningStart {
         /// The open tag's span.
@@ -78,10 +76,10 @@ pub enum MixedEvent<'a> {
         /// The close tag's span.
         span: Span,
     },
-    /// An ACTION call element's start tag is complete ([`Event::CallStart`](crate::Event::CallStart)). TAM reports
-    /// [`MixedEvent::CommandSeen`](crate::MixedEvent::CommandSeen) instead.
+    /// An ACTION call element's start tag is complete ([`action_xml::Event::CallStart`]). TAM reports
+    /// [`Event::CommandSeen`] instead.
     CallStart {
-        /// The block's protocol (always [`Protocol::Action`](crate::Protocol::Action)).
+        /// The block's protocol (always [`Protocol::Action`]).
         protocol: Protocol,
         /// The call's place in its block, from 0.
         index: usize,
@@ -90,7 +88,7 @@ pub enum MixedEvent<'a> {
         /// The start tag.
         span: Span,
     },
-    /// A parameter's value begins (ACTION [`Event::ParamStart`](crate::Event::ParamStart), TAM
+    /// A parameter's value begins (ACTION [`action_xml::Event::ParamStart`], TAM
     /// [`tam_parse::Event::ParamStart`]); `span` is the open tag (ACTION) or the key (TAM).
     ParamStart {
         /// The block's protocol.
@@ -100,7 +98,7 @@ pub enum MixedEvent<'a> {
         /// The start tag (ACTION) or the key (TAM).
         span: Span,
     },
-    /// A piece of a parameter's value, borrowed (ACTION [`Event::ParamText`](crate::Event::ParamText), TAM
+    /// A piece of a parameter's value, borrowed (ACTION [`action_xml::Event::ParamText`], TAM
     /// [`tam_parse::Event::ParamText`]). The pieces of one parameter concatenated are its
     /// final value: exactly the TAM value; for ACTION, the element's decoded content,
     /// whose edges [`ValueEdges`](crate::ValueEdges) trims as the block does.
@@ -112,17 +110,17 @@ pub enum MixedEvent<'a> {
         /// Where it was written.
         span: Span,
         /// ACTION: the piece is CDATA content (see
-        /// [`Event::ParamText`](crate::Event::ParamText)); TAM: always false.
+        /// [`action_xml::Event::ParamText`]); TAM: always false.
         cdata: bool,
     },
-    /// A parameter's value closed ([`Event::ParamEnd`](crate::Event::ParamEnd), [`tam_parse::Event::ParamEnd`]).
+    /// A parameter's value closed ([`action_xml::Event::ParamEnd`], [`tam_parse::Event::ParamEnd`]).
     ParamEnd {
         /// The block's protocol.
         protocol: Protocol,
         /// The whole parameter element (ACTION) or entry, key to close marker (TAM).
         span: Span,
     },
-    /// An ACTION call element closed ([`Event::CallEnd`](crate::Event::CallEnd)).
+    /// An ACTION call element closed ([`action_xml::Event::CallEnd`]).
     CallEnd {
         /// The block's protocol.
         protocol: Protocol,
@@ -133,64 +131,62 @@ pub enum MixedEvent<'a> {
     },
 }
 
-impl MixedEvent<'_> {
+impl Event<'_> {
     /// The event with no borrow left.
-    pub fn into_owned(self) -> MixedEvent<'static> {
+    pub fn into_owned(self) -> Event<'static> {
         match self {
-            MixedEvent::Text { text, span } => MixedEvent::Text {
+            Event::Text { text, span } => Event::Text {
                 text: Cow::Owned(text.into_owned()),
                 span,
             },
-            MixedEvent::BlockStart { protocol, span } => MixedEvent::BlockStart { protocol, span },
-            MixedEvent::CommandSeen { call, tool, span } => {
-                MixedEvent::CommandSeen { call, tool, span }
-            }
-            MixedEvent::TamBlock(b) => MixedEvent::TamBlock(b),
-            MixedEvent::ActionBlock(b) => MixedEvent::ActionBlock(b),
-            MixedEvent::Diagnostic(d) => MixedEvent::Diagnostic(d),
-            MixedEvent::ReasoningStart { span } => MixedEvent::ReasoningStart { span },
-            MixedEvent::Reasoning { text, span } => MixedEvent::Reasoning {
+            Event::BlockStart { protocol, span } => Event::BlockStart { protocol, span },
+            Event::CommandSeen { call, tool, span } => Event::CommandSeen { call, tool, span },
+            Event::TamBlock(b) => Event::TamBlock(b),
+            Event::ActionBlock(b) => Event::ActionBlock(b),
+            Event::Diagnostic(d) => Event::Diagnostic(d),
+            Event::ReasoningStart { span } => Event::ReasoningStart { span },
+            Event::Reasoning { text, span } => Event::Reasoning {
                 text: Cow::Owned(text.into_owned()),
                 span,
             },
-            MixedEvent::ReasoningEnd { span } => MixedEvent::ReasoningEnd { span },
-            MixedEvent::CallStart {
+            Event::ReasoningEnd { span } => Event::ReasoningEnd { span },
+            Event::CallStart {
                 protocol,
                 index,
                 tool,
                 span,
-            } => MixedEvent::CallStart {
+            } => Event::CallStart {
                 protocol,
                 index,
                 tool,
                 span,
             },
-            MixedEvent::ParamStart {
+            Event::ParamStart {
                 protocol,
                 key,
                 span,
-            } => MixedEvent::ParamStart {
+            } => Event::ParamStart {
                 protocol,
                 key: Cow::Owned(key.into_owned()),
                 span,
             },
-            MixedEvent::ParamText {
+            Event::ParamText {
                 protocol,
                 text,
                 span,
                 cdata,
-            } => MixedEvent::ParamText {
+            } => Event::ParamText {
                 protocol,
                 text: Cow::Owned(text.into_owned()),
                 span,
                 cdata,
             },
-            MixedEvent::ParamEnd { protocol, span } => MixedEvent::ParamEnd { protocol, span },
-            MixedEvent::CallEnd {
+            Event::ParamEnd { protocol, span } => Event::ParamEnd { protocol, span },
+            Event::CallEnd {
                 protocol,
                 index,
                 span,
-            } => MixedEvent::CallEnd {
+            } => Event::CallEnd {
                 protocol,
                 index,
                 span,
@@ -203,119 +199,119 @@ impl MixedEvent<'_> {
     pub fn is_argument_event(&self) -> bool {
         matches!(
             self,
-            MixedEvent::CallStart { .. }
-                | MixedEvent::ParamStart { .. }
-                | MixedEvent::ParamText { .. }
-                | MixedEvent::ParamEnd { .. }
-                | MixedEvent::CallEnd { .. }
+            Event::CallStart { .. }
+                | Event::ParamStart { .. }
+                | Event::ParamText { .. }
+                | Event::ParamEnd { .. }
+                | Event::CallEnd { .. }
         )
     }
 
     /// The span of the event.
     pub fn span(&self) -> Span {
         match self {
-            MixedEvent::Text { span, .. }
-            | MixedEvent::BlockStart { span, .. }
-            | MixedEvent::CommandSeen { span, .. }
-            | MixedEvent::CallStart { span, .. }
-            | MixedEvent::ParamStart { span, .. }
-            | MixedEvent::ParamText { span, .. }
-            | MixedEvent::ParamEnd { span, .. }
-            | MixedEvent::CallEnd { span, .. }
-            | MixedEvent::ReasoningStart { span }
-            | MixedEvent::Reasoning { span, .. }
-            | MixedEvent::ReasoningEnd { span } => *span,
-            MixedEvent::TamBlock(b) => b.span,
-            MixedEvent::ActionBlock(b) => b.span,
-            MixedEvent::Diagnostic(d) => d.span,
+            Event::Text { span, .. }
+            | Event::BlockStart { span, .. }
+            | Event::CommandSeen { span, .. }
+            | Event::CallStart { span, .. }
+            | Event::ParamStart { span, .. }
+            | Event::ParamText { span, .. }
+            | Event::ParamEnd { span, .. }
+            | Event::CallEnd { span, .. }
+            | Event::ReasoningStart { span }
+            | Event::Reasoning { span, .. }
+            | Event::ReasoningEnd { span } => *span,
+            Event::TamBlock(b) => b.span,
+            Event::ActionBlock(b) => b.span,
+            Event::Diagnostic(d) => d.span,
         }
     }
 }
 
-/// A TAM decoder's event as the mixed decoder reports it. `tam_parse::Event` is
+/// A TAM decoder's event as the decoder reports it. `tam_parse::Event` is
 /// exhaustive: a new TAM event is a breaking change that this `match` must learn.
-impl<'a> From<tam_parse::Event<'a>> for MixedEvent<'a> {
-    fn from(event: tam_parse::Event<'a>) -> MixedEvent<'a> {
+impl<'a> From<tam_parse::Event<'a>> for Event<'a> {
+    fn from(event: tam_parse::Event<'a>) -> Event<'a> {
         match event {
-            tam_parse::Event::Text { text, span } => MixedEvent::Text { text, span },
-            tam_parse::Event::BlockStart { span } => MixedEvent::BlockStart {
+            tam_parse::Event::Text { text, span } => Event::Text { text, span },
+            tam_parse::Event::BlockStart { span } => Event::BlockStart {
                 protocol: Protocol::Tam,
                 span,
             },
             tam_parse::Event::CommandSeen { call, tool, span } => {
-                MixedEvent::CommandSeen { call, tool, span }
+                Event::CommandSeen { call, tool, span }
             }
-            tam_parse::Event::Block(block) => MixedEvent::TamBlock(block),
-            tam_parse::Event::Diagnostic(d) => MixedEvent::Diagnostic(d),
-            tam_parse::Event::ParamStart { key, span } => MixedEvent::ParamStart {
+            tam_parse::Event::Block(block) => Event::TamBlock(block),
+            tam_parse::Event::Diagnostic(d) => Event::Diagnostic(d),
+            tam_parse::Event::ParamStart { key, span } => Event::ParamStart {
                 protocol: Protocol::Tam,
                 key,
                 span,
             },
-            tam_parse::Event::ParamText { text, span } => MixedEvent::ParamText {
+            tam_parse::Event::ParamText { text, span } => Event::ParamText {
                 protocol: Protocol::Tam,
                 text,
                 span,
                 cdata: false,
             },
-            tam_parse::Event::ParamEnd { span } => MixedEvent::ParamEnd {
+            tam_parse::Event::ParamEnd { span } => Event::ParamEnd {
                 protocol: Protocol::Tam,
                 span,
             },
-            tam_parse::Event::ReasoningStart { span } => MixedEvent::ReasoningStart { span },
-            tam_parse::Event::Reasoning { text, span } => MixedEvent::Reasoning { text, span },
-            tam_parse::Event::ReasoningEnd { span } => MixedEvent::ReasoningEnd { span },
+            tam_parse::Event::ReasoningStart { span } => Event::ReasoningStart { span },
+            tam_parse::Event::Reasoning { text, span } => Event::Reasoning { text, span },
+            tam_parse::Event::ReasoningEnd { span } => Event::ReasoningEnd { span },
         }
     }
 }
 
-/// An ACTION decoder's event as the mixed decoder reports it.
-impl<'a> From<Event<'a>> for MixedEvent<'a> {
-    fn from(event: Event<'a>) -> MixedEvent<'a> {
+/// An ACTION decoder's event as the decoder reports it.
+impl<'a> From<action_xml::Event<'a>> for Event<'a> {
+    fn from(event: action_xml::Event<'a>) -> Event<'a> {
         match event {
-            Event::Text { text, span } => MixedEvent::Text { text, span },
-            Event::BlockStart { span } => MixedEvent::BlockStart {
+            action_xml::Event::Text { text, span } => Event::Text { text, span },
+            action_xml::Event::BlockStart { span } => Event::BlockStart {
                 protocol: Protocol::Action,
                 span,
             },
-            Event::Block(block) => MixedEvent::ActionBlock(block),
-            Event::Diagnostic(d) => MixedEvent::Diagnostic(d),
-            Event::CallStart { index, tool, span } => MixedEvent::CallStart {
+            action_xml::Event::Block(block) => Event::ActionBlock(block),
+            action_xml::Event::Diagnostic(d) => Event::Diagnostic(d),
+            action_xml::Event::CallStart { index, tool, span } => Event::CallStart {
                 protocol: Protocol::Action,
                 index,
                 tool,
                 span,
             },
-            Event::ParamStart { key, span } => MixedEvent::ParamStart {
+            action_xml::Event::ParamStart { key, span } => Event::ParamStart {
                 protocol: Protocol::Action,
                 key,
                 span,
             },
-            Event::ParamText { text, span, cdata } => MixedEvent::ParamText {
+            action_xml::Event::ParamText { text, span, cdata } => Event::ParamText {
                 protocol: Protocol::Action,
                 text,
                 span,
                 cdata,
             },
-            Event::ParamEnd { span } => MixedEvent::ParamEnd {
+            action_xml::Event::ParamEnd { span } => Event::ParamEnd {
                 protocol: Protocol::Action,
                 span,
             },
-            Event::CallEnd { index, span } => MixedEvent::CallEnd {
+            action_xml::Event::CallEnd { index, span } => Event::CallEnd {
                 protocol: Protocol::Action,
                 index,
                 span,
             },
-            Event::ReasoningStart { span } => MixedEvent::ReasoningStart { span },
-            Event::Reasoning { text, span } => MixedEvent::Reasoning { text, span },
-            Event::ReasoningEnd { span } => MixedEvent::ReasoningEnd { span },
+            action_xml::Event::ReasoningStart { span } => Event::ReasoningStart { span },
+            action_xml::Event::Reasoning { text, span } => Event::Reasoning { text, span },
+            action_xml::Event::ReasoningEnd { span } => Event::ReasoningEnd { span },
         }
     }
 }
 
 #[cfg(feature = "serde")]
 mod wire {
-    //! [`MixedEvent`](crate::MixedEvent)'s serde form: the `tam decode` line. The line is an
+    //! [`Event`](crate::Event)'s serde form: the `tam decode` line. The line is an
     //! internally tagged enum of borrowed fields; spans, protocols, diagnostics and ACTION
     //! arguments are serialized by their own types' impls. Only the call shape is built
     //! here: a call is `{"tool", "args": {K: V}}`, where TAM values are the
@@ -325,8 +321,9 @@ mod wire {
     use serde::ser::{Serialize, Serializer};
     use tam_parse::{Call, Diagnostic, Param, Span};
 
-    use super::MixedEvent;
-    use crate::call::ActionCall;
+    use action_xml::ActionCall;
+
+    use super::Event;
     use crate::protocol::Protocol;
 
     /// One line.
@@ -431,37 +428,37 @@ mod wire {
         }
     }
 
-    impl<'a> From<&'a MixedEvent<'_>> for Line<'a> {
-        fn from(event: &'a MixedEvent<'_>) -> Line<'a> {
+    impl<'a> From<&'a Event<'_>> for Line<'a> {
+        fn from(event: &'a Event<'_>) -> Line<'a> {
             match event {
-                MixedEvent::Text { text, .. } => Line::Text { text },
-                MixedEvent::Reasoning { text, .. } => Line::Reasoning { text },
-                MixedEvent::ReasoningStart { span } => Line::ReasoningStart { span: *span },
-                MixedEvent::ReasoningEnd { span } => Line::ReasoningEnd { span: *span },
-                MixedEvent::TamBlock(block) => Line::ToolCalls {
+                Event::Text { text, .. } => Line::Text { text },
+                Event::Reasoning { text, .. } => Line::Reasoning { text },
+                Event::ReasoningStart { span } => Line::ReasoningStart { span: *span },
+                Event::ReasoningEnd { span } => Line::ReasoningEnd { span: *span },
+                Event::TamBlock(block) => Line::ToolCalls {
                     protocol: Protocol::Tam,
                     span: block.span,
                     calls: Calls::Tam(&block.calls),
                     diagnostics: &block.diagnostics,
                 },
-                MixedEvent::ActionBlock(block) => Line::ToolCalls {
+                Event::ActionBlock(block) => Line::ToolCalls {
                     protocol: Protocol::Action,
                     span: block.span,
                     calls: Calls::Action(&block.calls),
                     diagnostics: &block.diagnostics,
                 },
-                MixedEvent::Diagnostic(diagnostic) => Line::Diagnostic(diagnostic),
-                MixedEvent::BlockStart { protocol, span } => Line::BlockStart {
+                Event::Diagnostic(diagnostic) => Line::Diagnostic(diagnostic),
+                Event::BlockStart { protocol, span } => Line::BlockStart {
                     protocol: *protocol,
                     span: *span,
                 },
-                MixedEvent::CommandSeen { call, tool, span } => Line::CommandSeen {
+                Event::CommandSeen { call, tool, span } => Line::CommandSeen {
                     protocol: Protocol::Tam,
                     call: *call,
                     tool,
                     span: *span,
                 },
-                MixedEvent::CallStart {
+                Event::CallStart {
                     protocol,
                     index,
                     tool,
@@ -472,7 +469,7 @@ mod wire {
                     tool,
                     span: *span,
                 },
-                MixedEvent::ParamStart {
+                Event::ParamStart {
                     protocol,
                     key,
                     span,
@@ -481,7 +478,7 @@ mod wire {
                     key,
                     span: *span,
                 },
-                MixedEvent::ParamText {
+                Event::ParamText {
                     protocol,
                     text,
                     span,
@@ -492,11 +489,11 @@ mod wire {
                     span: *span,
                     cdata: *cdata,
                 },
-                MixedEvent::ParamEnd { protocol, span } => Line::ParamEnd {
+                Event::ParamEnd { protocol, span } => Line::ParamEnd {
                     protocol: *protocol,
                     span: *span,
                 },
-                MixedEvent::CallEnd {
+                Event::CallEnd {
                     protocol,
                     index,
                     span,
@@ -509,7 +506,7 @@ mod wire {
         }
     }
 
-    impl Serialize for MixedEvent<'_> {
+    impl Serialize for Event<'_> {
         fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
             Line::from(self).serialize(serializer)
         }

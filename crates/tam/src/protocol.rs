@@ -62,7 +62,7 @@ impl From<Protocol> for ProtocolChoice {
     }
 }
 
-/// Which tool-call protocol(s) an `tam::Decoder` looks for: the one name for that
+/// Which tool-call protocol(s) a [`Decoder`](crate::Decoder) looks for: the one name for that
 /// choice in the workspace (tool-dispatch's agent and the CLI use it too).
 ///
 /// With feature `serde`: its name, `"tam"`, `"action"` or `"auto"`; deserializing reads
@@ -79,7 +79,8 @@ pub enum ProtocolChoice {
     Tam,
     /// ACTION XML blocks only; TAM markers are prose.
     Action,
-    /// Both, in one stream, in any order ([`MixedDecoder`](crate::MixedDecoder)). The default.
+    /// Both, in one stream, in any order (one scanner for both: see the crate docs, "Both
+    /// protocols in one stream"). The default.
     #[default]
     Auto,
 }

@@ -1,0 +1,217 @@
+//! A closed `<ACTION>` block with no element between its tags (`Write <ACTION> to start a
+//! block and </ACTION> to end it.`) is a mention of the tags in prose: warning
+//! `marker_in_prose`, then its bytes as text; it takes no block index and nothing of it
+//! runs or streams. A body that holds an element stays a block. Every input is decoded
+//! every way (whole, char by char, byte by byte, random splits, every prefix + rest) by
+//! `action_xml::Decoder` and by the front door `tam::Decoder` for ACTION and for both
+//! protocols.
+
+use action_xml::{ActionBlock, Config, Event, codes};
+use tam::ProtocolChoice;
+use tam_testkit::{Action, Front, decode_all_ways};
+
+/// What a decoder made of a stream, in order: text (adjacent pieces joined), blocks,
+/// diagnostics outside blocks; and whether any argument event streamed.
+#[derive(Debug, PartialEq)]
+enum Seen {
+    Text(String),
+    Block(Box<ActionBlock>),
+    Diagnostic(&'static str, usize),
+}
+
+fn push_text(seen: &mut Vec<Seen>, text: &str) {
+    if let Some(Seen::Text(last)) = seen.last_mut() {
+        last.push_str(text);
+    } else {
+        seen.push(Seen::Text(text.to_owned()));
+    }
+}
+
+/// `input` decoded every way by `action_xml::Decoder` and by `tam::Decoder` (ACTION, and
+/// both protocols); all must see the same, which is returned with whether argument events
+/// streamed.
+fn decode(input: &str) -> (Vec<Seen>, bool) {
+    let mut seen = Vec::new();
+    let mut streamed = false;
+    for e in decode_all_ways(Action(Config::default()), input.as_bytes()) {
+        match e {
+            Event::Text { text, .. } => push_text(&mut seen, &text),
+            Event::Block(b) => seen.push(Seen::Block(Box::new(b))),
+            Event::Diagnostic(d) => seen.push(Seen::Diagnostic(d.code.as_str(), d.span.start)),
+            Event::CallStart { .. }
+            | Event::ParamStart { .. }
+            | Event::ParamText { .. }
+            | Event::ParamEnd { .. }
+            | Event::CallEnd { .. } => streamed = true,
+            _ => {}
+        }
+    }
+    for choice in [ProtocolChoice::Action, ProtocolChoice::Auto] {
+        let mut front = Vec::new();
+        let mut front_streamed = false;
+        let events = decode_all_ways(Front(tam::Config::for_protocol(choice)), input.as_bytes());
+        for e in events {
+            match e {
+                tam::Event::Text { text, .. } => push_text(&mut front, &text),
+                tam::Event::ActionBlock(b) => front.push(Seen::Block(Box::new(b))),
+                tam::Event::TamBlock(b) => panic!("{choice}: a TAM block in {input:?}: {b:?}"),
+                tam::Event::Diagnostic(d) => {
+                    front.push(Seen::Diagnostic(d.code.as_str(), d.span.start))
+                }
+                e if e.is_argument_event() => front_streamed = true,
+                _ => {}
+            }
+        }
+        assert_eq!(front, seen, "tam::Decoder ({choice}) on {input:?}");
+        assert_eq!(
+            front_streamed, streamed,
+            "tam::Decoder ({choice}) on {input:?}"
+        );
+    }
+    (seen, streamed)
+}
+
+/// `input` is prose whose mentions of `<ACTION>` start at `tags`: for each, warning
+/// `marker_in_prose` at the tag, and all of the input comes out as text, in order.
+fn assert_prose(input: &str, tags: &[usize]) {
+    let (seen, streamed) = decode(input);
+    assert!(!streamed, "{input:?} streamed arguments");
+    let mut text = String::new();
+    let mut warnings = Vec::new();
+    for s in &seen {
+        match s {
+            Seen::Text(t) => text.push_str(t),
+            Seen::Diagnostic(code, at) => {
+                assert_eq!(*code, "marker_in_prose", "{input:?}");
+                // The warning comes right before the tag's text.
+                assert_eq!(text.len(), *at, "{input:?}");
+                warnings.push(*at);
+            }
+            Seen::Block(b) => panic!("{input:?} gave a block: {b:?}"),
+        }
+    }
+    assert_eq!(text, input);
+    assert_eq!(warnings, tags, "{input:?}");
+}
+
+#[test]
+fn a_closed_block_with_no_element_is_prose() {
+    assert_prose(
+        "Write <ACTION> to start a block and </ACTION> to end it.",
+        &[6],
+    );
+    for input in [
+        "<ACTION></ACTION>",
+        "<ACTION>  </ACTION>",
+        "<ACTION>\n</ACTION>",
+        "<action></Action >",
+        "<ACTION><!-- nothing --></ACTION>",
+        "<ACTION><![CDATA[<write_file/>]]></ACTION>",
+        "<ACTION>if a < b && c</ACTION>",
+        "<ACTION>a <b and c</ACTION>",
+        "<ACTION></stray></ACTION>",
+        "<ACTION><1></ACTION>",
+        "<ACTION><?pi x?></ACTION>",
+        "<ACTION><!DOCTYPE x></ACTION>",
+        "<ACTION>\n```\n```\n</ACTION>",
+    ] {
+        assert_prose(input, &[0]);
+    }
+    // In a fenced code block, where a real block would be a call, too.
+    assert_prose("```xml\n<ACTION></ACTION>\n```\n", &[7]);
+    // Two on a line.
+    assert_prose(
+        "Use <ACTION> and </ACTION>, or <action> and </action>.",
+        &[4, 31],
+    );
+}
+
+#[test]
+fn a_prose_block_takes_no_block_index() {
+    let input = "Write <ACTION> to start a block and </ACTION> to end it.\n\
+                 <ACTION><read_file><path>a.txt</path></read_file></ACTION>";
+    let (seen, _) = decode(input);
+    let blocks: Vec<&ActionBlock> = seen
+        .iter()
+        .filter_map(|s| match s {
+            Seen::Block(b) => Some(&**b),
+            _ => None,
+        })
+        .collect();
+    let [block] = blocks.as_slice() else {
+        panic!("{seen:?}");
+    };
+    // The real block is the first: it runs, with no `extra_action_block`.
+    assert_eq!(block.index, 0);
+    assert_eq!(block.calls[0].tool, "read_file");
+    assert!(block.diagnostics.is_empty(), "{:?}", block.diagnostics);
+    assert_eq!(
+        seen[0],
+        Seen::Text("Write ".to_owned()),
+        "the prose before the mention"
+    );
+    assert_eq!(seen[1], Seen::Diagnostic("marker_in_prose", 6));
+    assert_eq!(
+        seen[2],
+        Seen::Text("<ACTION> to start a block and </ACTION> to end it.\n".to_owned())
+    );
+    // `parse` agrees: the real block's calls are the reply's.
+    let parsed = action_xml::parse(input);
+    assert_eq!(parsed.calls[0].tool, "read_file");
+    assert_eq!(
+        parsed.response_text.trim_end(),
+        "Write <ACTION> to start a block and </ACTION> to end it."
+    );
+}
+
+/// The one block of `input`.
+fn block_of(input: &str) -> ActionBlock {
+    let (seen, _) = decode(input);
+    let mut blocks = seen.into_iter().filter_map(|s| match s {
+        Seen::Block(b) => Some(*b),
+        _ => None,
+    });
+    let block = blocks
+        .next()
+        .unwrap_or_else(|| panic!("{input:?}: no block"));
+    assert!(blocks.next().is_none(), "{input:?}");
+    block
+}
+
+#[test]
+fn a_body_holding_an_element_stays_a_block() {
+    // Only a nested <ACTION>, an element that is no call: a block without calls.
+    for input in ["<ACTION><ACTION/></ACTION>", "<ACTION><ACTION></ACTION>"] {
+        let block = block_of(input);
+        assert!(block.calls.is_empty());
+        assert!(
+            block
+                .diagnostics
+                .iter()
+                .any(|d| d.code == codes::EMPTY_BLOCK),
+            "{input:?}: {:?}",
+            block.diagnostics
+        );
+    }
+    // An element after prose: a call, the prose stray text.
+    let block = block_of("<ACTION>Use <read_file/> now</ACTION>");
+    assert_eq!(block.calls[0].tool, "read_file");
+    assert!(
+        block
+            .diagnostics
+            .iter()
+            .any(|d| d.code == codes::STRAY_TEXT)
+    );
+    // A body that begins with an element the parser refuses: an error, no call.
+    let block = block_of("<ACTION><t a></ACTION>");
+    assert!(block.calls.is_empty());
+    assert_eq!(block.first_error().unwrap().code, codes::MALFORMED_XML);
+}
+
+#[test]
+fn a_block_that_never_closes_keeps_its_rules() {
+    // Nothing changed for a block the stream ended in: prose without an element first.
+    assert_prose("I write <ACTION> then nothing.", &[8]);
+    let block = block_of("<ACTION><read_file><path>a</path></read_file>");
+    assert_eq!(block.calls[0].tool, "read_file");
+}
