@@ -26,7 +26,7 @@ struct Seen {
 /// `input` decoded every way by `action_xml::Decoder`: what it sees.
 fn decode(input: &str) -> Seen {
     let events = decode_all_ways(Action(Config::default()), input.as_bytes());
-    let seen = Seen {
+    Seen {
         text: common::text(&events),
         blocks: common::blocks(&events).into_iter().cloned().collect(),
         outside: events
@@ -36,8 +36,7 @@ fn decode(input: &str) -> Seen {
                 _ => None,
             })
             .collect(),
-    };
-    seen
+    }
 }
 
 /// The stream ended inside a tag of a call: one block, no call, `unterminated_block`

@@ -32,19 +32,24 @@ pub struct ProxyConfig {
     /// `http://127.0.0.1:8081/v1`), API key, idle time-out, SSE event limit, fields added to
     /// every request. Its `model` is used when a request names none (empty: required).
     pub upstream: OpenAiConfig,
-    /// The protocol the upstream model is asked to write. Default: [`ProtocolChoice::Action`],
-    /// the protocol that small models called tools with best through the proxy: on the
-    /// BFCL cases of the repository's `e2e/README.md` (Qwen2.5-Coder-1.5B-Instruct), ACTION
-    /// answered 79 % of the development set and 72 % of a held-out set right, TAM 70 % and
-    /// 56 %, at the same prompt size and time. [`ProtocolChoice::Tam`] stays one call away.
-    pub protocol: ProtocolChoice,
+    /// The decoder's settings ([`tam::Config`]):
+    ///
+    /// * `protocol`, the protocol the upstream model is asked to write. Default:
+    ///   [`ProtocolChoice::Action`], the protocol that small models called tools with best
+    ///   through the proxy: on the BFCL cases of the repository's `e2e/README.md`
+    ///   (Qwen2.5-Coder-1.5B-Instruct), ACTION answered 79 % of the development set and
+    ///   72 % of a held-out set right, TAM 70 % and 56 %, at the same prompt size and time.
+    ///   [`ProtocolChoice::Tam`] stays one call away ([`ProxyConfig::with_protocol`]).
+    /// * `tam`, the TAM decoder's limits (block size, calls per block), and `action`, the
+    ///   ACTION decoder's (block size, depth, nodes). Default: the protocol crates'.
+    /// * `reasoning_tags`: `<think>` sections are reasoning, never calls. Default: `true`.
+    ///
+    /// Its `param_events` is not looked at: the proxy always reads arguments while blocks
+    /// are written.
+    pub decoder: tam::Config,
     /// Largest request body; a larger one gets 413. Default: [`DEFAULT_MAX_REQUEST_BYTES`]
     /// (4 MiB).
     pub max_request_bytes: usize,
-    /// The TAM decoder's limits (block size, calls per block). Default: tam-parse's.
-    pub tam: tam_parse::Config,
-    /// The ACTION decoder's limits (block size, depth, nodes). Default: action-xml's.
-    pub action: action_xml::Config,
     /// The keys a client must present (`Authorization: Bearer KEY`) on every route but
     /// `/health`. Default: none, and the proxy is open to anyone who reaches it.
     pub client_keys: ClientKeys,
@@ -121,10 +126,8 @@ impl ProxyConfig {
     pub fn new(upstream: OpenAiConfig) -> Self {
         Self {
             upstream,
-            protocol: ProtocolChoice::Action,
+            decoder: tam::Config::for_protocol(ProtocolChoice::Action),
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
-            tam: tam_parse::Config::default(),
-            action: action_xml::Config::default(),
             client_keys: ClientKeys::default(),
             allowed_origins: Vec::new(),
             max_connections: default_max_connections(),
@@ -154,10 +157,10 @@ impl ProxyConfig {
         self
     }
 
-    /// This configuration with `protocol`.
+    /// This configuration with `protocol` (the `protocol` of [`ProxyConfig::decoder`]).
     #[must_use]
     pub fn with_protocol(mut self, protocol: ProtocolChoice) -> Self {
-        self.protocol = protocol;
+        self.decoder.protocol = protocol;
         self
     }
 

@@ -151,7 +151,7 @@ async fn complete<W: Wire>(
     let body = read_body(config, request).await?;
     let id = unique_id();
     let (conversation, writer) = read(&body, &config.upstream.model, &id)?;
-    let request = conversation::translate(conversation, config.protocol)?;
+    let request = conversation::translate(conversation, config.decoder.protocol)?;
     summary.model = Some(request.model.clone());
     let slot = shared.upstream_slot().await?;
     let Translated {
@@ -167,13 +167,11 @@ async fn complete<W: Wire>(
         activation,
     } = request;
     let translator = Translator::new(
-        config.protocol,
+        config.decoder,
         decode,
         stream.then_some(config.stream_after_bytes),
         offered,
         max_calls,
-        config.tam,
-        config.action,
         id.clone(),
     );
     // The model's turn ends at its call: the protocol's end markers go upstream
@@ -311,7 +309,7 @@ async fn strict_constraint(
     // Only the kinds that take a constraint get one.
     config::strict_form(kind)?;
     let config = &shared.config;
-    let protocol = prompt::prompt_protocol(config.protocol);
+    let protocol = prompt::prompt_protocol(config.decoder.protocol);
     let options = GrammarOptions::new(protocol).with_activation(activation);
     let grammar = match StrictGrammar::new(tools, &options) {
         Ok(grammar) => grammar,
@@ -327,7 +325,7 @@ async fn strict_constraint(
     };
     // The decoder's TAM dialect must end its blocks where the grammar does.
     if protocol == tool_schema::PromptProtocol::Tam
-        && grammar.end_marker() != config.tam.dialect.end_marker()
+        && grammar.end_marker() != config.decoder.tam.dialect.end_marker()
     {
         return None;
     }

@@ -107,9 +107,8 @@
 //!   ([`AgentConfig::observation_role`]): the text protocols' calls have no native call id,
 //!   which `tool` messages need on most servers.
 //! * `<think>` at the start of a reply is split out by [`ThinkSplitter`]; a `<think>`
-//!   section that begins a later prose line is reasoning too (the decoder's
-//!   `tam::Config::reasoning_tags`, tied to [`AgentConfig::split_think_tags`]): never
-//!   decoded into calls. Reasoning is left out of the assistant message added to the
+//!   section that begins a later prose line is reasoning too (the decoder's; both follow
+//!   the `reasoning_tags` of [`AgentConfig::decoder`]): never decoded into calls. Reasoning is left out of the assistant message added to the
 //!   conversation.
 //! * Native tool calls are never run; one observation per round names them and tells the
 //!   model to write the protocol's block.
@@ -125,7 +124,7 @@
 //!   element's raw text.
 //! * The agent's events carry the decoder's own events ([`AgentEvent::Decoded`]: prose,
 //!   a block's start, diagnostics outside blocks, argument events for UIs with
-//!   [`AgentConfig::param_events`], default on); the [`AgentEvent::BlockClosed`]
+//!   the `param_events` of [`AgentConfig::decoder`], default on); the [`AgentEvent::BlockClosed`]
 //!   stays authoritative: only its calls run.
 //!
 //! # Limits
@@ -143,8 +142,8 @@
 //! worker is free. Register such a function with [`Registry::register_blocking_fn`]: it
 //! runs on tokio's blocking pool and its time-out fires on any runtime.
 //!
-//! The decoders' own limits (block size, calls per block, XML depth and nodes) are in
-//! [`AgentConfig::tam`] and [`AgentConfig::action`].
+//! The decoders' own limits (block size, calls per block, XML depth and nodes) are the
+//! `tam` and `action` settings of [`AgentConfig::decoder`].
 //!
 //! # Crate features
 //!

@@ -196,7 +196,7 @@ async fn stream_arguments_off_sends_none() {
     write_tool(&mut registry);
     let mut config = AgentConfig::for_protocol(ProtocolChoice::Auto);
     config.end_turn_at_call = false;
-    config.param_events = false;
+    config.decoder.param_events = false;
     let agent = Agent::with_config(
         Dispatcher::new(registry, ReferenceEngine::new()),
         Scope::unrestricted(),

@@ -39,7 +39,7 @@ fn agent(protocol: ProtocolChoice, runs: &Arc<AtomicUsize>) -> Agent {
         })
         .unwrap();
     let mut config = AgentConfig::for_protocol(ProtocolChoice::Tam);
-    config.protocol = protocol;
+    config.decoder.protocol = protocol;
     Agent::with_config(
         Dispatcher::new(registry, ReferenceEngine::new()),
         Scope::unrestricted(),

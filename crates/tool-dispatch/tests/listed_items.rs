@@ -164,7 +164,7 @@ async fn the_agent_runs_one_call_with_the_items() {
         })
         .unwrap();
     let mut config = AgentConfig::for_protocol(ProtocolChoice::Tam);
-    config.protocol = ProtocolChoice::Tam;
+    config.decoder.protocol = ProtocolChoice::Tam;
     let agent = Agent::with_config(
         Dispatcher::new(registry, ReferenceEngine::new()),
         Scope::unrestricted(),

@@ -581,7 +581,7 @@ pub(crate) async fn count_tokens(
     let config = &shared.config;
     let body = crate::routes::read_body(config, request).await?;
     let conversation = read_conversation(&body, &config.upstream.model)?;
-    let translated = crate::conversation::translate(conversation, config.protocol)?;
+    let translated = crate::conversation::translate(conversation, config.decoder.protocol)?;
     let _slot = shared.upstream_slot().await?;
     let tokens = match upstream_count(shared, &translated.messages).await {
         Some(tokens) => tokens,

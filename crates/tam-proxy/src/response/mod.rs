@@ -76,23 +76,16 @@ impl Finish {
     }
 }
 
-/// The protocol decoder of one response: the front door for the proxy's protocol, with
-/// argument events on, reading a call element of an offered tool written without
-/// `<ACTION>` as a call.
-fn block_decoder(
-    protocol: ProtocolChoice,
-    tam: tam_parse::Config,
-    action: action_xml::Config,
-    offered: &OfferedTools,
-) -> tam::Decoder {
-    let choice = match protocol {
+/// The protocol decoder of one response: the front door with the proxy's settings
+/// (`decoder`), argument events on whatever they say, reading a call element of an offered
+/// tool written without `<ACTION>` as a call.
+fn block_decoder(decoder: tam::Config, offered: &OfferedTools) -> tam::Decoder {
+    let mut config = decoder.with_param_events(true);
+    config.protocol = match decoder.protocol {
         ProtocolChoice::Action => ProtocolChoice::Action,
         ProtocolChoice::Auto => ProtocolChoice::Auto,
         _ => ProtocolChoice::Tam,
     };
-    let mut config = tam::Config::for_protocol(choice).with_param_events(true);
-    config.tam = tam;
-    config.action = action;
     tam::Decoder::new(config).with_bare_call_tools(offered.names())
 }
 
@@ -130,26 +123,25 @@ impl Translator {
     /// `stream_after` (`Some` for a streaming request) streams a call and its string
     /// arguments while its block is written, from the moment one of its string values is
     /// that many bytes long (0: from its tool id; [`crate::ProxyConfig::stream_after_bytes`]).
-    #[allow(clippy::too_many_arguments)]
+    /// `decoder` is the proxy's decoder settings ([`crate::ProxyConfig::decoder`]).
     pub(crate) fn new(
-        protocol: ProtocolChoice,
+        decoder: tam::Config,
         decode: bool,
         stream_after: Option<usize>,
         offered: OfferedTools,
         max_calls: usize,
-        tam: tam_parse::Config,
-        action: action_xml::Config,
         call_id_base: String,
     ) -> Self {
-        let tam_end = tam.dialect.end_marker();
+        let protocol = decoder.protocol;
+        let tam_end = decoder.tam.dialect.end_marker();
         // The decoder's limit: TAM alone has its own, ACTION and both protocols at once
         // the ACTION one.
         let block_limit = match protocol {
-            ProtocolChoice::Action | ProtocolChoice::Auto => action.max_block_bytes,
-            _ => tam.max_block_bytes,
+            ProtocolChoice::Action | ProtocolChoice::Auto => decoder.action.max_block_bytes,
+            _ => decoder.tam.max_block_bytes,
         };
         Self {
-            decoder: decode.then(|| block_decoder(protocol, tam, action, &offered)),
+            decoder: decode.then(|| block_decoder(decoder, &offered)),
             emitter: Emitter {
                 offered,
                 protocol,

@@ -20,13 +20,11 @@ fn offered() -> OfferedTools {
 
 fn translator(protocol: ProtocolChoice) -> Translator {
     Translator::new(
-        protocol,
+        tam::Config::for_protocol(protocol),
         true,
         None,
         offered(),
         usize::MAX,
-        tam_parse::Config::default(),
-        action_xml::Config::default(),
         "t".into(),
     )
 }
@@ -288,13 +286,11 @@ fn run_stopped(
     stopped_at: Option<&str>,
 ) -> (Vec<Vec<Piece>>, String, Option<String>) {
     let mut t = Translator::new(
-        ProtocolChoice::Action,
+        tam::Config::for_protocol(ProtocolChoice::Action),
         true,
         Some(0),
         writer_tools(),
         usize::MAX,
-        tam_parse::Config::default(),
-        action_xml::Config::default(),
         "t".into(),
     );
     let mut per_delta = Vec::new();
@@ -334,13 +330,11 @@ fn run_streaming_after(
     finish: Option<FinishReason>,
 ) -> (Vec<Vec<Piece>>, String, Option<String>) {
     let mut t = Translator::new(
-        protocol,
+        tam::Config::for_protocol(protocol),
         true,
         Some(after),
         writer_tools(),
         usize::MAX,
-        tam_parse::Config::default(),
-        action_xml::Config::default(),
         "t".into(),
     );
     let mut per_delta = Vec::new();
@@ -941,13 +935,11 @@ fn whole_reply(
     finish: FinishReason,
 ) -> (String, Vec<(String, Value)>) {
     let mut t = Translator::new(
-        protocol,
+        tam::Config::for_protocol(protocol),
         true,
         None,
         writer_tools(),
         usize::MAX,
-        tam_parse::Config::default(),
-        action_xml::Config::default(),
         "t".into(),
     );
     t.feed(ModelItem::Text(text.to_owned()));

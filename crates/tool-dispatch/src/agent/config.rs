@@ -26,14 +26,26 @@ pub enum FailurePolicy {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct AgentConfig {
-    /// The protocol(s) decoded. Default: [`ProtocolChoice::Action`], as `tam serve`'s: on
-    /// BFCL with a 1.5B model, ACTION calls were right more often than TAM's (e2e/README.md);
-    /// the prompt teaches one protocol, [`ProtocolChoice::Auto`] also reads the other.
-    pub protocol: ProtocolChoice,
-    /// The TAM decoder's configuration (dialect, limits). Default: the default dialect.
-    pub tam: tam_parse::Config,
-    /// The ACTION decoder's configuration (limits). Default: action-xml's defaults.
-    pub action: action_xml::Config,
+    /// The decoder's settings ([`tam::Config`]):
+    ///
+    /// * `protocol`, the protocol(s) decoded. Default: [`ProtocolChoice::Action`], as `tam
+    ///   serve`'s: on BFCL with a 1.5B model, ACTION calls were right more often than TAM's
+    ///   (e2e/README.md); the prompt teaches one protocol, [`ProtocolChoice::Auto`] also
+    ///   reads the other.
+    /// * `tam`, the TAM decoder's configuration (dialect, limits), and `action`, the
+    ///   ACTION decoder's (limits). Default: the protocol crates' defaults.
+    /// * `reasoning_tags`: whether `<think>…</think>` sections of a reply's text are
+    ///   reasoning (split out, shown as
+    ///   [`AgentEvent::Reasoning`](crate::AgentEvent::Reasoning), never decoded): the one at
+    ///   the start of the reply by [`ThinkSplitter`](crate::ThinkSplitter), one beginning a
+    ///   later prose line by the decoder. Default: `true`.
+    /// * `param_events`: whether the argument events
+    ///   ([`AgentEvent::Decoded`](crate::AgentEvent::Decoded) with the decoder's
+    ///   `CommandSeen`, `CallStart`, `ParamStart`, `ParamText`, `ParamEnd`, `CallEnd`) are
+    ///   sent while blocks stream. Default: `true`.
+    ///
+    /// [`AgentConfig::for_protocol`] sets the protocol with its prompt style.
+    pub decoder: tam::Config,
     /// Whether the model's turn ends at its call. Default: `true`: each request
     /// asks the model to stop at the protocol's end marker (a `stop` sequence before the
     /// caller's own), the stream is closed as soon as a block with calls to run has closed,
@@ -63,16 +75,6 @@ pub struct AgentConfig {
     /// The role of the message carrying a round's observations. Default: [`Role::User`]
     /// (see [`Role::Tool`] for why not `tool`).
     pub observation_role: Role,
-    /// Whether `<think>…</think>` sections of a reply's text are reasoning (split out,
-    /// shown as [`AgentEvent::Reasoning`](crate::AgentEvent::Reasoning), never decoded): the one at the start of the
-    /// reply by [`ThinkSplitter`](crate::ThinkSplitter), one beginning a later prose line by the decoder
-    /// (`tam::Config::reasoning_tags`). Default: `true`.
-    pub split_think_tags: bool,
-    /// Whether the argument events ([`AgentEvent::Decoded`](crate::AgentEvent::Decoded) with the decoder's
-    /// `CommandSeen`, `CallStart`, `ParamStart`, `ParamText`, `ParamEnd`, `CallEnd`) are
-    /// sent while blocks stream
-    /// ([`tam::Config::param_events`]). Default: `true`.
-    pub param_events: bool,
     /// Strict calls: the form in which each request carries a grammar of the scope's
     /// tools, so that a server that constrains its own sampling lets the model write only
     /// blocks that decode into calls of those tools ([`StrictForm`]). Default: `None`
@@ -109,9 +111,7 @@ impl AgentConfig {
             ProtocolChoice::Tam | ProtocolChoice::Auto => PromptStyle::Tam,
         };
         Self {
-            protocol,
-            tam: tam_parse::Config::default(),
-            action: action_xml::Config::default(),
+            decoder: tam::Config::for_protocol(protocol),
             end_turn_at_call: true,
             run_extra_action_blocks: false,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
@@ -121,19 +121,7 @@ impl AgentConfig {
             tool_list_heading: "Available tools:".to_owned(),
             model_options: ModelOptions::default(),
             observation_role: Role::User,
-            split_think_tags: true,
-            param_events: true,
             strict: None,
         }
-    }
-
-    /// The front door's settings for this configuration.
-    pub(super) fn decoder_config(&self) -> tam::Config {
-        let mut config = tam::Config::for_protocol(self.protocol);
-        config.tam = self.tam;
-        config.action = self.action;
-        config
-            .with_param_events(self.param_events)
-            .with_reasoning_tags(self.split_think_tags)
     }
 }

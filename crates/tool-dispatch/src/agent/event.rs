@@ -22,7 +22,7 @@ pub enum AgentEvent {
     /// invalid UTF-8, a quoted marker), and the argument events while calls are written
     /// ([`tam::Event::CommandSeen`], [`tam::Event::CallStart`], [`tam::Event::ParamStart`],
     /// [`tam::Event::ParamText`], [`tam::Event::ParamEnd`], [`tam::Event::CallEnd`]; only
-    /// with [`AgentConfig::param_events`](crate::AgentConfig::param_events)). Closed blocks come as
+    /// with the `param_events` of [`AgentConfig::decoder`](crate::AgentConfig::decoder)). Closed blocks come as
     /// [`AgentEvent::BlockClosed`](crate::AgentEvent::BlockClosed) and reasoning as [`AgentEvent::Reasoning`](crate::AgentEvent::Reasoning), never here.
     Decoded(tam::Event<'static>),
     /// A block closed; unless `executed` is false, its calls are about to run (they may

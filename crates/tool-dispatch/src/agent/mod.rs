@@ -201,7 +201,7 @@ impl Agent {
     /// which write any name. Show them to the user: [`Agent::system_prompt`] leaves them
     /// out.
     pub fn unwritable_tools(&self) -> Vec<String> {
-        if self.config.protocol != tam::ProtocolChoice::Action {
+        if self.config.decoder.protocol != tam::ProtocolChoice::Action {
             return Vec::new();
         }
         self.scope
@@ -233,7 +233,7 @@ impl Agent {
     /// # Errors
     /// The [`GrammarError`] of [`StrictGrammar::new`].
     pub fn strict_grammar(&self) -> Result<StrictGrammar, GrammarError> {
-        let protocol = match self.config.protocol {
+        let protocol = match self.config.decoder.protocol {
             tam::ProtocolChoice::Action => PromptProtocol::Action,
             tam::ProtocolChoice::Tam | tam::ProtocolChoice::Auto => PromptProtocol::Tam,
         };
@@ -249,7 +249,7 @@ impl Agent {
         let form = self.config.strict?;
         let grammar = self.strict_grammar().ok()?;
         if grammar.protocol() == PromptProtocol::Tam
-            && grammar.end_marker() != self.config.tam.dialect.end_marker()
+            && grammar.end_marker() != self.config.decoder.tam.dialect.end_marker()
         {
             return None;
         }
@@ -380,16 +380,17 @@ impl Agent {
             let config = &self.config;
             // A call element of an offered tool written without `<ACTION>` is a call.
             let offered = self.scope.definitions(self.dispatcher.registry());
-            let mut decoder = tam::Decoder::new(config.decoder_config())
+            let mut decoder = tam::Decoder::new(config.decoder)
                 .with_bare_call_tools(offered.iter().map(|d| d.id.as_str()));
-            let mut think = config.split_think_tags.then(ThinkSplitter::new);
+            let mut think = config.decoder.reasoning_tags.then(ThinkSplitter::new);
             let mut raw = String::new();
             // The turn ends at the call: the protocol's end markers are stop
             // sequences, before the caller's own.
-            let tam_end = config.tam.dialect.end_marker();
+            let tam_end = config.decoder.tam.dialect.end_marker();
             let mut options = config.model_options.clone();
             if config.end_turn_at_call {
-                options.stop = stop_sequences(config.protocol, tam_end, options.stop.drain(..));
+                options.stop =
+                    stop_sequences(config.decoder.protocol, tam_end, options.stop.drain(..));
             }
             let mut request = ModelRequest::new(conversation.to_vec(), options);
             if let Some(constraint) = self.constraint() {
@@ -643,7 +644,7 @@ impl Agent {
             | tam::Event::ParamEnd { .. }
             | tam::Event::CallEnd { .. }) => {
                 // TAM's CommandSeen comes whatever the decoder's switch says.
-                if self.config.param_events {
+                if self.config.decoder.param_events {
                     emit(AgentEvent::Decoded(other.into_owned()));
                 }
                 return;
