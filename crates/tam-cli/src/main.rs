@@ -1,8 +1,8 @@
 //! `tam`: the command line over the workspace's crates.
 //!
 //! * `tam decode` streams a model's output (raw text, JSON-string deltas, or an OpenAI
-//!   `chat.completions` SSE stream) through the TAM, ACTION XML or mixed decoder and writes
-//!   one JSON object per event, flushed as soon as the event is decided.
+//!   `chat.completions` SSE stream) through the front door (TAM, ACTION XML or both) and
+//!   writes one JSON object per event, flushed as soon as the event is decided.
 //! * `tam schema` reads tool definitions from workflow JSON, node definitions or a
 //!   `plugin.yaml` and prints them, or exports them in the OpenAI, Anthropic or MCP format.
 //! * `tam prompt` renders a complete system prompt (TAM or ACTION, English or Chinese) or

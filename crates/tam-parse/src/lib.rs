@@ -170,9 +170,8 @@
 //!   is then `unterminated_block`, not prose).
 //! * In a block that never closes and is given back as prose, invalid UTF-8 stays where it
 //!   was: text pieces around `invalid_utf8` diagnostics, which tile the stream.
-//! * Argument streaming is opt-in ([`Config::param_events`], default `false`): the mixed
-//!   decoder's event type and tool-dispatch do not carry `Param*` events yet, and would
-//!   report each one as an unknown event.
+//! * Argument streaming is opt-in ([`Config::param_events`], default `false`): a consumer
+//!   that does not know the `Param*` events yet would report each one as an unknown event.
 //!
 //! # What is borrowed, what is held back
 //!

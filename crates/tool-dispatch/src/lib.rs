@@ -2,9 +2,9 @@
 //! tools, permission [`Scope`]s, a [`Dispatcher`] that validates each call and executes it
 //! under a time-out, cancellation and panic guard, the unified [`ToolExecutionResult`], and
 //! the observation text fed back to the model.
-//! On top sits the [`Agent`] loop: it streams a model's output through the TAM, ACTION XML
-//! or mixed decoder, starts each block's calls as soon as the block closes, and feeds the
-//! observations back until the model answers in plain text.
+//! On top sits the [`Agent`] loop: it streams a model's output through the front door's
+//! decoder (TAM, ACTION XML or both), starts each block's calls as soon as the block
+//! closes, and feeds the observations back until the model answers in plain text.
 //!
 //! # Example
 //!

@@ -121,8 +121,7 @@ pub struct Config {
     pub max_key_len: usize,
     /// Stream arguments: emit [`Event::ParamStart`](crate::Event::ParamStart), [`Event::ParamText`](crate::Event::ParamText) and
     /// [`Event::ParamEnd`](crate::Event::ParamEnd) while values are written. Default: `false` (opt-in, so that
-    /// consumers that do not know these events yet — the mixed decoder's event type,
-    /// tool-dispatch — see none).
+    /// consumers that do not know these events yet see none).
     pub param_events: bool,
     /// Read `<think>` … `</think>` and `<thinking>` … `</thinking>` sections of the prose
     /// as reasoning ([`Event::ReasoningStart`](crate::Event::ReasoningStart), [`Event::Reasoning`](crate::Event::Reasoning),

@@ -1,5 +1,5 @@
 //! The block parser: the TAM half of the scanner's callbacks, for this crate's decoder
-//! and for mixed-protocol decoders.
+//! and for decoders that read several protocols in one stream (the `tam` crate's).
 
 use std::borrow::Cow;
 use std::ops::Range;
