@@ -29,7 +29,8 @@ for f in "$root"/crates/tam-parse/tests/golden/*.{tam,bin}; do
     seed tam_decode "$f" "$(flags_for "$f")"
     seed mixed_decode "$f" "$(flags_for "$f")"
 done
-for f in "$root"/crates/action-xml/tests/golden/*.{txt,bin}; do
+# The golden inputs of both protocols in one stream (crates/tam) seed the ACTION target too.
+for f in "$root"/crates/action-xml/tests/golden/*.{txt,bin} "$root"/crates/tam/tests/golden/*.{txt,bin}; do
     seed action_decode "$f" "$(flags_for "$f")"
     seed mixed_decode "$f" "$(flags_for "$f")"
 done
