@@ -216,7 +216,7 @@ impl BlockParser {
 pub(crate) fn quoted_marker(marker_text: &str, span: Span, quote: Quote) -> Diagnostic {
     let where_ = match quote {
         Quote::QuoteLine => "on a line quoted with '>'",
-        _ => "inside inline code",
+        Quote::InlineCode => "inside inline code",
     };
     Diagnostic::warning(
         Code::MARKER_IN_PROSE,

@@ -182,7 +182,7 @@ impl Pattern {
     pub(super) fn exact_bytes(&self) -> Option<&[u8]> {
         match &self.kind {
             PatternKind::Exact(b) if !self.line_start => Some(b),
-            _ => None,
+            PatternKind::Exact(_) | PatternKind::Tag { .. } => None,
         }
     }
 

@@ -323,7 +323,7 @@ impl PatternSet {
                 MatchAt::Partial if !eof && (!p.line_start || is_line_start(hay, at, lf)) => {
                     partial = true;
                 }
-                _ => {}
+                MatchAt::Partial | MatchAt::No => {}
             }
         }
         if partial {
@@ -492,7 +492,7 @@ impl PatternSet {
             Finder::Three(a, b, c, _) => {
                 self.find_outlined(hay, from, eof, lf, memchr::memchr3_iter(*a, *b, *c, tail))
             }
-            _ => Found::None,
+            Finder::Memmem(_) | Finder::Table(_) => Found::None,
         }
     }
 

@@ -249,7 +249,7 @@ impl Scanner {
                             content_start,
                             ..
                         } => Some((region, content_start)),
-                        _ => None,
+                        State::Outside | State::Body { .. } | State::Reasoning { .. } => None,
                     };
                     let len = self.buf.len();
                     self.close_block(kind, how, len, len, open_region, h);

@@ -28,7 +28,12 @@ impl Scanner {
                 None => Decision::Open { kind },
             },
             Action::Think(tag) if ctx.line_start => Decision::Think { tag },
-            _ => Decision::Prose,
+            Action::Think(_)
+            | Action::Close
+            | Action::Restart
+            | Action::EnterRegion(_)
+            | Action::LeaveRegion
+            | Action::ThinkEnd(_) => Decision::Prose,
         }
     }
 
@@ -99,7 +104,7 @@ impl Scanner {
                     self.pos = p0 + d.len();
                     return "";
                 }
-                _ => {
+                Found::Match { .. } | Found::Partial { .. } | Found::None => {
                     h.reasoning(&self.buf, Span::new(held_start, p0));
                     self.buf.clear();
                 }
@@ -206,7 +211,9 @@ impl Scanner {
                             self.prose.feed(&[first], start);
                             self.open_block(kind, start, d.len() - used, h);
                         }
-                        decision => {
+                        decision @ (Decision::Quoted { .. }
+                        | Decision::Think { .. }
+                        | Decision::Prose) => {
                             let marker = std::mem::take(&mut self.buf);
                             self.marker_not_opened(
                                 decision,
@@ -232,7 +239,7 @@ impl Scanner {
                     self.pos = p0 + d.len();
                     return "";
                 }
-                _ => {
+                Found::Match { .. } | Found::Partial { .. } | Found::None => {
                     prose_text(&mut self.prose, h, &self.buf, Span::new(held_start, p0));
                     self.buf.clear();
                 }
@@ -251,7 +258,9 @@ impl Scanner {
                         self.pos = start + len;
                         self.open_block(kind, start, d.len() - (at + len), h);
                     }
-                    decision => {
+                    decision @ (Decision::Quoted { .. }
+                    | Decision::Think { .. }
+                    | Decision::Prose) => {
                         self.pos = start + len;
                         let span = Span::new(start, self.pos);
                         self.marker_not_opened(decision, &d[at..at + len], span, h);
