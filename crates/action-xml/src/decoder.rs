@@ -493,6 +493,8 @@ fn joined(events: Vec<Event<'static>>) -> Vec<Event<'static>> {
 /// Warning `marker_in_prose` for an `<ACTION>` tag the model quoted: an empty
 /// span at the tag, like the prose-mention warning, before the tag's text.
 fn quoted_tag(marker: Span, quote: Quote) -> Diagnostic {
+    // `Quote` is tam-parse's and #[non_exhaustive]: a wildcard is the only way to match it.
+    #[allow(clippy::wildcard_enum_match_arm)]
     let where_ = match quote {
         Quote::QuoteLine => "on a line quoted with '>'",
         _ => "inside inline code",

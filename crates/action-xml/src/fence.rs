@@ -49,7 +49,11 @@ impl LineState {
                 LineState::AfterTicks if is_blank(b) => LineState::AfterTicks,
                 LineState::AfterTicks | LineState::Info if is_info(b) => LineState::Info,
                 LineState::Info | LineState::AfterInfo if is_blank(b) => LineState::AfterInfo,
-                _ => LineState::Other,
+                LineState::Blank
+                | LineState::Ticks { .. }
+                | LineState::AfterTicks
+                | LineState::Info
+                | LineState::AfterInfo => LineState::Other,
             };
         }
         self

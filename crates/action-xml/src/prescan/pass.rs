@@ -348,7 +348,7 @@ impl<'a> Prescan<'a> {
         };
         let (end, empty) = match how {
             Tag::Done { end, empty } => (end, empty),
-            other => return Ok(self.not_a_tag(i, other)),
+            other @ (Tag::Malformed | Tag::Incomplete) => return Ok(self.not_a_tag(i, other)),
         };
         for at in attr_edits {
             self.ampersand(at);

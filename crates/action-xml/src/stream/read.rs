@@ -204,7 +204,7 @@ impl Streamer {
                     false => None,
                 }
             }
-            _ => None,
+            State::Top | State::Call { .. } => None,
         };
         let name = match own_name {
             Some(name) => name,

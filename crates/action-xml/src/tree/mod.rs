@@ -64,7 +64,12 @@ fn insert_value<'k>(
         }
         Entry::Occupied(mut slot) => match slot.get_mut() {
             Value::Array(items) if repeated.contains(key) => items.push(value),
-            first => {
+            first @ (Value::Null
+            | Value::Bool(_)
+            | Value::Number(_)
+            | Value::String(_)
+            | Value::Array(_)
+            | Value::Object(_)) => {
                 let first = first.take();
                 *slot.get_mut() = Value::Array(vec![first, value]);
                 repeated.insert(key);
