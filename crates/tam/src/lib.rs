@@ -149,6 +149,8 @@
 //! * `codec` — [`codec::Codec`], a `tokio_util` codec: bytes in, events out.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// Enums are matched with explicit arms, never `_` (docs/api-rules.md); tests may.
+#![cfg_attr(not(test), deny(clippy::wildcard_enum_match_arm))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod both;

@@ -112,7 +112,19 @@ fn action_can_end(block: &str) -> bool {
     let events = crate::decode(&text, crate::Config::for_protocol(ProtocolChoice::Action));
     let Some(read) = events.iter().find_map(|event| match event {
         Event::ActionBlock(read) => Some(read),
-        _ => None,
+        Event::Text { .. }
+        | Event::BlockStart { .. }
+        | Event::CommandSeen { .. }
+        | Event::TamBlock(_)
+        | Event::Diagnostic(_)
+        | Event::ReasoningStart { .. }
+        | Event::Reasoning { .. }
+        | Event::ReasoningEnd { .. }
+        | Event::CallStart { .. }
+        | Event::ParamStart { .. }
+        | Event::ParamText { .. }
+        | Event::ParamEnd { .. }
+        | Event::CallEnd { .. } => None,
     }) else {
         return false;
     };
@@ -167,7 +179,18 @@ pub fn close_stopped_block(
     let calls = events.iter().any(|event| match event {
         Event::TamBlock(block) => !block.calls.is_empty(),
         Event::ActionBlock(block) => !block.calls.is_empty(),
-        _ => false,
+        Event::Text { .. }
+        | Event::BlockStart { .. }
+        | Event::CommandSeen { .. }
+        | Event::Diagnostic(_)
+        | Event::ReasoningStart { .. }
+        | Event::Reasoning { .. }
+        | Event::ReasoningEnd { .. }
+        | Event::CallStart { .. }
+        | Event::ParamStart { .. }
+        | Event::ParamText { .. }
+        | Event::ParamEnd { .. }
+        | Event::CallEnd { .. } => false,
     });
     if calls {
         return events;
@@ -183,7 +206,17 @@ pub fn close_stopped_block(
             Event::TamBlock(block) => block.raw.is_empty(),
             Event::ActionBlock(block) => block.raw.is_empty(),
             Event::Diagnostic(diagnostic) => diagnostic.raw.is_none(),
-            _ => false,
+            Event::Text { .. }
+            | Event::BlockStart { .. }
+            | Event::CommandSeen { .. }
+            | Event::ReasoningStart { .. }
+            | Event::Reasoning { .. }
+            | Event::ReasoningEnd { .. }
+            | Event::CallStart { .. }
+            | Event::ParamStart { .. }
+            | Event::ParamText { .. }
+            | Event::ParamEnd { .. }
+            | Event::CallEnd { .. } => false,
         };
         if textless {
             kept.push(event.clone());
@@ -194,7 +227,16 @@ pub fn close_stopped_block(
             Event::TamBlock(block) => &block.raw,
             Event::ActionBlock(block) => &block.raw,
             Event::Diagnostic(diagnostic) => diagnostic.raw.as_deref().unwrap_or(""),
-            _ => "",
+            Event::BlockStart { .. }
+            | Event::CommandSeen { .. }
+            | Event::ReasoningStart { .. }
+            | Event::Reasoning { .. }
+            | Event::ReasoningEnd { .. }
+            | Event::CallStart { .. }
+            | Event::ParamStart { .. }
+            | Event::ParamText { .. }
+            | Event::ParamEnd { .. }
+            | Event::CallEnd { .. } => "",
         };
         if piece.is_empty() {
             continue;
