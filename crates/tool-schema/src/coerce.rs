@@ -386,8 +386,17 @@ pub(crate) fn convert(shape: &Shape, value: Value) -> Result<Value, Refusal> {
         scalar @ (Value::Number(_) | Value::Bool(_)) if types.contains(TypeSet::STRING) => {
             Ok(Value::String(scalar.to_string()))
         }
-        single if types.contains(TypeSet::ARRAY) => Ok(Value::Array(vec![single])),
-        other => Err(other.into()),
+        other @ (Value::Null
+        | Value::Bool(_)
+        | Value::Number(_)
+        | Value::Array(_)
+        | Value::Object(_)) => {
+            if types.contains(TypeSet::ARRAY) {
+                Ok(Value::Array(vec![other]))
+            } else {
+                Err(other.into())
+            }
+        }
     }
 }
 

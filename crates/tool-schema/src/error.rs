@@ -252,7 +252,7 @@ impl fmt::Display for ValuePreview<'_> {
             },
             Value::Object(_) => f.write_str("an object"),
             Value::Array(_) => f.write_str("an array"),
-            other => write!(f, "{other}"),
+            other @ (Value::Null | Value::Bool(_) | Value::Number(_)) => write!(f, "{other}"),
         }
     }
 }

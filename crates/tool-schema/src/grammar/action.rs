@@ -566,7 +566,11 @@ fn in_element(json: &str, ws: &str) -> String {
 fn member_text(member: &Value) -> Option<String> {
     let raw = match member {
         Value::String(s) => s.clone(),
-        other => other.to_string(),
+        other @ (Value::Null
+        | Value::Bool(_)
+        | Value::Number(_)
+        | Value::Array(_)
+        | Value::Object(_)) => other.to_string(),
     };
     if raw.chars().any(|c| {
         matches!(c, '\u{0}'..='\u{8}' | '\u{B}' | '\u{C}' | '\u{E}'..='\u{1F}' | '\u{FFFE}' | '\u{FFFF}')

@@ -394,7 +394,11 @@ impl<'r> Tam<'r> {
                 for member in members {
                     let text = match member {
                         Value::String(s) => s.clone(),
-                        other => json_text(other, Flavor::Tam),
+                        other @ (Value::Null
+                        | Value::Bool(_)
+                        | Value::Number(_)
+                        | Value::Array(_)
+                        | Value::Object(_)) => json_text(other, Flavor::Tam),
                     };
                     let alternative = lit(&text);
                     self.rules

@@ -41,7 +41,11 @@ impl AgentProfile {
                 let field = format!("tool_ids_inventory[{index}]");
                 match entry {
                     Value::String(text) => parse_tool_id(source, field, text),
-                    other => Err(root.error(
+                    other @ (Value::Null
+                    | Value::Bool(_)
+                    | Value::Number(_)
+                    | Value::Array(_)
+                    | Value::Object(_)) => Err(root.error(
                         field,
                         format!("expected a tool id string, found {}", kind(other)),
                     )),

@@ -21,7 +21,11 @@ impl<'a> Fields<'a> {
                 path: String::new(),
                 map,
             }),
-            other => Err(Error::InvalidField {
+            other @ (Value::Null
+            | Value::Bool(_)
+            | Value::Number(_)
+            | Value::String(_)
+            | Value::Array(_)) => Err(Error::InvalidField {
                 line: None,
                 file: file.to_owned(),
                 field: "(document)".to_owned(),
@@ -120,7 +124,11 @@ impl<'a> Fields<'a> {
                         path,
                         map,
                     }),
-                    other => {
+                    other @ (Value::Null
+                    | Value::Bool(_)
+                    | Value::Number(_)
+                    | Value::String(_)
+                    | Value::Array(_)) => {
                         Err(self.error(path, format!("expected an object, found {}", kind(other))))
                     }
                 }
@@ -145,7 +153,11 @@ impl<'a> Fields<'a> {
                         map,
                     },
                 )),
-                other => Err(object.wrong_kind(name, "an object", other)),
+                other @ (Value::Null
+                | Value::Bool(_)
+                | Value::Number(_)
+                | Value::String(_)
+                | Value::Array(_)) => Err(object.wrong_kind(name, "an object", other)),
             })
             .collect()
     }

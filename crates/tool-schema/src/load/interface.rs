@@ -101,7 +101,11 @@ fn slot_enum(slot: &Fields<'_>, config: Option<&Fields<'_>>) -> Result<Option<Ve
             Value::Object(suggestion) => suggestion.get("value").cloned().ok_or_else(|| {
                 slot.error(format!("{field}[{index}]"), "a suggestion needs a 'value'")
             }),
-            bare => Ok(bare.clone()),
+            bare @ (Value::Null
+            | Value::Bool(_)
+            | Value::Number(_)
+            | Value::String(_)
+            | Value::Array(_)) => Ok(bare.clone()),
         })
         .collect::<Result<Vec<_>, _>>()
         .map(Some)

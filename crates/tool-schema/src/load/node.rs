@@ -28,7 +28,11 @@ pub fn nodes_from_str(text: &str, source: &str) -> Result<Vec<ToolDefinition>, E
                     path: format!("[{index}]"),
                     map,
                 }),
-                other => Err(Error::InvalidField {
+                other @ (Value::Null
+                | Value::Bool(_)
+                | Value::Number(_)
+                | Value::String(_)
+                | Value::Array(_)) => Err(Error::InvalidField {
                     line: None,
                     file: source.to_owned(),
                     field: format!("[{index}]"),
@@ -36,7 +40,11 @@ pub fn nodes_from_str(text: &str, source: &str) -> Result<Vec<ToolDefinition>, E
                 }),
             })
             .collect(),
-        single => Ok(vec![node_tool(&Fields::root(source, single)?)?]),
+        single @ (Value::Null
+        | Value::Bool(_)
+        | Value::Number(_)
+        | Value::String(_)
+        | Value::Object(_)) => Ok(vec![node_tool(&Fields::root(source, single)?)?]),
     }
 }
 

@@ -52,19 +52,16 @@ pub(crate) fn plugin_manifest(
         file: source.to_owned(),
         message: error.to_string(),
     })?;
-    plugin_tools(&document, source, default_name).map_err(|error| match error {
-        Error::InvalidField {
-            file,
-            line: None,
+    plugin_tools(&document, source, default_name).map_err(|mut error| {
+        if let Error::InvalidField {
+            line: line @ None,
             field,
-            reason,
-        } => Error::InvalidField {
-            line: super::yaml_lines::line_of(text, &field),
-            file,
-            field,
-            reason,
-        },
-        other => other,
+            ..
+        } = &mut error
+        {
+            *line = super::yaml_lines::line_of(text, field);
+        }
+        error
     })
 }
 
