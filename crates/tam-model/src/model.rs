@@ -483,7 +483,7 @@ impl ThinkSplitter {
         }
         match self.state {
             ThinkState::Reasoning => out(ContentPiece::Reasoning(&self.held)),
-            _ => out(ContentPiece::Text(&self.held)),
+            ThinkState::Start | ThinkState::Text => out(ContentPiece::Text(&self.held)),
         }
     }
 

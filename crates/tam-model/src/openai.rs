@@ -268,7 +268,15 @@ impl OpenAiError {
     pub fn status(&self) -> Option<u16> {
         match self {
             OpenAiError::Http { status, .. } => Some(*status),
-            _ => None,
+            OpenAiError::Transport(_)
+            | OpenAiError::IdleTimeout(_)
+            | OpenAiError::Sse(_)
+            | OpenAiError::InvalidChunk { .. }
+            | OpenAiError::InvalidUtf8
+            | OpenAiError::Server(_)
+            | OpenAiError::InvalidTemplate(_)
+            | OpenAiError::MissingApiKey { .. }
+            | OpenAiError::Client(_) => None,
         }
     }
 }

@@ -218,7 +218,11 @@ async fn ask(
             .ok()??;
         match serde_json::from_slice(&body).ok()? {
             Value::Object(object) => Some(object),
-            _ => None,
+            Value::Null
+            | Value::Bool(_)
+            | Value::Number(_)
+            | Value::String(_)
+            | Value::Array(_) => None,
         }
     };
     tokio::time::timeout(timeout, answer).await.ok()?
