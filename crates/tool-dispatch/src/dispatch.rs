@@ -209,7 +209,7 @@ impl ToolCall {
                     .is_none_or(|(k, v)| match v {
                         Value::Array(_) => true,
                         Value::String(text) => one_item(&self.tool, k, text),
-                        _ => false,
+                        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Object(_) => false,
                     })
             })
     }
@@ -582,14 +582,18 @@ fn workflow_result(tool: &str, outputs: Result<InterfaceOutputs, Error>) -> Tool
     };
     let is_result = value.get("success").is_some_and(Value::is_boolean)
         && value.get("operationType").is_some_and(Value::is_string);
-    match value {
-        Value::Null => ToolExecutionResult::null_result(),
-        v if is_result => ToolExecutionResult::from_value(v).unwrap_or_else(|e| {
+    if value.is_null() {
+        ToolExecutionResult::null_result()
+    } else if is_result {
+        ToolExecutionResult::from_value(value).unwrap_or_else(|e| {
             ToolExecutionResult::failure(operation_type::OPERATION, e.to_string())
-        }),
-        v => {
-            ToolExecutionResult::success(operation_type::OPERATION, v, format!("{tool} completed"))
-        }
+        })
+    } else {
+        ToolExecutionResult::success(
+            operation_type::OPERATION,
+            value,
+            format!("{tool} completed"),
+        )
     }
 }
 

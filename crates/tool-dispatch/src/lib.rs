@@ -170,6 +170,8 @@
 //! [`CompiledTool`]: tool_schema::CompiledTool
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// Enums are matched with explicit arms, never `_` (docs/api-rules.md); tests may.
+#![cfg_attr(not(test), deny(clippy::wildcard_enum_match_arm))]
 // docs.rs (nightly, `--cfg docsrs`) marks items behind a feature; stable builds ignore it.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

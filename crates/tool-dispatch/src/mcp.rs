@@ -581,6 +581,8 @@ fn transport_failure(
     read_only: bool,
     error: &ServiceError,
 ) -> ToolExecutionResult {
+    // `ServiceError` is rmcp's and #[non_exhaustive]: the rest are plain failures.
+    #[allow(clippy::wildcard_enum_match_arm)]
     let message = match error {
         ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
             format!("MCP server `{command}` is not running; tool {name} could not be called")

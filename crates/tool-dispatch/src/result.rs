@@ -230,7 +230,11 @@ impl FromStr for ToolExecutionResult {
 pub(crate) fn render_value(value: &Value) -> Cow<'_, str> {
     match value {
         Value::String(s) => Cow::Borrowed(s),
-        other => Cow::Owned(other.to_string()),
+        other @ (Value::Null
+        | Value::Bool(_)
+        | Value::Number(_)
+        | Value::Array(_)
+        | Value::Object(_)) => Cow::Owned(other.to_string()),
     }
 }
 

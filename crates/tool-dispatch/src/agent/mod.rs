@@ -94,7 +94,15 @@ impl Turn {
             | tam::Event::TamBlock(_)
             | tam::Event::ActionBlock(_)
             | tam::Event::Diagnostic(_) => 0,
-            _ => return,
+            tam::Event::CommandSeen { .. }
+            | tam::Event::ReasoningStart { .. }
+            | tam::Event::Reasoning { .. }
+            | tam::Event::ReasoningEnd { .. }
+            | tam::Event::CallStart { .. }
+            | tam::Event::ParamStart { .. }
+            | tam::Event::ParamText { .. }
+            | tam::Event::ParamEnd { .. }
+            | tam::Event::CallEnd { .. } => return,
         };
         self.open.store(open, Ordering::Relaxed);
     }
