@@ -114,6 +114,8 @@ impl ProxyError {
         let Some(error) = error.downcast_ref::<OpenAiError>() else {
             return ProxyError::Unreachable(error.to_string());
         };
+        // `OpenAiError` is tam-model's and #[non_exhaustive]: the rest are bad upstreams.
+        #[allow(clippy::wildcard_enum_match_arm)]
         match error {
             OpenAiError::Http { status, message } => ProxyError::Upstream {
                 status: *status,
@@ -243,7 +245,16 @@ impl ProxyError {
                     .headers_mut()
                     .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
             }
-            _ => {}
+            ProxyError::InvalidRequest { .. }
+            | ProxyError::BodyTooLarge { .. }
+            | ProxyError::Upstream { .. }
+            | ProxyError::Unreachable(_)
+            | ProxyError::Timeout(_)
+            | ProxyError::BadUpstream { .. }
+            | ProxyError::NotFound(_)
+            | ProxyError::OriginNotAllowed(_)
+            | ProxyError::UnsupportedMediaType
+            | ProxyError::RequestTimeout(_) => {}
         }
         response.extensions_mut().insert(ErrorCode(self.code()));
         response

@@ -82,7 +82,11 @@ fn render_tam(calls: &[PastCall]) -> Option<String> {
                 .map(|(key, value)| {
                     let text = match value {
                         Value::String(text) => text.clone(),
-                        other => other.to_string(),
+                        other @ (Value::Null
+                        | Value::Bool(_)
+                        | Value::Number(_)
+                        | Value::Array(_)
+                        | Value::Object(_)) => other.to_string(),
                     };
                     (key.as_str(), text)
                 })

@@ -431,6 +431,8 @@
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// Enums are matched with explicit arms, never `_` (docs/api-rules.md); tests may.
+#![cfg_attr(not(test), deny(clippy::wildcard_enum_match_arm))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod access;

@@ -339,7 +339,9 @@ async fn strict_constraint(
                 Activation::Required => Vec::new(),
             },
         },
-        _ => Constraint::StructuralTag(grammar.structural_tag()),
+        UpstreamKind::Vllm | UpstreamKind::Sglang | UpstreamKind::Other => {
+            Constraint::StructuralTag(grammar.structural_tag())
+        }
     })
 }
 

@@ -137,7 +137,7 @@ impl Gathered {
             .iter()
             .filter_map(|item| match item {
                 Item::Text(text) => Some(text.as_str()),
-                _ => None,
+                Item::Reasoning(_) | Item::Call { .. } => None,
             })
             .collect()
     }
@@ -148,7 +148,7 @@ impl Gathered {
             .iter()
             .filter_map(|item| match item {
                 Item::Reasoning(text) => Some(text.as_str()),
-                _ => None,
+                Item::Text(_) | Item::Call { .. } => None,
             })
             .collect()
     }
@@ -164,7 +164,7 @@ impl Gathered {
                     name,
                     arguments,
                 } => Some((id.as_str(), name.as_str(), arguments.as_str())),
-                _ => None,
+                Item::Text(_) | Item::Reasoning(_) => None,
             })
     }
 }

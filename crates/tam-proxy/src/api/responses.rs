@@ -709,7 +709,9 @@ impl Wire for ResponsesWriter {
         self.close_reasoning(&mut events);
         let (name, status) = match ending.finish {
             Finish::Length => ("response.incomplete", "incomplete"),
-            _ => ("response.completed", "completed"),
+            Finish::ToolCalls | Finish::Stop | Finish::Other(_) => {
+                ("response.completed", "completed")
+            }
         };
         let response = self.response(status, Some(ending));
         events.push(self.event(name, json!({"response": response})));

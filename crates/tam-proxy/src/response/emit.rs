@@ -234,7 +234,15 @@ impl Emitter {
             | tam::Event::TamBlock(_)
             | tam::Event::ActionBlock(_)
             | tam::Event::Diagnostic(_) => self.in_block = None,
-            _ => {}
+            tam::Event::CommandSeen { .. }
+            | tam::Event::ReasoningStart { .. }
+            | tam::Event::Reasoning { .. }
+            | tam::Event::ReasoningEnd { .. }
+            | tam::Event::CallStart { .. }
+            | tam::Event::ParamStart { .. }
+            | tam::Event::ParamText { .. }
+            | tam::Event::ParamEnd { .. }
+            | tam::Event::CallEnd { .. } => {}
         }
         let closes = matches!(event, tam::Event::TamBlock(_) | tam::Event::ActionBlock(_));
         self.decoded_event(event);
