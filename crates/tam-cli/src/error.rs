@@ -63,7 +63,17 @@ impl CliError {
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage { .. } => 2,
-            _ => 1,
+            CliError::Read { .. }
+            | CliError::Write(_)
+            | CliError::Definition(_)
+            | CliError::Schema(_)
+            | CliError::Dispatch(_)
+            | CliError::Runtime(_)
+            | CliError::Mcp(_)
+            | CliError::Model(_)
+            | CliError::RunIncomplete(_)
+            | CliError::Serve(_)
+            | CliError::DemoIncomplete(_) => 1,
         }
     }
 

@@ -44,6 +44,8 @@
 //! tracing-subscriber for its logs.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// Enums are matched with explicit arms, never `_` (docs/api-rules.md); tests may.
+#![cfg_attr(not(test), deny(clippy::wildcard_enum_match_arm))]
 
 mod choices;
 mod decode;

@@ -93,12 +93,14 @@ fn detect_kind(path: &Path, text: &str) -> Result<ToolFileKind, CliError> {
                 path.display()
             )))
         }
-        _ => Err(CliError::Definition(format!(
-            "{}: not a tool file: a workflow has one of the fields {}, node definitions have \
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Object(_) => {
+            Err(CliError::Definition(format!(
+                "{}: not a tool file: a workflow has one of the fields {}, node definitions have \
              `fullType` (an object or an array of them), a plugin manifest is YAML",
-            path.display(),
-            WORKFLOW_FIELDS.join(", ")
-        ))),
+                path.display(),
+                WORKFLOW_FIELDS.join(", ")
+            )))
+        }
     }
 }
 

@@ -225,7 +225,11 @@ fn dispatch<W: Write>(pipeline: &mut Pipeline<W>, event: &SseEvent) -> io::Resul
             ModelItem::Finish(FinishReason::Length) => cut_at_limit = true,
             // Reasoning, native tool calls, other finishes and usage are not the reply's
             // text: `tam decode` reads only the text.
-            _ => {}
+            ModelItem::Reasoning(_)
+            | ModelItem::ToolCallChunk(_)
+            | ModelItem::Finish(_)
+            | ModelItem::StopSequence(_)
+            | ModelItem::Usage(_) => {}
         }
     }
     if cut_at_limit {

@@ -122,7 +122,17 @@ impl<W: Write> NdjsonWriter<W> {
             tam::Event::ActionBlock(b) => {
                 b.diagnostics.iter().fold(false, |o, d| !self.keep(d) | o)
             }
-            _ => false,
+            tam::Event::Text { .. }
+            | tam::Event::BlockStart { .. }
+            | tam::Event::CommandSeen { .. }
+            | tam::Event::ReasoningStart { .. }
+            | tam::Event::Reasoning { .. }
+            | tam::Event::ReasoningEnd { .. }
+            | tam::Event::CallStart { .. }
+            | tam::Event::ParamStart { .. }
+            | tam::Event::ParamText { .. }
+            | tam::Event::ParamEnd { .. }
+            | tam::Event::CallEnd { .. } => false,
         };
         match self.without_raw(event, over) {
             Some(copy) => self.write_line(&copy),

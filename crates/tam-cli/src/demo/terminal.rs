@@ -225,7 +225,11 @@ fn write_args(out: &mut String, args: &Map<String, Value>) {
         }
         let _ = match value {
             Value::String(text) => write!(out, "{key}={:?}", cut(text)),
-            other => write!(out, "{key}={}", cut(&other.to_string())),
+            other @ (Value::Null
+            | Value::Bool(_)
+            | Value::Number(_)
+            | Value::Array(_)
+            | Value::Object(_)) => write!(out, "{key}={}", cut(&other.to_string())),
         };
     }
 }

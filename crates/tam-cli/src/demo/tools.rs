@@ -122,7 +122,9 @@ fn utc_time_of_day() -> String {
 fn outputs(value: Value) -> Map<String, Value> {
     match value {
         Value::Object(map) => map,
-        _ => Map::new(),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_) => {
+            Map::new()
+        }
     }
 }
 
