@@ -134,11 +134,15 @@ fn read(
     Ok(calls)
 }
 
+/// The offered tool a call naming `id` is for, as the proxy resolves it: the one named
+/// `id`, else the one tool whose name is `id` loosely.
 fn compiled(tools: &[ToolDefinition], id: &str) -> Result<CompiledTool, String> {
-    let definition = tools
-        .iter()
-        .find(|t| t.id.as_str() == id)
-        .ok_or_else(|| format!("unknown tool {id:?}"))?;
+    let exact = tools.iter().find(|t| t.id.as_str() == id);
+    let mut loosely = tools.iter().filter(|t| loose(t.id.as_str()) == loose(id));
+    let definition = match (exact, loosely.next(), loosely.next()) {
+        (Some(definition), _, _) | (None, Some(definition), None) => definition,
+        _ => return Err(format!("unknown tool {id:?}")),
+    };
     CompiledTool::new(definition.clone()).map_err(|e| e.to_string())
 }
 
@@ -904,6 +908,62 @@ fn names_that_clean_up_alike_get_rules_of_their_own() {
             );
         }
     }
+}
+
+#[test]
+fn a_tools_name_in_snake_or_lower_case_is_a_call_of_it() {
+    let schema = |p: &str| json!({"type": "object", "properties": {p: {"type": "integer"}}, "required": [p]});
+    let tools = [
+        tool("EuclideanDistance.calculate", schema("a")),
+        tool("fetch_DNA_sequence", schema("b")),
+        // Loosely the same names: each takes its declared spelling only.
+        tool("getWeather", schema("c")),
+        tool("get_weather", schema("d")),
+    ];
+    let text = |protocol: PromptProtocol, open: &str, close: &str, p: &str| match protocol {
+        PromptProtocol::Action => format!("<ACTION><{open}><{p}>1</{p}></{close}></ACTION>"),
+        PromptProtocol::Tam => format!(
+            "<|[REQUEST_TOOL]|>command:「始」{open}「末」\n{p}:「始」1「末」\n<|[END_TOOL]|>"
+        ),
+    };
+    for protocol in [PromptProtocol::Action, PromptProtocol::Tam] {
+        let built = build(&tools, protocol);
+        for (name, p) in [
+            ("EuclideanDistance.calculate", "a"),
+            ("euclidean_distance_calculate", "a"),
+            ("euclideandistance.calculate", "a"),
+            ("fetch_DNA_sequence", "b"),
+            ("fetch_dna_sequence", "b"),
+            ("getWeather", "c"),
+            ("get_weather", "d"),
+        ] {
+            assert_valid(&built, &tools, &[&text(protocol, name, name, p)]);
+        }
+        for (name, p) in [
+            ("Euclidean_Distance_Calculate", "a"),
+            ("getweather", "c"),
+            ("get_weather", "c"),
+            ("getWeather", "d"),
+        ] {
+            assert_refused(&built, &tools, &[(&text(protocol, name, name, p), false)]);
+        }
+        let lazy = build_with(&tools, &GrammarOptions::new(protocol));
+        assert!(lazy.accepts(&text(
+            protocol,
+            "euclidean_distance_calculate",
+            "euclidean_distance_calculate",
+            "a"
+        )));
+        assert!(!lazy.accepts(&text(protocol, "getweather", "getweather", "c")));
+    }
+    // A call element closes with the spelling it opened with.
+    let built = build(&tools, PromptProtocol::Action);
+    assert!(!built.accepts(&text(
+        PromptProtocol::Action,
+        "euclidean_distance_calculate",
+        "EuclideanDistance.calculate",
+        "a"
+    )));
 }
 
 #[test]

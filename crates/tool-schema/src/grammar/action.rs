@@ -68,12 +68,14 @@ impl<'r> Action<'r> {
         }
     }
 
-    /// The rule of one call of `tool`, or `None` when its name cannot be a tag name.
-    /// Parameters that cannot be written are left out, each reported in `omitted`.
+    /// The rule of one call of `tool`, its element named by any of `spellings` (the
+    /// declared name first), or `None` when its name cannot be a tag name. Parameters
+    /// that cannot be written are left out, each reported in `omitted`.
     pub(super) fn call(
         &mut self,
         tool: &ToolDefinition,
         shape: &Shape,
+        spellings: &[String],
         omitted: &mut Vec<Omission>,
     ) -> Result<Option<String>, GrammarError> {
         let id = tool.id.as_str();
@@ -94,6 +96,13 @@ impl<'r> Action<'r> {
             omitted.push(Omission::tool(id, OmitReason::RequiredParameterLeftOut));
             return Ok(None);
         }
+        // Every spelling is an ancestor of the values: none may close the call early,
+        // so the parameters' rules are the same for all of them.
+        let spellings: Vec<&str> = spellings
+            .iter()
+            .map(String::as_str)
+            .filter(|s| *s == id || unusable_name(s).is_none())
+            .collect();
         let names: Vec<&str> = members
             .iter()
             .map(|m| m.name)
@@ -104,17 +113,27 @@ impl<'r> Action<'r> {
             if unusable_name(member.name).is_some() {
                 continue;
             }
-            let part = self.element(&[id], &names, member)?;
+            let part = self.element(&spellings, &names, member)?;
             self.rules.check_room(part.len())?;
             parts.push((part, member.required));
         }
         let ws = self.rules.fixed(Fixed::Ws)?;
-        let members = super::ordered(self.rules, parts, "", false)?;
-        let body = format!(
-            "{} {ws} {members} {}",
-            lit(&format!("<{id}>")),
-            lit(&format!("</{id}>"))
-        );
+        let mut members = super::ordered(self.rules, parts, "", false)?;
+        if spellings.len() > 1 && !members.trim().is_empty() {
+            members = self.rules.add("params", id, members)?;
+        }
+        let body = spellings
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {ws} {members} {}",
+                    lit(&format!("<{s}>")),
+                    lit(&format!("</{s}>"))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" | ");
+        self.rules.check_room(body.len())?;
         let name = self.rules.fresh("call", id);
         self.rules.define(name.clone(), body)?;
         Ok(Some(name))

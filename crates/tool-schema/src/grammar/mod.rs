@@ -103,6 +103,14 @@
 //!   `serde_json`'s `preserve_order` is on). Any order would need every permutation.
 //! - **Closed calls.** Only declared parameters can be written, even where a schema takes
 //!   other keys.
+//! - **A tool's name as models spell it.** A call may name its tool as declared, in snake
+//!   case (`euclidean_distance_calculate` for `EuclideanDistance_calculate`, `get_weather`
+//!   for `get.weather`) or in lower case, unless another offered tool's name is the same but
+//!   for ASCII case and `_`, `-`, `.`: the proxy resolves such a spelling to the one tool it
+//!   loosely names, and a grammar with the declared spelling alone forced a model that had
+//!   begun the snake-case name into a name of no tool (recorded from Qwen2.5-Coder-1.5B on
+//!   BFCL `multiple_3`: `<euclidean_distance_calculate:…`, no call). Each spelling's call
+//!   shares the declared one's parameter rules.
 //! - **JSON in JSON text only.** Where a value is JSON text, strings may not hold `「`
 //!   (TAM) or `<`/`&` (ACTION): write them as `\u300c`, `\u003c`, `\u0026`. So no string
 //!   can end a value or open markup.
@@ -182,7 +190,7 @@ mod node;
 mod tam;
 mod text;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use serde_json::{Map, Value, json};
@@ -424,6 +432,21 @@ impl StrictGrammar {
             }
             offered.push((tool, crate::coerce::read_shape(&tool.parameters)));
         }
+        let mut loose_counts: HashMap<String, usize> = HashMap::new();
+        for (tool, _) in &offered {
+            *loose_counts
+                .entry(loose_name(tool.id.as_str()))
+                .or_default() += 1;
+        }
+        // The spellings of a tool's name a grammar takes: more than the declared one only
+        // when no other offered name is the same loosely (the proxy resolves those).
+        let spell = |id: &str| -> Vec<String> {
+            if loose_counts.get(&loose_name(id)) == Some(&1) {
+                spellings(id)
+            } else {
+                vec![id.to_owned()]
+            }
+        };
         let (protocol_name, start, end) = match options.protocol {
             PromptProtocol::Action => ("ACTION", action::START, action::END),
             PromptProtocol::Tam => ("TAM", tam::START, tam::END),
@@ -434,7 +457,8 @@ impl StrictGrammar {
                 let mut generator = action::Action::new(&mut rules);
                 let mut calls = Vec::new();
                 for (tool, shape) in &offered {
-                    if let Some(call) = generator.call(tool, shape, &mut omitted)? {
+                    let spelt = spell(tool.id.as_str());
+                    if let Some(call) = generator.call(tool, shape, &spelt, &mut omitted)? {
                         calls.push(call);
                         names.push(tool.id.as_str().to_owned());
                     }
@@ -464,18 +488,22 @@ impl StrictGrammar {
                 }
                 let mut generator = tam::Tam::new(&mut rules);
                 let mut calls = Vec::new();
-                for tool in &usable {
-                    calls.push(generator.call(tool, None)?);
+                let spelt: Vec<Vec<String>> = usable.iter().map(|tool| spell(tool.id)).collect();
+                for (tool, spellings) in usable.iter().zip(&spelt) {
+                    calls.push(generator.call(tool, spellings, None)?);
                     names.push(tool.id.to_owned());
                 }
                 let mut chained = Vec::new();
-                let chainable: Vec<&tam::TamTool<'_>> =
-                    usable.iter().filter(|tool| tool.chainable).collect();
+                let chainable: Vec<(&tam::TamTool<'_>, &Vec<String>)> = usable
+                    .iter()
+                    .zip(&spelt)
+                    .filter(|(tool, _)| tool.chainable)
+                    .collect();
                 if !chainable.is_empty() {
                     for link in 1..=options.max_chained_calls.min(MAX_CALLS) {
                         let mut link_calls = Vec::new();
-                        for tool in &chainable {
-                            link_calls.push(generator.call(tool, Some(link))?);
+                        for (tool, spellings) in &chainable {
+                            link_calls.push(generator.call(tool, spellings, Some(link))?);
                         }
                         chained.push(link_calls);
                     }
@@ -604,6 +632,46 @@ impl StrictGrammar {
     pub fn omitted(&self) -> &[Omission] {
         &self.omitted
     }
+}
+
+/// A tool name as the proxy matches it: ASCII case folded, `_`, `-` and `.` left out.
+fn loose_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| !action::LOOSE_SEPARATORS.contains(c))
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// The spellings of tool name `id` a call may use: `id`, its snake case (a `_` between a
+/// lower-case letter or digit and an upper-case letter, and before the last upper-case
+/// letter of a run followed by a lower-case one; `.` and `-` written `_`; ASCII lower
+/// case) and its ASCII lower case, each once, `id` first.
+fn spellings(id: &str) -> Vec<String> {
+    let chars: Vec<char> = id.chars().collect();
+    let mut snake = String::with_capacity(id.len() + 4);
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            let before = chars[i - 1];
+            let next_lower = chars.get(i + 1).is_some_and(char::is_ascii_lowercase);
+            if before.is_ascii_lowercase()
+                || before.is_ascii_digit()
+                || (before.is_ascii_uppercase() && next_lower)
+            {
+                snake.push('_');
+            }
+        }
+        match c {
+            '.' | '-' => snake.push('_'),
+            c => snake.push(c.to_ascii_lowercase()),
+        }
+    }
+    let mut out = vec![id.to_owned()];
+    for spelling in [snake, id.to_ascii_lowercase()] {
+        if !out.contains(&spelling) {
+            out.push(spelling);
+        }
+    }
+    out
 }
 
 /// An expression for one of `names` (a rule when there are several).

@@ -112,11 +112,13 @@ impl<'r> Tam<'r> {
         })
     }
 
-    /// The rule of one call of `tool`: `command:` (or `command<chain>:`), then its
-    /// parameters in declaration order, keys suffixed with `chain` in a chained call.
+    /// The rule of one call of `tool`: `command:` (or `command<chain>:`) with one of
+    /// `spellings` of its name (the declared one first), then its parameters in
+    /// declaration order, keys suffixed with `chain` in a chained call.
     pub(super) fn call(
         &mut self,
         tool: &TamTool<'_>,
+        spellings: &[String],
         chain: Option<usize>,
     ) -> Result<String, GrammarError> {
         let suffix = chain.map(|n| n.to_string()).unwrap_or_default();
@@ -132,9 +134,20 @@ impl<'r> Tam<'r> {
             parts.push((part, member.required));
         }
         let members = super::ordered(self.rules, parts, "", false)?;
+        let names: Vec<String> = spellings
+            .iter()
+            .filter(|s| *s == tool.id || !s.contains(CLOSE))
+            .map(|s| lit(s))
+            .collect();
+        let names = match names.as_slice() {
+            [one] => one.clone(),
+            [] => lit(tool.id),
+            _ => format!("( {} )", names.join(" | ")),
+        };
         let body = format!(
-            "{} {members}",
-            lit(&format!("command{suffix}:{OPEN}{}{CLOSE}", tool.id))
+            "{} {names} {} {members}",
+            lit(&format!("command{suffix}:{OPEN}")),
+            lit(CLOSE)
         );
         let kind = if chain.is_some() { "chained" } else { "call" };
         let name = self.rules.fresh(kind, tool.id);
