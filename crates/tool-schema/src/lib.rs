@@ -57,8 +57,8 @@
 //!   expects, or reports every problem at once in [`ValidationErrors`], together with the
 //!   arguments as far as they could be typed (coercion is per argument).
 //! - [`render_tool_list`]: the prompt text of a tool list, in a [`PromptStyle`].
-//! - [`SystemPrompt`]: a complete system prompt for a [`PromptProtocol`] in a
-//!   [`PromptLanguage`] — role, tool list, a usage-notes hook, the decision instruction,
+//! - [`SystemPrompt`]: a complete system prompt teaching TAM ([`SystemPrompt::tam`]) or
+//!   ACTION ([`SystemPrompt::action`]) in a [`PromptLanguage`] — role, tool list, a usage-notes hook, the decision instruction,
 //!   few-shot examples and the result rules — each [`PromptPart`] replaceable.
 //! - [`export_tools`]: the tool list in an [`ExportFormat`], with an [`AliasMap`].
 //! - [`grammar`]: grammars for strict calls — GBNF for llama-server and an xgrammar
@@ -256,7 +256,7 @@ pub use id::{ToolId, WORKFLOW_NAMESPACE};
 pub use keys::{KeyMatch, canonical_key, suggest};
 pub use prompt::{PromptStyle, render_tool_list};
 pub use quoted::{MAX_QUOTED_LEN, may_be_quoted_text, quoted_text};
-pub use system_prompt::{PromptLanguage, PromptPart, PromptProtocol, Speaker, SystemPrompt};
+pub use system_prompt::{PromptLanguage, PromptPart, Speaker, SystemPrompt};
 
 /// This crate's README example, compiled and run as a doctest.
 #[cfg(doctest)]

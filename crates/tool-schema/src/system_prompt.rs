@@ -38,9 +38,14 @@ macro_rules! action_example_block {
     };
 }
 
-/// The protocol a system prompt teaches the model to write.
+/// The protocol a system prompt or a grammar is for; chosen by their constructors
+/// ([`SystemPrompt::tam`], [`SystemPrompt::action`], [`GrammarOptions::tam`],
+/// [`GrammarOptions::action`]), never named outside this crate.
+///
+/// [`GrammarOptions::tam`]: crate::grammar::GrammarOptions::tam
+/// [`GrammarOptions::action`]: crate::grammar::GrammarOptions::action
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PromptProtocol {
+pub(crate) enum Protocol {
     /// `<|[REQUEST_TOOL]|>` blocks with `key:「始」value「末」` entries (TAM seed).
     Tam,
     /// One `<ACTION>` XML block after the explanation (ACTION seed).
@@ -122,9 +127,9 @@ impl PromptPart {
 /// retrieved knowledge ([`with_usage_notes`](Self::with_usage_notes)).
 ///
 /// ```
-/// use tool_schema::{PromptLanguage, PromptPart, PromptProtocol, SystemPrompt};
+/// use tool_schema::{PromptLanguage, PromptPart, SystemPrompt};
 ///
-/// let prompt = SystemPrompt::new(PromptProtocol::Tam, PromptLanguage::English)
+/// let prompt = SystemPrompt::tam(PromptLanguage::English)
 ///     .with_part(PromptPart::Role, "You are the build assistant of this repository.")
 ///     .with_usage_notes("- Run tests before committing.");
 /// let text = prompt.render([]);
@@ -134,25 +139,31 @@ impl PromptPart {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SystemPrompt {
-    protocol: PromptProtocol,
+    protocol: Protocol,
     language: PromptLanguage,
     /// Replaced texts; `None` leaves the part out.
     replaced: BTreeMap<PromptPart, Option<String>>,
 }
 
 impl SystemPrompt {
-    /// The built-in prompt for `protocol` in `language`, without usage notes.
-    pub fn new(protocol: PromptProtocol, language: PromptLanguage) -> Self {
+    /// The built-in prompt that teaches TAM in `language`, without usage notes: calls in
+    /// `<|[REQUEST_TOOL]|>` blocks of `key:「始」value「末」` entries (TAM seed).
+    pub fn tam(language: PromptLanguage) -> Self {
+        Self::new(Protocol::Tam, language)
+    }
+
+    /// The built-in prompt that teaches ACTION in `language`, without usage notes: one
+    /// `<ACTION>` XML block after the explanation (ACTION seed).
+    pub fn action(language: PromptLanguage) -> Self {
+        Self::new(Protocol::Action, language)
+    }
+
+    fn new(protocol: Protocol, language: PromptLanguage) -> Self {
         Self {
             protocol,
             language,
             replaced: BTreeMap::new(),
         }
-    }
-
-    /// The protocol.
-    pub fn protocol(&self) -> PromptProtocol {
-        self.protocol
     }
 
     /// The language.
@@ -182,17 +193,13 @@ impl SystemPrompt {
         self.with_part(PromptPart::UsageNotes, notes)
     }
 
-    /// The built-in text of `part` for `protocol` in `language`; for
-    /// [`PromptPart::Tools`], the framing line above the rendered list; empty for
-    /// [`PromptPart::UsageNotes`].
-    pub fn default_text(
-        protocol: PromptProtocol,
-        language: PromptLanguage,
-        part: PromptPart,
-    ) -> &'static str {
+    /// The built-in text of `part` for the prompt's protocol and language, whether or not
+    /// the part was replaced; for [`PromptPart::Tools`], the framing line above the
+    /// rendered list; empty for [`PromptPart::UsageNotes`].
+    pub fn default_text(&self, part: PromptPart) -> &'static str {
         use PromptLanguage::{Chinese, English};
-        use PromptProtocol::{Action, Tam};
-        match (part, protocol, language) {
+        use Protocol::{Action, Tam};
+        match (part, self.protocol, self.language) {
             (PromptPart::Role, _, Chinese) => ROLE_ZH,
             (PromptPart::Role, _, English) => ROLE_EN,
             (PromptPart::Tools, Tam, Chinese) => TOOLS_TAM_ZH,
@@ -222,8 +229,8 @@ impl SystemPrompt {
             PromptLanguage::English => &ENGLISH_LABELS,
         };
         match self.protocol {
-            PromptProtocol::Tam => render_with(tools, &PromptStyle::Tam, labels, false),
-            PromptProtocol::Action => render_with(tools, &PromptStyle::Xml, labels, true),
+            Protocol::Tam => render_with(tools, &PromptStyle::Tam, labels, false),
+            Protocol::Action => render_with(tools, &PromptStyle::Xml, labels, true),
         }
     }
 
@@ -249,10 +256,10 @@ impl SystemPrompt {
                     } else {
                         list
                     };
-                    let framing = Self::default_text(self.protocol, self.language, part);
+                    let framing = self.default_text(part);
                     format!("{framing}\n\n{list}")
                 }
-                None => Self::default_text(self.protocol, self.language, part).to_owned(),
+                None => self.default_text(part).to_owned(),
             };
             let text = text.trim_end();
             if text.trim().is_empty() {
@@ -281,8 +288,8 @@ impl SystemPrompt {
             PromptLanguage::English => &ENGLISH_LABELS,
         };
         match self.protocol {
-            PromptProtocol::Tam => render_with(tools, &PromptStyle::plain(), labels, false),
-            PromptProtocol::Action => render_xml_items(tools, labels),
+            Protocol::Tam => render_with(tools, &PromptStyle::plain(), labels, false),
+            Protocol::Action => render_xml_items(tools, labels),
         }
     }
 
@@ -302,7 +309,7 @@ impl SystemPrompt {
         extra: &[&str],
     ) -> String {
         use PromptLanguage::{Chinese, English};
-        use PromptProtocol::{Action, Tam};
+        use Protocol::{Action, Tam};
         let (format, heading) = match (self.protocol, self.language) {
             (Tam, English) => (COMPACT_TAM_EN, "Tools:"),
             (Action, English) => (COMPACT_ACTION_EN, "Tools:"),
@@ -350,9 +357,9 @@ impl SystemPrompt {
     /// out then).
     ///
     /// ```
-    /// use tool_schema::{PromptLanguage, PromptProtocol, Speaker, SystemPrompt};
+    /// use tool_schema::{PromptLanguage, Speaker, SystemPrompt};
     ///
-    /// let prompt = SystemPrompt::new(PromptProtocol::Action, PromptLanguage::English);
+    /// let prompt = SystemPrompt::action(PromptLanguage::English);
     /// let turns = prompt.compact_demonstration(false);
     /// assert_eq!(turns.len(), 4);
     /// assert_eq!(turns[0], (Speaker::User, "What is the capital of France?"));
@@ -365,14 +372,14 @@ impl SystemPrompt {
             PromptLanguage::Chinese => NO_TOOL_ZH,
         };
         let request = match (self.protocol, self.language) {
-            (PromptProtocol::Tam, PromptLanguage::English) => CALL_REQUEST_EN,
-            (PromptProtocol::Tam, PromptLanguage::Chinese) => CALL_REQUEST_ZH,
-            (PromptProtocol::Action, PromptLanguage::English) => ACTION_CALL_REQUEST_EN,
-            (PromptProtocol::Action, PromptLanguage::Chinese) => ACTION_CALL_REQUEST_ZH,
+            (Protocol::Tam, PromptLanguage::English) => CALL_REQUEST_EN,
+            (Protocol::Tam, PromptLanguage::Chinese) => CALL_REQUEST_ZH,
+            (Protocol::Action, PromptLanguage::English) => ACTION_CALL_REQUEST_EN,
+            (Protocol::Action, PromptLanguage::Chinese) => ACTION_CALL_REQUEST_ZH,
         };
         let block = match self.protocol {
-            PromptProtocol::Tam => tam_example_block!(),
-            PromptProtocol::Action => action_example_block!(),
+            Protocol::Tam => tam_example_block!(),
+            Protocol::Action => action_example_block!(),
         };
         let mut turns = Vec::with_capacity(4);
         if !must_call {
@@ -402,9 +409,9 @@ impl SystemPrompt {
     /// chained them but called tools where the answer was there.
     ///
     /// ```
-    /// use tool_schema::{PromptLanguage, PromptProtocol, SystemPrompt};
+    /// use tool_schema::{PromptLanguage, SystemPrompt};
     ///
-    /// let prompt = SystemPrompt::new(PromptProtocol::Tam, PromptLanguage::English);
+    /// let prompt = SystemPrompt::tam(PromptLanguage::English);
     /// assert!(prompt.after_observations().starts_with("Now answer the request"));
     /// ```
     pub fn after_observations(&self) -> &'static str {

@@ -1,7 +1,16 @@
 //! The compact system prompt: fixed text first (the same for every tool list), the tool
 //! list last, in both protocols and both languages; extra lines after the rules.
 
-use tool_schema::{PromptLanguage, PromptProtocol, Speaker, SystemPrompt, ToolDefinition};
+use tam::Protocol;
+use tool_schema::{PromptLanguage, Speaker, SystemPrompt, ToolDefinition};
+
+/// The built-in prompt teaching `protocol` in `language`.
+fn prompt_for(protocol: Protocol, language: PromptLanguage) -> SystemPrompt {
+    match protocol {
+        Protocol::Tam => SystemPrompt::tam(language),
+        Protocol::Action => SystemPrompt::action(language),
+    }
+}
 
 fn tool(id: &str) -> ToolDefinition {
     serde_json::from_value(serde_json::json!({
@@ -15,9 +24,9 @@ fn tool(id: &str) -> ToolDefinition {
 #[test]
 fn the_fixed_text_is_a_common_prefix_and_the_tools_come_last() {
     let (a, b) = (tool("weather_of"), tool("get_time"));
-    for protocol in [PromptProtocol::Tam, PromptProtocol::Action] {
+    for protocol in [Protocol::Tam, Protocol::Action] {
         for language in [PromptLanguage::English, PromptLanguage::Chinese] {
-            let prompt = SystemPrompt::new(protocol, language);
+            let prompt = prompt_for(protocol, language);
             let one = prompt.render_compact([&a], &[]);
             let two = prompt.render_compact([&a, &b], &["Call at most one tool per reply."]);
             let list = prompt.render_compact_tools([&a]);
@@ -37,14 +46,14 @@ fn the_fixed_text_is_a_common_prefix_and_the_tools_come_last() {
                 "{two}"
             );
             let end = match protocol {
-                PromptProtocol::Tam => "<|[END_TOOL]|>",
-                PromptProtocol::Action => "</ACTION>",
+                Protocol::Tam => "<|[END_TOOL]|>",
+                Protocol::Action => "</ACTION>",
             };
             assert!(one.contains(end));
             // Two calls of one tool in one block are shown; no workflow result rules.
             let example = match protocol {
-                PromptProtocol::Tam => "get_weather",
-                PromptProtocol::Action => "roll_die",
+                Protocol::Tam => "get_weather",
+                Protocol::Action => "roll_die",
             };
             assert!(one.matches(example).count() >= 2, "{one}");
             assert!(!one.contains("TOOL_EXECUTION_FAILED"));
@@ -58,12 +67,12 @@ fn the_fixed_text_is_a_common_prefix_and_the_tools_come_last() {
 #[test]
 fn the_compact_tool_list_has_one_line_per_tool_and_per_parameter() {
     let a = tool("get_weather");
-    let tam = SystemPrompt::new(PromptProtocol::Tam, PromptLanguage::English);
+    let tam = SystemPrompt::tam(PromptLanguage::English);
     assert_eq!(
         tam.render_compact_tools([&a]),
         "- get_weather: Weather of a city.\n  - city (string, required)"
     );
-    let action = SystemPrompt::new(PromptProtocol::Action, PromptLanguage::English);
+    let action = SystemPrompt::action(PromptLanguage::English);
     assert_eq!(
         action.render_compact_tools([&a]),
         "*   `<get_weather>`: Weather of a city.\n    *   Parameters:\n        *   `<city>` (string, required)"
@@ -98,9 +107,9 @@ fn park_tool() -> ToolDefinition {
 #[test]
 fn enumerated_array_items_are_listed_beside_the_xml_examples() {
     let park = park_tool();
-    for protocol in [PromptProtocol::Tam, PromptProtocol::Action] {
+    for protocol in [Protocol::Tam, Protocol::Action] {
         for language in [PromptLanguage::English, PromptLanguage::Chinese] {
-            let prompt = SystemPrompt::new(protocol, language);
+            let prompt = prompt_for(protocol, language);
             for list in [
                 prompt.render_compact_tools([&park]),
                 prompt.render_tools([&park]),
@@ -123,7 +132,7 @@ fn enumerated_array_items_are_listed_beside_the_xml_examples() {
                 ];
                 for example in examples {
                     let shown = list.contains(example);
-                    assert_eq!(shown, protocol == PromptProtocol::Action, "{list}");
+                    assert_eq!(shown, protocol == Protocol::Action, "{list}");
                 }
             }
         }
@@ -135,9 +144,9 @@ fn enumerated_array_items_are_listed_beside_the_xml_examples() {
 /// language; a required call leaves the plain answer out.
 #[test]
 fn the_demonstration_shows_a_plain_answer_then_the_prompts_example_block() {
-    for protocol in [PromptProtocol::Tam, PromptProtocol::Action] {
+    for protocol in [Protocol::Tam, Protocol::Action] {
         for language in [PromptLanguage::English, PromptLanguage::Chinese] {
-            let prompt = SystemPrompt::new(protocol, language);
+            let prompt = prompt_for(protocol, language);
             let turns = prompt.compact_demonstration(false);
             let speakers: Vec<Speaker> = turns.iter().map(|t| t.0).collect();
             assert_eq!(
@@ -150,8 +159,8 @@ fn the_demonstration_shows_a_plain_answer_then_the_prompts_example_block() {
                 ]
             );
             let (start, end) = match protocol {
-                PromptProtocol::Tam => ("<|[REQUEST_TOOL]|>", "<|[END_TOOL]|>"),
-                PromptProtocol::Action => ("<ACTION>", "</ACTION>"),
+                Protocol::Tam => ("<|[REQUEST_TOOL]|>", "<|[END_TOOL]|>"),
+                Protocol::Action => ("<ACTION>", "</ACTION>"),
             };
             // The plain answer has no block; the call is the prompt's example, verbatim.
             assert!(!turns[1].1.contains(start), "{protocol:?} {language:?}");
@@ -160,10 +169,10 @@ fn the_demonstration_shows_a_plain_answer_then_the_prompts_example_block() {
             let text = prompt.render_compact([], &[]);
             assert!(text.contains(block), "{protocol:?} {language:?}: {text}");
             assert!(turns[2].1.contains(match (protocol, language) {
-                (PromptProtocol::Tam, PromptLanguage::English) => "Paris",
-                (PromptProtocol::Tam, PromptLanguage::Chinese) => "巴黎",
-                (PromptProtocol::Action, PromptLanguage::English) => "20-sided die",
-                (PromptProtocol::Action, PromptLanguage::Chinese) => "20 面骰子",
+                (Protocol::Tam, PromptLanguage::English) => "Paris",
+                (Protocol::Tam, PromptLanguage::Chinese) => "巴黎",
+                (Protocol::Action, PromptLanguage::English) => "20-sided die",
+                (Protocol::Action, PromptLanguage::Chinese) => "20 面骰子",
             }));
             assert_eq!(prompt.compact_demonstration(true), turns[2..]);
         }

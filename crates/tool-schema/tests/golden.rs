@@ -159,31 +159,27 @@ fn a_tool_without_parameters_says_so() {
 /// prompt of every protocol in every language.
 #[test]
 fn tam_seed_6_2_system_prompt() {
-    use tool_schema::{PromptLanguage, PromptProtocol, SystemPrompt};
+    use tool_schema::{PromptLanguage, SystemPrompt};
     let tools = tools();
-    for (protocol, language, name) in [
+    for (prompt, name) in [
         (
-            PromptProtocol::Tam,
-            PromptLanguage::Chinese,
+            SystemPrompt::tam(PromptLanguage::Chinese),
             "system-tam-zh.txt",
         ),
         (
-            PromptProtocol::Tam,
-            PromptLanguage::English,
+            SystemPrompt::tam(PromptLanguage::English),
             "system-tam-en.txt",
         ),
         (
-            PromptProtocol::Action,
-            PromptLanguage::Chinese,
+            SystemPrompt::action(PromptLanguage::Chinese),
             "system-action-zh.txt",
         ),
         (
-            PromptProtocol::Action,
-            PromptLanguage::English,
+            SystemPrompt::action(PromptLanguage::English),
             "system-action-en.txt",
         ),
     ] {
-        let mut text = SystemPrompt::new(protocol, language).render(&tools);
+        let mut text = prompt.render(&tools);
         text.push('\n');
         check_golden(name, &text);
     }

@@ -15,9 +15,7 @@ use gbnf::{Grammar, Rng};
 use serde_json::{Map, Value, json};
 use tam::{Config, Event, Protocol};
 use tool_schema::grammar::{Activation, GrammarError, GrammarOptions, OmitReason, StrictGrammar};
-use tool_schema::{
-    CompiledTool, Error, Implementation, KeyMatch, PromptProtocol, ToolDefinition, ToolId,
-};
+use tool_schema::{CompiledTool, Error, Implementation, KeyMatch, ToolDefinition, ToolId};
 
 fn tool(id: &str, parameters: Value) -> ToolDefinition {
     ToolDefinition::new(
@@ -67,10 +65,20 @@ fn write_file() -> ToolDefinition {
     )
 }
 
-fn block_protocol(protocol: PromptProtocol) -> Protocol {
+/// Lazy grammars of `protocol`'s blocks with the default limits.
+fn lazy_options(protocol: Protocol) -> GrammarOptions {
     match protocol {
-        PromptProtocol::Tam => Protocol::Tam,
-        PromptProtocol::Action => Protocol::Action,
+        Protocol::Tam => GrammarOptions::tam(),
+        Protocol::Action => GrammarOptions::action(),
+    }
+}
+
+/// The protocol of `grammar`'s blocks, told by its start marker.
+fn protocol_of(grammar: &StrictGrammar) -> Protocol {
+    if grammar.start_marker() == "<ACTION>" {
+        Protocol::Action
+    } else {
+        Protocol::Tam
     }
 }
 
@@ -79,12 +87,8 @@ type Call = (String, Map<String, Value>);
 
 /// What the decoder and coercion make of `text`: the calls, or why it is not one block of
 /// valid calls of `tools`.
-fn read(
-    protocol: PromptProtocol,
-    tools: &[ToolDefinition],
-    text: &str,
-) -> Result<Vec<Call>, String> {
-    let events = tam::decode(text, Config::for_protocol(block_protocol(protocol).into()));
+fn read(protocol: Protocol, tools: &[ToolDefinition], text: &str) -> Result<Vec<Call>, String> {
+    let events = tam::decode(text, Config::for_protocol(protocol.into()));
     let mut calls = Vec::new();
     let mut blocks = 0;
     for event in events {
@@ -185,11 +189,8 @@ fn build_with(tools: &[ToolDefinition], options: &GrammarOptions) -> Built {
 
 /// The grammar of calls only: no block that gives no call (see
 /// `a_block_for_a_tool_not_offered_gives_no_call` for those).
-fn build(tools: &[ToolDefinition], protocol: PromptProtocol) -> Built {
-    build_with(
-        tools,
-        &GrammarOptions::new(protocol).with_unoffered_blocks(false),
-    )
+fn build(tools: &[ToolDefinition], protocol: Protocol) -> Built {
+    build_with(tools, &lazy_options(protocol).with_unoffered_blocks(false))
 }
 
 /// A tool name as the proxy resolves it: without ASCII case and `_`, `-`, `.`.
@@ -201,9 +202,9 @@ fn loose(name: &str) -> String {
 }
 
 /// The tools of the calls `text` decodes into, whatever their validity.
-fn called_tools(protocol: PromptProtocol, text: &str) -> Vec<String> {
+fn called_tools(protocol: Protocol, text: &str) -> Vec<String> {
     let mut tools = Vec::new();
-    for event in tam::decode(text, Config::for_protocol(block_protocol(protocol).into())) {
+    for event in tam::decode(text, Config::for_protocol(protocol.into())) {
         match event {
             Event::ActionBlock(block) => tools.extend(block.calls.iter().map(|c| c.tool.clone())),
             Event::TamBlock(block) => {
@@ -216,7 +217,7 @@ fn called_tools(protocol: PromptProtocol, text: &str) -> Vec<String> {
 }
 
 /// No call of `text` names an offered tool, even loosely.
-fn calls_no_offered_tool(protocol: PromptProtocol, tools: &[ToolDefinition], text: &str) -> bool {
+fn calls_no_offered_tool(protocol: Protocol, tools: &[ToolDefinition], text: &str) -> bool {
     let offered: Vec<String> = tools.iter().map(|t| loose(t.id.as_str())).collect();
     called_tools(protocol, text)
         .iter()
@@ -226,7 +227,7 @@ fn calls_no_offered_tool(protocol: PromptProtocol, tools: &[ToolDefinition], tex
 #[test]
 fn a_block_for_a_tool_not_offered_gives_no_call() {
     let tools = [weather(), write_file()];
-    let built = build_with(&tools, &GrammarOptions::new(PromptProtocol::Action));
+    let built = build_with(&tools, &GrammarOptions::action());
     for text in [
         "<ACTION></ACTION>",
         "<ACTION>\n</ACTION>",
@@ -240,9 +241,9 @@ fn a_block_for_a_tool_not_offered_gives_no_call() {
         "<ACTION><x></act</ACTION>",
     ] {
         assert!(built.accepts(text), "grammar refuses {text:?}");
-        let called = called_tools(PromptProtocol::Action, text);
+        let called = called_tools(Protocol::Action, text);
         assert!(
-            calls_no_offered_tool(PromptProtocol::Action, &tools, text),
+            calls_no_offered_tool(Protocol::Action, &tools, text),
             "{text:?} calls an offered tool: {called:?}"
         );
     }
@@ -271,20 +272,20 @@ fn a_block_for_a_tool_not_offered_gives_no_call() {
     // Lazy grammars only: a required one has a call.
     let required = build_with(
         &tools,
-        &GrammarOptions::new(PromptProtocol::Action).with_activation(Activation::Required),
+        &GrammarOptions::action().with_activation(Activation::Required),
     );
     assert!(!required.accepts("<ACTION></ACTION>"));
     assert!(!required.accepts("<ACTION><get_wether/></ACTION>"));
     // Off: none.
-    let off = build(&tools, PromptProtocol::Action);
+    let off = build(&tools, Protocol::Action);
     assert!(!off.accepts("<ACTION><get_wether/></ACTION>"));
 }
 
 #[test]
 fn a_tam_block_for_a_tool_not_offered_gives_no_call() {
     let tools = [weather(), write_file()];
-    let built = build_with(&tools, &GrammarOptions::new(PromptProtocol::Tam));
-    let protocol = PromptProtocol::Tam;
+    let built = build_with(&tools, &GrammarOptions::tam());
+    let protocol = Protocol::Tam;
     for text in [
         "<|[REQUEST_TOOL]|>command:「始」get_wether「末」city:「始」Paris「末」<|[END_TOOL]|>",
         "<|[REQUEST_TOOL]|>\ncommand:「始」search_web「末」\nquery:「始」news「末」\n<|[END_TOOL]|>",
@@ -317,16 +318,16 @@ fn a_tam_block_for_a_tool_not_offered_gives_no_call() {
     }
     let required = build_with(
         &tools,
-        &GrammarOptions::new(protocol).with_activation(Activation::Required),
+        &lazy_options(protocol).with_activation(Activation::Required),
     );
     assert!(!required.accepts("<|[REQUEST_TOOL]|>command:「始」foo「末」<|[END_TOOL]|>"));
 }
 
 /// Random strings of the grammar with blocks that give no call: each is valid calls of
 /// offered tools, or calls none.
-fn sampled_blocks_are_valid_calls_or_none(protocol: PromptProtocol) {
+fn sampled_blocks_are_valid_calls_or_none(protocol: Protocol) {
     let tools = [weather(), write_file(), nested()];
-    let built = build_with(&tools, &GrammarOptions::new(protocol));
+    let built = build_with(&tools, &lazy_options(protocol));
     let (mut calls, mut none) = (0, 0);
     for seed in 0..600 {
         let mut rng = Rng::new(seed);
@@ -354,12 +355,12 @@ fn sampled_blocks_are_valid_calls_or_none(protocol: PromptProtocol) {
 
 #[test]
 fn what_the_action_grammar_allows_is_valid_calls_or_none() {
-    sampled_blocks_are_valid_calls_or_none(PromptProtocol::Action);
+    sampled_blocks_are_valid_calls_or_none(Protocol::Action);
 }
 
 #[test]
 fn what_the_tam_grammar_allows_is_valid_calls_or_none() {
-    sampled_blocks_are_valid_calls_or_none(PromptProtocol::Tam);
+    sampled_blocks_are_valid_calls_or_none(Protocol::Tam);
 }
 
 impl Built {
@@ -381,7 +382,7 @@ impl Built {
 fn assert_valid(built: &Built, tools: &[ToolDefinition], texts: &[&str]) {
     for text in texts {
         assert!(built.accepts(text), "grammar refuses {text:?}");
-        if let Err(reason) = read(built.strict.protocol(), tools, text) {
+        if let Err(reason) = read(protocol_of(&built.strict), tools, text) {
             panic!("the decoder refuses {text:?}: {reason}");
         }
     }
@@ -393,7 +394,7 @@ fn assert_refused(built: &Built, tools: &[ToolDefinition], texts: &[(&str, bool)
         assert!(!built.accepts(text), "grammar accepts {text:?}");
         if *invalid {
             assert!(
-                read(built.strict.protocol(), tools, text).is_err(),
+                read(protocol_of(&built.strict), tools, text).is_err(),
                 "the decoder reads {text:?} as valid calls"
             );
         }
@@ -403,7 +404,7 @@ fn assert_refused(built: &Built, tools: &[ToolDefinition], texts: &[(&str, bool)
 #[test]
 fn action_blocks_that_decode_are_accepted() {
     let tools = [weather(), write_file()];
-    let built = build(&tools, PromptProtocol::Action);
+    let built = build(&tools, Protocol::Action);
     assert_valid(
         &built,
         &tools,
@@ -431,7 +432,7 @@ fn action_blocks_that_decode_are_accepted() {
 #[test]
 fn action_blocks_that_do_not_decode_are_refused() {
     let tools = [weather(), write_file()];
-    let built = build(&tools, PromptProtocol::Action);
+    let built = build(&tools, Protocol::Action);
     assert_refused(
         &built,
         &tools,
@@ -567,7 +568,7 @@ fn action_blocks_that_do_not_decode_are_refused() {
 #[test]
 fn tam_blocks_that_decode_are_accepted() {
     let tools = [weather(), write_file()];
-    let built = build(&tools, PromptProtocol::Tam);
+    let built = build(&tools, Protocol::Tam);
     assert_valid(
         &built,
         &tools,
@@ -590,7 +591,7 @@ fn tam_blocks_that_decode_are_accepted() {
 #[test]
 fn a_tam_close_marker_begun_is_finished() {
     let tools = [weather(), write_file()];
-    let built = build(&tools, PromptProtocol::Tam);
+    let built = build(&tools, Protocol::Tam);
     let call = "<|[REQUEST_TOOL]|>command:「始」write_file「末」path:「始」p「末」content:";
     for (viable, dead) in [
         // A plain value closed with the escaped form's marker, or `「末` then a break.
@@ -617,7 +618,7 @@ fn a_tam_close_marker_begun_is_finished() {
 #[test]
 fn tam_blocks_that_do_not_decode_are_refused() {
     let tools = [weather(), write_file()];
-    let built = build(&tools, PromptProtocol::Tam);
+    let built = build(&tools, Protocol::Tam);
     assert_refused(
         &built,
         &tools,
@@ -679,7 +680,7 @@ fn tam_blocks_that_do_not_decode_are_refused() {
 
 /// Random strings of each grammar are valid blocks: everything a grammar allows decodes
 /// into valid calls, whatever characters its free text and enum members hold.
-fn sampled_blocks_decode(tools: &[ToolDefinition], protocol: PromptProtocol, count: u64) {
+fn sampled_blocks_decode(tools: &[ToolDefinition], protocol: Protocol, count: u64) {
     let built = build(tools, protocol);
     let mut lengths = 0;
     for seed in 0..count {
@@ -703,20 +704,12 @@ fn sampled_blocks_decode(tools: &[ToolDefinition], protocol: PromptProtocol, cou
 
 #[test]
 fn what_the_action_grammar_allows_decodes() {
-    sampled_blocks_decode(
-        &[weather(), write_file(), nested()],
-        PromptProtocol::Action,
-        400,
-    );
+    sampled_blocks_decode(&[weather(), write_file(), nested()], Protocol::Action, 400);
 }
 
 #[test]
 fn what_the_tam_grammar_allows_decodes() {
-    sampled_blocks_decode(
-        &[weather(), write_file(), nested()],
-        PromptProtocol::Tam,
-        400,
-    );
+    sampled_blocks_decode(&[weather(), write_file(), nested()], Protocol::Tam, 400);
 }
 
 /// Deeper structures: arrays of objects, objects in objects, a member named `item`, a
@@ -764,13 +757,13 @@ fn nested() -> ToolDefinition {
 #[test]
 fn json_members_keep_their_order_with_commas_only_between_them() {
     let tools = [nested()];
-    for protocol in [PromptProtocol::Action, PromptProtocol::Tam] {
+    for protocol in [Protocol::Action, Protocol::Tam] {
         let built = build(&tools, protocol);
         let block = |opts: &str| match protocol {
-            PromptProtocol::Action => {
+            Protocol::Action => {
                 format!("<ACTION><plan><plan>p</plan><opts>{opts}</opts></plan></ACTION>")
             }
-            PromptProtocol::Tam => format!(
+            Protocol::Tam => format!(
                 "<|[REQUEST_TOOL]|>command:「始」plan「末」\nplan:「始」p「末」\nopts:「始」{opts}「末」\n<|[END_TOOL]|>"
             ),
         };
@@ -800,9 +793,9 @@ fn the_same_tools_give_the_same_grammar() {
     // Servers cache compiled grammars by their text: one client's requests, which offer
     // the same tools each time, must give the same text.
     let tools = claude_code();
-    for protocol in [PromptProtocol::Action, PromptProtocol::Tam] {
-        let a = StrictGrammar::new(&tools, &GrammarOptions::new(protocol)).unwrap();
-        let b = StrictGrammar::new(&tools, &GrammarOptions::new(protocol)).unwrap();
+    for protocol in [Protocol::Action, Protocol::Tam] {
+        let a = StrictGrammar::new(&tools, &lazy_options(protocol)).unwrap();
+        let b = StrictGrammar::new(&tools, &lazy_options(protocol)).unwrap();
         assert_eq!(a, b);
     }
 }
@@ -823,14 +816,14 @@ fn escaped_names_and_members_match_exactly_and_change_no_structure() {
             "required": ["k\"]|\\"]
         }),
     )];
-    let tam = build(&tools, PromptProtocol::Tam);
+    let tam = build(&tools, Protocol::Tam);
     assert_eq!(tam.strict.tools(), [nasty]);
     // The member that holds 「末」 takes the escape form.
     let text = format!(
         "<|[REQUEST_TOOL]|>command:「始」{nasty}「末」\nk\"]|\\:「始ESCAPE」{member}「末ESCAPE」\n<|[END_TOOL]|>"
     );
     assert!(tam.accepts(&text));
-    let calls = read(PromptProtocol::Tam, &tools, &text).unwrap();
+    let calls = read(Protocol::Tam, &tools, &text).unwrap();
     assert_eq!(calls[0].1["k\"]|\\"], json!(member));
     assert!(!tam.accepts(&text.replace("「始ESCAPE」a", "「始ESCAPE」b")));
     let plain = format!(
@@ -841,7 +834,7 @@ fn escaped_names_and_members_match_exactly_and_change_no_structure() {
     assert!(!tam.accepts(&plain.replace(nasty, "ns:we\"ird]|\\[#(x)*{1}?-e😀")));
 
     // ACTION cannot name such a tool; an XML-safe tool with such members can.
-    let action = StrictGrammar::new(&tools, &GrammarOptions::new(PromptProtocol::Action));
+    let action = StrictGrammar::new(&tools, &GrammarOptions::action());
     assert!(matches!(action, Err(GrammarError::NoCallableTool { .. })));
     let tools = [tool(
         "ns:odd.name-é",
@@ -851,11 +844,11 @@ fn escaped_names_and_members_match_exactly_and_change_no_structure() {
             "required": ["k"]
         }),
     )];
-    let action = build(&tools, PromptProtocol::Action);
+    let action = build(&tools, Protocol::Action);
     let text = "<ACTION><ns:odd.name-é><k>a&lt;b&gt;&amp;c\"d]|\\</k></ns:odd.name-é></ACTION>";
     assert!(action.accepts(text));
     assert_eq!(
-        read(PromptProtocol::Action, &tools, text).unwrap()[0].1["k"],
+        read(Protocol::Action, &tools, text).unwrap()[0].1["k"],
         json!("a<b>&c\"d]|\\")
     );
     assert!(!action.accepts(&text.replace("&amp;", "&")));
@@ -881,7 +874,7 @@ fn names_that_clean_up_alike_get_rules_of_their_own() {
         tool("get-weather", schema("c")),
         tool("GET_WEATHER", schema("d")),
     ];
-    for protocol in [PromptProtocol::Action, PromptProtocol::Tam] {
+    for protocol in [Protocol::Action, Protocol::Tam] {
         let built = build(&tools, protocol);
         assert_eq!(built.strict.tools().len(), 4);
         for (id, p) in [
@@ -891,8 +884,8 @@ fn names_that_clean_up_alike_get_rules_of_their_own() {
             ("GET_WEATHER", "d"),
         ] {
             let text = match protocol {
-                PromptProtocol::Action => format!("<ACTION><{id}><{p}>1</{p}></{id}></ACTION>"),
-                PromptProtocol::Tam => format!(
+                Protocol::Action => format!("<ACTION><{id}><{p}>1</{p}></{id}></ACTION>"),
+                Protocol::Tam => format!(
                     "<|[REQUEST_TOOL]|>command:「始」{id}「末」\n{p}:「始」1「末」\n<|[END_TOOL]|>"
                 ),
             };
@@ -1004,7 +997,7 @@ fn names_that_cannot_be_written_are_left_out_and_reported() {
             })
             .collect::<Vec<_>>()
     };
-    let action = reasons(PromptProtocol::Action);
+    let action = reasons(Protocol::Action);
     assert!(action.contains(&("ok".to_owned(), OmitReason::DuplicateTool)));
     assert!(action.contains(&("1bad".to_owned(), OmitReason::NotAnXmlName)));
     assert!(action.contains(&("a b".to_owned(), OmitReason::NotAnXmlName)));
@@ -1019,7 +1012,7 @@ fn names_that_cannot_be_written_are_left_out_and_reported() {
         name.starts_with("long_name") && *reason == want
     };
     assert!(action.iter().any(|o| long(o, OmitReason::NameTooLong)));
-    let tam = reasons(PromptProtocol::Tam);
+    let tam = reasons(Protocol::Tam);
     assert!(tam.iter().any(|o| long(o, OmitReason::NotATamKey)));
     assert!(tam.contains(&("a b".to_owned(), OmitReason::NotATamKey)));
     assert!(tam.contains(&("command".to_owned(), OmitReason::ReservedName)));
@@ -1032,7 +1025,7 @@ fn names_that_cannot_be_written_are_left_out_and_reported() {
             .any(|(name, _)| name == "action" || name == "keep")
     );
     assert_eq!(
-        build(&tools, PromptProtocol::Tam).strict.omitted()[0].to_string(),
+        build(&tools, Protocol::Tam).strict.omitted()[0].to_string(),
         "tool \"ok\" left out: a tool id given twice"
     );
 
@@ -1048,7 +1041,7 @@ fn names_that_cannot_be_written_are_left_out_and_reported() {
             json!({"type": "object", "properties": {"command": {"type": "string", "default": "ls"}}, "required": ["command"]}),
         ),
     ];
-    let built = build(&required, PromptProtocol::Tam);
+    let built = build(&required, Protocol::Tam);
     assert_eq!(built.strict.tools(), ["run_default"]);
     assert!(built.strict.omitted().iter().any(|o| o.tool == "run"
         && o.parameter.is_none()
@@ -1059,14 +1052,9 @@ fn names_that_cannot_be_written_are_left_out_and_reported() {
         &["<|[REQUEST_TOOL]|>command:「始」run_default「末」<|[END_TOOL]|>"],
     );
 
-    let error = StrictGrammar::new(
-        std::iter::empty(),
-        &GrammarOptions::new(PromptProtocol::Tam),
-    )
-    .unwrap_err();
+    let error = StrictGrammar::new(std::iter::empty(), &GrammarOptions::tam()).unwrap_err();
     assert_eq!(error.to_string(), "no offered tool can be called in TAM");
-    let error =
-        StrictGrammar::new(&tools[..1], &GrammarOptions::new(PromptProtocol::Action)).unwrap_err();
+    let error = StrictGrammar::new(&tools[..1], &GrammarOptions::action()).unwrap_err();
     assert_eq!(
         error.to_string(),
         "no offered tool can be called in ACTION: tool \"1bad\" left out: not an XML name"
@@ -1095,13 +1083,13 @@ fn schemas_the_grammar_does_not_follow_degrade_to_free_values() {
             "$defs": {"x": {"type": "integer"}}
         }),
     )];
-    for protocol in [PromptProtocol::Action, PromptProtocol::Tam] {
+    for protocol in [Protocol::Action, Protocol::Tam] {
         let built = build(&tools, protocol);
         let texts: Vec<String> = ["any", "ref", "pattern", "all"]
             .iter()
             .map(|key| match protocol {
-                PromptProtocol::Action => format!("<ACTION><t><{key}>free text</{key}></t></ACTION>"),
-                PromptProtocol::Tam => format!(
+                Protocol::Action => format!("<ACTION><t><{key}>free text</{key}></t></ACTION>"),
+                Protocol::Tam => format!(
                     "<|[REQUEST_TOOL]|>command:「始」t「末」{key}:「始」free text「末」<|[END_TOOL]|>"
                 ),
             })
@@ -1118,15 +1106,14 @@ fn a_required_grammar_and_a_lazy_one_differ_only_in_how_they_start() {
     // But for the blocks that give no call, which only a lazy grammar has.
     let lazy = StrictGrammar::new(
         &tools,
-        &GrammarOptions::new(PromptProtocol::Action).with_unoffered_blocks(false),
+        &GrammarOptions::action().with_unoffered_blocks(false),
     )
     .unwrap();
-    let with_unoffered =
-        StrictGrammar::new(&tools, &GrammarOptions::new(PromptProtocol::Action)).unwrap();
+    let with_unoffered = StrictGrammar::new(&tools, &GrammarOptions::action()).unwrap();
     assert_ne!(lazy.gbnf(), with_unoffered.gbnf());
     let required = StrictGrammar::new(
         &tools,
-        &GrammarOptions::new(PromptProtocol::Action).with_activation(Activation::Required),
+        &GrammarOptions::action().with_activation(Activation::Required),
     )
     .unwrap();
     assert_eq!(lazy.gbnf(), required.gbnf());
@@ -1165,7 +1152,7 @@ fn a_required_grammar_and_a_lazy_one_differ_only_in_how_they_start() {
             })
         );
     }
-    let tam = StrictGrammar::new(&tools, &GrammarOptions::new(PromptProtocol::Tam)).unwrap();
+    let tam = StrictGrammar::new(&tools, &GrammarOptions::tam()).unwrap();
     assert_eq!(tam.triggers(), ["<|[REQUEST_TOOL]|>"]);
     assert_eq!(tam.end_marker(), "<|[END_TOOL]|>");
     assert!(tam.gbnf().starts_with("root ::= \"<|[REQUEST_TOOL]|>\" "));
@@ -1175,7 +1162,7 @@ fn a_required_grammar_and_a_lazy_one_differ_only_in_how_they_start() {
 fn the_chained_form_follows_its_option() {
     let tools = [weather()];
     let chained = |n: usize| {
-        let mut options = GrammarOptions::new(PromptProtocol::Tam);
+        let mut options = GrammarOptions::tam();
         options.max_chained_calls = n;
         build_with(&tools, &options)
     };
@@ -1197,7 +1184,7 @@ fn the_chained_form_follows_its_option() {
         "hash",
         json!({"type": "object", "properties": {"sha256": {"type": "string"}}}),
     )];
-    let built = build(&tools, PromptProtocol::Tam);
+    let built = build(&tools, Protocol::Tam);
     assert!(
         !built.accepts(
             "<|[REQUEST_TOOL]|>command1:「始」hash「末」sha2561:「始」x「末」<|[END_TOOL]|>"
@@ -1213,7 +1200,7 @@ fn the_chained_form_follows_its_option() {
 #[test]
 fn the_size_is_bounded_with_a_clear_error() {
     let tools = [weather(), write_file(), nested()];
-    let mut options = GrammarOptions::new(PromptProtocol::Action);
+    let mut options = GrammarOptions::action();
     options.max_bytes = 2_000;
     let error = StrictGrammar::new(&tools, &options).unwrap_err();
     let GrammarError::TooLarge {
@@ -1228,7 +1215,7 @@ fn the_size_is_bounded_with_a_clear_error() {
             .to_string()
             .starts_with("the grammar for these tools needs more than its limits allow")
     );
-    let mut options = GrammarOptions::new(PromptProtocol::Tam);
+    let mut options = GrammarOptions::tam();
     options.max_rules = 10;
     assert!(matches!(
         StrictGrammar::new(&tools, &options),
@@ -1252,13 +1239,13 @@ fn the_size_is_bounded_with_a_clear_error() {
     ];
     // ACTION leaves the long names out; TAM writes the tool id as a literal, once per
     // form of call, which passes the limit.
-    let built = build(&tools, PromptProtocol::Action);
+    let built = build(&tools, Protocol::Action);
     assert_eq!(built.strict.tools(), ["t"]);
     assert!(matches!(
-        StrictGrammar::new(&tools, &GrammarOptions::new(PromptProtocol::Tam)),
+        StrictGrammar::new(&tools, &GrammarOptions::tam()),
         Err(GrammarError::TooLarge { .. })
     ));
-    let built = build(&tools[1..], PromptProtocol::Tam);
+    let built = build(&tools[1..], Protocol::Tam);
     assert_eq!(built.strict.tools(), ["t"]);
     // An enum of a million members stops at the limit, long before it is written out.
     let huge: Vec<Value> = (0..1_000_000)
@@ -1268,8 +1255,8 @@ fn the_size_is_bounded_with_a_clear_error() {
         "t",
         json!({"type": "object", "properties": {"e": {"enum": huge}}}),
     )];
-    for protocol in [PromptProtocol::Action, PromptProtocol::Tam] {
-        let error = StrictGrammar::new(&tools, &GrammarOptions::new(protocol)).unwrap_err();
+    for protocol in [Protocol::Action, Protocol::Tam] {
+        let error = StrictGrammar::new(&tools, &lazy_options(protocol)).unwrap_err();
         assert!(
             matches!(error, GrammarError::TooLarge { bytes, .. } if bytes <= GrammarOptions::DEFAULT_MAX_BYTES + 64)
         );
@@ -1296,7 +1283,7 @@ fn codex() -> Vec<ToolDefinition> {
 fn claude_code_tools() {
     let tools = claude_code();
     assert_eq!(tools.len(), 12);
-    let action = build(&tools, PromptProtocol::Action);
+    let action = build(&tools, Protocol::Action);
     assert_eq!(action.strict.tools().len(), 12);
     assert!(
         action.strict.omitted().is_empty(),
@@ -1336,9 +1323,9 @@ fn claude_code_tools() {
             ),
         ],
     );
-    sampled_blocks_decode(&tools, PromptProtocol::Action, 150);
+    sampled_blocks_decode(&tools, Protocol::Action, 150);
 
-    let tam = build(&tools, PromptProtocol::Tam);
+    let tam = build(&tools, Protocol::Tam);
     eprintln!(
         "Claude Code, TAM: {} bytes, {} rules",
         tam.strict.gbnf().len(),
@@ -1368,13 +1355,13 @@ fn claude_code_tools() {
         ],
     );
     assert!(!tam.accepts("<|[REQUEST_TOOL]|>command:「始」Bash「末」<|[END_TOOL]|>"));
-    sampled_blocks_decode(&tools, PromptProtocol::Tam, 150);
+    sampled_blocks_decode(&tools, Protocol::Tam, 150);
 }
 
 #[test]
 fn codex_tools() {
     let tools = codex();
-    for protocol in [PromptProtocol::Action, PromptProtocol::Tam] {
+    for protocol in [Protocol::Action, Protocol::Tam] {
         let built = build(&tools, protocol);
         assert_eq!(
             built.strict.tools().len(),
@@ -1389,7 +1376,7 @@ fn codex_tools() {
         );
         sampled_blocks_decode(&tools, protocol, 150);
     }
-    let action = build(&tools, PromptProtocol::Action);
+    let action = build(&tools, Protocol::Action);
     assert_valid(
         &action,
         &tools,
@@ -1430,7 +1417,7 @@ fn generated(n: usize) -> Vec<ToolDefinition> {
 #[test]
 fn a_hundred_tools_fit_the_default_limits() {
     let tools = generated(100);
-    for protocol in [PromptProtocol::Action, PromptProtocol::Tam] {
+    for protocol in [Protocol::Action, Protocol::Tam] {
         let built = build(&tools, protocol);
         assert_eq!(built.strict.tools().len(), 100);
         eprintln!(
@@ -1439,8 +1426,8 @@ fn a_hundred_tools_fit_the_default_limits() {
             built.strict.rule_count()
         );
         let text = match protocol {
-            PromptProtocol::Action => "<ACTION><tool.99><path_99>a</path_99><mode>m99</mode></tool.99><tool_98><path_98>b</path_98><count>3</count></tool_98></ACTION>".to_owned(),
-            PromptProtocol::Tam => "<|[REQUEST_TOOL]|>command:「始」tool.99「末」\npath_99:「始」a「末」\nmode:「始」m99「末」\n<|[END_TOOL]|>".to_owned(),
+            Protocol::Action => "<ACTION><tool.99><path_99>a</path_99><mode>m99</mode></tool.99><tool_98><path_98>b</path_98><count>3</count></tool_98></ACTION>".to_owned(),
+            Protocol::Tam => "<|[REQUEST_TOOL]|>command:「始」tool.99「末」\npath_99:「始」a「末」\nmode:「始」m99「末」\n<|[END_TOOL]|>".to_owned(),
         };
         assert_valid(&built, &tools, &[&text]);
         assert!(!built.accepts(&text.replace("m99", "m98")));
@@ -1453,7 +1440,7 @@ fn prefixes_of_valid_blocks_stay_open() {
     // A lazy grammar is applied token by token: every prefix of a valid block must be a
     // prefix the grammar can still complete.
     let tools = [weather(), write_file()];
-    let built = build(&tools, PromptProtocol::Action);
+    let built = build(&tools, Protocol::Action);
     let text = "<ACTION>\n<write_file><path>a</path><content>x </con <![CDATA[ ]]> y</content></write_file>\n</ACTION>";
     for (i, _) in text.char_indices() {
         assert!(built.gbnf.accepts_prefix(&text[..i]), "{:?}", &text[..i]);
@@ -1525,7 +1512,7 @@ fn mistyped_tools() -> Vec<ToolDefinition> {
 #[test]
 fn a_siblings_close_tag_cannot_end_a_value() {
     let tools = mistyped_tools();
-    let built = build(&tools, PromptProtocol::Action);
+    let built = build(&tools, Protocol::Action);
     // Real outputs (each ran on to the token limit under the old grammar), and where the
     // mistyped close tag's name is whole.
     let outputs = [
@@ -1588,7 +1575,7 @@ fn a_siblings_close_tag_cannot_end_a_value() {
 #[test]
 fn a_close_tags_name_is_followed_by_its_gt_only() {
     let tools = mistyped_tools();
-    let built = build(&tools, PromptProtocol::Action);
+    let built = build(&tools, Protocol::Action);
     let value = "<ACTION><get_dominant_trait><allele1>AA";
     // The own close tag: blanks, then `>`; a longer name is text.
     for viable in ["</allele1", "</allele1 \n", "</allele1 >", "</allele1x"] {

@@ -69,8 +69,7 @@ fn action_seed_7_1_both_interface_spellings_is_an_error() {
 mod system_prompt {
     use serde_json::json;
     use tool_schema::{
-        Implementation, PromptLanguage, PromptPart, PromptProtocol, SystemPrompt, ToolDefinition,
-        ToolId,
+        Implementation, PromptLanguage, PromptPart, SystemPrompt, ToolDefinition, ToolId,
     };
 
     fn apply_edit() -> ToolDefinition {
@@ -88,7 +87,7 @@ mod system_prompt {
     #[test]
     fn tam_seed_6_2_system_prompt_parts() {
         let tool = apply_edit();
-        let prompt = SystemPrompt::new(PromptProtocol::Tam, PromptLanguage::Chinese);
+        let prompt = SystemPrompt::tam(PromptLanguage::Chinese);
         let text = prompt.render([&tool]);
         let all: Vec<&str> = PromptPart::ALL
             .iter()
@@ -148,8 +147,7 @@ mod system_prompt {
     #[test]
     fn action_seed_4_system_prompt() {
         let tool = apply_edit();
-        let text =
-            SystemPrompt::new(PromptProtocol::Action, PromptLanguage::English).render([&tool]);
+        let text = SystemPrompt::action(PromptLanguage::English).render([&tool]);
         assert!(text.contains("You have access to the following tools and skills:\n\n**Tools (direct function calls):**\n\n*   `<FileOperator.ApplyEdit>`"));
         for needle in [
             "first explain your reasoning, then output the <ACTION> block last",
@@ -161,7 +159,7 @@ mod system_prompt {
             assert!(text.contains(needle), "{needle}");
         }
         assert!(!text.contains("REQUEST_TOOL"));
-        let none = SystemPrompt::new(PromptProtocol::Action, PromptLanguage::English).render([]);
+        let none = SystemPrompt::action(PromptLanguage::English).render([]);
         assert!(none.contains(
             "[Available tools]\nYou have access to the following tools and skills:\n\n(none)\n\n"
         ));
@@ -170,23 +168,15 @@ mod system_prompt {
     /// Result-format seed: the 【工具调用规则】 block, verbatim in Chinese.
     #[test]
     fn tool_result_format_rules_block() {
-        let text = SystemPrompt::new(PromptProtocol::Tam, PromptLanguage::Chinese).render([]);
+        let text = SystemPrompt::tam(PromptLanguage::Chinese).render([]);
         let rules = text.split("【工具调用规则】\n").nth(1).unwrap();
         assert!(rules.starts_with(
             "所有工具都会返回JSON格式的结果，包含以下结构：\n{\n  \"success\": true/false,"
         ));
         assert!(rules.contains("2. 当success为false时，请直接回复 \"TOOL_EXECUTION_FAILED\" (不包含引号)，不要尝试重新解释或生成其他内容"));
         assert_eq!(
-            SystemPrompt::default_text(
-                PromptProtocol::Action,
-                PromptLanguage::Chinese,
-                PromptPart::ResultRules
-            ),
-            SystemPrompt::default_text(
-                PromptProtocol::Tam,
-                PromptLanguage::Chinese,
-                PromptPart::ResultRules
-            )
+            SystemPrompt::action(PromptLanguage::Chinese).default_text(PromptPart::ResultRules),
+            SystemPrompt::tam(PromptLanguage::Chinese).default_text(PromptPart::ResultRules)
         );
     }
 }

@@ -18,7 +18,7 @@
 //! ```
 //! use serde_json::json;
 //! use tool_schema::grammar::{Activation, GrammarOptions, StrictGrammar};
-//! use tool_schema::{PromptProtocol, ToolDefinition};
+//! use tool_schema::ToolDefinition;
 //!
 //! let tool: ToolDefinition = serde_json::from_value(json!({
 //!     "id": "get_weather",
@@ -29,7 +29,7 @@
 //!         "required": ["city"]},
 //!     "implementation": {"type": "service"}
 //! })).unwrap();
-//! let grammar = StrictGrammar::new([&tool], &GrammarOptions::new(PromptProtocol::Action)).unwrap();
+//! let grammar = StrictGrammar::new([&tool], &GrammarOptions::action()).unwrap();
 //! assert!(grammar.gbnf().starts_with("root ::= \"<ACTION>\" "));
 //! assert_eq!(grammar.triggers(), ["<ACTION>"]);
 //! let fields = grammar.llama_server_fields();
@@ -40,7 +40,7 @@
 //! assert_eq!(tag["format"]["stop_after_first"], true);
 //!
 //! // `tool_choice: required`: the reply is a block.
-//! let options = GrammarOptions::new(PromptProtocol::Tam).with_activation(Activation::Required);
+//! let options = GrammarOptions::tam().with_activation(Activation::Required);
 //! let grammar = StrictGrammar::new([&tool], &options).unwrap();
 //! assert_eq!(grammar.llama_server_fields()["grammar_lazy"], false);
 //! assert_eq!(grammar.structural_tag()["format"]["at_least_one"], true);
@@ -195,8 +195,9 @@ use std::fmt;
 
 use serde_json::{Map, Value, json};
 
+use crate::ToolDefinition;
 use crate::shape::Shape;
-use crate::{PromptProtocol, ToolDefinition};
+use crate::system_prompt::Protocol;
 use text::{Budget, Rules};
 
 /// The most calls one block may hold: the decoders' default call limit.
@@ -213,12 +214,13 @@ pub enum Activation {
     Required,
 }
 
-/// What [`StrictGrammar::new`] builds: the protocol, the activation and the limits.
+/// What [`StrictGrammar::new`] builds: the protocol (chosen by the constructor,
+/// [`GrammarOptions::tam`] or [`GrammarOptions::action`]), the activation and the limits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct GrammarOptions {
     /// The protocol the prompt teaches.
-    pub protocol: PromptProtocol,
+    protocol: Protocol,
     /// Lazy (default) or required.
     pub activation: Activation,
     /// TAM only: the longest chain of numbered calls (`command1` … `commandN`) the
@@ -250,8 +252,21 @@ impl GrammarOptions {
     /// Default of [`GrammarOptions::max_rules`].
     pub const DEFAULT_MAX_RULES: usize = 16_384;
 
-    /// Lazy grammars of `protocol` with the default limits.
-    pub fn new(protocol: PromptProtocol) -> GrammarOptions {
+    /// Lazy grammars of TAM blocks (`<|[REQUEST_TOOL]|>` … `<|[END_TOOL]|>`), as
+    /// [`SystemPrompt::tam`](crate::SystemPrompt::tam) teaches them, with the default
+    /// limits.
+    pub fn tam() -> GrammarOptions {
+        GrammarOptions::new(Protocol::Tam)
+    }
+
+    /// Lazy grammars of ACTION blocks (`<ACTION>` … `</ACTION>`), as
+    /// [`SystemPrompt::action`](crate::SystemPrompt::action) teaches them, with the
+    /// default limits.
+    pub fn action() -> GrammarOptions {
+        GrammarOptions::new(Protocol::Action)
+    }
+
+    fn new(protocol: Protocol) -> GrammarOptions {
         GrammarOptions {
             protocol,
             activation: Activation::Lazy,
@@ -397,7 +412,7 @@ impl fmt::Display for Omission {
 /// [module docs](self) for their shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StrictGrammar {
-    protocol: PromptProtocol,
+    protocol: Protocol,
     activation: Activation,
     gbnf: String,
     body: String,
@@ -448,12 +463,12 @@ impl StrictGrammar {
             }
         };
         let (protocol_name, start, end) = match options.protocol {
-            PromptProtocol::Action => ("ACTION", action::START, action::END),
-            PromptProtocol::Tam => ("TAM", tam::START, tam::END),
+            Protocol::Action => ("ACTION", action::START, action::END),
+            Protocol::Tam => ("TAM", tam::START, tam::END),
         };
         let mut names = Vec::new();
         let body = match options.protocol {
-            PromptProtocol::Action => {
+            Protocol::Action => {
                 let mut generator = action::Action::new(&mut rules);
                 let mut calls = Vec::new();
                 for (tool, shape) in &offered {
@@ -475,7 +490,7 @@ impl StrictGrammar {
                     .then_some(offered.as_slice());
                 generator.body(&calls, unoffered)?
             }
-            PromptProtocol::Tam => {
+            Protocol::Tam => {
                 let usable: Vec<tam::TamTool<'_>> = offered
                     .iter()
                     .filter_map(|(tool, shape)| tam::Tam::tool(tool, shape, &mut omitted))
@@ -528,11 +543,6 @@ impl StrictGrammar {
         })
     }
 
-    /// The protocol.
-    pub fn protocol(&self) -> PromptProtocol {
-        self.protocol
-    }
-
     /// Lazy or required.
     pub fn activation(&self) -> Activation {
         self.activation
@@ -554,16 +564,16 @@ impl StrictGrammar {
     /// The block's start marker: `<ACTION>` or `<|[REQUEST_TOOL]|>`.
     pub fn start_marker(&self) -> &'static str {
         match self.protocol {
-            PromptProtocol::Action => action::START,
-            PromptProtocol::Tam => tam::START,
+            Protocol::Action => action::START,
+            Protocol::Tam => tam::START,
         }
     }
 
     /// The block's end marker: `</ACTION>` or `<|[END_TOOL]|>`.
     pub fn end_marker(&self) -> &'static str {
         match self.protocol {
-            PromptProtocol::Action => action::END,
-            PromptProtocol::Tam => tam::END,
+            Protocol::Action => action::END,
+            Protocol::Tam => tam::END,
         }
     }
 
