@@ -6,8 +6,9 @@ use std::path::PathBuf;
 
 use clap::ValueEnum;
 use clap::error::ErrorKind;
+use tool_dispatch::system_prompt_for;
 use tool_schema::load::{AgentProfile, workflow_from_dir};
-use tool_schema::{PromptProtocol, PromptStyle, SystemPrompt, ToolDefinition, render_tool_list};
+use tool_schema::{PromptStyle, ToolDefinition, render_tool_list};
 
 use crate::choices::{PromptLanguageChoice, protocol_parser};
 use crate::error::CliError;
@@ -111,13 +112,7 @@ pub(crate) fn run(args: &PromptArgs) -> Result<(), CliError> {
         None => defined,
     };
     let text = if args.full {
-        let mut prompt = SystemPrompt::new(
-            match args.protocol {
-                Protocol::Tam => PromptProtocol::Tam,
-                Protocol::Action => PromptProtocol::Action,
-            },
-            args.language.into(),
-        );
+        let mut prompt = system_prompt_for(args.protocol.into(), args.language.into());
         if let Some(path) = &args.usage_notes {
             let notes = std::fs::read_to_string(path).map_err(|source| CliError::Read {
                 path: path.clone(),

@@ -38,9 +38,14 @@
 //!   an agent looped; requests that need a second tool after a first result are answered
 //!   from the first result, as they mostly were with it — see
 //!   [`SystemPrompt::after_observations`]).
+//!
+//! [`SystemPrompt::render_compact`]: tool_schema::SystemPrompt::render_compact
+//! [`SystemPrompt::compact_demonstration`]: tool_schema::SystemPrompt::compact_demonstration
+//! [`SystemPrompt::after_observations`]: tool_schema::SystemPrompt::after_observations
 
 use tam_model::Message;
-use tool_schema::{PromptLanguage, PromptProtocol, Speaker, SystemPrompt, ToolDefinition};
+use tool_dispatch::system_prompt_for;
+use tool_schema::{PromptLanguage, Speaker, ToolDefinition};
 
 use crate::ProtocolChoice;
 
@@ -58,13 +63,14 @@ pub(crate) enum Choice {
 /// The compact tool system prompt for `protocol` listing `tools`
 /// ([`SystemPrompt::render_compact`]), with what `choice` asks (and, `parallel` false,
 /// one call per reply) after its rules.
+///
+/// [`SystemPrompt::render_compact`]: tool_schema::SystemPrompt::render_compact
 pub(crate) fn tool_prompt(
     protocol: ProtocolChoice,
     tools: &[&ToolDefinition],
     choice: &Choice,
     parallel: bool,
 ) -> String {
-    let protocol = prompt_protocol(protocol);
     let mut extra = Vec::new();
     if !parallel {
         extra.push("Call at most one tool per reply.".to_owned());
@@ -75,7 +81,7 @@ pub(crate) fn tool_prompt(
         Choice::Named(name) => extra.push(format!("You must call the tool {name} in this reply.")),
     }
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
-    SystemPrompt::new(protocol, PromptLanguage::English)
+    system_prompt_for(protocol, PromptLanguage::English)
         .render_compact(tools.iter().copied(), &extra)
 }
 
@@ -83,12 +89,13 @@ pub(crate) fn tool_prompt(
 /// ([`SystemPrompt::compact_demonstration`]): a question no tool fits answered in plain
 /// text, then the prompt's example request answered with its block; only the second when
 /// `choice` requires a call. None in TAM (see the module's decisions).
+///
+/// [`SystemPrompt::compact_demonstration`]: tool_schema::SystemPrompt::compact_demonstration
 pub(crate) fn demonstration(protocol: ProtocolChoice, choice: &Choice) -> Vec<Message> {
     if protocol != ProtocolChoice::Action {
         return Vec::new();
     }
-    let protocol = prompt_protocol(protocol);
-    SystemPrompt::new(protocol, PromptLanguage::English)
+    system_prompt_for(protocol, PromptLanguage::English)
         .compact_demonstration(*choice != Choice::Auto)
         .into_iter()
         .map(|(speaker, text)| match speaker {
@@ -102,20 +109,16 @@ pub(crate) fn demonstration(protocol: ProtocolChoice, choice: &Choice) -> Vec<Me
 /// the request's tools are prompted ([`SystemPrompt::after_observations`]): answer with
 /// the results. Without it a 1.5B model answered nothing after the
 /// observations in TAM (see the module's decisions).
+///
+/// [`SystemPrompt::after_observations`]: tool_schema::SystemPrompt::after_observations
 pub(crate) fn after_observations(protocol: ProtocolChoice) -> &'static str {
-    SystemPrompt::new(prompt_protocol(protocol), PromptLanguage::English).after_observations()
-}
-
-pub(crate) fn prompt_protocol(protocol: ProtocolChoice) -> PromptProtocol {
-    match protocol {
-        ProtocolChoice::Action => PromptProtocol::Action,
-        ProtocolChoice::Tam | ProtocolChoice::Auto => PromptProtocol::Tam,
-    }
+    system_prompt_for(protocol, PromptLanguage::English).after_observations()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tool_schema::SystemPrompt;
 
     fn weather() -> ToolDefinition {
         serde_json::from_value(serde_json::json!({
@@ -129,22 +132,28 @@ mod tests {
     #[test]
     fn the_prompt_is_tool_schemas_compact_prompt_for_the_protocol() {
         let tool = weather();
-        for (protocol, prompt_protocol, end) in [
-            (ProtocolChoice::Tam, PromptProtocol::Tam, "<|[END_TOOL]|>"),
-            (ProtocolChoice::Action, PromptProtocol::Action, "</ACTION>"),
-            (ProtocolChoice::Auto, PromptProtocol::Tam, "<|[END_TOOL]|>"),
+        for (protocol, prompt, end) in [
+            (
+                ProtocolChoice::Tam,
+                SystemPrompt::tam(PromptLanguage::English),
+                "<|[END_TOOL]|>",
+            ),
+            (
+                ProtocolChoice::Action,
+                SystemPrompt::action(PromptLanguage::English),
+                "</ACTION>",
+            ),
+            (
+                ProtocolChoice::Auto,
+                SystemPrompt::tam(PromptLanguage::English),
+                "<|[END_TOOL]|>",
+            ),
         ] {
             let got = tool_prompt(protocol, &[&tool], &Choice::Auto, true);
-            let expected = SystemPrompt::new(prompt_protocol, PromptLanguage::English)
-                .render_compact([&tool], &[]);
+            let expected = prompt.render_compact([&tool], &[]);
             assert_eq!(got, expected, "{protocol:?}");
             // The fixed text first, the tools last; no workflow result rules.
-            assert!(
-                got.ends_with(
-                    &SystemPrompt::new(prompt_protocol, PromptLanguage::English)
-                        .render_compact_tools([&tool])
-                )
-            );
+            assert!(got.ends_with(&prompt.render_compact_tools([&tool])));
             assert!(got.contains(end), "{got}");
             assert!(!got.contains("TOOL_EXECUTION_FAILED"), "{got}");
             assert!(got.contains("If no tool fits the request"), "{got}");
@@ -181,21 +190,17 @@ mod tests {
     #[test]
     fn the_examples_block_decodes_into_its_two_calls() {
         for (protocol, start, end) in [
-            (PromptProtocol::Tam, "<|[REQUEST_TOOL]|>", "<|[END_TOOL]|>"),
-            (PromptProtocol::Action, "<ACTION>", "</ACTION>"),
+            (tam::Protocol::Tam, "<|[REQUEST_TOOL]|>", "<|[END_TOOL]|>"),
+            (tam::Protocol::Action, "<ACTION>", "</ACTION>"),
         ] {
             for language in [PromptLanguage::English, PromptLanguage::Chinese] {
-                let prompt = SystemPrompt::new(protocol, language).render_compact([], &[]);
+                let prompt = system_prompt_for(protocol.into(), language).render_compact([], &[]);
                 // The last block of the fixed text is the example (the first is the format).
                 let from = prompt.rfind(start).unwrap();
                 let to = prompt.rfind(end).unwrap() + end.len();
                 let example = &prompt[from..to];
-                let choice = match protocol {
-                    PromptProtocol::Tam => tam::ProtocolChoice::Tam,
-                    PromptProtocol::Action => tam::ProtocolChoice::Action,
-                };
                 let mut values = Vec::new();
-                for event in tam::decode(example, tam::Config::for_protocol(choice)) {
+                for event in tam::decode(example, tam::Config::for_protocol(protocol.into())) {
                     match event {
                         tam::Event::TamBlock(block) => {
                             // Two calls without chain numbers carry `implicit_call`
@@ -222,8 +227,8 @@ mod tests {
                     }
                 }
                 let want = match protocol {
-                    PromptProtocol::Tam => ["Paris", "Rome"],
-                    PromptProtocol::Action => ["6", "20"],
+                    tam::Protocol::Tam => ["Paris", "Rome"],
+                    tam::Protocol::Action => ["6", "20"],
                 };
                 assert_eq!(values, want, "{protocol:?} {language:?}: {example}");
             }

@@ -21,11 +21,12 @@ use conversation::{Conversation, Translated};
 use response::Translator;
 use tam_model::openai::{LlamaCompletionModel, UpstreamKind};
 use tam_model::{BoxError, Constraint, LanguageModel, ModelItem, ModelRequest};
+use tool_dispatch::{Protocol, grammar_options_for, taught_protocol};
 use tool_schema::ToolDefinition;
-use tool_schema::grammar::{Activation, GrammarOptions, StrictGrammar};
+use tool_schema::grammar::{Activation, StrictGrammar};
 
 use crate::config::{self, Shared};
-use crate::{ProxyConfig, ProxyError, access, api, conversation, prompt, response};
+use crate::{ProxyConfig, ProxyError, access, api, conversation, response};
 
 /// `GET /health`: `{"status":"ok"}`, without a key and without asking the upstream.
 pub(crate) async fn health() -> Response {
@@ -309,8 +310,7 @@ async fn strict_constraint(
     // Only the kinds that take a constraint get one.
     config::strict_form(kind)?;
     let config = &shared.config;
-    let protocol = prompt::prompt_protocol(config.decoder.protocol);
-    let options = GrammarOptions::new(protocol).with_activation(activation);
+    let options = grammar_options_for(config.decoder.protocol).with_activation(activation);
     let grammar = match StrictGrammar::new(tools, &options) {
         Ok(grammar) => grammar,
         Err(error) => {
@@ -324,7 +324,7 @@ async fn strict_constraint(
         }
     };
     // The decoder's TAM dialect must end its blocks where the grammar does.
-    if protocol == tool_schema::PromptProtocol::Tam
+    if taught_protocol(config.decoder.protocol) == Protocol::Tam
         && grammar.end_marker() != config.decoder.tam.dialect.end_marker()
     {
         return None;

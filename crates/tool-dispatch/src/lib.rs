@@ -188,7 +188,8 @@ mod scope;
 
 pub use agent::{
     Agent, AgentConfig, AgentEvent, AgentOutcome, DEFAULT_MAX_ROUNDS, FailurePolicy, StopReason,
-    StreamCut, StrictForm, TOOL_EXECUTION_FAILED,
+    StreamCut, StrictForm, TOOL_EXECUTION_FAILED, grammar_options_for, system_prompt_for,
+    taught_protocol,
 };
 pub use dispatch::{
     CallOutcome, CallStatus, ChainPolicy, DEFAULT_TIMEOUT, DispatchConfig, Dispatcher, ToolCall,

@@ -340,13 +340,13 @@ fn tools_a_model_cannot_write_in_action_are_named_and_left_out_of_the_prompt() {
         )
     };
     let prompt =
-        |protocol| tool_schema::SystemPrompt::new(protocol, tool_schema::PromptLanguage::English);
+        |protocol| tool_dispatch::system_prompt_for(protocol, tool_schema::PromptLanguage::English);
 
     let action = agent(ProtocolChoice::Action);
     let mut unwritable = action.unwritable_tools();
     unwritable.sort();
     assert_eq!(unwritable, ["get/forecast", "lookup"]);
-    let text = action.system_prompt(&prompt(tool_schema::PromptProtocol::Action));
+    let text = action.system_prompt(&prompt(ProtocolChoice::Action));
     assert!(text.contains("get_weather"), "{text}");
     assert!(
         !text.contains("get/forecast") && !text.contains("first name"),
@@ -355,7 +355,7 @@ fn tools_a_model_cannot_write_in_action_are_named_and_left_out_of_the_prompt() {
 
     let tam = agent(ProtocolChoice::Tam);
     assert!(tam.unwritable_tools().is_empty());
-    let text = tam.system_prompt(&prompt(tool_schema::PromptProtocol::Tam));
+    let text = tam.system_prompt(&prompt(ProtocolChoice::Tam));
     assert!(
         text.contains("get/forecast") && text.contains("lookup"),
         "{text}"

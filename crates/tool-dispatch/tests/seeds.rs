@@ -332,11 +332,12 @@ fn registration_seed_llm_node_parameters() {
 }
 
 mod prompt_examples {
-    use tool_schema::{PromptLanguage, PromptPart, PromptProtocol, SystemPrompt};
+    use tool_dispatch::{ProtocolChoice, system_prompt_for};
+    use tool_schema::{PromptLanguage, PromptPart};
 
     /// The few-shot examples of a prompt, one text each.
-    fn examples(protocol: PromptProtocol, language: PromptLanguage) -> Vec<&'static str> {
-        let text = SystemPrompt::default_text(protocol, language, PromptPart::Examples);
+    fn examples(protocol: ProtocolChoice, language: PromptLanguage) -> Vec<&'static str> {
+        let text = system_prompt_for(protocol, language).default_text(PromptPart::Examples);
         let separator = match language {
             PromptLanguage::Chinese => "\n\n示例 ",
             _ => "\n\nExample ",
@@ -391,7 +392,7 @@ mod prompt_examples {
     #[test]
     fn tam_seed_6_2_prompt_examples_decode_cleanly() {
         for language in [PromptLanguage::Chinese, PromptLanguage::English] {
-            let examples = examples(PromptProtocol::Tam, language);
+            let examples = examples(ProtocolChoice::Tam, language);
             let blocks: Vec<Vec<(usize, usize)>> =
                 examples.iter().map(|example| tam_blocks(example)).collect();
             assert_eq!(blocks, [vec![(1, 0)], vec![(2, 0)], vec![]], "{language:?}");
@@ -402,7 +403,7 @@ mod prompt_examples {
     #[test]
     fn action_seed_4_3_prompt_examples_decode_cleanly() {
         for language in [PromptLanguage::Chinese, PromptLanguage::English] {
-            let examples = examples(PromptProtocol::Action, language);
+            let examples = examples(ProtocolChoice::Action, language);
             let blocks: Vec<Vec<(usize, usize)>> = examples
                 .iter()
                 .map(|example| action_blocks(example))
@@ -416,7 +417,7 @@ mod prompt_examples {
 #[test]
 fn tam_seed_6_2_agent_system_prompt_lists_its_scope() {
     use tool_dispatch::{Agent, AgentConfig, ProtocolChoice};
-    use tool_schema::{PromptLanguage, PromptProtocol, SystemPrompt};
+    use tool_schema::{PromptLanguage, SystemPrompt};
 
     let mut registry = Registry::new();
     registry
@@ -429,10 +430,7 @@ fn tam_seed_6_2_agent_system_prompt_lists_its_scope() {
         scope,
         AgentConfig::for_protocol(ProtocolChoice::Action),
     );
-    let text = agent.system_prompt(&SystemPrompt::new(
-        PromptProtocol::Action,
-        PromptLanguage::English,
-    ));
+    let text = agent.system_prompt(&SystemPrompt::action(PromptLanguage::English));
     assert!(
         text.contains("*   `<my-awesome-plugin:clock>`: Returns the current time."),
         "{text}"

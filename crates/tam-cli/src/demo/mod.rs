@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use tool_dispatch::{Agent, AgentConfig, CancellationToken, Message, ProtocolChoice, StopReason};
-use tool_schema::{PromptProtocol, SystemPrompt};
+use tool_schema::SystemPrompt;
 
 pub(crate) use crate::choices::PromptLanguageChoice;
 
@@ -99,10 +99,7 @@ pub(crate) fn run(args: &DemoArgs) -> Result<(), CliError> {
         .map(|ids| ids.map(str::to_owned).collect())
         .unwrap_or_default();
     // The demo's model writes TAM first, so the prompt teaches TAM.
-    let system_prompt = agent.system_prompt(&SystemPrompt::new(
-        PromptProtocol::Tam,
-        args.prompt_language.into(),
-    ));
+    let system_prompt = agent.system_prompt(&SystemPrompt::tam(args.prompt_language.into()));
     let tool_list = args.show_prompt.then_some(system_prompt.as_str());
 
     let mut printer = Printer::new(io::stdout(), color);

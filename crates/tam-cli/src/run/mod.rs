@@ -40,10 +40,10 @@ use tool_dispatch::mcp::{McpError, McpServer};
 use tool_dispatch::{
     Agent, AgentConfig, CancellationToken, DEFAULT_MAX_TOOL_CALLS, Dispatcher, LlmNodeConfig,
     Message, ModelOptions, ModelParameters, Registry, Scope, StopReason, StrictForm,
-    ToolExecutionResult,
+    ToolExecutionResult, system_prompt_for,
 };
 use tool_schema::load::AgentProfile;
-use tool_schema::{Implementation, PromptProtocol, SystemPrompt, ToolDefinition};
+use tool_schema::{Implementation, SystemPrompt, ToolDefinition};
 
 use self::output::Output;
 use crate::choices::{PromptLanguageChoice, protocol_choice_parser};
@@ -331,11 +331,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
 /// tool-schema's complete prompt for the protocol (`auto` teaches TAM), in the chosen
 /// language, with the `--usage-notes`.
 fn built_in_prompt(args: &RunArgs) -> Result<SystemPrompt, CliError> {
-    let protocol = match args.protocol {
-        ProtocolChoice::Action => PromptProtocol::Action,
-        ProtocolChoice::Tam | ProtocolChoice::Auto => PromptProtocol::Tam,
-    };
-    let mut prompt = SystemPrompt::new(protocol, args.prompt_language.into());
+    let mut prompt = system_prompt_for(args.protocol, args.prompt_language.into());
     if let Some(path) = &args.usage_notes {
         prompt = prompt.with_usage_notes(read_text(path)?);
     }

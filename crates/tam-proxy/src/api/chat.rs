@@ -307,7 +307,7 @@ fn content_text(content: Option<&Value>) -> Result<String, ContentError> {
 mod tests {
     use super::*;
     use serde_json::json;
-    use tool_schema::{PromptLanguage, PromptProtocol, Speaker, SystemPrompt};
+    use tool_schema::{PromptLanguage, Speaker, SystemPrompt};
 
     fn body(value: Value) -> Vec<u8> {
         value.to_string().into_bytes()
@@ -544,7 +544,7 @@ mod tests {
             "",
         )
         .unwrap();
-        let demo: Vec<Message> = SystemPrompt::new(PromptProtocol::Action, PromptLanguage::English)
+        let demo: Vec<Message> = SystemPrompt::action(PromptLanguage::English)
             .compact_demonstration(false)
             .into_iter()
             .map(|(speaker, text)| match speaker {

@@ -10,8 +10,8 @@ use futures_util::StreamExt;
 use tam_parse::Diagnostic;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tool_schema::grammar::{GrammarError, GrammarOptions, StrictGrammar};
-use tool_schema::{PromptProtocol, PromptStyle};
+use tool_schema::PromptStyle;
+use tool_schema::grammar::{GrammarError, StrictGrammar};
 
 use tam::turn::{ACTION_END, StoppedAt, close_stopped_block, stop_sequences};
 use tam_model::{
@@ -28,11 +28,13 @@ use crate::{
 
 mod config;
 mod event;
+mod prompt;
 
 pub use config::{
     AgentConfig, DEFAULT_MAX_ROUNDS, FailurePolicy, StrictForm, TOOL_EXECUTION_FAILED,
 };
 pub use event::{AgentEvent, AgentOutcome, StopReason, StreamCut};
+pub use prompt::{grammar_options_for, system_prompt_for, taught_protocol};
 
 /// Runs the deliberation–action loop of one LLM node over a [`Dispatcher`].
 #[derive(Debug, Clone)]
@@ -241,13 +243,9 @@ impl Agent {
     /// # Errors
     /// The [`GrammarError`] of [`StrictGrammar::new`].
     pub fn strict_grammar(&self) -> Result<StrictGrammar, GrammarError> {
-        let protocol = match self.config.decoder.protocol {
-            tam::ProtocolChoice::Action => PromptProtocol::Action,
-            tam::ProtocolChoice::Tam | tam::ProtocolChoice::Auto => PromptProtocol::Tam,
-        };
         StrictGrammar::new(
             self.scope.definitions(self.dispatcher.registry()),
-            &GrammarOptions::new(protocol),
+            &grammar_options_for(self.config.decoder.protocol),
         )
     }
 
@@ -256,7 +254,7 @@ impl Agent {
     fn constraint(&self) -> Option<Constraint> {
         let form = self.config.strict?;
         let grammar = self.strict_grammar().ok()?;
-        if grammar.protocol() == PromptProtocol::Tam
+        if taught_protocol(self.config.decoder.protocol) == Protocol::Tam
             && grammar.end_marker() != self.config.decoder.tam.dialect.end_marker()
         {
             return None;
