@@ -22,7 +22,7 @@ use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};
 use tool_schema::grammar::{Activation, GrammarError, GrammarOptions, StrictGrammar};
-use tool_schema::{Implementation, PromptProtocol, ToolDefinition, ToolId};
+use tool_schema::{Implementation, ToolDefinition, ToolId};
 
 /// Names with every character that is syntax in GBNF, XML or TAM, and names the
 /// protocols reserve.
@@ -209,17 +209,17 @@ fuzz_target!(|raw: &[u8]| {
     let Ok(tools) = tools(&mut u) else {
         return;
     };
-    let protocol = if flags & 1 == 0 {
-        PromptProtocol::Action
+    let options = if flags & 1 == 0 {
+        GrammarOptions::action()
     } else {
-        PromptProtocol::Tam
+        GrammarOptions::tam()
     };
     let activation = if flags & 2 == 0 {
         Activation::Lazy
     } else {
         Activation::Required
     };
-    let mut options = GrammarOptions::new(protocol).with_activation(activation);
+    let mut options = options.with_activation(activation);
     match (flags >> 2) & 3 {
         1 => options.max_bytes = 4 << 10,
         2 => options.max_bytes = 64 << 10,
