@@ -913,13 +913,13 @@ fn a_tools_name_in_snake_or_lower_case_is_a_call_of_it() {
         tool("getWeather", schema("c")),
         tool("get_weather", schema("d")),
     ];
-    let text = |protocol: PromptProtocol, open: &str, close: &str, p: &str| match protocol {
-        PromptProtocol::Action => format!("<ACTION><{open}><{p}>1</{p}></{close}></ACTION>"),
-        PromptProtocol::Tam => format!(
+    let text = |protocol: Protocol, open: &str, close: &str, p: &str| match protocol {
+        Protocol::Action => format!("<ACTION><{open}><{p}>1</{p}></{close}></ACTION>"),
+        Protocol::Tam => format!(
             "<|[REQUEST_TOOL]|>command:「始」{open}「末」\n{p}:「始」1「末」\n<|[END_TOOL]|>"
         ),
     };
-    for protocol in [PromptProtocol::Action, PromptProtocol::Tam] {
+    for protocol in [Protocol::Action, Protocol::Tam] {
         let built = build(&tools, protocol);
         for (name, p) in [
             ("EuclideanDistance.calculate", "a"),
@@ -940,7 +940,7 @@ fn a_tools_name_in_snake_or_lower_case_is_a_call_of_it() {
         ] {
             assert_refused(&built, &tools, &[(&text(protocol, name, name, p), false)]);
         }
-        let lazy = build_with(&tools, &GrammarOptions::new(protocol));
+        let lazy = build_with(&tools, &lazy_options(protocol));
         assert!(lazy.accepts(&text(
             protocol,
             "euclidean_distance_calculate",
@@ -950,9 +950,9 @@ fn a_tools_name_in_snake_or_lower_case_is_a_call_of_it() {
         assert!(!lazy.accepts(&text(protocol, "getweather", "getweather", "c")));
     }
     // A call element closes with the spelling it opened with.
-    let built = build(&tools, PromptProtocol::Action);
+    let built = build(&tools, Protocol::Action);
     assert!(!built.accepts(&text(
-        PromptProtocol::Action,
+        Protocol::Action,
         "euclidean_distance_calculate",
         "EuclideanDistance.calculate",
         "a"
