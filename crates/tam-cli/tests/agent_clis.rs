@@ -27,8 +27,6 @@
 #![cfg(unix)]
 
 // One scripted server for the OpenAI-compatible tests of both crates.
-#[path = "../../tool-dispatch/tests/support/openai_server.rs"]
-mod openai_server;
 mod support;
 
 use std::collections::hash_map::RandomState;
@@ -43,9 +41,9 @@ use std::sync::{Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use openai_server::{Reply, Request, Server, text_stream};
 use serde_json::{Value, json};
 use support::{Serving, request, serve_with};
+use tam_testkit::upstream::{Reply, Request, Server, text_stream};
 
 /// The pinned CLIs: the versions whose requests and accepted streams these tests rely on.
 const CLAUDE_CODE: (&str, &str) = ("@anthropic-ai/claude-code", "2.1.328");

@@ -7,14 +7,11 @@
 //! The MCP server is this package's example `mcp_players`, which `cargo test` builds
 //! beside the tests.
 
-// One scripted server for the OpenAI-compatible tests of both crates.
-#[path = "../../tool-dispatch/tests/support/openai_server.rs"]
-mod openai_server;
 mod support;
 
-use openai_server::{Reply, Server, text_stream};
 use serde_json::{Value, json};
 use support::{Output, ndjson, run, test_path};
+use tam_testkit::upstream::{Reply, Server, text_stream};
 
 const TIME_BLOCK: &str = "Let me check.\n<|[REQUEST_TOOL]|>\ncommand:「始」system:get_current_time「末」\n<|[END_TOOL]|>";
 const PLAYER_ACTION: &str = "Looking up.\n<ACTION>\n  <GetPlayerInfo>\n    <player_id>player123</player_id>\n  </GetPlayerInfo>\n</ACTION>";

@@ -4,9 +4,6 @@
 //! logs each request without keys or prompts, warns when it is open beyond loopback, and
 //! refuses bad flags with status 2 and unusable keys with status 1.
 
-// One scripted server for the OpenAI-compatible tests of both crates.
-#[path = "../../tool-dispatch/tests/support/openai_server.rs"]
-mod openai_server;
 mod support;
 
 use std::io::{Read, Write};
@@ -14,9 +11,9 @@ use std::net::TcpStream;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use openai_server::{Reply, Server, text_stream};
 use serde_json::{Value, json};
 use support::{LINE_WAIT, Serving, request, run, serve_with};
+use tam_testkit::upstream::{Reply, Request, Server, text_stream};
 
 /// Starts `tam serve --listen 127.0.0.1:0 args…`; the server and its address.
 fn serve(args: &[&str]) -> (Serving, String) {
@@ -322,7 +319,7 @@ fn send_chat(address: &str) -> TcpStream {
 }
 
 /// Waits until the upstream has read `count` requests.
-fn wait_for_upstream(requests: &Mutex<Vec<openai_server::Request>>, count: usize) {
+fn wait_for_upstream(requests: &Mutex<Vec<Request>>, count: usize) {
     let start = Instant::now();
     while requests.lock().unwrap().len() < count {
         assert!(

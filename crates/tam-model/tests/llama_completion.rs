@@ -4,14 +4,10 @@
 //! way a response fails, the structural tag `OpenAiModel` sends, and which kind each
 //! server's answers make.
 
-#[path = "support/scripted_server.rs"]
-mod scripted_server;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use scripted_server::{FOREVER, Reply, Request, Server};
 use serde_json::{Value, json};
 use tam_model::openai::{
     LlamaCompletionModel, OpenAiConfig, OpenAiError, OpenAiModel, UpstreamChoice, UpstreamKind,
@@ -20,6 +16,7 @@ use tam_model::openai::{
 use tam_model::{
     Constraint, FinishReason, LanguageModel, Message, ModelItem, ModelOptions, ModelRequest,
 };
+use tam_testkit::upstream::{FOREVER, Reply, Request, Server};
 
 const PROMPT: &str = "<|im_start|>system\nUse tools.<|im_end|>\n<|im_start|>user\nList files.<|im_end|>\n<|im_start|>assistant\n";
 
@@ -87,7 +84,7 @@ fn text(t: &str) -> Result<ModelItem, String> {
 
 /// A llama-server: `/apply-template` renders `PROMPT`, `/completion` answers `completion`.
 async fn llama(completion: Reply) -> Server {
-    Server::start(move |request: &Request| match request.route().as_str() {
+    Server::scripted_with_probes(move |request: &Request| match request.route().as_str() {
         "POST /apply-template" => Reply::ok(json!({"prompt": PROMPT})),
         "POST /completion" => completion.clone(),
         _ => Reply::not_found(),
@@ -264,12 +261,13 @@ async fn every_cut_of_the_stream_gives_the_same_items() {
     let cuts: Arc<Mutex<Vec<usize>>> = Arc::default();
     let script_cuts = cuts.clone();
     let script_stream = stream.clone();
-    let server = Server::start(move |request: &Request| match request.route().as_str() {
-        "POST /apply-template" => Reply::ok(json!({"prompt": PROMPT})),
-        "POST /completion" => Reply::cut(&script_stream, &script_cuts.lock().unwrap()),
-        _ => Reply::not_found(),
-    })
-    .await;
+    let server =
+        Server::scripted_with_probes(move |request: &Request| match request.route().as_str() {
+            "POST /apply-template" => Reply::ok(json!({"prompt": PROMPT})),
+            "POST /completion" => Reply::cut(&script_stream, &script_cuts.lock().unwrap()),
+            _ => Reply::not_found(),
+        })
+        .await;
     let model = model(&server);
     let expected = word_stop_items();
     let mut ways: Vec<Vec<usize>> = vec![vec![], (1..stream.len()).collect()];
@@ -347,12 +345,13 @@ async fn the_usage_comes_with_the_last_event_after_the_text_that_ends_a_call() {
         let cuts: Arc<Mutex<Vec<usize>>> = Arc::default();
         let script_cuts = cuts.clone();
         let script_stream = stream.clone();
-        let server = Server::start(move |request: &Request| match request.route().as_str() {
-            "POST /apply-template" => Reply::ok(json!({"prompt": PROMPT})),
-            "POST /completion" => Reply::cut(&script_stream, &script_cuts.lock().unwrap()),
-            _ => Reply::not_found(),
-        })
-        .await;
+        let server =
+            Server::scripted_with_probes(move |request: &Request| match request.route().as_str() {
+                "POST /apply-template" => Reply::ok(json!({"prompt": PROMPT})),
+                "POST /completion" => Reply::cut(&script_stream, &script_cuts.lock().unwrap()),
+                _ => Reply::not_found(),
+            })
+            .await;
         let model = model(&server);
         let mut ways: Vec<Vec<usize>> = vec![vec![], (1..stream.len()).collect()];
         ways.extend((0..8).map(|seed| random_cuts(stream.len(), seed)));
@@ -385,7 +384,7 @@ async fn a_whole_json_answer_reads_as_one_event() {
     // A server that does not stream answers the last event alone, with all the content.
     let answer = last("word", "</ACTION>", 3).replace("\"content\":\"\"", "\"content\":\"a b\"");
     let body = answer.trim_start_matches("data: ").trim_end().to_owned();
-    let server = llama(Reply::Json { status: 200, body }).await;
+    let server = llama(Reply::Status { status: 200, body }).await;
     assert_eq!(
         items(&model(&server), &plain_request()).await,
         [
@@ -404,7 +403,7 @@ fn only_error(got: &[Result<ModelItem, String>]) -> &str {
 
 #[tokio::test]
 async fn a_refused_completion_is_an_http_error_with_the_servers_message() {
-    let server = llama(Reply::Json {
+    let server = llama(Reply::Status {
         status: 400,
         body: r#"{"error":{"code":400,"message":"Grammar trigger word should be marked as preserved token: <x>","type":"invalid_request_error"}}"#.into(),
     })
@@ -433,7 +432,7 @@ async fn a_refused_completion_is_an_http_error_with_the_servers_message() {
 async fn a_failed_template_request_ends_the_stream_before_any_completion() {
     let cases: [(Reply, &str); 5] = [
         (
-            Reply::Json {
+            Reply::Status {
                 status: 500,
                 body: r#"{"error":{"code":500,"message":"Cannot have 2 or more assistant messages at the end of the list.","type":"server_error"}}"#.into(),
             },
@@ -448,7 +447,7 @@ async fn a_failed_template_request_ends_the_stream_before_any_completion() {
             "invalid_template: the server's /apply-template answer holds no prompt: not a JSON object: '[\"x\"]'",
         ),
         (
-            Reply::Json { status: 200, body: "<html>".into() },
+            Reply::Status { status: 200, body: "<html>".into() },
             "invalid_template: the server's /apply-template answer holds no prompt: not JSON (expected value at line 1 column 1): '<html>'",
         ),
         (
@@ -457,11 +456,12 @@ async fn a_failed_template_request_ends_the_stream_before_any_completion() {
         ),
     ];
     for (answer, expected) in cases {
-        let server = Server::start(move |request: &Request| match request.path.as_str() {
-            "/apply-template" => answer.clone(),
-            _ => Reply::stream(word_stop_stream()),
-        })
-        .await;
+        let server =
+            Server::scripted_with_probes(move |request: &Request| match request.path.as_str() {
+                "/apply-template" => answer.clone(),
+                _ => Reply::stream(word_stop_stream()),
+            })
+            .await;
         assert_eq!(
             only_error(&items(&model(&server), &plain_request()).await),
             expected
@@ -565,7 +565,7 @@ async fn a_silent_server_times_out_at_either_request() {
         ]
     );
 
-    let server = Server::start(|request: &Request| match request.path.as_str() {
+    let server = Server::scripted_with_probes(|request: &Request| match request.path.as_str() {
         "/apply-template" => Reply::Silent,
         _ => Reply::stream(word_stop_stream()),
     })
@@ -600,7 +600,7 @@ async fn a_model_sharing_an_openai_models_client_reaches_the_same_server() {
 
 /// A Chat Completions server answering "ok".
 async fn chat_server() -> Server {
-    Server::start(|_: &Request| {
+    Server::scripted_with_probes(|_: &Request| {
         Reply::stream(concat!(
             "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\n",
             "data: [DONE]\n\n"
@@ -671,7 +671,7 @@ async fn the_openai_model_sends_a_structural_tag_and_no_grammar() {
 
 /// A server answering the detection paths as `answers` says (`path` → body), 404 else.
 async fn answering(answers: Vec<(&'static str, Value)>) -> Server {
-    Server::start(move |request: &Request| {
+    Server::scripted_with_probes(move |request: &Request| {
         answers
             .iter()
             .find(|(path, _)| request.method == "GET" && request.path == *path)
@@ -786,13 +786,13 @@ async fn detection_sends_the_api_key_and_never_fails() {
     assert_eq!(detect_upstream_kind(&closed).await, UpstreamKind::Other);
 
     // A server that never answers, under a short idle time-out.
-    let silent = Server::start(|_: &Request| Reply::Silent).await;
+    let silent = Server::scripted_with_probes(|_: &Request| Reply::Silent).await;
     let config =
         OpenAiConfig::new(&silent.base_url, "m").with_idle_timeout(Duration::from_millis(300));
     assert_eq!(detect_upstream_kind(&config).await, UpstreamKind::Other);
 
     // A stream that stops mid-answer.
-    let stalled = Server::start(|_: &Request| Reply::Stream {
+    let stalled = Server::scripted_with_probes(|_: &Request| Reply::Stream {
         pieces: vec![
             (
                 Duration::ZERO,

@@ -15,6 +15,8 @@
 //! * [`check_cuts`] — the cheaper check the fuzz targets run on every input: whole, cut at
 //!   given points (as bytes and as `&str`), and optionally byte by byte.
 //!
+//! Feature `upstream`: [`upstream`], a scripted OpenAI-compatible server on loopback.
+//!
 //! Feature `action` (default): the [`Action`] and [`Front`] harnesses, which need
 //! action-xml and tam. tam-parse's tests turn it off so the kit does not depend back on action-xml
 //! (action-xml depends on tam-parse).
@@ -23,6 +25,9 @@
 use std::fmt::Debug;
 
 use tam_parse::Span;
+
+#[cfg(feature = "upstream")]
+pub mod upstream;
 
 /// A streaming decoder under test, giving owned events.
 pub trait Harness: Copy {

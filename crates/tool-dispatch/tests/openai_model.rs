@@ -3,8 +3,6 @@
 //! can end — finished, cut at the token limit, dropped, idle, refused with HTTP 400 — alone
 //! and through `Agent::run`, where a cut stream never runs the block open at the cut.
 
-#[path = "support/openai_server.rs"]
-mod openai_server;
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,10 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use openai_server::{Reply, Server, chunk, text_stream};
 use serde_json::{Value, json};
 use support::service;
 use tam_model::openai::{OpenAiConfig, OpenAiError, OpenAiModel};
+use tam_testkit::upstream::{Reply, Server, chunk, text_stream};
 use tool_dispatch::engine::ReferenceEngine;
 use tool_dispatch::{
     Agent, AgentConfig, AgentEvent, CancellationToken, Dispatcher, Error, FinishReason,

@@ -1,10 +1,21 @@
-//! A scripted HTTP server on 127.0.0.1 (port chosen by the system) for the model tests: it
-//! reads each request (request line, headers, a `Content-Length` body), records it, and
-//! answers with what the test's script makes of it, written byte for byte (chunked
-//! transfer encoding for streams) so a test controls event framing, pauses and a
-//! connection dropped mid-stream. The server stops when the test drops it.
-#![allow(dead_code)]
+//! A scripted OpenAI-compatible server on 127.0.0.1 (port chosen by the system) (feature
+//! `upstream`): it reads each request (request line, headers, a `Content-Length` body),
+//! records it, and answers with the next scripted reply or the reply a script makes of the
+//! request, written byte for byte (chunked transfer encoding for streams) so a test controls
+//! event framing, line ends, pauses, headers that never come and a connection dropped
+//! mid-stream. Each test's server stops when the test drops it.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use tam_testkit::upstream::{Reply, Server, text_stream};
+//!
+//! let server = Server::start(vec![Reply::events(&text_stream("Hi.", 2, "stop", "\n"))]).await;
+//! // … point a client at `server.base_url` …
+//! assert_eq!(server.requests().len(), 0);
+//! # }
+//! ```
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,16 +32,34 @@ pub enum Reply {
     /// `200 text/event-stream`: each piece is written as one HTTP chunk after its pause;
     /// with `drop` the connection closes in the middle of one more chunk (a transport error).
     Stream {
+        /// The pieces of the body, each after its pause.
         pieces: Vec<(Duration, Vec<u8>)>,
+        /// Close the connection inside one more chunk instead of ending the body.
         drop: bool,
     },
     /// Any status with a JSON (or other) body, `content-type: application/json`.
-    Json { status: u16, body: String },
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// The body, as written.
+        body: String,
+    },
     /// Headers never come.
     Silent,
 }
 
 impl Reply {
+    /// A stream of `events` (each a complete `data: …` event text) with no pauses.
+    pub fn events<S: AsRef<str>>(events: &[S]) -> Self {
+        Reply::Stream {
+            pieces: events
+                .iter()
+                .map(|e| (Duration::ZERO, e.as_ref().as_bytes().to_vec()))
+                .collect(),
+            drop: false,
+        }
+    }
+
     /// A stream of `text` in pieces cut at `cuts` (byte offsets, ascending), no pauses.
     pub fn cut(text: &[u8], cuts: &[usize]) -> Self {
         let mut pieces = Vec::new();
@@ -54,7 +83,7 @@ impl Reply {
 
     /// `200` with `body`.
     pub fn ok(body: Value) -> Self {
-        Reply::Json {
+        Reply::Status {
             status: 200,
             body: body.to_string(),
         }
@@ -62,7 +91,7 @@ impl Reply {
 
     /// `404` with llama-server's body for an unknown path.
     pub fn not_found() -> Self {
-        Reply::Json {
+        Reply::Status {
             status: 404,
             body: r#"{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}"#
                 .into(),
@@ -73,9 +102,11 @@ impl Reply {
 /// One request the server read.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// `POST /v1/chat/completions HTTP/1.1` and so on.
+    pub line: String,
     /// `GET`, `POST`.
     pub method: String,
-    /// `/completion` and so on.
+    /// `/v1/chat/completions` and so on.
     pub path: String,
     /// Header lines, as received.
     pub headers: Vec<String>,
@@ -98,13 +129,19 @@ impl Request {
     }
 }
 
-type Script = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
+/// What answers a request: the request, already recorded, to the reply (`None`: a 500).
+type Answer = Arc<dyn Fn(&Request) -> Option<Reply> + Send + Sync>;
+
+/// The questions that tell a server's kind.
+const PROBES: [&str; 3] = ["/props", "/version", "/get_server_info"];
 
 /// A running server.
+#[derive(Debug)]
 pub struct Server {
     /// `http://127.0.0.1:PORT/v1`: the base URL a client is configured with.
     pub base_url: String,
-    requests: Arc<Mutex<Vec<Request>>>,
+    /// The requests read so far, in order.
+    pub requests: Arc<Mutex<Vec<Request>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -115,9 +152,42 @@ impl Drop for Server {
 }
 
 impl Server {
-    /// Starts a server answering each request with what `script` makes of it.
-    pub async fn start(script: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
-        let script: Script = Arc::new(script);
+    /// Starts a server answering requests with `replies`, in order (a request beyond them
+    /// gets a 500).
+    pub async fn start(replies: Vec<Reply>) -> Server {
+        let replies = Mutex::new(VecDeque::from(replies));
+        Self::answering(
+            Arc::new(move |_: &Request| replies.lock().unwrap().pop_front()),
+            false,
+        )
+        .await
+    }
+
+    /// Starts a server answering each request with what `script` makes of it: a scripted
+    /// model that reads the conversation, or a fake of another API (any path is accepted).
+    pub async fn scripted(script: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
+        Self::answering(
+            Arc::new(move |request: &Request| Some(script(request))),
+            false,
+        )
+        .await
+    }
+
+    /// Like [`Server::scripted`], and the questions that tell a server's kind (`GET
+    /// /props`, `/version`, `/get_server_info`) reach the script too. The other servers
+    /// answer them 404, unrecorded: they are none of the kinds asked about, and the
+    /// question is not one of a test's requests.
+    pub async fn scripted_with_probes(
+        script: impl Fn(&Request) -> Reply + Send + Sync + 'static,
+    ) -> Server {
+        Self::answering(
+            Arc::new(move |request: &Request| Some(script(request))),
+            true,
+        )
+        .await
+    }
+
+    async fn answering(answer: Answer, probes: bool) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -128,9 +198,9 @@ impl Server {
                     return;
                 };
                 let seen = seen.clone();
-                let script = script.clone();
+                let answer = answer.clone();
                 tokio::spawn(async move {
-                    let _ = serve(socket, seen, script).await;
+                    let _ = serve(socket, seen, answer, probes).await;
                 });
             }
         });
@@ -150,7 +220,8 @@ impl Server {
 async fn serve(
     mut socket: TcpStream,
     seen: Arc<Mutex<Vec<Request>>>,
-    script: Script,
+    answer: Answer,
+    probes: bool,
 ) -> std::io::Result<()> {
     let mut buffer = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -186,15 +257,27 @@ async fn serve(
         body.extend_from_slice(&chunk[..read]);
     }
     let mut parts = line.split(' ');
+    let method = parts.next().unwrap_or_default().to_owned();
+    let path = parts.next().unwrap_or_default().to_owned();
     let request = Request {
-        method: parts.next().unwrap_or_default().to_owned(),
-        path: parts.next().unwrap_or_default().to_owned(),
+        line,
+        method,
+        path,
         headers,
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
     };
-    seen.lock().unwrap().push(request.clone());
-    match script(&request) {
-        Reply::Stream { pieces, drop } => {
+    let probe = request.method == "GET" && PROBES.contains(&request.path.as_str());
+    let reply = if probe && !probes {
+        Some(Reply::Status {
+            status: 404,
+            body: "{}".to_owned(),
+        })
+    } else {
+        seen.lock().unwrap().push(request.clone());
+        answer(&request)
+    };
+    match reply {
+        Some(Reply::Stream { pieces, drop }) => {
             socket
                 .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n")
                 .await?;
@@ -215,13 +298,13 @@ async fn serve(
             }
             if drop {
                 // Announce a chunk and close before it is complete.
-                socket.write_all(b"40\r\ndata: {\"cont").await?;
+                socket.write_all(b"40\r\ndata: {\"choi").await?;
                 socket.flush().await?;
                 return Ok(());
             }
             socket.write_all(b"0\r\n\r\n").await?;
         }
-        Reply::Json { status, body } => {
+        Some(Reply::Status { status, body }) => {
             let head = format!(
                 "HTTP/1.1 {status} Scripted\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
                 body.len()
@@ -229,11 +312,51 @@ async fn serve(
             socket.write_all(head.as_bytes()).await?;
             socket.write_all(body.as_bytes()).await?;
         }
-        Reply::Silent => {
+        Some(Reply::Silent) => {
             tokio::time::sleep(FOREVER).await;
             return Ok(());
+        }
+        None => {
+            socket
+                .write_all(
+                    b"HTTP/1.1 500 Scripted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                )
+                .await?;
         }
     }
     socket.flush().await?;
     socket.shutdown().await
+}
+
+/// A `chat.completion.chunk` event whose delta is `delta`, with `finish` as its
+/// `finish_reason`; `end` is the event's line end (`"\n"`, `"\r\n"`, `"\r"`).
+pub fn chunk(delta: Value, finish: Option<&str>, end: &str) -> String {
+    let chunk = serde_json::json!({
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    });
+    format!("data: {chunk}{end}{end}")
+}
+
+/// Content deltas of `text` in pieces of `size` bytes (at char boundaries), then a finish
+/// chunk with `finish` and `data: [DONE]`, all with line end `end`.
+pub fn text_stream(text: &str, size: usize, finish: &str, end: &str) -> Vec<String> {
+    let mut events = Vec::new();
+    let mut start = 0;
+    while start < text.len() {
+        let mut stop = (start + size).min(text.len());
+        while !text.is_char_boundary(stop) {
+            stop += 1;
+        }
+        events.push(chunk(
+            serde_json::json!({"content": &text[start..stop]}),
+            None,
+            end,
+        ));
+        start = stop;
+    }
+    events.push(chunk(serde_json::json!({}), Some(finish), end));
+    events.push(format!("data: [DONE]{end}{end}"));
+    events
 }
