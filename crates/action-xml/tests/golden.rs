@@ -5,10 +5,9 @@
 
 mod common;
 
-use std::path::Path;
-
 use action_xml::Config;
-use tam_testkit::Action;
+use tam_testkit::golden::Golden;
+use tam_testkit::{Action, decode_all_ways};
 
 /// Settings by file name: `limit_block*`, `limit_depth*` and `limit_nodes*` use tiny
 /// limits.
@@ -28,33 +27,13 @@ fn config_for(name: &str) -> Config {
 
 #[test]
 fn golden_cases() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
-    let mut inputs: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("txt" | "bin")))
-        .collect();
-    inputs.sort();
-    assert!(inputs.len() >= 50, "golden cases are missing");
-    let mut failures = Vec::new();
-    for input_path in inputs {
-        let name = input_path.file_stem().unwrap().to_str().unwrap().to_owned();
-        let input = std::fs::read(&input_path).unwrap();
-        let got = common::dump(&tam_testkit::decode_all_ways(
-            Action(config_for(&name)),
-            &input,
-        ));
-        let expected_path = input_path.with_extension("events");
-        if update {
-            std::fs::write(&expected_path, &got).unwrap();
-            continue;
-        }
-        let expected = std::fs::read_to_string(&expected_path)
-            .unwrap_or_else(|_| panic!("{name} has no .events file"));
-        if got != expected {
-            failures.push(format!("== {name}\n-- expected\n{expected}-- got\n{got}"));
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden");
+    Golden::new(dir, &["txt", "bin"], "events")
+        .at_least(50)
+        .run(|case| {
+            common::dump(&decode_all_ways(
+                Action(config_for(&case.name)),
+                &case.input,
+            ))
+        });
 }

@@ -5,9 +5,8 @@
 
 mod common;
 
-use std::path::Path;
-
 use tam_parse::{Config, Dialect};
+use tam_testkit::golden::Golden;
 
 /// Settings by file name: `vcp_*` uses the VCP dialect; `limit_block*`, `limit_calls*` and
 /// `limit_key*` use tiny limits; argument streaming is on for all; `cut_*` ends the stream with `finish_cut` (a cut stream).
@@ -32,35 +31,16 @@ fn config_for(name: &str) -> Config {
 
 #[test]
 fn golden_cases() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
-    let mut names: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("tam" | "bin")))
-        .collect();
-    names.sort();
-    assert!(names.len() >= 20, "golden cases are missing");
-    let mut failures = Vec::new();
-    for input_path in names {
-        let name = input_path.file_stem().unwrap().to_str().unwrap().to_owned();
-        let input = std::fs::read(&input_path).unwrap();
-        let events = if name.starts_with("cut_") {
-            common::decode_all_ways_cut(&input, config_for(&name))
-        } else {
-            common::decode_all_ways(&input, config_for(&name))
-        };
-        let got = common::dump(&events);
-        let expected_path = input_path.with_extension("events");
-        if update {
-            std::fs::write(&expected_path, &got).unwrap();
-            continue;
-        }
-        let expected = std::fs::read_to_string(&expected_path)
-            .unwrap_or_else(|_| panic!("{} has no .events file", name));
-        if got != expected {
-            failures.push(format!("== {name}\n-- expected\n{expected}-- got\n{got}"));
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden");
+    Golden::new(dir, &["tam", "bin"], "events")
+        .at_least(20)
+        .run(|case| {
+            let config = config_for(&case.name);
+            let events = if case.name.starts_with("cut_") {
+                common::decode_all_ways_cut(&case.input, config)
+            } else {
+                common::decode_all_ways(&case.input, config)
+            };
+            common::dump(&events)
+        });
 }

@@ -1,6 +1,8 @@
-//! The streaming test kit of the workspace: one place that knows how to feed a stream to a
-//! decoder cut every way and what must hold of the events. tam-parse's, action-xml's and
-//! tam's integration tests and the fuzz targets all use it.
+//! The test kit of the workspace: one place that knows how to feed a stream to a decoder
+//! cut every way and what must hold of the events, how golden files are compared and
+//! rewritten, and how a scripted OpenAI-compatible server answers. The decoders'
+//! integration tests, the fuzz targets, and the model clients', agent's and command line's
+//! tests use it.
 //!
 //! * [`Harness`] — a decoder under test (implemented for the TAM [`Tam`] (and [`TamCut`],
 //!   which ends the stream as cut), ACTION
@@ -14,6 +16,8 @@
 //!   byte splittings, 4 random `&str` splittings, every prefix + rest: all must agree.
 //! * [`check_cuts`] — the cheaper check the fuzz targets run on every input: whole, cut at
 //!   given points (as bytes and as `&str`), and optionally byte by byte.
+//! * [`golden`] — golden files: inputs beside what they must give, compared, rewritten
+//!   when `UPDATE_GOLDEN` is set.
 //!
 //! Feature `upstream`: [`upstream`], a scripted OpenAI-compatible server on loopback.
 //!
@@ -26,6 +30,7 @@ use std::fmt::Debug;
 
 use tam_parse::Span;
 
+pub mod golden;
 #[cfg(feature = "upstream")]
 pub mod upstream;
 
