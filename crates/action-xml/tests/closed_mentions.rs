@@ -5,47 +5,14 @@
 //! every way (whole, char by char, byte by byte, random splits, every prefix + rest) by
 //! `action_xml::Decoder` (the `tam` crate's tests check that its decoder sees the same).
 
-mod common;
+use action_xml::{ActionBlock, codes};
+use tam_testkit::seen::{Seen, decode_action};
 
-use action_xml::{ActionBlock, Config, Event, codes};
-use tam_testkit::{Action, decode_all_ways};
-
-/// What a decoder made of a stream, in order: text (adjacent pieces joined), blocks,
-/// diagnostics outside blocks; and whether any argument event streamed.
-#[derive(Debug, PartialEq)]
-enum Seen {
-    Text(String),
-    Block(Box<ActionBlock>),
-    Diagnostic(&'static str, usize),
-}
-
-fn push_text(seen: &mut Vec<Seen>, text: &str) {
-    if let Some(Seen::Text(last)) = seen.last_mut() {
-        last.push_str(text);
-    } else {
-        seen.push(Seen::Text(text.to_owned()));
-    }
-}
-
-/// `input` decoded every way by `action_xml::Decoder`: what it sees, with whether argument
-/// events streamed.
+/// `input` decoded every way by `action_xml::Decoder`: what it sees (text, blocks,
+/// diagnostics outside blocks, in order), with whether argument events streamed.
 fn decode(input: &str) -> (Vec<Seen>, bool) {
-    let mut seen = Vec::new();
-    let mut streamed = false;
-    for e in decode_all_ways(Action(Config::default()), input.as_bytes()) {
-        match e {
-            Event::Text { text, .. } => push_text(&mut seen, &text),
-            Event::Block(b) => seen.push(Seen::Block(Box::new(b))),
-            Event::Diagnostic(d) => seen.push(Seen::Diagnostic(d.code.as_str(), d.span.start)),
-            Event::CallStart { .. }
-            | Event::ParamStart { .. }
-            | Event::ParamText { .. }
-            | Event::ParamEnd { .. }
-            | Event::CallEnd { .. } => streamed = true,
-            _ => {}
-        }
-    }
-    (seen, streamed)
+    let decoded = decode_action(input);
+    (decoded.seen, decoded.streamed)
 }
 
 /// `input` is prose whose mentions of `<ACTION>` start at `tags`: for each, warning

@@ -6,37 +6,15 @@
 //! rest) by `action_xml::Decoder` (the `tam` crate's tests check that its decoder sees the
 //! same).
 
-mod common;
-
-use action_xml::{ActionBlock, Config, Event, codes};
-use tam_testkit::{Action, decode_all_ways};
+use action_xml::{Config, Event, codes};
+use tam_testkit::seen::{Summary, decode_action};
 
 const WRITTEN: &str = "Writing.\n<ACTION><write_file><path>/tmp/report.txt</path><content>a &lt; b</content></write_file>";
 const NEXT_TAG: &str = "<delete_all";
 
-/// What every decoder made of a stream: its text, its ACTION blocks, the diagnostic codes
-/// outside blocks.
-#[derive(Debug, PartialEq)]
-struct Seen {
-    text: String,
-    blocks: Vec<ActionBlock>,
-    outside: Vec<&'static str>,
-}
-
 /// `input` decoded every way by `action_xml::Decoder`: what it sees.
-fn decode(input: &str) -> Seen {
-    let events = decode_all_ways(Action(Config::default()), input.as_bytes());
-    Seen {
-        text: common::text(&events),
-        blocks: common::blocks(&events).into_iter().cloned().collect(),
-        outside: events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Diagnostic(d) => Some(d.code.as_str()),
-                _ => None,
-            })
-            .collect(),
-    }
+fn decode(input: &str) -> Summary {
+    decode_action(input).summary()
 }
 
 /// The stream ended inside a tag of a call: one block, no call, `unterminated_block`
@@ -59,7 +37,7 @@ fn assert_cut_mid_call(input: &str, block_start: usize) {
 }
 
 /// Every call closed and the stream ended: the calls run (`missing_close_tag`).
-fn assert_runs(input: &str, tools: &[&str]) -> Seen {
+fn assert_runs(input: &str, tools: &[&str]) -> Summary {
     let seen = decode(input);
     let [block] = seen.blocks.as_slice() else {
         panic!("{input:?}: {:?}", seen.blocks);

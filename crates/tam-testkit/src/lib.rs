@@ -16,6 +16,11 @@
 //!   byte splittings, 4 random `&str` splittings, every prefix + rest: all must agree.
 //! * [`check_cuts`] — the cheaper check the fuzz targets run on every input: whole, cut at
 //!   given points (as bytes and as `&str`), and optionally byte by byte.
+//! * [`seen`] — what the ACTION decoder and the front door make of an ACTION stream,
+//!   decoded every way, in a form the two are compared on (feature `action`).
+//! * [`strategies`] — proptest strategies for ACTION streams and calls (feature
+//!   `proptest`).
+//! * [`dump`] — pieces of the events' text renderings in golden files.
 //! * [`golden`] — golden files: inputs beside what they must give, compared, rewritten
 //!   when `UPDATE_GOLDEN` is set.
 //!
@@ -30,7 +35,12 @@ use std::fmt::Debug;
 
 use tam_parse::Span;
 
+pub mod dump;
 pub mod golden;
+#[cfg(feature = "action")]
+pub mod seen;
+#[cfg(feature = "proptest")]
+pub mod strategies;
 #[cfg(feature = "upstream")]
 pub mod upstream;
 

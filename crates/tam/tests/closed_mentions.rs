@@ -6,69 +6,27 @@
 //! `action_xml::Decoder` and by the front door `tam::Decoder` for ACTION and for both
 //! protocols.
 
-use action_xml::{ActionBlock, Config, Event, codes};
+use action_xml::{ActionBlock, codes};
 use tam::ProtocolChoice;
-use tam_testkit::{Action, Front, decode_all_ways};
-
-/// What a decoder made of a stream, in order: text (adjacent pieces joined), blocks,
-/// diagnostics outside blocks; and whether any argument event streamed.
-#[derive(Debug, PartialEq)]
-enum Seen {
-    Text(String),
-    Block(Box<ActionBlock>),
-    Diagnostic(&'static str, usize),
-}
-
-fn push_text(seen: &mut Vec<Seen>, text: &str) {
-    if let Some(Seen::Text(last)) = seen.last_mut() {
-        last.push_str(text);
-    } else {
-        seen.push(Seen::Text(text.to_owned()));
-    }
-}
+use tam_testkit::seen::{Seen, decode_action, decode_front};
 
 /// `input` decoded every way by `action_xml::Decoder` and by `tam::Decoder` (ACTION, and
-/// both protocols); all must see the same, which is returned with whether argument events
-/// streamed.
+/// both protocols); all must see the same (text, blocks, diagnostics outside blocks, in
+/// order), which is returned with whether argument events streamed.
 fn decode(input: &str) -> (Vec<Seen>, bool) {
-    let mut seen = Vec::new();
-    let mut streamed = false;
-    for e in decode_all_ways(Action(Config::default()), input.as_bytes()) {
-        match e {
-            Event::Text { text, .. } => push_text(&mut seen, &text),
-            Event::Block(b) => seen.push(Seen::Block(Box::new(b))),
-            Event::Diagnostic(d) => seen.push(Seen::Diagnostic(d.code.as_str(), d.span.start)),
-            Event::CallStart { .. }
-            | Event::ParamStart { .. }
-            | Event::ParamText { .. }
-            | Event::ParamEnd { .. }
-            | Event::CallEnd { .. } => streamed = true,
-            _ => {}
-        }
-    }
+    let seen = decode_action(input);
     for choice in [ProtocolChoice::Action, ProtocolChoice::Auto] {
-        let mut front = Vec::new();
-        let mut front_streamed = false;
-        let events = decode_all_ways(Front(tam::Config::for_protocol(choice)), input.as_bytes());
-        for e in events {
-            match e {
-                tam::Event::Text { text, .. } => push_text(&mut front, &text),
-                tam::Event::ActionBlock(b) => front.push(Seen::Block(Box::new(b))),
-                tam::Event::TamBlock(b) => panic!("{choice}: a TAM block in {input:?}: {b:?}"),
-                tam::Event::Diagnostic(d) => {
-                    front.push(Seen::Diagnostic(d.code.as_str(), d.span.start))
-                }
-                e if e.is_argument_event() => front_streamed = true,
-                _ => {}
-            }
-        }
-        assert_eq!(front, seen, "tam::Decoder ({choice}) on {input:?}");
+        let front = decode_front(input, choice);
         assert_eq!(
-            front_streamed, streamed,
+            front.seen, seen.seen,
+            "tam::Decoder ({choice}) on {input:?}"
+        );
+        assert_eq!(
+            front.streamed, seen.streamed,
             "tam::Decoder ({choice}) on {input:?}"
         );
     }
-    (seen, streamed)
+    (seen.seen, seen.streamed)
 }
 
 /// `input` is prose whose mentions of `<ACTION>` start at `tags`: for each, warning

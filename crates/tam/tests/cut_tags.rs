@@ -6,65 +6,19 @@
 //! rest) by `action_xml::Decoder` and by the front door `tam::Decoder` for ACTION and for
 //! both protocols.
 
-use action_xml::{ActionBlock, Config, Event, codes};
+use action_xml::{Config, Event, codes};
 use tam::ProtocolChoice;
-use tam_testkit::{Action, Front, decode_all_ways};
+use tam_testkit::seen::{Summary, decode_action, decode_front};
 
 const WRITTEN: &str = "Writing.\n<ACTION><write_file><path>/tmp/report.txt</path><content>a &lt; b</content></write_file>";
 const NEXT_TAG: &str = "<delete_all";
 
-/// What every decoder made of a stream: its text, its ACTION blocks, the diagnostic codes
-/// outside blocks.
-#[derive(Debug, PartialEq)]
-struct Seen {
-    text: String,
-    blocks: Vec<ActionBlock>,
-    outside: Vec<&'static str>,
-}
-
 /// `input` decoded every way by `action_xml::Decoder` and by `tam::Decoder` (ACTION, and
 /// both protocols); all of them must see the same, which is returned.
-fn decode(input: &str) -> Seen {
-    let events = decode_all_ways(Action(Config::default()), input.as_bytes());
-    let seen = Seen {
-        text: events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Text { text, .. } => Some(&**text),
-                _ => None,
-            })
-            .collect(),
-        blocks: events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Block(b) => Some(b.clone()),
-                _ => None,
-            })
-            .collect(),
-        outside: events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Diagnostic(d) => Some(d.code.as_str()),
-                _ => None,
-            })
-            .collect(),
-    };
+fn decode(input: &str) -> Summary {
+    let seen = decode_action(input).summary();
     for choice in [ProtocolChoice::Action, ProtocolChoice::Auto] {
-        let events = decode_all_ways(Front(tam::Config::for_protocol(choice)), input.as_bytes());
-        let mut front = Seen {
-            text: String::new(),
-            blocks: Vec::new(),
-            outside: Vec::new(),
-        };
-        for e in events {
-            match e {
-                tam::Event::Text { text, .. } => front.text.push_str(&text),
-                tam::Event::ActionBlock(b) => front.blocks.push(b),
-                tam::Event::TamBlock(b) => panic!("{choice}: a TAM block in {input:?}: {b:?}"),
-                tam::Event::Diagnostic(d) => front.outside.push(d.code.as_str()),
-                _ => {}
-            }
-        }
+        let front = decode_front(input, choice).summary();
         assert_eq!(front, seen, "tam::Decoder ({choice}) on {input:?}");
     }
     seen
@@ -90,7 +44,7 @@ fn assert_cut_mid_call(input: &str, block_start: usize) {
 }
 
 /// Every call closed and the stream ended: the calls run (`missing_close_tag`).
-fn assert_runs(input: &str, tools: &[&str]) -> Seen {
+fn assert_runs(input: &str, tools: &[&str]) -> Summary {
     let seen = decode(input);
     let [block] = seen.blocks.as_slice() else {
         panic!("{input:?}: {:?}", seen.blocks);

@@ -6,7 +6,8 @@
 
 use std::fmt::Write as _;
 
-use action_xml::{ActionBlock, Config, Diagnostic, Event, Span};
+use action_xml::{ActionBlock, Config, Event, Span};
+use tam_testkit::dump::{action_block, diagnostic, span};
 use tam_testkit::{Action, decode_all_ways};
 
 /// Shorthand: ACTION decoding of text with the default config, every way.
@@ -49,54 +50,6 @@ pub fn text(events: &[Event<'static>]) -> String {
         .collect()
 }
 
-fn span(s: Span) -> String {
-    format!("{}..{}", s.start, s.end)
-}
-
-fn dump_diagnostic(out: &mut String, indent: &str, d: &Diagnostic) {
-    writeln!(
-        out,
-        "{indent}{} {} {}: {}",
-        d.severity,
-        d.code,
-        span(d.span),
-        d.message
-    )
-    .unwrap();
-    if let Some(raw) = &d.raw {
-        writeln!(out, "{indent}  raw {:?}", &**raw).unwrap();
-    }
-}
-
-fn dump_action_block(out: &mut String, b: &ActionBlock) {
-    writeln!(out, "block {} index={}", span(b.span), b.index).unwrap();
-    for c in &b.calls {
-        writeln!(out, "  call {:?} {}", c.tool, span(c.span)).unwrap();
-        writeln!(
-            out,
-            "    args {}",
-            serde_json::Value::Object(c.args.clone())
-        )
-        .unwrap();
-        // A parameter's exact source, where it is not simply its string value.
-        for p in &c.params {
-            if c.get_str(&p.key) != Some(&*p.source) {
-                writeln!(
-                    out,
-                    "    source {:?} {} {:?}",
-                    p.key,
-                    span(p.content_span),
-                    p.source
-                )
-                .unwrap();
-            }
-        }
-    }
-    for d in &b.diagnostics {
-        dump_diagnostic(out, "  ", d);
-    }
-}
-
 /// A stable text rendering of ACTION events, for golden files.
 pub fn dump(events: &[Event<'static>]) -> String {
     let mut out = String::new();
@@ -104,8 +57,8 @@ pub fn dump(events: &[Event<'static>]) -> String {
         match e {
             Event::Text { text, span: s } => writeln!(out, "text {} {:?}", span(*s), text).unwrap(),
             Event::BlockStart { span: s } => writeln!(out, "block_start {}", span(*s)).unwrap(),
-            Event::Block(b) => dump_action_block(&mut out, b),
-            Event::Diagnostic(d) => dump_diagnostic(&mut out, "diagnostic ", d),
+            Event::Block(b) => action_block(&mut out, b),
+            Event::Diagnostic(d) => diagnostic(&mut out, "diagnostic ", d),
             Event::CallStart {
                 index,
                 tool,

@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use tam_parse::{Config, Event, Span};
+use tam_parse::{Config, Event};
+use tam_testkit::dump::span;
 
 /// Decodes `input` every way (whole, `&str`, char by char, byte by byte, random splits,
 /// every prefix + rest: see `tam_testkit::decode_all_ways`) and asserts identical events,
@@ -22,10 +23,6 @@ pub fn decode_all_ways_cut(input: &[u8], config: Config) -> Vec<Event<'static>> 
 /// Shorthand for text input.
 pub fn decode_str(input: &str, config: Config) -> Vec<Event<'static>> {
     decode_all_ways(input.as_bytes(), config)
-}
-
-fn span(s: Span) -> String {
-    format!("{}..{}", s.start, s.end)
 }
 
 /// A stable text rendering of events, for golden files.

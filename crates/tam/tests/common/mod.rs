@@ -1,57 +1,11 @@
-//! Shared test helpers: a stable rendering of the decoder's events for golden files.
+//! Shared test helpers: a stable rendering of the decoder's events for golden files (its
+//! pieces shared with action-xml's in `tam_testkit::dump`).
 #![allow(dead_code)]
 
 use std::fmt::Write as _;
 
-use tam::{ActionBlock, Diagnostic, Event, Span};
-
-fn span(s: Span) -> String {
-    format!("{}..{}", s.start, s.end)
-}
-
-fn dump_diagnostic(out: &mut String, indent: &str, d: &Diagnostic) {
-    writeln!(
-        out,
-        "{indent}{} {} {}: {}",
-        d.severity,
-        d.code,
-        span(d.span),
-        d.message
-    )
-    .unwrap();
-    if let Some(raw) = &d.raw {
-        writeln!(out, "{indent}  raw {:?}", &**raw).unwrap();
-    }
-}
-
-fn dump_action_block(out: &mut String, b: &ActionBlock) {
-    writeln!(out, "block {} index={}", span(b.span), b.index).unwrap();
-    for c in &b.calls {
-        writeln!(out, "  call {:?} {}", c.tool, span(c.span)).unwrap();
-        writeln!(
-            out,
-            "    args {}",
-            serde_json::Value::Object(c.args.clone())
-        )
-        .unwrap();
-        // A parameter's exact source, where it is not simply its string value.
-        for p in &c.params {
-            if c.get_str(&p.key) != Some(&*p.source) {
-                writeln!(
-                    out,
-                    "    source {:?} {} {:?}",
-                    p.key,
-                    span(p.content_span),
-                    p.source
-                )
-                .unwrap();
-            }
-        }
-    }
-    for d in &b.diagnostics {
-        dump_diagnostic(out, "  ", d);
-    }
-}
+use tam::Event;
+use tam_testkit::dump::{action_block, diagnostic, span};
 
 /// A stable text rendering of the decoder's events, for golden files.
 pub fn dump(events: &[Event<'static>]) -> String {
@@ -89,14 +43,14 @@ pub fn dump(events: &[Event<'static>]) -> String {
                     }
                 }
                 for d in &b.diagnostics {
-                    dump_diagnostic(&mut out, "  ", d);
+                    diagnostic(&mut out, "  ", d);
                 }
             }
             Event::ActionBlock(b) => {
                 out.push_str("action_");
-                dump_action_block(&mut out, b);
+                action_block(&mut out, b);
             }
-            Event::Diagnostic(d) => dump_diagnostic(&mut out, "diagnostic ", d),
+            Event::Diagnostic(d) => diagnostic(&mut out, "diagnostic ", d),
             Event::CallStart {
                 protocol,
                 index,
