@@ -16,12 +16,14 @@
 //! ```
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
 
 /// Longer than any test run: only a client's time-out ends a wait this long.
 pub const FOREVER: Duration = Duration::from_secs(3600);
@@ -43,6 +45,23 @@ pub enum Reply {
         status: u16,
         /// The body, as written.
         body: String,
+    },
+    /// `200 text/event-stream` like [`Reply::Stream`], and then its last piece again, after
+    /// its pause, until the peer goes away.
+    Endless {
+        /// The pieces of the body, each after its pause; the last one repeats.
+        pieces: Vec<(Duration, Vec<u8>)>,
+    },
+    /// `200 text/event-stream`: the pieces without pauses, but the one at `hold_at` waits
+    /// until the test calls `release.notify_one()` (what a client sent on before it, it
+    /// sent early).
+    Held {
+        /// The pieces of the body.
+        pieces: Vec<Vec<u8>>,
+        /// The piece that waits.
+        hold_at: usize,
+        /// What it waits for.
+        release: Arc<Notify>,
     },
     /// Headers never come.
     Silent,
@@ -142,7 +161,20 @@ pub struct Server {
     pub base_url: String,
     /// The requests read so far, in order.
     pub requests: Arc<Mutex<Vec<Request>>>,
+    /// Streams whose peer went away before their end.
+    pub closed: Arc<AtomicUsize>,
+    /// Streams written to their end.
+    pub finished: Arc<AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// What the connections share: the recorded requests, the answer, the counters.
+struct Shared {
+    seen: Arc<Mutex<Vec<Request>>>,
+    answer: Answer,
+    probes: bool,
+    closed: Arc<AtomicUsize>,
+    finished: Arc<AtomicUsize>,
 }
 
 impl Drop for Server {
@@ -190,23 +222,32 @@ impl Server {
     async fn answering(answer: Answer, probes: bool) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let seen = requests.clone();
+        let shared = Arc::new(Shared {
+            seen: Arc::default(),
+            answer,
+            probes,
+            closed: Arc::default(),
+            finished: Arc::default(),
+        });
+        let requests = shared.seen.clone();
+        let closed = shared.closed.clone();
+        let finished = shared.finished.clone();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((socket, _)) = listener.accept().await else {
                     return;
                 };
-                let seen = seen.clone();
-                let answer = answer.clone();
+                let shared = shared.clone();
                 tokio::spawn(async move {
-                    let _ = serve(socket, seen, answer, probes).await;
+                    let _ = serve(socket, &shared).await;
                 });
             }
         });
         Server {
             base_url,
             requests,
+            closed,
+            finished,
             task,
         }
     }
@@ -217,12 +258,7 @@ impl Server {
     }
 }
 
-async fn serve(
-    mut socket: TcpStream,
-    seen: Arc<Mutex<Vec<Request>>>,
-    answer: Answer,
-    probes: bool,
-) -> std::io::Result<()> {
+async fn serve(mut socket: TcpStream, shared: &Shared) -> std::io::Result<()> {
     let mut buffer = Vec::new();
     let mut chunk = [0u8; 4096];
     let head_end = loop {
@@ -267,42 +303,46 @@ async fn serve(
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
     };
     let probe = request.method == "GET" && PROBES.contains(&request.path.as_str());
-    let reply = if probe && !probes {
+    let reply = if probe && !shared.probes {
         Some(Reply::Status {
             status: 404,
             body: "{}".to_owned(),
         })
     } else {
-        seen.lock().unwrap().push(request.clone());
-        answer(&request)
+        shared.seen.lock().unwrap().push(request.clone());
+        (shared.answer)(&request)
     };
     match reply {
         Some(Reply::Stream { pieces, drop }) => {
-            socket
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n")
-                .await?;
-            socket.flush().await?;
-            for (pause, piece) in pieces {
-                if !pause.is_zero() {
-                    tokio::time::sleep(pause).await;
-                }
-                if piece.is_empty() {
-                    continue;
-                }
-                socket
-                    .write_all(format!("{:x}\r\n", piece.len()).as_bytes())
-                    .await?;
-                socket.write_all(&piece).await?;
-                socket.write_all(b"\r\n").await?;
-                socket.flush().await?;
-            }
-            if drop {
-                // Announce a chunk and close before it is complete.
-                socket.write_all(b"40\r\ndata: {\"choi").await?;
-                socket.flush().await?;
-                return Ok(());
-            }
-            socket.write_all(b"0\r\n\r\n").await?;
+            let body = Body {
+                pieces,
+                endless: false,
+                hold: None,
+                drop,
+            };
+            return stream(socket, body, shared).await;
+        }
+        Some(Reply::Endless { pieces }) => {
+            let body = Body {
+                pieces,
+                endless: true,
+                hold: None,
+                drop: false,
+            };
+            return stream(socket, body, shared).await;
+        }
+        Some(Reply::Held {
+            pieces,
+            hold_at,
+            release,
+        }) => {
+            let body = Body {
+                pieces: pieces.into_iter().map(|p| (Duration::ZERO, p)).collect(),
+                endless: false,
+                hold: Some((hold_at, release)),
+                drop: false,
+            };
+            return stream(socket, body, shared).await;
         }
         Some(Reply::Status { status, body }) => {
             let head = format!(
@@ -325,6 +365,93 @@ async fn serve(
         }
     }
     socket.flush().await?;
+    socket.shutdown().await
+}
+
+/// A streamed body: pieces after their pauses, the last one repeated (`endless`), one held
+/// until released, the connection dropped inside one more chunk (`drop`).
+struct Body {
+    pieces: Vec<(Duration, Vec<u8>)>,
+    endless: bool,
+    hold: Option<(usize, Arc<Notify>)>,
+    drop: bool,
+}
+
+/// How a streamed body ended on the server's side.
+enum Ending {
+    /// Written to its end.
+    Finished,
+    /// Dropped inside a chunk, as scripted.
+    Dropped,
+}
+
+/// Writes `body` as `200 text/event-stream`, each piece one HTTP chunk, while watching for
+/// the peer to go away; counts the stream as finished or closed.
+async fn stream(mut socket: TcpStream, body: Body, shared: &Shared) -> std::io::Result<()> {
+    let (mut reader, mut writer) = socket.split();
+    let gone = async {
+        let mut sink = [0u8; 512];
+        while let Ok(1..) = reader.read(&mut sink).await {}
+    };
+    let write = async {
+        writer
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n")
+            .await?;
+        writer.flush().await?;
+        let mut at = 0;
+        loop {
+            let (pause, piece) = match body.pieces.get(at) {
+                Some(piece) => piece,
+                None if body.endless && !body.pieces.is_empty() => {
+                    &body.pieces[body.pieces.len() - 1]
+                }
+                None => break,
+            };
+            if let Some((hold_at, release)) = &body.hold
+                && *hold_at == at
+            {
+                release.notified().await;
+            }
+            if !pause.is_zero() {
+                tokio::time::sleep(*pause).await;
+            }
+            at += 1;
+            if piece.is_empty() {
+                continue;
+            }
+            writer
+                .write_all(format!("{:x}\r\n", piece.len()).as_bytes())
+                .await?;
+            writer.write_all(piece).await?;
+            writer.write_all(b"\r\n").await?;
+            writer.flush().await?;
+        }
+        if body.drop {
+            // Announce a chunk and close before it is complete.
+            writer.write_all(b"40\r\ndata: {\"choi").await?;
+            writer.flush().await?;
+            return Ok(Ending::Dropped);
+        }
+        writer.write_all(b"0\r\n\r\n").await?;
+        writer.flush().await?;
+        Ok::<_, std::io::Error>(Ending::Finished)
+    };
+    // A body written to its end counts as finished even if the peer went away right after.
+    let ending = tokio::select! {
+        biased;
+        ending = write => ending.ok(),
+        () = gone => None,
+    };
+    match ending {
+        Some(Ending::Finished) => {
+            shared.finished.fetch_add(1, Ordering::SeqCst);
+        }
+        Some(Ending::Dropped) => return Ok(()),
+        None => {
+            shared.closed.fetch_add(1, Ordering::SeqCst);
+            return Ok(());
+        }
+    }
     socket.shutdown().await
 }
 

@@ -1,28 +1,20 @@
-//! A scripted OpenAI-compatible upstream for the proxy's tests: an axum server on
-//! 127.0.0.1 (port chosen by the system) that records each chat request's body and
+//! The scripted OpenAI-compatible upstream of the proxy's tests, on `tam_testkit::upstream`
+//! (127.0.0.1, port chosen by the system): it records each chat request's body and
 //! `Authorization` header and answers with what the test's script returns for it: SSE
-//! events (optionally paced, optionally endless), or an error status with a JSON body. A
-//! stream the server's peer stopped reading before its end is counted in `closed` (its
-//! body stream was dropped unfinished). Also the proxy in front of it, and SSE helpers.
+//! events (optionally paced, optionally endless, optionally held until released), a JSON
+//! body, or an error status with a JSON body. A stream the server's peer went away from
+//! before its end is counted in `closed`. Also the proxy in front of it, and SSE helpers.
 #![allow(dead_code)]
 
-use std::convert::Infallible;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
-use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tam::ProtocolChoice;
 use tam_model::openai::OpenAiConfig;
 use tam_proxy::ProxyConfig;
-use tokio::net::TcpListener;
+use tam_testkit::upstream::{self, Request};
 
 /// One scripted answer.
 #[derive(Debug, Clone)]
@@ -80,70 +72,80 @@ pub fn event(delta: Value, finish: Option<&str>) -> String {
     format!("data: {chunk}\n\n")
 }
 
-type Script = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
-/// Each chat request's body and `Authorization` header.
-type Recorded = Arc<Mutex<Vec<(Value, Option<String>)>>>;
+/// The chat route every model request takes.
+const CHAT: &str = "POST /v1/chat/completions";
 
-#[derive(Clone)]
-struct Upstream {
-    script: Script,
-    requests: Recorded,
-    closed: Arc<AtomicUsize>,
-    finished: Arc<AtomicUsize>,
-    /// The paths of requests no route answers (404), as they arrived.
-    other_paths: Arc<Mutex<Vec<String>>>,
+impl Reply {
+    /// The kit server's form of this reply.
+    fn into_kit(self) -> upstream::Reply {
+        let bytes = |events: Vec<String>| events.into_iter().map(String::into_bytes);
+        match self {
+            Reply::Events {
+                events,
+                pause,
+                endless,
+            } => {
+                let pieces = bytes(events).map(|e| (pause, e)).collect();
+                if endless {
+                    upstream::Reply::Endless { pieces }
+                } else {
+                    upstream::Reply::Stream {
+                        pieces,
+                        drop: false,
+                    }
+                }
+            }
+            Reply::Status { status, body } => upstream::Reply::Status {
+                status,
+                body: body.to_string(),
+            },
+            Reply::Json(body) => upstream::Reply::ok(body),
+            Reply::Held {
+                events,
+                hold_at,
+                release,
+            } => upstream::Reply::Held {
+                pieces: bytes(events).collect(),
+                hold_at,
+                release,
+            },
+        }
+    }
 }
 
-/// A running upstream.
+/// A running upstream: the kit's scripted server answering the chat route with the
+/// test's script, `GET /v1/models` with one model, and any other path 404.
 pub struct ScriptedUpstream {
+    server: upstream::Server,
     /// `http://127.0.0.1:PORT/v1`.
     pub base_url: String,
-    requests: Recorded,
-    other_paths: Arc<Mutex<Vec<String>>>,
     /// Streams dropped before their last event.
     pub closed: Arc<AtomicUsize>,
     /// Streams written to their end.
     pub finished: Arc<AtomicUsize>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for ScriptedUpstream {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 impl ScriptedUpstream {
     /// Starts an upstream answering every chat request with `script(body)`.
     pub async fn start(script: impl Fn(&Value) -> Reply + Send + Sync + 'static) -> Self {
-        let state = Upstream {
-            script: Arc::new(script),
-            requests: Arc::default(),
-            closed: Arc::default(),
-            finished: Arc::default(),
-            other_paths: Arc::default(),
-        };
-        let requests = state.requests.clone();
-        let other_paths = state.other_paths.clone();
-        let closed = state.closed.clone();
-        let finished = state.finished.clone();
-        let app = Router::new()
-            .route("/v1/chat/completions", post(chat))
-            .route("/v1/models", get(models))
-            .fallback(other)
-            .with_state(state);
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let server = upstream::Server::scripted(move |request: &Request| {
+            if request.route() == CHAT {
+                script(&request.body).into_kit()
+            } else if request.route() == "GET /v1/models" {
+                upstream::Reply::ok(models())
+            } else {
+                upstream::Reply::Status {
+                    status: 404,
+                    body: "no such route".into(),
+                }
+            }
+        })
+        .await;
         Self {
-            base_url,
-            requests,
-            other_paths,
-            closed,
-            finished,
-            task,
+            base_url: server.base_url.clone(),
+            closed: server.closed.clone(),
+            finished: server.finished.clone(),
+            server,
         }
     }
 
@@ -152,149 +154,39 @@ impl ScriptedUpstream {
         Self::start(move |_| reply.clone()).await
     }
 
+    /// The chat requests so far.
+    fn chats(&self) -> Vec<Request> {
+        let mut requests = self.server.requests();
+        requests.retain(|r| r.route() == CHAT);
+        requests
+    }
+
     /// The raw paths of the requests no route answered (404), in order.
     pub fn other_paths(&self) -> Vec<String> {
-        self.other_paths.lock().unwrap().clone()
+        self.server
+            .requests()
+            .into_iter()
+            .filter(|r| r.route() != CHAT && r.route() != "GET /v1/models")
+            .map(|r| r.path.split('?').next().unwrap_or_default().to_owned())
+            .collect()
     }
 
     /// The bodies of the chat requests so far.
     pub fn bodies(&self) -> Vec<Value> {
-        self.requests
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|(b, _)| b.clone())
-            .collect()
+        self.chats().into_iter().map(|r| r.body).collect()
     }
 
     /// The `Authorization` headers of the chat requests so far.
     pub fn authorizations(&self) -> Vec<Option<String>> {
-        self.requests
-            .lock()
-            .unwrap()
+        self.chats()
             .iter()
-            .map(|(_, a)| a.clone())
+            .map(|r| r.header("authorization").map(str::to_owned))
             .collect()
     }
 }
 
-/// Counts a stream as closed when dropped before its end.
-struct Guard {
-    closed: Arc<AtomicUsize>,
-    done: bool,
-}
-
-impl Guard {
-    fn complete(&mut self) {
-        self.done = true;
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if !self.done {
-            self.closed.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-}
-
-async fn chat(State(state): State<Upstream>, headers: HeaderMap, body: Bytes) -> Response {
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let authorization = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let reply = (state.script)(&body);
-    state.requests.lock().unwrap().push((body, authorization));
-    match reply {
-        Reply::Json(body) => (
-            [(header::CONTENT_TYPE, "application/json")],
-            body.to_string(),
-        )
-            .into_response(),
-        Reply::Status { status, body } => (
-            StatusCode::from_u16(status).unwrap(),
-            [(header::CONTENT_TYPE, "application/json")],
-            body.to_string(),
-        )
-            .into_response(),
-        Reply::Held {
-            events,
-            hold_at,
-            release,
-        } => {
-            let stream = futures_util::stream::unfold(0usize, move |at| {
-                let events = events.clone();
-                let release = release.clone();
-                async move {
-                    if at == hold_at {
-                        release.notified().await;
-                    }
-                    let event = events.get(at)?.clone();
-                    Some((Ok::<_, Infallible>(Bytes::from(event)), at + 1))
-                }
-            });
-            (
-                [(header::CONTENT_TYPE, "text/event-stream")],
-                Body::from_stream(stream.boxed()),
-            )
-                .into_response()
-        }
-        Reply::Events {
-            events,
-            pause,
-            endless,
-        } => {
-            let guard = Guard {
-                closed: state.closed.clone(),
-                done: false,
-            };
-            let finished = state.finished.clone();
-            let stream = futures_util::stream::unfold((0usize, guard), move |(at, mut guard)| {
-                let events = events.clone();
-                let finished = finished.clone();
-                async move {
-                    if at >= events.len() && !endless {
-                        guard.complete();
-                        finished.fetch_add(1, Ordering::SeqCst);
-                        return None;
-                    }
-                    if !pause.is_zero() {
-                        tokio::time::sleep(pause).await;
-                    }
-                    let event = events[at.min(events.len() - 1)].clone();
-                    Some((Ok::<_, Infallible>(Bytes::from(event)), (at + 1, guard)))
-                }
-            });
-            (
-                [(header::CONTENT_TYPE, "text/event-stream")],
-                Body::from_stream(stream.boxed()),
-            )
-                .into_response()
-        }
-    }
-}
-
-async fn other(State(state): State<Upstream>, uri: axum::http::Uri) -> Response {
-    // The proxy asks which server this is (strict calls) at start: this one is none of
-    // those it knows, and the question is not one of the test's requests.
-    if !matches!(uri.path(), "/props" | "/version" | "/get_server_info") {
-        state
-            .other_paths
-            .lock()
-            .unwrap()
-            .push(uri.path().to_owned());
-    }
-    (axum::http::StatusCode::NOT_FOUND, "no such route").into_response()
-}
-
-async fn models() -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        json!({"object": "list", "data": [{"id": "up-model", "object": "model", "created": 1, "owned_by": "test"}]})
-            .to_string(),
-    )
-        .into_response()
+fn models() -> Value {
+    json!({"object": "list", "data": [{"id": "up-model", "object": "model", "created": 1, "owned_by": "test"}]})
 }
 
 /// A proxy in front of `upstream` speaking `protocol`, on 127.0.0.1; its `/v1` base URL.
