@@ -1,20 +1,14 @@
-//! Scripted upstreams of the kinds the proxy tells apart for strict calls, on 127.0.0.1:
-//! a llama-server (`GET /props`, `POST /apply-template`, `POST /completion` streaming its
-//! native events, and `POST /v1/chat/completions`), a vLLM (`GET /version` and chat
-//! completions) and a server that answers neither (chat completions only). Each records
-//! every request (method, path, JSON body) and answers the model's requests with the
-//! reply its script makes of the request's body.
+//! Scripted upstreams of the kinds the proxy tells apart for strict calls, on
+//! `tam_testkit::upstream` (127.0.0.1): a llama-server (`GET /props`, `POST
+//! /apply-template`, `POST /completion` streaming its native events, and `POST
+//! /v1/chat/completions`), a vLLM (`GET /version` and chat completions) and a server that
+//! answers neither (chat completions only). Each records every request (method, path, JSON
+//! body) and answers the model's requests with the reply its script makes of the request's
+//! body.
 #![allow(dead_code)]
 
-use std::sync::{Arc, Mutex};
-
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{Method, Uri, header};
-use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
+use tam_testkit::upstream::{Reply, Request, Server};
 
 /// Which server to play.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,25 +61,11 @@ pub struct Seen {
     pub body: Value,
 }
 
-#[derive(Clone)]
-struct Shared {
-    kind: Kind,
-    script: Arc<dyn Fn(&Value) -> Script + Send + Sync>,
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
-
-/// A running scripted server.
+/// A running scripted server: the kit's, every request (the kind probes too) recorded.
 pub struct KindServer {
     /// `http://127.0.0.1:PORT/v1`.
     pub base_url: String,
-    seen: Arc<Mutex<Vec<Seen>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for KindServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    server: Server,
 }
 
 impl KindServer {
@@ -94,28 +74,26 @@ impl KindServer {
         kind: Kind,
         script: impl Fn(&Value) -> Script + Send + Sync + 'static,
     ) -> Self {
-        let shared = Shared {
-            kind,
-            script: Arc::new(script),
-            seen: Arc::default(),
-        };
-        let seen = shared.seen.clone();
-        let app = Router::new().fallback(answer).with_state(shared);
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let server =
+            Server::scripted_with_probes(move |request: &Request| answer(kind, &script, request))
+                .await;
         KindServer {
-            base_url,
-            seen,
-            task,
+            base_url: server.base_url.clone(),
+            server,
         }
     }
 
     /// Every request so far, in order.
     pub fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
+        self.server
+            .requests()
+            .into_iter()
+            .map(|r| Seen {
+                method: r.method,
+                path: r.path.split('?').next().unwrap_or_default().to_owned(),
+                body: r.body,
+            })
+            .collect()
     }
 
     /// The bodies of the `POST` requests to `path`.
@@ -138,46 +116,30 @@ impl KindServer {
     }
 }
 
-fn json_answer(value: Value) -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        value.to_string(),
-    )
-        .into_response()
+fn not_found() -> Reply {
+    Reply::Status {
+        status: 404,
+        body: "no such route".into(),
+    }
 }
 
-fn not_found() -> Response {
-    (axum::http::StatusCode::NOT_FOUND, "no such route").into_response()
+fn sse(events: Vec<String>) -> Reply {
+    Reply::stream(events.concat())
 }
 
-fn sse(events: Vec<String>) -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/event-stream")],
-        events.concat(),
-    )
-        .into_response()
-}
-
-async fn answer(State(shared): State<Shared>, method: Method, uri: Uri, body: Bytes) -> Response {
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let path = uri.path().to_owned();
-    shared.seen.lock().unwrap().push(Seen {
-        method: method.to_string(),
-        path: path.clone(),
-        body: body.clone(),
-    });
-    let llama = shared.kind == Kind::LlamaCpp;
-    match (method.as_str(), path.as_str()) {
-        ("GET", "/props") if llama => json_answer(json!({
+fn answer(kind: Kind, script: &dyn Fn(&Value) -> Script, request: &Request) -> Reply {
+    let body = &request.body;
+    let path = request.path.split('?').next().unwrap_or_default();
+    let llama = kind == Kind::LlamaCpp;
+    match (request.method.as_str(), path) {
+        ("GET", "/props") if llama => Reply::ok(json!({
             "default_generation_settings": {"n_ctx": 8192},
             "chat_template": "…",
         })),
-        ("GET", "/version") if shared.kind == Kind::Vllm => {
-            json_answer(json!({"version": "0.11.0"}))
-        }
-        ("POST", "/apply-template") if llama => json_answer(json!({"prompt": rendered(&body)})),
+        ("GET", "/version") if kind == Kind::Vllm => Reply::ok(json!({"version": "0.11.0"})),
+        ("POST", "/apply-template") if llama => Reply::ok(json!({"prompt": rendered(body)})),
         ("POST", "/completion") if llama => {
-            let script = (shared.script)(&body);
+            let script = script(body);
             let mut events: Vec<String> = script
                 .pieces
                 .iter()
@@ -198,7 +160,7 @@ async fn answer(State(shared): State<Shared>, method: Method, uri: Uri, body: By
         }
         ("POST", "/v1/chat/completions") => {
             // The server stops at the request's first stop sequence, left out of the text.
-            let script = (shared.script)(&body);
+            let script = script(body);
             let whole: String = script.pieces.concat();
             let cut = body["stop"]
                 .as_array()
