@@ -18,13 +18,13 @@
 //!   given points (as bytes and as `&str`), and optionally byte by byte.
 //! * [`seen`] — what the ACTION decoder and the front door make of an ACTION stream,
 //!   decoded every way, in a form the two are compared on (feature `action`).
-//! * [`strategies`] — proptest strategies for ACTION streams and calls (feature
+//! * `strategies` — proptest strategies for ACTION streams and calls (feature
 //!   `proptest`).
 //! * [`dump`] — pieces of the events' text renderings in golden files.
 //! * [`golden`] — golden files: inputs beside what they must give, compared, rewritten
 //!   when `UPDATE_GOLDEN` is set.
 //!
-//! Feature `upstream`: [`upstream`], a scripted OpenAI-compatible server on loopback.
+//! Feature `upstream`: module `upstream`, a scripted OpenAI-compatible server on loopback.
 //!
 //! Feature `action` (default): the [`Action`] and [`Front`] harnesses, which need
 //! action-xml and tam. tam-parse's tests turn it off so the kit does not depend back on action-xml
