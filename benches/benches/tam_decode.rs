@@ -61,16 +61,16 @@ impl Found {
 
 fn decode_whole(text: &str) -> Found {
     let mut found = Found::default();
-    let mut decoder = Decoder::new(Config::default());
+    let mut decoder = Decoder::new(Config::default().with_param_events(false));
     decoder.feed(text, |e| found.see(e));
     decoder.finish(|e| found.see(e));
     found
 }
 
-/// [`decode_whole`] with argument streaming on (`Config::param_events`).
+/// [`decode_whole`] with argument streaming on (`Config::param_events`, the default).
 fn decode_whole_params(text: &str) -> Found {
     let mut found = Found::default();
-    let mut decoder = Decoder::new(Config::default().with_param_events(true));
+    let mut decoder = Decoder::new(Config::default());
     decoder.feed(text, |e| found.see(e));
     decoder.finish(|e| found.see(e));
     found
@@ -78,7 +78,7 @@ fn decode_whole_params(text: &str) -> Found {
 
 fn decode_tokens(message: &Message) -> Found {
     let mut found = Found::default();
-    let mut decoder = Decoder::new(Config::default());
+    let mut decoder = Decoder::new(Config::default().with_param_events(false));
     for delta in message.token_deltas() {
         decoder.feed(delta, |e| found.see(e));
     }
@@ -88,7 +88,7 @@ fn decode_tokens(message: &Message) -> Found {
 
 fn decode_chunks(text: &str, delta: usize) -> Found {
     let mut found = Found::default();
-    let mut decoder = Decoder::new(Config::default());
+    let mut decoder = Decoder::new(Config::default().with_param_events(false));
     for chunk in text.as_bytes().chunks(delta) {
         decoder.feed_bytes(chunk, |e| found.see(e));
     }

@@ -143,7 +143,7 @@
 //!
 //! # Argument streaming
 //!
-//! With [`Config::param_events`] on, [`Event::ParamStart`] (key as written), [`Event::ParamText`] pieces and
+//! With [`Config::param_events`] on (the default), [`Event::ParamStart`] (key as written), [`Event::ParamText`] pieces and
 //! [`Event::ParamEnd`] (span = the entry = [`Param::span`]) report each entry while it is
 //! written; [`Event::CommandSeen`] is the "call begins" event. Pieces borrow the block
 //! buffer (no allocation per delta) and, concatenated, equal the entry's value exactly.
@@ -170,8 +170,9 @@
 //!   is then `unterminated_block`, not prose).
 //! * In a block that never closes and is given back as prose, invalid UTF-8 stays where it
 //!   was: text pieces around `invalid_utf8` diagnostics, which tile the stream.
-//! * Argument streaming is opt-in ([`Config::param_events`], default `false`): a consumer
-//!   that does not know the `Param*` events yet would report each one as an unknown event.
+//! * Argument streaming is on by default ([`Config::param_events`]), as in action-xml and
+//!   the front door: one default for the switch in every crate. A consumer that wants
+//!   whole blocks only turns it off and pays nothing for it.
 //!
 //! # What is borrowed, what is held back
 //!
@@ -196,7 +197,7 @@
 //! | `max_calls` | 64 | error `too_many_calls`; later calls dropped |
 //! | `max_key_len` | 128 bytes | error `key_too_long`; the entry is dropped (kept in the diagnostic) |
 //!
-//! [`Config::param_events`] (default `false`) turns argument streaming on,
+//! [`Config::param_events`] (default `true`) turns argument streaming off,
 //! [`Config::reasoning_tags`] (default `false`) reasoning sections.
 //!
 //! An idle decoder is at most 256 bytes (a test checks `size_of::<Decoder>()`) plus its

@@ -56,12 +56,13 @@ fn incomplete_utf8_is_held_back_across_byte_deltas() {
 
 #[test]
 fn command_seen_precedes_the_block() {
-    let mut decoder = Decoder::default();
+    let mut decoder = Decoder::new(Config::default().with_param_events(false));
     let events = feed_collect(&mut decoder, "<|[REQUEST_TOOL]|>command1:「始」A「末」");
-    // Argument streaming is off by default.
+    // Argument streaming off: the call's announcement only.
     assert!(matches!(&events[1], Event::CommandSeen { call: 1, tool, .. } if &**tool == "A"));
     assert_eq!(events.len(), 2);
-    let mut decoder = Decoder::new(Config::default().with_param_events(true));
+    // On by default.
+    let mut decoder = Decoder::default();
     let events = feed_collect(&mut decoder, "<|[REQUEST_TOOL]|>command1:「始」A「末」");
     // BlockStart, then the entry streamed (ParamStart, ParamText, ParamEnd), then the call.
     assert!(matches!(&events[1], Event::ParamStart { key, .. } if key == "command1"));

@@ -120,8 +120,10 @@ pub struct Config {
     /// `key_too_long`. Default: 128.
     pub max_key_len: usize,
     /// Stream arguments: emit [`Event::ParamStart`](crate::Event::ParamStart), [`Event::ParamText`](crate::Event::ParamText) and
-    /// [`Event::ParamEnd`](crate::Event::ParamEnd) while values are written. Default: `false` (opt-in, so that
-    /// consumers that do not know these events yet see none).
+    /// [`Event::ParamEnd`](crate::Event::ParamEnd) while values are written. Default: `true`, as in
+    /// action-xml and the front door (`tam::Config::param_events`): one default for the
+    /// switch wherever it is set. Off, no argument event is emitted and nothing is spent on
+    /// them; every other event is the same.
     pub param_events: bool,
     /// Read `<think>` … `</think>` and `<thinking>` … `</thinking>` sections of the prose
     /// as reasoning ([`Event::ReasoningStart`](crate::Event::ReasoningStart), [`Event::Reasoning`](crate::Event::Reasoning),
@@ -139,7 +141,7 @@ impl Default for Config {
             max_block_bytes: 1 << 20,
             max_calls: 64,
             max_key_len: 128,
-            param_events: false,
+            param_events: true,
             reasoning_tags: false,
         }
     }
