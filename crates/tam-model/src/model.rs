@@ -204,6 +204,12 @@ pub enum Constraint {
         /// The words that switch a lazy grammar on (a tool-call block's start marker). A
         /// lazy grammar needs at least one; llama-server refuses one without.
         triggers: Vec<String>,
+        /// Regular expressions (ECMAScript, as llama-server's `std::regex` reads them) that
+        /// switch a lazy grammar on too, where they match the reply written so far; the
+        /// grammar applies from the match's first capture group (`tool_schema`'s
+        /// `StrictGrammar::trigger_patterns`: a call element at a line's start). May be
+        /// empty.
+        patterns: Vec<String>,
     },
     /// A structural tag, for vLLM and SGLang: the whole `response_format` object of a
     /// Chat Completions request (`{"type": "structural_tag", …}`), sent as given; an

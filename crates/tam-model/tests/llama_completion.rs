@@ -142,6 +142,7 @@ async fn the_template_and_completion_requests_carry_every_field() {
         grammar: grammar.into(),
         lazy: true,
         triggers: vec!["<ACTION>".into()],
+        patterns: vec!["(?:^|\\n)[ \\t]*(<(?:get_weather)>)".into()],
     });
     assert_eq!(items(&model, &request).await, word_stop_items());
 
@@ -180,7 +181,10 @@ async fn the_template_and_completion_requests_carry_every_field() {
             "seed": 7,
             "grammar": grammar,
             "grammar_lazy": true,
-            "grammar_triggers": [{"type": 1, "value": "<ACTION>"}],
+            "grammar_triggers": [
+                {"type": 1, "value": "<ACTION>"},
+                {"type": 2, "value": "(?:^|\\n)[ \\t]*(<(?:get_weather)>)"}
+            ],
             "preserved_tokens": ["<ACTION>"],
             "top_k": 1
         })
@@ -226,6 +230,7 @@ fn a_grammar_that_is_not_lazy_has_no_triggers() {
         grammar: "root ::= \"x\"".into(),
         lazy: false,
         triggers: vec![],
+        patterns: vec![],
     });
     assert_eq!(
         model.completion_body(&request, "p"),
@@ -627,6 +632,7 @@ async fn the_openai_model_sends_a_structural_tag_and_no_grammar() {
         grammar: "root ::= \"x\"".into(),
         lazy: true,
         triggers: vec!["<ACTION>".into()],
+        patterns: vec![],
     };
     let requests = [
         plain_request().with_constraint(Constraint::StructuralTag(format.clone())),

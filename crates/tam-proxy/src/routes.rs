@@ -338,6 +338,7 @@ async fn strict_constraint(
                 Activation::Lazy => grammar.triggers().map(str::to_owned).to_vec(),
                 Activation::Required => Vec::new(),
             },
+            patterns: grammar.trigger_patterns(),
         },
         UpstreamKind::Vllm | UpstreamKind::Sglang | UpstreamKind::Other => {
             Constraint::StructuralTag(grammar.structural_tag())

@@ -84,9 +84,12 @@ async fn each_request_carries_the_scopes_grammar_in_the_form_asked_for() {
             grammar,
             lazy,
             triggers,
+            patterns,
         }) => {
             assert!(lazy);
             assert_eq!(triggers, ["<ACTION>"]);
+            // A `GetPlayerInfo` element without `<ACTION>`, at a line's start, triggers too.
+            assert_eq!(patterns, [r"(?:^|\n)[ \t]*(<(?:GetPlayerInfo)>)"]);
             assert_eq!(grammar, action.strict_grammar().unwrap().gbnf());
             assert!(grammar.contains("GetPlayerInfo") && grammar.contains("player_id"));
         }

@@ -85,10 +85,21 @@ fn protocol_of(grammar: &StrictGrammar) -> Protocol {
 /// A decoded call: its tool and its coerced arguments.
 type Call = (String, Map<String, Value>);
 
+/// The events of `text`, read as the proxy reads a reply to a request offering `tools`: a
+/// call element of one of them without `<ACTION>` is a call too.
+fn decode(protocol: Protocol, tools: &[ToolDefinition], text: &str) -> Vec<Event<'static>> {
+    let mut events = Vec::new();
+    let mut decoder = tam::Decoder::new(Config::for_protocol(protocol.into()))
+        .with_bare_call_tools(tools.iter().map(|t| t.id.as_str()));
+    decoder.feed(text, |e| events.push(e.into_owned()));
+    decoder.finish(|e| events.push(e.into_owned()));
+    events
+}
+
 /// What the decoder and coercion make of `text`: the calls, or why it is not one block of
 /// valid calls of `tools`.
 fn read(protocol: Protocol, tools: &[ToolDefinition], text: &str) -> Result<Vec<Call>, String> {
-    let events = tam::decode(text, Config::for_protocol(protocol.into()));
+    let events = decode(protocol, tools, text);
     let mut calls = Vec::new();
     let mut blocks = 0;
     for event in events {
@@ -202,9 +213,9 @@ fn loose(name: &str) -> String {
 }
 
 /// The tools of the calls `text` decodes into, whatever their validity.
-fn called_tools(protocol: Protocol, text: &str) -> Vec<String> {
+fn called_tools(protocol: Protocol, offered: &[ToolDefinition], text: &str) -> Vec<String> {
     let mut tools = Vec::new();
-    for event in tam::decode(text, Config::for_protocol(protocol.into())) {
+    for event in decode(protocol, offered, text) {
         match event {
             Event::ActionBlock(block) => tools.extend(block.calls.iter().map(|c| c.tool.clone())),
             Event::TamBlock(block) => {
@@ -219,7 +230,7 @@ fn called_tools(protocol: Protocol, text: &str) -> Vec<String> {
 /// No call of `text` names an offered tool, even loosely.
 fn calls_no_offered_tool(protocol: Protocol, tools: &[ToolDefinition], text: &str) -> bool {
     let offered: Vec<String> = tools.iter().map(|t| loose(t.id.as_str())).collect();
-    called_tools(protocol, text)
+    called_tools(protocol, tools, text)
         .iter()
         .all(|tool| !offered.contains(&loose(tool)))
 }
@@ -241,7 +252,7 @@ fn a_block_for_a_tool_not_offered_gives_no_call() {
         "<ACTION><x></act</ACTION>",
     ] {
         assert!(built.accepts(text), "grammar refuses {text:?}");
-        let called = called_tools(Protocol::Action, text);
+        let called = called_tools(Protocol::Action, &tools, text);
         assert!(
             calls_no_offered_tool(Protocol::Action, &tools, text),
             "{text:?} calls an offered tool: {called:?}"
@@ -294,7 +305,7 @@ fn a_tam_block_for_a_tool_not_offered_gives_no_call() {
         "<|[REQUEST_TOOL]|>command:「始」get weather「末」<|[END_TOOL]|>",
     ] {
         assert!(built.accepts(text), "grammar refuses {text:?}");
-        let called = called_tools(protocol, text);
+        let called = called_tools(protocol, &tools, text);
         assert!(!called.is_empty(), "{text:?} has no call");
         assert!(
             calls_no_offered_tool(protocol, &tools, text),
@@ -369,6 +380,11 @@ impl Built {
         let whole = self.gbnf.matches(text);
         let start = self.strict.start_marker();
         let end = self.strict.end_marker();
+        // A call element without its block is the GBNF's alone (the body grammar is a
+        // block's).
+        if !text.starts_with(start) && !self.strict.bare_call_tools().is_empty() {
+            return whole;
+        }
         let body = text
             .strip_prefix(start)
             .and_then(|rest| rest.strip_suffix(end))
@@ -1104,12 +1120,16 @@ fn schemas_the_grammar_does_not_follow_degrade_to_free_values() {
 fn a_required_grammar_and_a_lazy_one_differ_only_in_how_they_start() {
     let tools = [weather()];
     // But for the blocks that give no call, which only a lazy grammar has.
+    // And for the call elements without `<ACTION>` (`a_bare_call_element_triggers_the_grammar`).
     let lazy = StrictGrammar::new(
         &tools,
-        &GrammarOptions::action().with_unoffered_blocks(false),
+        &GrammarOptions::action()
+            .with_unoffered_blocks(false)
+            .with_bare_calls(false),
     )
     .unwrap();
-    let with_unoffered = StrictGrammar::new(&tools, &GrammarOptions::action()).unwrap();
+    let with_unoffered =
+        StrictGrammar::new(&tools, &GrammarOptions::action().with_bare_calls(false)).unwrap();
     assert_ne!(lazy.gbnf(), with_unoffered.gbnf());
     let required = StrictGrammar::new(
         &tools,
@@ -1156,6 +1176,81 @@ fn a_required_grammar_and_a_lazy_one_differ_only_in_how_they_start() {
     assert_eq!(tam.triggers(), ["<|[REQUEST_TOOL]|>"]);
     assert_eq!(tam.end_marker(), "<|[END_TOOL]|>");
     assert!(tam.gbnf().starts_with("root ::= \"<|[REQUEST_TOOL]|>\" "));
+}
+
+#[test]
+fn a_bare_call_element_triggers_the_grammar() {
+    let tools = [
+        weather(),
+        write_file(),
+        tool(
+            "math.hypot",
+            json!({"type": "object", "properties": {"x": {"type": "number"}}}),
+        ),
+        tool("Thinking", json!({"type": "object", "properties": {}})),
+        tool("météo", json!({"type": "object", "properties": {}})),
+        // Its element would end at its parameter's close tag.
+        tool(
+            "plan",
+            json!({"type": "object", "properties": {"steps": {"type": "array",
+            "items": {"type": "object", "properties": {"plan": {"type": "string"}}}}}}),
+        ),
+    ];
+    let built = build_with(&tools, &GrammarOptions::action());
+    let grammar = &built.strict;
+    // The names the ACTION decoder takes for bare call elements, that a pattern can name.
+    assert_eq!(
+        grammar.bare_call_tools(),
+        ["get_weather", "write_file", "math.hypot"]
+    );
+    let patterns = grammar.trigger_patterns();
+    assert_eq!(
+        patterns,
+        [r"(?:^|\n)[ \t]*(<(?:get_weather|write_file|math\.hypot)>)"]
+    );
+    // Where the pattern switches the grammar on: at a line's start only, from the `<`.
+    let pattern = regex::Regex::new(&patterns[0]).unwrap();
+    let from = |reply: &str| pattern.captures(reply).map(|c| c.get(1).unwrap().start());
+    assert_eq!(from("<get_weather>"), Some(0));
+    assert_eq!(from("Sure.\n  <get_weather><city>"), Some(8));
+    assert_eq!(from("\tx\n\t<math.hypot>"), Some(4));
+    assert_eq!(from("Call <get_weather> with a city."), None);
+    assert_eq!(from("<math_hypot> <mathXhypot>\n<get_weather_now>"), None);
+    assert_eq!(
+        Value::Object(grammar.llama_server_fields())["grammar_triggers"],
+        json!([{"type": 1, "value": "<ACTION>"}, {"type": 2, "value": patterns[0]}])
+    );
+    // From there, one whole call of that tool, valid, and the reply ends.
+    for text in [
+        "<get_weather><city>Paris</city></get_weather>",
+        "<math.hypot><x>3.5</x></math.hypot>",
+        "<ACTION><get_weather><city>Paris</city></get_weather></ACTION>",
+    ] {
+        assert!(built.accepts(text), "grammar refuses {text:?}");
+    }
+    for text in [
+        "<get_weather><town>Paris</town></get_weather>",
+        "<get_weather><city>Paris</city><days>two</days></get_weather>",
+        "<math.hypot><x>3.5</x></math.hypot>\n<math.hypot><x>1</x></math.hypot>",
+        "<get_weather><city>Paris</city></get_weather></ACTION>",
+        // Bare, only as declared (the decoder matches the name exactly).
+        "<math_hypot><x>3.5</x></math_hypot>",
+        "<plan><steps><item><plan>x</plan></item></steps></plan>",
+    ] {
+        assert!(!built.accepts(text), "grammar accepts {text:?}");
+    }
+    // Off, TAM, or required: no pattern, and no call without its block.
+    let off = build_with(&tools, &GrammarOptions::action().with_bare_calls(false));
+    let required = build_with(
+        &tools,
+        &GrammarOptions::action().with_activation(Activation::Required),
+    );
+    for built in [&off, &required] {
+        assert!(built.strict.trigger_patterns().is_empty());
+        assert!(!built.accepts("<get_weather><city>Paris</city></get_weather>"));
+    }
+    let tam = StrictGrammar::new(&tools, &GrammarOptions::tam()).unwrap();
+    assert!(tam.trigger_patterns().is_empty() && tam.bare_call_tools().is_empty());
 }
 
 #[test]

@@ -33,6 +33,11 @@ const TEMPLATE_FIELDS: [&str; 5] = [
 /// be number", and the older `{"word": …, "at_start": …}` a 400, "key 'type' not found").
 const TRIGGER_TYPE_WORD: u8 = 1;
 
+/// llama-server's grammar-trigger type for a regular expression searched in the reply
+/// written so far (`COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN`): the grammar applies from the
+/// match's first capture group.
+const TRIGGER_TYPE_PATTERN: u8 = 2;
+
 /// A [`LanguageModel`] for llama.cpp's `llama-server` over its native endpoints, so that a
 /// request's [`Constraint::Gbnf`] grammar — lazy ones included — constrains the reply
 /// (llama-server's `chat/completions` replaces a caller's lazy grammar and triggers with
@@ -48,7 +53,8 @@ const TRIGGER_TYPE_WORD: u8 = 1;
 ///    evaluates what was added), the options that are set (`temperature`, `n_predict` for
 ///    `max_tokens`, `stop`, `seed`) and, for a [`Constraint::Gbnf`]: `grammar`,
 ///    `grammar_lazy`, `grammar_triggers` as `[{"type": 1, "value": WORD}]` (the server
-///    reads the type as a number, 1 being a word) and `preserved_tokens` listing the
+///    reads the type as a number, 1 being a word), then `{"type": 2, "value": PATTERN}`
+///    for each trigger pattern, and `preserved_tokens` listing the
 ///    trigger words (a trigger that is a single token must be one, or the server refuses
 ///    the request; a preserved special token is also written into the reply's text, where
 ///    the decoder must see the block's start).
@@ -186,6 +192,7 @@ impl LlamaCompletionModel {
             grammar,
             lazy,
             triggers,
+            patterns,
         }) = &request.constraint
         {
             body.insert("grammar".into(), grammar.clone().into());
@@ -193,6 +200,11 @@ impl LlamaCompletionModel {
             let words: Vec<Value> = triggers
                 .iter()
                 .map(|word| json!({"type": TRIGGER_TYPE_WORD, "value": word}))
+                .chain(
+                    patterns
+                        .iter()
+                        .map(|p| json!({"type": TRIGGER_TYPE_PATTERN, "value": p})),
+                )
                 .collect();
             body.insert("grammar_triggers".into(), words.into());
             body.insert("preserved_tokens".into(), triggers.clone().into());

@@ -264,6 +264,7 @@ impl Agent {
                 grammar: grammar.gbnf().to_owned(),
                 lazy: true,
                 triggers: grammar.triggers().map(str::to_owned).to_vec(),
+                patterns: grammar.trigger_patterns(),
             },
             StrictForm::StructuralTag => Constraint::StructuralTag(grammar.structural_tag()),
         })

@@ -51,6 +51,14 @@ pub(super) fn unusable_name(name: &str) -> Option<OmitReason> {
 }
 
 /// The generator of one ACTION grammar.
+/// The rules of one tool's call.
+pub(super) struct Call {
+    /// The call with its element named by any of the tool's spellings.
+    pub(super) any: String,
+    /// The call with its element named as declared.
+    pub(super) exact: String,
+}
+
 pub(super) struct Action<'r> {
     rules: &'r mut Rules,
     /// Free text rules, by the names of the element and its ancestors.
@@ -68,7 +76,7 @@ impl<'r> Action<'r> {
         }
     }
 
-    /// The rule of one call of `tool`, its element named by any of `spellings` (the
+    /// The rules of one call of `tool`, its element named by any of `spellings` (the
     /// declared name first), or `None` when its name cannot be a tag name. Parameters
     /// that cannot be written are left out, each reported in `omitted`.
     pub(super) fn call(
@@ -77,7 +85,7 @@ impl<'r> Action<'r> {
         shape: &Shape,
         spellings: &[String],
         omitted: &mut Vec<Omission>,
-    ) -> Result<Option<String>, GrammarError> {
+    ) -> Result<Option<Call>, GrammarError> {
         let id = tool.id.as_str();
         if let Some(reason) = unusable_name(id) {
             omitted.push(Omission::tool(id, reason));
@@ -122,21 +130,28 @@ impl<'r> Action<'r> {
         if spellings.len() > 1 && !members.trim().is_empty() {
             members = self.rules.add("params", id, members)?;
         }
-        let body = spellings
-            .iter()
-            .map(|s| {
-                format!(
-                    "{} {ws} {members} {}",
-                    lit(&format!("<{s}>")),
-                    lit(&format!("</{s}>"))
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(" | ");
-        self.rules.check_room(body.len())?;
+        let element = |s: &str| {
+            format!(
+                "{} {ws} {members} {}",
+                lit(&format!("<{s}>")),
+                lit(&format!("</{s}>"))
+            )
+        };
+        let mut alternatives: Vec<String> = spellings.iter().map(|s| element(s)).collect();
+        self.rules
+            .check_room(alternatives.iter().map(String::len).sum())?;
+        let exact = if spellings.len() > 1 {
+            let exact = self.rules.fresh("exact", id);
+            self.rules.define(exact.clone(), alternatives[0].clone())?;
+            alternatives[0] = exact.clone();
+            Some(exact)
+        } else {
+            None
+        };
         let name = self.rules.fresh("call", id);
-        self.rules.define(name.clone(), body)?;
-        Ok(Some(name))
+        self.rules.define(name.clone(), alternatives.join(" | "))?;
+        let exact = exact.unwrap_or_else(|| name.clone());
+        Ok(Some(Call { any: name, exact }))
     }
 
     /// The block body between `<ACTION>` and `</ACTION>`: calls, blanks around them.

@@ -34,7 +34,14 @@
 //! assert_eq!(grammar.triggers(), ["<ACTION>"]);
 //! let fields = grammar.llama_server_fields();
 //! assert_eq!(fields["grammar_lazy"], true);
-//! assert_eq!(fields["grammar_triggers"], json!([{"type": 1, "value": "<ACTION>"}]));
+//! assert_eq!(
+//!     fields["grammar_triggers"],
+//!     json!([
+//!         {"type": 1, "value": "<ACTION>"},
+//!         // The tool's call element without `<ACTION>`, at a line's start.
+//!         {"type": 2, "value": r"(?:^|\n)[ \t]*(<(?:get_weather)>)"}
+//!     ])
+//! );
 //! let tag = grammar.structural_tag();
 //! assert_eq!(tag["format"]["type"], "triggered_tags");
 //! assert_eq!(tag["format"]["stop_after_first"], true);
@@ -83,6 +90,14 @@
 //! other `_`, `-`, `.`, or (TAM) blanks around it. The decoder reads such a block as calls
 //! of tools not offered (the proxy answers them as text), so no call of an offered tool
 //! escapes the grammar.
+//!
+//! A lazy ACTION grammar also takes one call element of an offered tool written without
+//! `<ACTION>` ([`GrammarOptions::bare_calls`], on by default), which the ACTION decoder
+//! reads as a call when it knows the offered tools: its `root` is the block or such an
+//! element, and a trigger pattern ([`StrictGrammar::trigger_patterns`]) switches it on
+//! where `<tool_id>` is the first text of a line. llama-server takes the pattern; the
+//! structural tag for vLLM and SGLang has string triggers only, so there such an element
+//! stays unconstrained (the decoder still reads it).
 //!
 //! **TAM**: `<|[REQUEST_TOOL]|>`, calls, blanks, `<|[END_TOOL]|>`. Either calls written one
 //! after another, each opened by `command:「始」tool_id「末」` (up to [`MAX_CALLS`]; the
@@ -242,6 +257,16 @@ pub struct GrammarOptions {
     /// an offered one: on BFCL's irrelevance cases that turned right answers into calls
     /// (e2e/README, "Strict calls"). Calls of offered tools are as strict either way.
     pub unoffered_blocks: bool,
+    /// Lazy ACTION grammars: a call element of an offered tool written without `<ACTION>`
+    /// at the start of a line switches the grammar on too, and must then be one whole
+    /// call; the reply ends after it. Default on.
+    ///
+    /// The ACTION decoder reads such an element as a call when it is given the offered
+    /// tools' names (`missing_action_wrapper`); without this, those calls were written
+    /// unconstrained: on BFCL with Qwen2.5-Coder-0.5B, 16 of 62 replies with a call were
+    /// bare elements, two of them with a parameter the tool lacks or a value outside its
+    /// type. [`StrictGrammar::trigger_patterns`] gives the trigger.
+    pub bare_calls: bool,
 }
 
 impl GrammarOptions {
@@ -274,7 +299,15 @@ impl GrammarOptions {
             max_bytes: Self::DEFAULT_MAX_BYTES,
             max_rules: Self::DEFAULT_MAX_RULES,
             unoffered_blocks: true,
+            bare_calls: true,
         }
+    }
+
+    /// Sets [`GrammarOptions::bare_calls`].
+    #[must_use]
+    pub fn with_bare_calls(mut self, on: bool) -> GrammarOptions {
+        self.bare_calls = on;
+        self
     }
 
     /// Sets [`GrammarOptions::unoffered_blocks`].
@@ -418,6 +451,7 @@ pub struct StrictGrammar {
     body: String,
     rules: usize,
     tools: Vec<String>,
+    bare: Vec<String>,
     omitted: Vec<Omission>,
 }
 
@@ -467,14 +501,20 @@ impl StrictGrammar {
             Protocol::Tam => ("TAM", tam::START, tam::END),
         };
         let mut names = Vec::new();
+        // ACTION, lazy: the rule of any call, and the names whose bare elements trigger it.
+        let mut bare: Option<(String, Vec<String>)> = None;
         let body = match options.protocol {
             Protocol::Action => {
                 let mut generator = action::Action::new(&mut rules);
                 let mut calls = Vec::new();
+                let mut exact_calls = Vec::new();
+                let mut callable: Vec<&ToolDefinition> = Vec::new();
                 for (tool, shape) in &offered {
                     let spelt = spell(tool.id.as_str());
                     if let Some(call) = generator.call(tool, shape, &spelt, &mut omitted)? {
-                        calls.push(call);
+                        calls.push(call.any);
+                        exact_calls.push(call.exact);
+                        callable.push(tool);
                         names.push(tool.id.as_str().to_owned());
                     }
                 }
@@ -488,7 +528,24 @@ impl StrictGrammar {
                 let unoffered = (options.unoffered_blocks
                     && options.activation == Activation::Lazy)
                     .then_some(offered.as_slice());
-                generator.body(&calls, unoffered)?
+                let body = generator.body(&calls, unoffered)?;
+                if options.bare_calls && options.activation == Activation::Lazy {
+                    let triggers = bare_call_names(&callable);
+                    // The calls of those tools only: the grammar applies from their tag.
+                    let bare_calls: Vec<String> = callable
+                        .iter()
+                        .zip(&exact_calls)
+                        .filter(|(tool, _)| triggers.iter().any(|t| t == tool.id.as_str()))
+                        .map(|(_, call)| call.clone())
+                        .collect();
+                    if !bare_calls.is_empty() {
+                        bare = Some((
+                            alternatives(&mut rules, "bare-call", &bare_calls)?,
+                            triggers,
+                        ));
+                    }
+                }
+                body
             }
             Protocol::Tam => {
                 let usable: Vec<tam::TamTool<'_>> = offered
@@ -530,7 +587,11 @@ impl StrictGrammar {
                 generator.body(&calls, &chained, unoffered)?
             }
         };
-        let gbnf = rules.render(&format!("{} {body} {}", text::lit(start), text::lit(end)))?;
+        let block = format!("{} {body} {}", text::lit(start), text::lit(end));
+        let gbnf = match &bare {
+            Some((any_call, _)) => rules.render(&format!("{block} | {any_call}"))?,
+            None => rules.render(&block)?,
+        };
         let body_grammar = rules.render(&body)?;
         Ok(StrictGrammar {
             protocol: options.protocol,
@@ -539,6 +600,7 @@ impl StrictGrammar {
             body: body_grammar,
             rules: rules.count() + 1,
             tools: names,
+            bare: bare.map(|(_, names)| names).unwrap_or_default(),
             omitted,
         })
     }
@@ -549,8 +611,10 @@ impl StrictGrammar {
     }
 
     /// The GBNF grammar (llama.cpp): `root` is one whole block, start marker to end
-    /// marker. A lazy grammar is applied from the trigger word on, which is where the
-    /// block starts; a required one from the reply's first character.
+    /// marker, or (lazy ACTION, [`bare_call_tools`](Self::bare_call_tools)) one call
+    /// element of those tools. A lazy grammar is applied from its trigger on, which is
+    /// where the block or the element starts; a required one from the reply's first
+    /// character.
     pub fn gbnf(&self) -> &str {
         &self.gbnf
     }
@@ -583,11 +647,35 @@ impl StrictGrammar {
         [self.start_marker()]
     }
 
+    /// The tools whose call elements written without `<ACTION>` switch the grammar on
+    /// ([`GrammarOptions::bare_calls`]): the callable ones whose names the ACTION decoder
+    /// takes for such elements (ASCII, at most [`MAX_BARE_NAME_BYTES`] bytes, not a
+    /// reasoning tag's name), the first [`MAX_BARE_CALL_TOOLS`]. Empty for TAM and for
+    /// required grammars.
+    pub fn bare_call_tools(&self) -> &[String] {
+        &self.bare
+    }
+
+    /// The trigger patterns of a lazy grammar, besides its [`triggers`](Self::triggers):
+    /// for [`bare_call_tools`](Self::bare_call_tools), one regular expression (ECMAScript,
+    /// as llama-server's `std::regex` reads it) that matches `<name>` of one of them where
+    /// it is the first text of a line but for spaces and tabs, the element in its first
+    /// capture group: the grammar applies from there (its `root` takes a whole block or
+    /// one call element). Empty when there is none.
+    pub fn trigger_patterns(&self) -> Vec<String> {
+        if self.bare.is_empty() || self.activation == Activation::Required {
+            return Vec::new();
+        }
+        let names: Vec<String> = self.bare.iter().map(|n| n.replace('.', "\\.")).collect();
+        vec![format!("(?:^|\\n)[ \\t]*(<(?:{})>)", names.join("|"))]
+    }
+
     /// The fields to add to a llama-server `/completion` request: `grammar`,
-    /// `grammar_lazy`, and for a lazy grammar `grammar_triggers` (one word trigger, type
-    /// 1, the start marker) and `preserved_tokens` (the same word: the server refuses a
-    /// trigger word that is a single token unless it is preserved; for a word of several
-    /// tokens the field does nothing).
+    /// `grammar_lazy`, and for a lazy grammar `grammar_triggers` (a word trigger, type 1,
+    /// the start marker, and a pattern trigger, type 2, for each of
+    /// [`trigger_patterns`](Self::trigger_patterns)) and `preserved_tokens` (the start
+    /// marker: the server refuses a trigger word that is a single token unless it is
+    /// preserved; for a word of several tokens the field does nothing).
     pub fn llama_server_fields(&self) -> Map<String, Value> {
         let mut fields = Map::new();
         fields.insert("grammar".to_owned(), Value::from(self.gbnf.as_str()));
@@ -595,10 +683,13 @@ impl StrictGrammar {
         fields.insert("grammar_lazy".to_owned(), Value::from(lazy));
         if lazy {
             let start = self.start_marker();
-            fields.insert(
-                "grammar_triggers".to_owned(),
-                json!([{"type": 1, "value": start}]),
+            let mut triggers = vec![json!({"type": 1, "value": start})];
+            triggers.extend(
+                self.trigger_patterns()
+                    .into_iter()
+                    .map(|pattern| json!({"type": 2, "value": pattern})),
             );
+            fields.insert("grammar_triggers".to_owned(), Value::Array(triggers));
             fields.insert("preserved_tokens".to_owned(), json!([start]));
         }
         fields
@@ -641,6 +732,55 @@ impl StrictGrammar {
     /// The tools and parameters left out, and why.
     pub fn omitted(&self) -> &[Omission] {
         &self.omitted
+    }
+}
+
+/// Most tools whose bare call elements trigger a grammar: the ACTION decoder's limit
+/// (`action_xml::MAX_BARE_CALL_TOOLS`).
+pub const MAX_BARE_CALL_TOOLS: usize = 256;
+
+/// Longest tool name whose bare call element triggers a grammar: the ACTION decoder's
+/// limit (`action_xml::MAX_BARE_CALL_NAME_BYTES`).
+pub const MAX_BARE_NAME_BYTES: usize = 61;
+
+/// The names of `callable` whose call elements written without `<ACTION>` the ACTION
+/// decoder reads as calls and a trigger pattern can name: ASCII (a pattern is matched
+/// byte by byte), at most [`MAX_BARE_NAME_BYTES`], not `think` or `thinking` in any case
+/// (reasoning tags), the first [`MAX_BARE_CALL_TOOLS`]. Left out too: a tool whose
+/// parameters (at any depth) include an element of its own name, or named `item` (array
+/// items): the decoder ends a bare element at the first close tag of its name, so such a
+/// call would end early.
+fn bare_call_names(callable: &[&ToolDefinition]) -> Vec<String> {
+    callable
+        .iter()
+        .map(|tool| tool.id.as_str())
+        .zip(callable.iter().map(|tool| &tool.parameters))
+        .filter(|(name, parameters)| {
+            name.is_ascii()
+                && name.len() <= MAX_BARE_NAME_BYTES
+                && !name.eq_ignore_ascii_case("think")
+                && !name.eq_ignore_ascii_case("thinking")
+                && *name != "item"
+                && !names_a_member(parameters, name, 0)
+        })
+        .take(MAX_BARE_CALL_TOOLS)
+        .map(|(name, _)| name.to_owned())
+        .collect()
+}
+
+/// Whether `schema` declares a property named `name` at any depth (`properties`, and the
+/// schemas under any keyword), or nests past the depth a grammar follows (then: yes).
+fn names_a_member(schema: &Value, name: &str, depth: usize) -> bool {
+    if depth > 64 {
+        return true;
+    }
+    match schema {
+        Value::Object(map) => map.iter().any(|(key, value)| {
+            (key == "properties" && value.as_object().is_some_and(|p| p.contains_key(name)))
+                || names_a_member(value, name, depth + 1)
+        }),
+        Value::Array(items) => items.iter().any(|v| names_a_member(v, name, depth + 1)),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => false,
     }
 }
 
