@@ -254,12 +254,25 @@ fuzz_target!(|raw: &[u8]| {
     for id in grammar.tools() {
         assert!(tools.iter().any(|t| t.id.as_str() == id), "tool {id:?} not offered");
     }
+    for name in grammar.bare_call_tools() {
+        assert!(grammar.tools().contains(name), "bare call of {name:?} not callable");
+    }
+    let patterns = grammar.trigger_patterns();
+    assert_eq!(patterns.len(), usize::from(!grammar.bare_call_tools().is_empty()));
     let (start, end) = (grammar.start_marker(), grammar.end_marker());
     let quoted = |marker: &str| format!("{marker:?}");
+    // The block, or (lazy ACTION) the block or one bare call element.
+    let bare = !grammar.bare_call_tools().is_empty();
     check_structure(grammar.gbnf(), |body| {
-        body.strip_prefix(&quoted(start))
-            .and_then(|rest| rest.strip_suffix(&quoted(end)))
-            .is_some_and(|name| is_rule_name(name.trim()))
+        let (block, call) = match body.rsplit_once(" | ") {
+            Some((block, call)) if bare => (block, Some(call)),
+            _ => (body, None),
+        };
+        call.is_none_or(is_rule_name)
+            && block
+                .strip_prefix(&quoted(start))
+                .and_then(|rest| rest.strip_suffix(&quoted(end)))
+                .is_some_and(|name| is_rule_name(name.trim()))
     });
     check_structure(grammar.body_grammar(), is_rule_name);
     let tag = grammar.structural_tag();
