@@ -831,9 +831,13 @@ async fn against_a_llama_server_each_round_sends_the_tools_grammar_to_completion
     {
         let body = &request.body;
         assert_eq!(body["grammar_lazy"], true);
+        // The block's start marker, and the tools' call elements written without it.
         assert_eq!(
             body["grammar_triggers"],
-            json!([{"type": 1, "value": "<ACTION>"}])
+            json!([
+                {"type": 1, "value": "<ACTION>"},
+                {"type": 2, "value": r"(?:^|\n)[ \t]*(<(?:GetPlayerInfo|system:get_current_time|workflow:summarize_text)>)"}
+            ])
         );
         let grammar = body["grammar"].as_str().unwrap();
         for tool in ["GetPlayerInfo", "player_id", "get_current_time"] {

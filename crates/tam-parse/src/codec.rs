@@ -11,8 +11,8 @@
 //! while let Some(e) = codec.decode(&mut buf).unwrap() { events.push(e); }
 //! while let Some(e) = codec.decode_eof(&mut buf).unwrap() { events.push(e); }
 //! assert!(matches!(&events[0], Event::Text { text, .. } if text == "hi "));
-//! // Text, BlockStart, CommandSeen, Block.
-//! assert!(matches!(&events[3], Event::Block(b) if &*b.calls[0].tool == "x"));
+//! // Text, BlockStart, the `command` entry streamed, CommandSeen, Block.
+//! assert!(matches!(events.last(), Some(Event::Block(b)) if &*b.calls[0].tool == "x"));
 //! ```
 
 use std::collections::VecDeque;

@@ -11,8 +11,9 @@
 //!
 //! let deltas = stream::iter(["<|[REQUEST_TOOL]|>command:「始」a「末」", "<|[END_TOOL]|>"]);
 //! let events: Vec<Event<'static>> = EventStream::new(deltas, Config::default()).collect().await;
-//! // BlockStart, CommandSeen, Block.
-//! assert!(matches!(&events[2], Event::Block(b) if &*b.calls[0].tool == "a"));
+//! // BlockStart, the `command` entry streamed (ParamStart, ParamText, ParamEnd),
+//! // CommandSeen, Block.
+//! assert!(matches!(events.last(), Some(Event::Block(b)) if &*b.calls[0].tool == "a"));
 //! # }).unwrap();
 //! ```
 

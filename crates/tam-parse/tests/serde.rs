@@ -239,7 +239,8 @@ command2:「始」Shell.Run「末」\ncmd2:「始」cargo test -- <name> && echo
 
 #[test]
 fn a_decoded_stream_serializes_to_the_expected_json_however_it_is_split() {
-    let events = common::decode_str(CHAINED, Config::default());
+    // Argument events off: the serde forms of the other events.
+    let events = common::decode_str(CHAINED, Config::default().with_param_events(false));
     let block_start = CHAINED.find("<|[REQUEST_TOOL]|>").unwrap();
     let block_end = CHAINED.find("<|[END_TOOL]|>").unwrap() + "<|[END_TOOL]|>".len();
     let command1 = span_of(CHAINED, "command1:「始」File.Read「末」");
@@ -286,7 +287,8 @@ fn a_decoded_stream_serializes_to_the_expected_json_however_it_is_split() {
 fn a_cut_stream_serializes_its_unterminated_block_with_the_raw_text() {
     // A reply cut at the token limit inside a value: no call, the model's text kept.
     let input = "Writing it.\n<|[REQUEST_TOOL]|>\ncommand:「始」File.Write「末」\ncontent:「始」fn main() {\n    if a < b {";
-    let events = common::decode_all_ways_cut(input.as_bytes(), Config::default());
+    let events =
+        common::decode_all_ways_cut(input.as_bytes(), Config::default().with_param_events(false));
     let block_start = input.find("<|[").unwrap();
     assert!(
         !events.iter().any(|e| matches!(e, Event::Block(_))),
