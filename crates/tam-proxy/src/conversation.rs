@@ -383,7 +383,7 @@ fn writable_in_action(definitions: &[ToolDefinition]) -> Result<(), ProxyError> 
             .flat_map(|p| p.keys());
         let bad = std::iter::once(tool)
             .chain(keys.map(String::as_str))
-            .find(|name| !action_xml::is_element_name(name));
+            .find(|name| !tam::action_xml::is_element_name(name));
         if let Some(name) = bad {
             let what = if name == tool {
                 format!("function name '{tool}'")

@@ -3,7 +3,7 @@
 //! `tool` message the observation line the agent loop would have fed back.
 
 use serde_json::{Map, Value};
-use tam_parse::Dialect;
+use tam::Dialect;
 
 use tool_dispatch::OBSERVATION_PREFIX;
 
@@ -100,7 +100,7 @@ fn render_tam(calls: &[PastCall]) -> Option<String> {
             params.iter().map(|(key, value)| (*key, value.as_str())),
         )
     });
-    tam_parse::render_block(borrowed, Dialect::Tam).ok()
+    tam::tam_parse::render_block(borrowed, Dialect::Tam).ok()
 }
 
 fn render_action(calls: &[PastCall]) -> Option<String> {
@@ -108,7 +108,7 @@ fn render_action(calls: &[PastCall]) -> Option<String> {
         .iter()
         .map(|call| Some((call.name.as_str(), call.args.as_ref()?)))
         .collect::<Option<_>>()?;
-    action_xml::render_action(pairs)
+    tam::action_xml::render_action(pairs)
         .ok()
         .map(|text| text.trim_end().to_owned())
 }
@@ -160,9 +160,9 @@ mod tests {
             "<|[REQUEST_TOOL]|>\ncommand:「始」get_weather「末」\ncity:「始」Paris「末」\ndays:「始」3「末」\n<|[END_TOOL]|>"
         );
         let mut calls = Vec::new();
-        let mut decoder = tam_parse::Decoder::new(tam_parse::Config::default());
+        let mut decoder = tam::tam_parse::Decoder::new(tam::tam_parse::Config::default());
         decoder.feed(&text, |event| {
-            if let tam_parse::Event::Block(block) = event {
+            if let tam::tam_parse::Event::Block(block) = event {
                 calls.extend(block.calls.iter().map(|c| c.tool.to_string()));
             }
         });

@@ -401,7 +401,7 @@
 //! response (or the handler's future), which drops the upstream request: the upstream sees
 //! its connection closed. One that disconnects while its request waits in the queue
 //! leaves the queue. Memory per stream is the decoder's (at most a
-//! block, [`tam_parse::Config::max_block_bytes`], 1 MiB by default, plus 64 KiB) and one
+//! block, [`tam::tam_parse::Config::max_block_bytes`], 1 MiB by default, plus 64 KiB) and one
 //! upstream event ([`SseConfig::max_event_bytes`](tam_model::sse::SseConfig), 1 MiB by
 //! default); a request body is at most [`ProxyConfig::max_request_bytes`] (4 MiB).
 //!

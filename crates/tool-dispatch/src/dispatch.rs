@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
-use tam_parse::Span;
+use tam::Span;
 use tokio::task::JoinError;
 use tokio_util::sync::CancellationToken;
 use tool_schema::KeyMatch;
@@ -72,7 +72,7 @@ pub struct ToolCall {
     /// built by hand.
     pub id: Option<String>,
     /// The exact source text of each parameter's content, by key as written (ACTION XML:
-    /// [`action_xml::ActionCall::source`]; first element of a repeated name). A parameter
+    /// [`tam::ActionCall::source`]; first element of a repeated name). A parameter
     /// declared a string whose value was read as an object or array takes this text
     /// ([`tool_schema::CompiledTool::coerce_with_source`]). Empty for TAM.
     pub sources: BTreeMap<String, String>,
@@ -98,7 +98,7 @@ impl ToolCall {
 
     /// Call `index` of the TAM block at `block`: text values, keys as written (chain
     /// suffix stripped), matched canonically; with its stable id.
-    pub fn from_tam(call: &tam_parse::Call, block: Span, index: usize) -> Self {
+    pub fn from_tam(call: &tam::TamCall, block: Span, index: usize) -> Self {
         let args = call
             .params
             .iter()
@@ -112,7 +112,7 @@ impl ToolCall {
 
     /// Call `index` of the ACTION block at `block`: JSON values, tag names matched
     /// exactly, each parameter's source text kept; with its stable id.
-    pub fn from_action(call: &action_xml::ActionCall, block: Span, index: usize) -> Self {
+    pub fn from_action(call: &tam::ActionCall, block: Span, index: usize) -> Self {
         let mut sources = BTreeMap::new();
         for param in &call.params {
             sources
@@ -127,7 +127,7 @@ impl ToolCall {
     }
 
     /// Every call of a closed TAM block, in execution order ([`ToolCall::from_tam`]).
-    pub fn from_tam_block(block: &tam_parse::Block) -> Vec<Self> {
+    pub fn from_tam_block(block: &tam::TamBlock) -> Vec<Self> {
         block
             .calls
             .iter()
@@ -154,7 +154,7 @@ impl ToolCall {
     /// their place in the block); the block's `implicit_call` warnings are left as the
     /// decoder gave them.
     pub fn from_tam_block_with(
-        block: &tam_parse::Block,
+        block: &tam::TamBlock,
         one_item: impl Fn(&str, &str, &str) -> bool,
     ) -> Vec<Self> {
         let mut calls: Vec<Self> = Vec::with_capacity(block.calls.len());
@@ -194,7 +194,7 @@ impl ToolCall {
     /// any, is one item too or a list of them already ([`from_tam_block_with`]).
     fn takes_items_of(
         &self,
-        repeat: &tam_parse::Call,
+        repeat: &tam::TamCall,
         one_item: &impl Fn(&str, &str, &str) -> bool,
     ) -> bool {
         !repeat.params.is_empty()
@@ -215,7 +215,7 @@ impl ToolCall {
     }
 
     /// Every call of a closed ACTION block, in document order ([`ToolCall::from_action`]).
-    pub fn from_action_block(block: &action_xml::ActionBlock) -> Vec<Self> {
+    pub fn from_action_block(block: &tam::ActionBlock) -> Vec<Self> {
         block
             .calls
             .iter()

@@ -11,7 +11,7 @@
 //! - an error diagnostic of the protocol decoder:
 //!   `Observation: Error - Malformed XML in ACTION block: <message>`.
 
-use tam_parse::{Code, Diagnostic};
+use tam::{Code, Diagnostic};
 
 use crate::dispatch::CallOutcome;
 use crate::result::render_value;
@@ -53,7 +53,7 @@ pub fn diagnostic_observation(diagnostic: &Diagnostic) -> Option<String> {
         return None;
     }
     let what = match diagnostic.code.as_str() {
-        code if code == action_xml::codes::MALFORMED_XML.as_str() => {
+        code if code == tam::action_xml::codes::MALFORMED_XML.as_str() => {
             "Malformed XML in ACTION block".to_owned()
         }
         code if code == Code::UNTERMINATED_BLOCK.as_str() => {

@@ -241,7 +241,7 @@ async fn a_declared_string_takes_the_elements_raw_text() {
 
 #[tokio::test]
 async fn from_action_keeps_sources_and_dispatch_uses_them() {
-    let parsed = action_xml::parse(
+    let parsed = tam::action_xml::parse(
         "<ACTION><write><path>p</path><content><b>x</b></content></write></ACTION>",
     );
     let block = &parsed.blocks[0];

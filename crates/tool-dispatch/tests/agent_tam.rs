@@ -294,7 +294,7 @@ async fn block_started_arrives_while_the_block_is_still_being_written() {
         started,
         [&AgentEvent::Decoded(Event::BlockStart {
             protocol: Protocol::Tam,
-            span: tam_parse::Span::new(9, 27),
+            span: tam::Span::new(9, 27),
         })]
     );
 }

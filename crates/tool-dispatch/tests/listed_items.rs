@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use support::{ScriptedModel, run_agent};
-use tam_parse::{Config, Decoder, Event};
+use tam::tam_parse::{Config, Decoder, Event};
 use tool_dispatch::engine::ReferenceEngine;
 use tool_dispatch::{
     Agent, AgentConfig, Dispatcher, ProtocolChoice, Registry, Scope, ToolCall, ToolExecutionResult,
@@ -43,7 +43,7 @@ fn park_tool() -> ToolDefinition {
 fn calls(text: &str, size: usize) -> Vec<ToolCall> {
     let tool = CompiledTool::new(park_tool()).unwrap();
     let mut decoder = Decoder::new(Config::default());
-    let mut blocks: Vec<tam_parse::Block> = Vec::new();
+    let mut blocks: Vec<tam::TamBlock> = Vec::new();
     let mut take = |e: Event<'_>| {
         if let Event::Block(b) = e {
             blocks.push(b);

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use proptest::prelude::*;
 use serde_json::json;
 use support::{ScriptedModel, get_player_info};
-use tam_parse::{Code, Diagnostic, Span};
+use tam::{Code, Diagnostic, Span};
 use tool_dispatch::engine::ReferenceEngine;
 use tool_dispatch::{
     Agent, AgentConfig, AgentEvent, CancellationToken, Dispatcher, ProtocolChoice, Registry, Scope,
@@ -18,7 +18,7 @@ use tool_dispatch::{
 #[test]
 fn error_diagnostics_become_observations_and_warnings_do_not() {
     let malformed = Diagnostic::error(
-        action_xml::codes::MALFORMED_XML,
+        tam::action_xml::codes::MALFORMED_XML,
         Span::new(10, 40),
         "expected '>' at line 3, column 9",
     );
@@ -45,7 +45,7 @@ fn error_diagnostics_become_observations_and_warnings_do_not() {
         "Observation: Error - Invalid tool block (orphan_parameter): zone3 belongs to no command"
     );
     let repaired = Diagnostic::warning(
-        action_xml::codes::BARE_AMPERSAND,
+        tam::action_xml::codes::BARE_AMPERSAND,
         Span::new(1, 2),
         "bare '&' read as '&amp;'",
     );

@@ -349,10 +349,10 @@ mod prompt_examples {
     fn tam_blocks(text: &str) -> Vec<(usize, usize)> {
         let mut blocks = Vec::new();
         for step in [text.len().max(1), 1] {
-            let mut decoder = tam_parse::Decoder::new(tam_parse::Config::default());
+            let mut decoder = tam::tam_parse::Decoder::new(tam::tam_parse::Config::default());
             let mut seen = Vec::new();
-            let mut on_event = |event: tam_parse::Event<'_>| {
-                if let tam_parse::Event::Block(block) = event {
+            let mut on_event = |event: tam::tam_parse::Event<'_>| {
+                if let tam::tam_parse::Event::Block(block) = event {
                     seen.push((block.calls.len(), block.diagnostics.len()));
                 }
             };
@@ -375,10 +375,10 @@ mod prompt_examples {
     }
 
     fn action_blocks(text: &str) -> Vec<(usize, usize)> {
-        let mut decoder = action_xml::Decoder::new(action_xml::Config::default());
+        let mut decoder = tam::action_xml::Decoder::new(tam::action_xml::Config::default());
         let mut seen = Vec::new();
-        let mut on_event = |event: action_xml::Event<'_>| {
-            if let action_xml::Event::Block(block) = event {
+        let mut on_event = |event: tam::action_xml::Event<'_>| {
+            if let tam::action_xml::Event::Block(block) = event {
                 seen.push((block.calls.len(), block.diagnostics.len()));
             }
         };

@@ -17,7 +17,7 @@
 
 use std::io::{self, Write};
 
-use tam_parse::{Code, Severity};
+use tam::{Code, Severity};
 
 use tam_model::chunk::{ChunkError, read_chunk};
 use tam_model::sse::{SseConfig, SseError, SseEvent, SseReader};
@@ -39,7 +39,7 @@ const LINE_TOO_LONG: Code = Code::new("line_too_long");
 const PREVIEW_CHARS: usize = 60;
 
 fn preview(text: &str) -> String {
-    tam_parse::preview(text, PREVIEW_CHARS)
+    tam::tam_parse::preview(text, PREVIEW_CHARS)
 }
 
 /// The text of a line: the bytes themselves when they are UTF-8, else a lossy copy after

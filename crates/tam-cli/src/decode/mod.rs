@@ -16,10 +16,9 @@ use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 use clap::error::ErrorKind;
-use tam::ProtocolChoice;
+use tam::{Code, Diagnostic, Dialect, ProtocolChoice, Severity, Span};
 
 use crate::choices::protocol_choice_parser;
-use tam_parse::{Code, Diagnostic, Dialect, Severity, Span};
 
 use self::framing::SseEvents;
 use self::lines::{Flow, Line, LineSplitter};
@@ -231,7 +230,7 @@ fn decode_stream<W: Write>(
 /// `--progress` writes them.
 fn decoder_config(protocol: ProtocolChoice, dialect: Dialect, progress: bool) -> tam::Config {
     let mut config = tam::Config::for_protocol(protocol).with_param_events(progress);
-    config.tam = tam_parse::Config::with_dialect(dialect);
+    config.tam = tam::tam_parse::Config::with_dialect(dialect);
     config
 }
 

@@ -34,7 +34,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use tam_parse::{Code, Diagnostic, Span};
+use tam::{Code, Diagnostic, Span};
 
 /// Diagnostics of one code written per stream, at most.
 pub(crate) const PER_CODE: usize = 16;
@@ -272,7 +272,7 @@ mod tests {
 
     use serde_json::Value;
     use tam::Protocol;
-    use tam_parse::Span;
+    use tam::Span;
 
     use super::*;
 
@@ -349,7 +349,7 @@ mod tests {
     #[test]
     fn empty_text_writes_nothing_and_raw_needs_its_flag() {
         let diagnostic = Diagnostic::error(
-            tam_parse::Code::UNTERMINATED_BLOCK,
+            tam::Code::UNTERMINATED_BLOCK,
             Span::new(0, 9),
             "never closed",
         )
@@ -377,18 +377,18 @@ mod tests {
     #[test]
     fn a_blocks_diagnostics_keep_raw_only_with_its_flag() {
         let orphan = Diagnostic::error(
-            tam_parse::Code::ORPHAN_PARAMETER,
+            tam::Code::ORPHAN_PARAMETER,
             Span::new(40, 60),
             "parameter 'x9' belongs to no call",
         )
         .with_raw("x9:「始」1「末」");
-        let call = tam_parse::Call::new(
+        let call = tam::TamCall::new(
             0,
             "File.Read",
-            vec![tam_parse::Param::new("file_path", "/a", Span::new(20, 39))],
+            vec![tam::TamParam::new("file_path", "/a", Span::new(20, 39))],
             Span::new(0, 19),
         );
-        let block = tam_parse::Block::new(Span::new(0, 80), vec![call], vec![orphan], "…");
+        let block = tam::TamBlock::new(Span::new(0, 80), vec![call], vec![orphan], "…");
         let events = [tam::Event::TamBlock(block)];
         let mut writer = NdjsonWriter::new(Vec::new(), Extras::default());
         writer.write_event(&events[0]).unwrap();

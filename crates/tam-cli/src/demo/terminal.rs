@@ -311,7 +311,7 @@ mod tests {
                 text(" look.", 6),
                 AgentEvent::BlockClosed {
                     kind: Protocol::Action,
-                    span: tam_parse::Span::new(0, 1),
+                    span: tam::Span::new(0, 1),
                     calls: vec![ToolCall::new("Read", args)],
                     diagnostics: Vec::new(),
                     executed: true,

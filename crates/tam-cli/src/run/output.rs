@@ -5,8 +5,7 @@
 use std::io::{self, IsTerminal, Write};
 
 use serde_json::{Value, json};
-use tam::Event;
-use tam_parse::Diagnostic;
+use tam::{Diagnostic, Event};
 use tool_dispatch::{
     AgentEvent, AgentOutcome, CallOutcome, CallStatus, Error, Protocol, StopReason, StreamCut,
     ToolCall,

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use tam_parse::{Config, Event};
-use tam_testkit::dump::span;
+use tam_testkit::dump::{diagnostic, span};
 
 /// Decodes `input` every way (whole, `&str`, char by char, byte by byte, random splits,
 /// every prefix + rest: see `tam_testkit::decode_all_ways`) and asserts identical events,
@@ -80,18 +80,7 @@ pub fn dump(events: &[Event<'static>]) -> String {
                     }
                 }
                 for d in &b.diagnostics {
-                    writeln!(
-                        out,
-                        "  {} {} {}: {}",
-                        d.severity,
-                        d.code,
-                        span(d.span),
-                        d.message
-                    )
-                    .unwrap();
-                    if let Some(raw) = &d.raw {
-                        writeln!(out, "    raw {:?}", &**raw).unwrap();
-                    }
+                    diagnostic(&mut out, "  ", d);
                 }
             }
             Event::Diagnostic(d) => {

@@ -4,7 +4,7 @@
 use std::ops::Range;
 
 use serde_json::{Map, Value};
-use tam_parse::Diagnostic;
+use tam::Diagnostic;
 
 use crate::conversation::{OfferedTools, same_loosely};
 use crate::history::{PastCall, render_calls};
@@ -464,7 +464,7 @@ impl Emitter {
     }
 
     /// A piece of a streaming value goes out (ACTION: edge whitespace held back).
-    pub(super) fn param_text(&mut self, text: &str, span: tam_parse::Span, cdata: bool) {
+    pub(super) fn param_text(&mut self, text: &str, span: tam::Span, cdata: bool) {
         let Some(open) = &mut self.open else { return };
         let (Some(param), Some(slot)) = (&mut open.param, open.current) else {
             return;

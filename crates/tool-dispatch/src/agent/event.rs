@@ -1,8 +1,8 @@
 //! What a run reports while it runs, and how it ended.
 
 use serde_json::{Map, Value};
+use tam::{Diagnostic, Span};
 use tam_model::{FinishReason, ToolCallChunk};
-use tam_parse::{Diagnostic, Span};
 
 use crate::{CallOutcome, Protocol, ToolCall};
 

@@ -7,12 +7,12 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 
 use futures_util::StreamExt;
-use tam_parse::Diagnostic;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tool_schema::PromptStyle;
 use tool_schema::grammar::{GrammarError, StrictGrammar};
 
+use tam::Diagnostic;
 use tam::turn::{ACTION_END, StoppedAt, close_stopped_block, stop_sequences};
 use tam_model::{
     Constraint, ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelRequest,
