@@ -18,3 +18,10 @@ pub mod action;
 pub mod corpus;
 pub mod naive;
 pub mod synth;
+
+/// The workspace README's Rust examples, compiled and run as doctests (here, in an
+/// unpublished member that has the libraries as dependencies, because the README is not
+/// inside any published package).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -6,8 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tam_fuzz::{Input, Tam, check, tam};
-use tam_testkit::TamCut;
+use tam_fuzz::{Input, Tam, TamCut, check, tam};
 
 fuzz_target!(|raw: &[u8]| {
     let input = Input::parse(raw);

@@ -20,7 +20,11 @@
 //!   back to character boundaries) and, when flag bit 7 is set, byte by byte, the events
 //!   are the same once adjacent text events are merged (as they are collected).
 
-pub use tam_testkit::{Action, ActionTools, Front, FrontTools, Harness, Tam};
+pub use tam_testkit::Harness;
+
+tam_testkit::tam_harness!();
+tam_testkit::action_harness!();
+tam_testkit::front_harness!();
 
 /// Most split points read from an input.
 const MAX_SPLITS: usize = 32;

@@ -147,19 +147,11 @@ fn ci() -> Result<(), String> {
     Ok(())
 }
 
-/// The published libraries, in dependency order.
-const LIBRARIES: [&str; 7] = [
-    "tam-parse",
-    "action-xml",
-    "tam-rs",
-    "tool-schema",
-    "tam-model",
-    "tool-dispatch",
-    "tam-proxy",
-];
-
-/// Every published crate: the libraries and the command line.
-const PUBLISHED: [&str; 8] = [
+/// The published crates, in dependency order: the test kit (the others' tests need it, it
+/// needs none of them), the libraries and the command line. Each one's packaged tests run
+/// from its unpacked .crate.
+const PUBLISHED: [&str; 9] = [
+    "tam-testkit",
     "tam-parse",
     "action-xml",
     "tam-rs",
@@ -169,73 +161,6 @@ const PUBLISHED: [&str; 8] = [
     "tam-proxy",
     "tam-cli",
 ];
-
-/// Step 1 of [`release_checks`]: no file a library's .crate holds under `tests/`,
-/// `examples/` or `benches/` uses the unpublished testkit.
-fn packaged_tests_are_self_contained() -> Result<(), String> {
-    let mut offenders = Vec::new();
-    for name in LIBRARIES {
-        let output = cargo()
-            .args(["package", "--list", "--allow-dirty", "-p", name])
-            .output()
-            .map_err(|e| format!("cargo package --list -p {name}: {e}"))?;
-        if !output.status.success() {
-            return Err(format!(
-                "cargo package --list -p {name} failed:\n{}",
-                String::from_utf8_lossy(&output.stderr)
-            ));
-        }
-        let dir = root().join("crates").join(name);
-        let listed = String::from_utf8_lossy(&output.stdout).into_owned();
-        let files: Vec<&str> = listed.lines().collect();
-        for file in &files {
-            let dev_only = ["tests/", "examples/", "benches/"]
-                .iter()
-                .any(|prefix| file.starts_with(prefix));
-            if !dev_only || !file.ends_with(".rs") {
-                continue;
-            }
-            let text = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
-            // A module of a test file that the .crate does not hold (an excluded
-            // `tests/common/`) breaks it as surely as the testkit does.
-            let folder = file.rsplit_once('/').map_or("", |(d, _)| d);
-            let lines: Vec<&str> = text.lines().map(str::trim).collect();
-            let missing_module = lines.iter().enumerate().any(|(i, line)| {
-                let Some(module) = line
-                    .strip_prefix("mod ")
-                    .and_then(|rest| rest.strip_suffix(';'))
-                else {
-                    return false;
-                };
-                // `#[path = "…"]` on the line before names the file itself.
-                let explicit = i
-                    .checked_sub(1)
-                    .and_then(|j| lines[j].strip_prefix("#[path = \""))
-                    .and_then(|rest| rest.strip_suffix("\"]"));
-                let candidates = match explicit {
-                    Some(path) => vec![format!("{folder}/{path}")],
-                    None => vec![
-                        format!("{folder}/{module}.rs"),
-                        format!("{folder}/{module}/mod.rs"),
-                    ],
-                };
-                !files.iter().any(|f| candidates.iter().any(|c| c == f))
-            });
-            if text.contains("tam_testkit") || missing_module {
-                offenders.push(format!("crates/{name}/{file}"));
-            }
-        }
-    }
-    if offenders.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "these packaged files use the unpublished tam-testkit, so the published crate's \
-             tests would not compile; add each to its crate's `exclude` list: {}",
-            offenders.join(", ")
-        ))
-    }
-}
 
 /// Removes the build fingerprints of the published crates under `dir`, so cargo rebuilds
 /// them from their sources.
@@ -257,28 +182,22 @@ fn forget_fingerprints(dir: &Path) {
 
 /// What a stranger depending on the crates gets:
 ///
-/// 1. No packaged test, example or bench of a library uses the unpublished `tam-testkit`
-///    (cargo strips path-only dev-dependencies when packaging, so such a file could not
-///    compile from the .crate): the files `cargo package --list` gives are read, and one
-///    that names `tam_testkit` fails the step, naming the file and the `exclude` list it
-///    belongs in. The rule is checked, not upheld by hand.
-/// 2. `cargo package` of the libraries and tam-cli together. Cargo (≥ 1.90) packages
+/// 1. `cargo package` of the published crates together. Cargo (≥ 1.90) packages
 ///    them in dependency order and verifies each one — unpacks its .crate and builds it with
 ///    default features — against the already packaged siblings (a local registry overlay),
 ///    since none is on crates.io yet. So each .crate is complete and its manifest's
 ///    versions resolve; `cargo publish` would upload exactly these files.
-/// 3. Every library is unpacked from its .crate outside the workspace and `cargo test
-///    --all-features` runs in each, its siblings patched to their unpacked copies: the
-///    tests, examples and doctests a crates.io user gets compile and pass.
-/// 4. `cargo install --path crates/tam-cli --locked --debug` into a temporary root, and the
+/// 2. Every published crate is unpacked from its .crate outside the workspace and `cargo
+///    test --all-features` runs in each, its siblings patched to their unpacked copies:
+///    the tests, examples and doctests a crates.io user gets compile and pass (a test
+///    file whose module or data the .crate lacks fails here).
+/// 3. `cargo install --path crates/tam-cli --locked --debug` into a temporary root, and the
 ///    installed `tam --version` runs.
-/// 5. MSRV: when the toolchain named by `rust-version` in the root Cargo.toml is installed
+/// 4. MSRV: when the toolchain named by `rust-version` in the root Cargo.toml is installed
 ///    (`rustup toolchain install <version> --profile minimal`), `cargo +<version> check
 ///    --locked --all-features` of each published crate on its own (so each crate's own
 ///    feature list must be complete); otherwise a note says the step was skipped.
 fn release_checks() -> Result<(), String> {
-    eprintln!("xtask: == packaged tests use no unpublished crate");
-    packaged_tests_are_self_contained()?;
     // The verification resolves the packages against a local registry under
     // target/package; one left by an earlier run holds stale sources of the same version.
     let _ = std::fs::remove_dir_all(root().join("target/package"));
@@ -310,7 +229,7 @@ fn release_checks() -> Result<(), String> {
     // The verification builds in target/debug, where a registry package's artifacts are
     // trusted as immutable: ones left by an earlier run of the same version would be
     // reused although the sources changed. Forget our crates' fingerprints (cheap: only
-    // these five rebuild). The same holds for the unpacked crates' tests in
+    // only these rebuild). The same holds for the unpacked crates' tests in
     // target/unpacked: each unpacked crate is a workspace root of its own, so its
     // artifacts' names do not change from run to run, and the files of a .crate keep
     // their modification times.
@@ -341,7 +260,7 @@ fn release_checks() -> Result<(), String> {
     // Every library unpacked side by side; a cargo config in the scratch folder patches
     // each sibling dependency to its unpacked copy (none is on crates.io yet).
     let mut patch = String::from("[patch.crates-io]\n");
-    for name in LIBRARIES {
+    for name in PUBLISHED {
         let krate = target.join(format!("package/{name}-{version}.crate"));
         let mut untar = Command::new("tar");
         untar.arg("xzf").arg(&krate).arg("-C").arg(&scratch);
@@ -352,7 +271,7 @@ fn release_checks() -> Result<(), String> {
     std::fs::create_dir_all(&config).map_err(|e| format!("{}: {e}", config.display()))?;
     std::fs::write(config.join("config.toml"), patch)
         .map_err(|e| format!("{}: {e}", config.display()))?;
-    for name in LIBRARIES {
+    for name in PUBLISHED {
         let mut test = cargo();
         test.current_dir(scratch.join(format!("{name}-{version}")))
             .args(["test", "--all-features"])

@@ -8,9 +8,10 @@
 mod common;
 
 use action_xml::{Config, Decoder, Event, MAX_BARE_CALL_NAME_BYTES, MAX_BARE_CALL_TOOLS, codes};
+use common::ActionTools;
 use common::codes as codes_of;
 use proptest::prelude::*;
-use tam_testkit::{ActionTools, decode_all_ways};
+use tam_testkit::decode_all_ways;
 
 const TOOLS: &[&str] = &[
     "estimate_population",

@@ -5,8 +5,10 @@
 //! every way (whole, char by char, byte by byte, random splits, every prefix + rest) by
 //! `action_xml::Decoder` (the `tam` crate's tests check that its decoder sees the same).
 
+mod common;
+
 use action_xml::{ActionBlock, codes};
-use tam_testkit::seen::{Seen, decode_action};
+use common::{Seen, decode_action};
 
 /// `input` decoded every way by `action_xml::Decoder`: what it sees (text, blocks,
 /// diagnostics outside blocks, in order), with whether argument events streamed.

@@ -2,8 +2,11 @@
 //! with `<`, `&`, generics, HTML string literals and JSX decodes to exactly the text
 //! written, with no CDATA, however it is split; the depth limit guards real nesting only.
 
+mod common;
+
 use action_xml::{Config, Decoder, Event, codes, parse};
-use tam_testkit::{Action, XorShift, random_cuts, str_pieces};
+use common::Action;
+use tam_testkit::{XorShift, random_cuts, str_pieces};
 
 /// A realistic source file of at least `min_len` bytes: Rust with generics, `&&`, `<`,
 /// HTML string literals, and JSX. Deterministic. It never writes `</content>`, a CDATA

@@ -6,8 +6,10 @@
 //! rest) by `action_xml::Decoder` (the `tam` crate's tests check that its decoder sees the
 //! same).
 
+mod common;
+
 use action_xml::{Config, Event, codes};
-use tam_testkit::seen::{Summary, decode_action};
+use common::{Summary, decode_action};
 
 const WRITTEN: &str = "Writing.\n<ACTION><write_file><path>/tmp/report.txt</path><content>a &lt; b</content></write_file>";
 const NEXT_TAG: &str = "<delete_all";

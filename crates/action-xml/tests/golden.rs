@@ -6,8 +6,9 @@
 mod common;
 
 use action_xml::Config;
+use common::Action;
+use tam_testkit::decode_all_ways;
 use tam_testkit::golden::Golden;
-use tam_testkit::{Action, decode_all_ways};
 
 /// Settings by file name: `limit_block*`, `limit_depth*` and `limit_nodes*` use tiny
 /// limits.

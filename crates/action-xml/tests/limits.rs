@@ -4,7 +4,8 @@
 mod common;
 
 use action_xml::{Config, Decoder, Event, codes, parse, parse_with};
-use tam_testkit::{Action, Harness};
+use common::Action;
+use tam_testkit::Harness;
 
 fn deep(n: usize) -> String {
     format!("<ACTION>{}x{}</ACTION>", "<a>".repeat(n), "</a>".repeat(n))

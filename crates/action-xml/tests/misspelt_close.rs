@@ -15,9 +15,10 @@
 mod common;
 
 use action_xml::{ActionBlock, Config, Event, ValueEdges, codes};
+use common::Action;
 use proptest::prelude::*;
 use serde_json::json;
-use tam_testkit::{Action, Harness};
+use tam_testkit::Harness;
 
 /// The one block of `input`, decoded every way (whole, char by char, every prefix, random
 /// splits: the same events each time).

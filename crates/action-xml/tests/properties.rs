@@ -4,10 +4,11 @@
 mod common;
 
 use action_xml::{Config, Event, codes, parse, render_action};
+use common::{Action, action_config};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
-use tam_testkit::strategies::{PIECES, action_like, call, small_config};
-use tam_testkit::{Action, Harness};
+use tam_testkit::Harness;
+use tam_testkit::strategies::{PIECES, action_like, call, small_limits};
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
@@ -16,8 +17,8 @@ proptest! {
     /// argument-streaming events included, with small limits (a block that overflows
     /// streams what lies within the limit, the same every way).
     #[test]
-    fn any_split_gives_the_same_events(input in action_like(), config in small_config()) {
-        tam_testkit::decode_all_ways(Action(config), input.as_bytes());
+    fn any_split_gives_the_same_events(input in action_like(), limits in small_limits()) {
+        tam_testkit::decode_all_ways(Action(action_config(limits)), input.as_bytes());
     }
 
     /// Any split gives the same events, argument-streaming events included (adjacent

@@ -7,8 +7,9 @@
 mod common;
 
 use action_xml::{Config, Event, codes};
+use common::Action;
 use common::codes as codes_of;
-use tam_testkit::{Action, decode_all_ways};
+use tam_testkit::decode_all_ways;
 
 const BLOCK: &str = "<ACTION><DeleteAllFiles><path>/</path></DeleteAllFiles></ACTION>";
 

@@ -1,9 +1,12 @@
 //! Arguments that stream. For every split, the pieces of a string parameter through
 //! `ValueEdges` are its final value; the events are those of the whole input.
 
+mod common;
+
 use action_xml::{Config, Event, ValueEdges};
+use common::Action;
 use proptest::prelude::*;
-use tam_testkit::{Action, Harness, random_cuts, str_pieces};
+use tam_testkit::{Harness, random_cuts, str_pieces};
 
 /// (key, pieces joined) per parameter that ended, and the block's calls' string values in
 /// order, from events already merged by the harness.

@@ -7,7 +7,7 @@
 mod common;
 
 use action_xml::{Config, Decoder, Event, codes};
-use tam_testkit::Action;
+use common::Action;
 
 fn streamed<'e>(events: &'e [Event<'static>]) -> Vec<&'e Event<'static>> {
     events.iter().filter(|e| common::is_streamed(e)).collect()

@@ -13,8 +13,9 @@ mod common;
 use std::borrow::Cow;
 
 use action_xml::{Config, Event};
+use common::Action;
 use tam_parse::Span;
-use tam_testkit::{Action, decode_all_ways};
+use tam_testkit::decode_all_ways;
 
 fn args(events: &[Event<'static>]) -> Vec<Event<'static>> {
     events

@@ -192,7 +192,7 @@ fn a_think_tag_split_across_deltas() {
     assert!(tools(&events).is_empty());
     assert_eq!(reasoning(&events), format!("x {BLOCK}"));
     assert_eq!(
-        tam_testkit::normalize::<tam_testkit::Tam>(events),
+        tam_testkit::normalize::<common::Tam>(events),
         decode_str(&input, think())
     );
 }

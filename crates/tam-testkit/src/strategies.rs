@@ -1,9 +1,10 @@
-//! Proptest strategies for ACTION streams and calls (feature `proptest`): the inputs the
+//! Proptest strategies for ACTION streams, calls and limits (feature `proptest`): the inputs the
 //! ACTION decoder's and the front door's property tests feed every way.
 
-use action_xml::Config;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
+
+use crate::SmallLimits;
 
 /// Pieces that reach every state of the scanner, the pre-scan and the repairs.
 pub const PIECES: &[&str] = &[
@@ -62,14 +63,13 @@ pub fn action_like() -> impl Strategy<Value = String> {
     prop::collection::vec(prop::sample::select(PIECES), 0..40).prop_map(|v| v.concat())
 }
 
-/// ACTION configs with small limits (block bytes, depth, nodes).
-pub fn small_config() -> impl Strategy<Value = Config> {
-    (16usize..400, 1usize..6, 4u32..100).prop_map(|(block, depth, nodes)| {
-        let mut c = Config::default();
-        c.max_block_bytes = block;
-        c.max_depth = depth;
-        c.max_nodes = nodes;
-        c
+/// Small ACTION limits (block bytes, depth, nodes), for `action_config`
+/// ([`action_harness!`](crate::action_harness)).
+pub fn small_limits() -> impl Strategy<Value = SmallLimits> {
+    (16usize..400, 1usize..6, 4u32..100).prop_map(|(block_bytes, depth, nodes)| SmallLimits {
+        block_bytes,
+        depth,
+        nodes,
     })
 }
 

@@ -6,10 +6,13 @@
 //! rest) by the decoder of both protocols (the ACTION decoder's own checks are in
 //! action-xml's tests).
 
+mod common;
+
 use action_xml::MAX_BARE_CALL_TOOLS;
+use common::FrontTools;
 use proptest::prelude::*;
 use tam::{Config, Decoder, Event};
-use tam_testkit::{FrontTools, decode_all_ways};
+use tam_testkit::decode_all_ways;
 
 const TOOLS: &[&str] = &[
     "estimate_population",

@@ -6,9 +6,11 @@
 //! `action_xml::Decoder` and by the front door `tam::Decoder` for ACTION and for both
 //! protocols.
 
+mod common;
+
 use action_xml::{ActionBlock, codes};
+use common::{Seen, decode_action, decode_front};
 use tam::ProtocolChoice;
-use tam_testkit::seen::{Seen, decode_action, decode_front};
 
 /// `input` decoded every way by `action_xml::Decoder` and by `tam::Decoder` (ACTION, and
 /// both protocols); all must see the same (text, blocks, diagnostics outside blocks, in

@@ -6,9 +6,11 @@
 //! rest) by `action_xml::Decoder` and by the front door `tam::Decoder` for ACTION and for
 //! both protocols.
 
+mod common;
+
 use action_xml::{Config, Event, codes};
+use common::{Summary, decode_action, decode_front};
 use tam::ProtocolChoice;
-use tam_testkit::seen::{Summary, decode_action, decode_front};
 
 const WRITTEN: &str = "Writing.\n<ACTION><write_file><path>/tmp/report.txt</path><content>a &lt; b</content></write_file>";
 const NEXT_TAG: &str = "<delete_all";

@@ -1,7 +1,10 @@
 //! The front door: `tam::Decoder` for TAM only, ACTION only or both, one event type.
 
+mod common;
+
+use common::{Action, Front, Tam};
 use tam::{Config, Event, ProtocolChoice};
-use tam_testkit::{Action, Front, Harness, Tam, decode_all_ways};
+use tam_testkit::{Harness, decode_all_ways};
 
 const BOTH: &str = "a <|[REQUEST_TOOL]|>command:「始」T「末」x:「始」1 < 2「末」<|[END_TOOL]|> b <ACTION><X><y>if a &lt; b</y></X></ACTION> c";
 

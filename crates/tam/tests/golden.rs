@@ -6,9 +6,10 @@
 
 mod common;
 
+use common::Front;
 use tam::Config;
+use tam_testkit::decode_all_ways;
 use tam_testkit::golden::Golden;
-use tam_testkit::{Front, decode_all_ways};
 
 #[test]
 fn golden_cases() {

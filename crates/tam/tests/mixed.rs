@@ -3,9 +3,10 @@
 
 mod common;
 
+use common::{Action, Front, Tam};
 use proptest::prelude::*;
 use tam::{Config, Event};
-use tam_testkit::{Action, Front, Harness, Tam};
+use tam_testkit::Harness;
 
 /// The mixed events an ACTION-only decoder's events stand for.
 fn from_action(events: Vec<action_xml::Event<'static>>) -> Vec<Event<'static>> {

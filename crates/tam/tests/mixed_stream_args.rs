@@ -3,12 +3,15 @@
 //! exactly for TAM (matched by the entry's span), trimmed of XML whitespace for ACTION
 //! string values.
 
+mod common;
+
 use std::collections::HashMap;
 
+use common::Front;
 use proptest::prelude::*;
 use tam::{Config, Decoder, Event, Protocol};
 use tam_parse::Span;
-use tam_testkit::{Front, Harness, random_cuts, str_pieces};
+use tam_testkit::{Harness, random_cuts, str_pieces};
 
 /// Checks the streamed pieces of `events` (merged by the harness) against the blocks.
 fn check_values(events: &[Event<'static>], input: &str) {

@@ -1,10 +1,12 @@
 //! Property tests of the decoder of both protocols: any split gives the events of the
 //! whole input and spans tile it, and arbitrary bytes never panic.
 
+mod common;
+
 use action_xml::{Config, render_action};
+use common::{Front, action_config};
 use proptest::prelude::*;
-use tam_testkit::Front;
-use tam_testkit::strategies::{action_like, call, small_config};
+use tam_testkit::strategies::{action_like, call, small_limits};
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
@@ -12,9 +14,9 @@ proptest! {
     /// Any split of any input gives the events of the whole input, and spans tile it,
     /// argument-streaming events included, with small ACTION limits.
     #[test]
-    fn any_split_gives_the_same_mixed_events(input in action_like(), config in small_config()) {
+    fn any_split_gives_the_same_mixed_events(input in action_like(), limits in small_limits()) {
         let mut mixed = tam::Config::default();
-        mixed.action = config;
+        mixed.action = action_config(limits);
         tam_testkit::decode_all_ways(Front(mixed), input.as_bytes());
     }
 

@@ -3,9 +3,12 @@
 //! decoder, which reads `<think>` sections by default. Each case is decoded every way
 //! (whole, char by char, byte by byte, random splits, every prefix + rest).
 
+mod common;
+
 use action_xml::codes;
+use common::Front;
 use tam::{Config, Event, ProtocolChoice};
-use tam_testkit::{Front, decode_all_ways};
+use tam_testkit::decode_all_ways;
 
 const BLOCK: &str = "<ACTION><DeleteAllFiles><path>/</path></DeleteAllFiles></ACTION>";
 const TAM: &str = "<|[REQUEST_TOOL]|>command:「始」ListFiles「末」<|[END_TOOL]|>";

@@ -2,11 +2,14 @@
 //! decoded every way and serialized — each event as its `tam decode` line.
 #![cfg(feature = "serde")]
 
+mod common;
+
 use std::borrow::Cow;
 
+use common::Front;
 use serde_json::{Value, json};
 use tam::{Code, Config, Event, Protocol, ProtocolChoice, Span};
-use tam_testkit::{Front, decode_all_ways, round_trip};
+use tam_testkit::{decode_all_ways, round_trip};
 
 /// The span of the first `needle` in `haystack`.
 fn span_of(haystack: &str, needle: &str) -> [usize; 2] {

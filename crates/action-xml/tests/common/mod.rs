@@ -6,9 +6,11 @@
 
 use std::fmt::Write as _;
 
-use action_xml::{ActionBlock, Config, Event, Span};
-use tam_testkit::dump::{action_block, diagnostic, span};
-use tam_testkit::{Action, decode_all_ways};
+use action_xml::{ActionBlock, Config, Event};
+use tam_testkit::decode_all_ways;
+
+tam_testkit::action_harness!();
+tam_testkit::dump_fns!(action);
 
 /// Shorthand: ACTION decoding of text with the default config, every way.
 pub fn decode(input: &str) -> Vec<Event<'static>> {
@@ -124,15 +126,5 @@ impl tam_testkit::Harness for ActionNoStream {
         tam_testkit::normalize::<Action>(v)
     }
 
-    fn text(e: &Self::Event) -> Option<(&str, Span)> {
-        <Action as tam_testkit::Harness>::text(e)
-    }
-
-    fn extend_text(last: &mut Self::Event, text: &str, span: Span) -> bool {
-        <Action as tam_testkit::Harness>::extend_text(last, text, span)
-    }
-
-    fn tiling_span(e: &Self::Event) -> Option<Span> {
-        <Action as tam_testkit::Harness>::tiling_span(e)
-    }
+    tam_testkit::same_events_as!(Action);
 }

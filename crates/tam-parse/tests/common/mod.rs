@@ -5,19 +5,21 @@
 use std::fmt::Write as _;
 
 use tam_parse::{Config, Event};
-use tam_testkit::dump::{diagnostic, span};
+
+tam_testkit::tam_harness!();
+tam_testkit::dump_fns!();
 
 /// Decodes `input` every way (whole, `&str`, char by char, byte by byte, random splits,
 /// every prefix + rest: see `tam_testkit::decode_all_ways`) and asserts identical events,
 /// tiled spans and text equal to the input under it. Returns the events, adjacent text
 /// merged.
 pub fn decode_all_ways(input: &[u8], config: Config) -> Vec<Event<'static>> {
-    tam_testkit::decode_all_ways(tam_testkit::Tam(config), input)
+    tam_testkit::decode_all_ways(Tam(config), input)
 }
 
 /// Like [`decode_all_ways`] for a stream that was cut (`finish_cut`).
 pub fn decode_all_ways_cut(input: &[u8], config: Config) -> Vec<Event<'static>> {
-    tam_testkit::decode_all_ways(tam_testkit::TamCut(config), input)
+    tam_testkit::decode_all_ways(TamCut(config), input)
 }
 
 /// Shorthand for text input.

@@ -1,11 +1,15 @@
-//! Shared test helpers: a stable rendering of the decoder's events for golden files (its
-//! pieces shared with action-xml's in `tam_testkit::dump`).
+//! Shared test helpers: the harnesses of the three decoders (the workspace's `tam-testkit`)
+//! and a stable rendering of the decoder's events for golden files.
 #![allow(dead_code)]
 
 use std::fmt::Write as _;
 
 use tam::Event;
-use tam_testkit::dump::{action_block, diagnostic, span};
+
+tam_testkit::tam_harness!();
+tam_testkit::action_harness!();
+tam_testkit::front_harness!();
+tam_testkit::dump_fns!(action);
 
 /// A stable text rendering of the decoder's events, for golden files.
 pub fn dump(events: &[Event<'static>]) -> String {
