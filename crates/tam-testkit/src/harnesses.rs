@@ -183,7 +183,7 @@ macro_rules! tam_harness {
 /// `<ACTION>`: `Decoder::with_bare_call_tools`), `action_config` (the default config with
 /// [`SmallLimits`](crate::SmallLimits)), and what the ACTION decoder makes of a
 /// stream decoded every way — `decode_action` — as `Seen` items (`Decoded`, `Summary`), in
-/// the form [`front_harness!`]'s `decode_front` gives too.
+/// the form [`front_harness!`](crate::front_harness)'s `decode_front` gives too.
 #[macro_export]
 macro_rules! action_harness {
     () => {
@@ -350,8 +350,8 @@ macro_rules! action_harness {
 /// Defines `Front` (the front door, `tam::Decoder`, with a config: TAM and ACTION blocks in
 /// one stream with the default `tam::Config::protocol`, or one protocol), `FrontTools`
 /// (with the offered tools' names too) and `decode_front`: what the front door makes of an
-/// ACTION stream decoded every way, as [`action_harness!`]'s `decode_action` gives it (use
-/// that macro in the same module first).
+/// ACTION stream decoded every way, in the form of `decode_action` (use
+/// [`action_harness!`](crate::action_harness) in the same module first).
 #[macro_export]
 macro_rules! front_harness {
     () => {
