@@ -1,7 +1,7 @@
 //! `cargo xtask <command>`: the project's automation, without dependencies.
 //!
 //! * `ci` — the quality gates: `cargo fmt --check`, `cargo clippy --workspace --all-targets
-//!   -- -D warnings`, `cargo test --workspace`, `cargo doc --no-deps` with warnings denied,
+//!   -- -D warnings` (and of tool-dispatch without its runtime), `cargo test --workspace`, `cargo doc --no-deps` with warnings denied,
 //!   the release checks of [`release_checks`] (packaging, install, MSRV), and (when a
 //!   nightly toolchain and cargo-fuzz are present) a short smoke run of every fuzz target:
 //!   a fixed number of runs from a fixed seed, so it cannot flake.
@@ -109,6 +109,31 @@ fn ci() -> Result<(), String> {
         "warnings",
     ]);
     run("cargo clippy", clippy)?;
+    // tool-dispatch without its runtime, as tam-proxy takes it (in the workspace the
+    // features of all members are unified, so only this build sees that form); its tests
+    // and examples, which need the runtime, must say so and drop out.
+    let mut lean = cargo();
+    lean.args([
+        "clippy",
+        "-p",
+        "tool-dispatch",
+        "--no-default-features",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    run("cargo clippy -p tool-dispatch --no-default-features", lean)?;
+    let mut lean = cargo();
+    lean.args([
+        "test",
+        "-p",
+        "tool-dispatch",
+        "--no-default-features",
+        "--lib",
+        "--tests",
+    ]);
+    run("cargo test -p tool-dispatch --no-default-features", lean)?;
 
     let mut test = cargo();
     test.args(["test", "--workspace", "--all-features"]);

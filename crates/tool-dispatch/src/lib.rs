@@ -147,6 +147,15 @@
 //!
 //! # Crate features
 //!
+//! * `runtime` (default): everything that runs tools — the [`Registry`], the
+//!   [`Dispatcher`], scopes, results, the [`Agent`] and its model side. Without it the crate
+//!   is the part a front end that runs no tool shares with the agent: [`ToolCall`] and its
+//!   conversions from the decoders' calls, the prompt and grammar for a
+//!   [`ProtocolChoice`] ([`system_prompt_for`], [`grammar_options_for`],
+//!   [`taught_protocol`]) and the observation text of decoder diagnostics
+//!   ([`diagnostic_observation`], [`OBSERVATION_PREFIX`]); `tam-proxy` depends on it so,
+//!   and reads and teaches exactly as the agent does. Its tests and examples need
+//!   `runtime`.
 //! * `mcp`: the [`mcp`] module, tools of MCP servers started as child processes
 //!   (official `rmcp` SDK).
 //! * `openai` — only for this crate's `openai_model` example and test (the agent against
@@ -175,42 +184,64 @@
 // docs.rs (nightly, `--cfg docsrs`) marks items behind a feature; stable builds ignore it.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod agent;
-mod dispatch;
-pub mod engine;
-mod error;
-#[cfg(feature = "mcp")]
-pub mod mcp;
+// Always compiled: what a front end that runs no tool shares with the agent (the proxy).
+mod call;
 mod observation;
-mod registry;
-mod result;
-mod scope;
+mod prompt;
 
-pub use agent::{
-    Agent, AgentConfig, AgentEvent, AgentOutcome, DEFAULT_MAX_ROUNDS, FailurePolicy, StopReason,
-    StreamCut, StrictForm, TOOL_EXECUTION_FAILED, grammar_options_for, system_prompt_for,
-    taught_protocol,
-};
-pub use dispatch::{
-    CallOutcome, CallStatus, ChainPolicy, DEFAULT_TIMEOUT, DispatchConfig, Dispatcher, ToolCall,
-};
-pub use error::Error;
+pub use call::ToolCall;
 pub use observation::{OBSERVATION_PREFIX, diagnostic_observation};
-pub use registry::{PluginServices, Registry, Tool, ToolContext};
-pub use result::{IntoToolResult, NULL_RESULT_MESSAGE, ToolExecutionResult, operation_type};
-pub use scope::{
-    AvailableTools, DEFAULT_MAX_TOOL_CALLS, DynamicTools, LlmNodeConfig, ModelParameters, Scope,
-};
+pub use prompt::{grammar_options_for, system_prompt_for, taught_protocol};
 /// Which protocol a block is written in, and which protocol(s) the agent decodes (the
 /// front door's types, re-exported under their own names).
 pub use tam::{Protocol, ProtocolChoice};
+
+// The runtime (default feature `runtime`).
+#[cfg(feature = "runtime")]
+mod agent;
+#[cfg(feature = "runtime")]
+mod dispatch;
+#[cfg(feature = "runtime")]
+pub mod engine;
+#[cfg(feature = "runtime")]
+mod error;
+#[cfg(feature = "mcp")]
+pub mod mcp;
+#[cfg(feature = "runtime")]
+mod registry;
+#[cfg(feature = "runtime")]
+mod result;
+#[cfg(feature = "runtime")]
+mod scope;
+
+#[cfg(feature = "runtime")]
+pub use agent::{
+    Agent, AgentConfig, AgentEvent, AgentOutcome, DEFAULT_MAX_ROUNDS, FailurePolicy, StopReason,
+    StreamCut, StrictForm, TOOL_EXECUTION_FAILED,
+};
+#[cfg(feature = "runtime")]
+pub use dispatch::{
+    CallOutcome, CallStatus, ChainPolicy, DEFAULT_TIMEOUT, DispatchConfig, Dispatcher,
+};
+#[cfg(feature = "runtime")]
+pub use error::Error;
+#[cfg(feature = "runtime")]
+pub use registry::{PluginServices, Registry, Tool, ToolContext};
+#[cfg(feature = "runtime")]
+pub use result::{IntoToolResult, NULL_RESULT_MESSAGE, ToolExecutionResult, operation_type};
+#[cfg(feature = "runtime")]
+pub use scope::{
+    AvailableTools, DEFAULT_MAX_TOOL_CALLS, DynamicTools, LlmNodeConfig, ModelParameters, Scope,
+};
 /// The model side, re-exported from tam-model: what the [`Agent`] streams from.
+#[cfg(feature = "runtime")]
 pub use tam_model::{
     BoxError, Constraint, ContentPiece, FinishReason, LanguageModel, Message, ModelItem,
     ModelOptions, ModelRequest, Role, ThinkSplitter, ToolCallChunk,
 };
 
 /// Re-exported so callers can cancel calls and runs without naming tokio-util.
+#[cfg(feature = "runtime")]
 pub use tokio_util::sync::CancellationToken;
 
 /// This crate's README example, compiled and run as a doctest.

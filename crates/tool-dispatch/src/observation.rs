@@ -13,12 +13,15 @@
 
 use tam::{Code, Diagnostic};
 
+#[cfg(feature = "runtime")]
 use crate::dispatch::CallOutcome;
+#[cfg(feature = "runtime")]
 use crate::result::render_value;
 
 /// The prefix of every observation.
 pub const OBSERVATION_PREFIX: &str = "Observation: ";
 
+#[cfg(feature = "runtime")]
 impl CallOutcome {
     /// The observation line for this call.
     pub fn observation(&self) -> String {

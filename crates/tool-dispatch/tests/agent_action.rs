@@ -1,5 +1,6 @@
 //! The agent loop over ACTION XML: self-correction, malformed XML, extra
 //! blocks, nested and CDATA parameters, workflow skills, and mixed TAM + ACTION streams.
+#![cfg(feature = "runtime")]
 
 mod support;
 

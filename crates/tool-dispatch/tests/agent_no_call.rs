@@ -3,6 +3,7 @@
 //! open at the end of the reply, a reply cut at the token limit (`finish_reason: length`)
 //! even where the end-of-stream repair would have completed the block, and a transport
 //! error mid-block. The tool records every run.
+#![cfg(feature = "runtime")]
 
 mod support;
 

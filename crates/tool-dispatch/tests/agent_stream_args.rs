@@ -1,6 +1,7 @@
 //! One front door. The agent streams both protocols' arguments as
 //! `AgentEvent`s, gives each decoded call a stable id, and coerces an ACTION parameter
 //! declared a string from the element's raw text (docs/protocol/action-xml.md §5).
+#![cfg(feature = "runtime")]
 
 mod support;
 

@@ -1,6 +1,7 @@
 //! Strict calls in the agent: with [`AgentConfig::strict`] each round's request carries
 //! the grammar of the scope's tools in the agent's protocol, lazy, in the form asked for;
 //! without it, or when no grammar can be built, the request has no constraint.
+#![cfg(feature = "runtime")]
 
 mod support;
 

@@ -1,4 +1,5 @@
 //! The agent loop over TAM: rounds, observations, streaming execution, limits and stops.
+#![cfg(feature = "runtime")]
 
 mod support;
 

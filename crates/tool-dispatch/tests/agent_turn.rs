@@ -2,6 +2,7 @@
 //! to stop at the protocol's end marker, stops reading the stream once a block with calls
 //! has closed, and never shows, records or runs what the model wrote after it — with a
 //! model that ignores the stop sequence and with one that honours it.
+#![cfg(feature = "runtime")]
 
 mod support;
 

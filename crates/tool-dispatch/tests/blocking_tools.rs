@@ -1,6 +1,7 @@
 //! Tools whose function blocks its thread: registered with `register_blocking_fn` they run
 //! on tokio's blocking pool, so the dispatcher's time-out fires even on a current-thread
 //! runtime, where a plain sync closure would hold the only thread until it returned.
+#![cfg(feature = "runtime")]
 
 mod support;
 

@@ -1,5 +1,6 @@
 //! Dispatch: scopes, look-up, validation, time-outs, panics, null returns, cancellation
 //! and chains.
+#![cfg(feature = "runtime")]
 
 mod support;
 

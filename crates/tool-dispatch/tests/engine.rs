@@ -1,4 +1,5 @@
 //! The reference execution engine: real DAG runs, ordering, errors.
+#![cfg(feature = "runtime")]
 
 mod support;
 

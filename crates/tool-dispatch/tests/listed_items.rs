@@ -2,6 +2,7 @@
 //! each repeat a new call in the decoder; the tool's schema says it is one more item): one
 //! call, the items in order, in the conversion the agent and the proxy share
 //! ([`ToolCall::from_tam_block_with`]) and in the agent's loop.
+#![cfg(feature = "runtime")]
 
 mod support;
 

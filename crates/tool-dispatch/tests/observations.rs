@@ -1,5 +1,6 @@
 //! Observation text: decoder diagnostics, and the property that what the loop observes
 //! does not depend on how the model's output is split into deltas.
+#![cfg(feature = "runtime")]
 
 mod support;
 

@@ -1,4 +1,5 @@
 //! The unified result: seed JSON shapes, the null rule and the processor helpers.
+#![cfg(feature = "runtime")]
 
 use serde_json::{Value, json};
 use tool_dispatch::{Error, IntoToolResult, ToolExecutionResult};

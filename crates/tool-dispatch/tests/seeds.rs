@@ -1,6 +1,7 @@
 //! Plugins, prompts and workflow tool lists in dispatch: whole plugin directories, a node
 //! tool without an output schema, display names in `availableTools` and the LLM node's
 //! `parameters`.
+#![cfg(feature = "runtime")]
 
 mod support;
 

@@ -1,4 +1,5 @@
 //! Workflow and node tools end to end: registry → dispatcher → reference engine.
+#![cfg(feature = "runtime")]
 
 mod support;
 

@@ -26,15 +26,15 @@ use crate::{
     CallOutcome, Dispatcher, Error, OBSERVATION_PREFIX, Scope, ToolCall, diagnostic_observation,
 };
 
+use crate::prompt::{grammar_options_for, taught_protocol};
+
 mod config;
 mod event;
-mod prompt;
 
 pub use config::{
     AgentConfig, DEFAULT_MAX_ROUNDS, FailurePolicy, StrictForm, TOOL_EXECUTION_FAILED,
 };
 pub use event::{AgentEvent, AgentOutcome, StopReason, StreamCut};
-pub use prompt::{grammar_options_for, system_prompt_for, taught_protocol};
 
 /// Runs the deliberation–action loop of one LLM node over a [`Dispatcher`].
 #[derive(Debug, Clone)]
