@@ -20,11 +20,16 @@
 //!   back to character boundaries) and, when flag bit 7 is set, byte by byte, the events
 //!   are the same once adjacent text events are merged (as they are collected).
 
+pub use harnesses::{Action, ActionTools, Front, FrontTools, Tam, TamCut};
 pub use tam_testkit::Harness;
 
-tam_testkit::tam_harness!();
-tam_testkit::action_harness!();
-tam_testkit::front_harness!();
+/// The decoders' harnesses (the same the crates' tests use), in a module of their own so
+/// their helper items do not meet this crate's.
+mod harnesses {
+    tam_testkit::tam_harness!();
+    tam_testkit::action_harness!();
+    tam_testkit::front_harness!();
+}
 
 /// Most split points read from an input.
 const MAX_SPLITS: usize = 32;
