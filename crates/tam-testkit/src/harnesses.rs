@@ -64,6 +64,21 @@ macro_rules! __harness_text {
     };
 }
 
+/// The [`Harness::reasoning`](crate::Harness::reasoning) method for the reasoning variant
+/// `$reasoning` (fields `text`, `span`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __harness_reasoning {
+    ($($reasoning:ident)::+) => {
+        fn reasoning(e: &Self::Event) -> Option<(&str, ::std::ops::Range<usize>)> {
+            match e {
+                $($reasoning)::+ { text, span } => Some((text, span.start..span.end)),
+                _ => None,
+            }
+        }
+    };
+}
+
 /// The [`Harness`](crate::Harness) methods that read events — `text`, `extend_text`,
 /// `tiling_span`, `extend_piece`, `reasoning` — of a harness whose events are those of
 /// harness `$of` (a decoder given other settings, or another harness's events filtered):
@@ -158,14 +173,7 @@ macro_rules! tam_harness {
                 }
             }
 
-            fn reasoning(e: &Self::Event) -> Option<(&str, ::std::ops::Range<usize>)> {
-                match e {
-                    ::tam_parse::Event::Reasoning { text, span } => {
-                        Some((text, span.start..span.end))
-                    }
-                    _ => None,
-                }
-            }
+            $crate::__harness_reasoning!(tam_parse::Event::Reasoning);
         }
 
         impl $crate::Harness for TamCut {
@@ -237,12 +245,7 @@ macro_rules! action_harness {
                 }
             }
 
-            fn reasoning(e: &Self::Event) -> Option<(&str, ::std::ops::Range<usize>)> {
-                match e {
-                    ::action_xml::Event::Reasoning { text, span } => Some((text, span.start..span.end)),
-                    _ => None,
-                }
-            }
+            $crate::__harness_reasoning!(action_xml::Event::Reasoning);
         }
 
         impl $crate::Harness for ActionTools {
@@ -407,12 +410,7 @@ macro_rules! front_harness {
                 }
             }
 
-            fn reasoning(e: &Self::Event) -> Option<(&str, ::std::ops::Range<usize>)> {
-                match e {
-                    ::tam::Event::Reasoning { text, span } => Some((text, span.start..span.end)),
-                    _ => None,
-                }
-            }
+            $crate::__harness_reasoning!(tam::Event::Reasoning);
         }
 
         impl $crate::Harness for FrontTools {
