@@ -119,6 +119,21 @@ pub(super) struct StreamingParam {
     pub(super) held: Option<String>,
 }
 
+impl StreamingParam {
+    /// The text of a piece of the value that may go out now (ACTION: past its edge rules).
+    fn ready(&mut self, text: &str, span: tam::Span, cdata: bool) -> String {
+        match &mut self.edges {
+            Some(edges) => {
+                edges.push(text, span, cdata, &mut self.pending);
+                let ready = held_back(&self.pending, &self.key, &self.names, &mut self.holding);
+                let rest = self.pending.split_off(ready);
+                std::mem::replace(&mut self.pending, rest)
+            }
+            None => text.to_owned(),
+        }
+    }
+}
+
 /// How much of `pending` (a streaming ACTION value's text not sent yet) may go out: all of
 /// it up to the first close tag that names one of `names` (a misspelt close tag of the
 /// value? `<date>March 10</room_type><guests>…</call>`: the decoder reads the value as
@@ -290,58 +305,9 @@ impl Emitter {
             }
             // The one conversion of a decoded call, the agent's: TAM keys matched
             // canonically, ACTION parameters with their element sources.
-            tam::Event::TamBlock(block) => {
-                let offered = &self.offered;
-                let mut calls = ToolCall::from_tam_block_with(&block, |tool, key, text| {
-                    offered
-                        .resolve(tool)
-                        .and_then(|name| offered.get(name))
-                        .is_some_and(|t| t.is_one_item(key, KeyMatch::Canonical, text))
-                });
-                // Parameters the prompt offered under an alias, under their own names.
-                for call in &mut calls {
-                    if let Some(name) = offered.resolve(&call.tool) {
-                        offered.unalias(name, &mut call.args);
-                    }
-                }
-                self.block(calls, Vec::new(), &block.diagnostics, &block.raw);
-            }
-            tam::Event::ActionBlock(block) => {
-                self.action_blocks += 1;
-                if block.index > 0 {
-                    // Only the first ACTION block of a reply holds calls.
-                    self.open = None;
-                    self.block_text(&block.raw, &block.diagnostics);
-                } else {
-                    let calls = ToolCall::from_action_block(&block);
-                    // Where each call element is in the block's text: what comes back as
-                    // text when it is not a call (its text content, attributes and layout
-                    // included). Positions, not copies: a call's value can be a file.
-                    let written = block
-                        .calls
-                        .iter()
-                        .map(|call| {
-                            let from = call.span.start.checked_sub(block.span.start)?;
-                            let to = call.span.end.checked_sub(block.span.start)?;
-                            block.raw.get(from..to).map(|_| from..to)
-                        })
-                        .collect();
-                    self.block(calls, written, &block.diagnostics, &block.raw);
-                }
-            }
-            // A block cut or never closed: its text, which the decoder did not emit. One
-            // whose bytes the decoder dropped (over its size limit) leaves an error
-            // without its text: a note says so. Either way a call streamed from it is
-            // never completed.
-            tam::Event::Diagnostic(diagnostic) => {
-                if let Some(raw) = &diagnostic.raw {
-                    self.void_open();
-                    self.content(raw);
-                } else if diagnostic.is_error() {
-                    self.void_open();
-                    self.block_text("", std::slice::from_ref(&diagnostic));
-                }
-            }
+            tam::Event::TamBlock(block) => self.tam_block(&block),
+            tam::Event::ActionBlock(block) => self.action_block(&block),
+            tam::Event::Diagnostic(diagnostic) => self.cut_block(&diagnostic),
             // A later TAM call begins (of a chain, or a call started by a repeated key):
             // what follows is not the streamed call's; it comes with the block.
             tam::Event::CommandSeen { .. } => {
@@ -355,6 +321,51 @@ impl Emitter {
             // Calls that do not stream: a call in an ACTION block after the first (they
             // come with their block, or not at all).
             tam::Event::CallStart { .. } => {}
+        }
+    }
+
+    /// A closed TAM block: its calls, keys matched canonically, aliases under their names.
+    fn tam_block(&mut self, block: &tam::TamBlock) {
+        let offered = &self.offered;
+        let mut calls = ToolCall::from_tam_block_with(block, |tool, key, text| {
+            offered
+                .resolve(tool)
+                .and_then(|name| offered.get(name))
+                .is_some_and(|t| t.is_one_item(key, KeyMatch::Canonical, text))
+        });
+        // Parameters the prompt offered under an alias, under their own names.
+        for call in &mut calls {
+            if let Some(name) = offered.resolve(&call.tool) {
+                offered.unalias(name, &mut call.args);
+            }
+        }
+        self.block(calls, Vec::new(), &block.diagnostics, &block.raw);
+    }
+
+    /// A closed ACTION block: the reply's first gives its calls, a later one its text.
+    fn action_block(&mut self, block: &tam::ActionBlock) {
+        self.action_blocks += 1;
+        if block.index > 0 {
+            // Only the first ACTION block of a reply holds calls.
+            self.open = None;
+            self.block_text(&block.raw, &block.diagnostics);
+        } else {
+            let calls = ToolCall::from_action_block(block);
+            self.block(calls, written(block), &block.diagnostics, &block.raw);
+        }
+    }
+
+    /// A block cut or never closed: its text, or a note when the decoder dropped its bytes.
+    fn cut_block(&mut self, diagnostic: &Diagnostic) {
+        // The decoder did not emit the text; one whose bytes it dropped (over its size
+        // limit) leaves an error without its text. Either way a call streamed from it is
+        // never completed.
+        if let Some(raw) = &diagnostic.raw {
+            self.void_open();
+            self.content(raw);
+        } else if diagnostic.is_error() {
+            self.void_open();
+            self.block_text("", std::slice::from_ref(diagnostic));
         }
     }
 
@@ -470,15 +481,7 @@ impl Emitter {
             return;
         };
         let call = &mut open.streamed[slot];
-        let out = match &mut param.edges {
-            Some(edges) => {
-                edges.push(text, span, cdata, &mut param.pending);
-                let ready = held_back(&param.pending, &param.key, &param.names, &mut param.holding);
-                let rest = param.pending.split_off(ready);
-                std::mem::replace(&mut param.pending, rest)
-            }
-            None => text.to_owned(),
-        };
+        let out = param.ready(text, span, cdata);
         let mut escaped = String::new();
         let starts = param.held.is_some();
         let out = match &mut param.held {
@@ -641,31 +644,9 @@ impl Emitter {
     ) {
         let finals: Vec<Map<String, Value>> =
             calls.iter().map(|(c, _)| self.final_args(c)).collect();
-        let mismatch = streamed.iter().find_map(|s| {
-            let Some((call, _)) = calls.get(s.at) else {
-                return Some(format!("call {} of the block is gone", s.at));
-            };
-            if call.tool != s.tool {
-                return Some(format!("call {} names {} now", s.at, call.tool));
-            }
-            let differs = |key: &str| {
-                format!(
-                    "{}: the block's value of '{key}' is not the one streamed",
-                    s.tool
-                )
-            };
-            if let Some((key, sent)) = &s.open_value
-                && !finals[s.at]
-                    .get(key)
-                    .and_then(Value::as_str)
-                    .is_some_and(|value| value.starts_with(sent.as_str()))
-            {
-                return Some(differs(key));
-            }
-            s.values.iter().find_map(|(key, value)| {
-                (finals[s.at].get(key) != Some(&Value::String(value.clone()))).then(|| differs(key))
-            })
-        });
+        let mismatch = streamed
+            .iter()
+            .find_map(|s| streamed_mismatch(s, &calls, &finals));
         if self.cutting && !clean {
             // The block open at a cut: its calls are never completed and the reply ends
             // with `length` (or the transport error), as when the decoder reports the cut
@@ -690,35 +671,7 @@ impl Emitter {
                 rest.push(call);
                 continue;
             };
-            let mut text = String::new();
-            // The value open at the block's close: the rest of its text and its quote
-            // (checked above: the block's value begins with what was sent).
-            if let Some((key, sent)) = &s.open_value
-                && let Some(value) = args.get(key).and_then(Value::as_str)
-            {
-                text.push_str(&json_inside(&value[sent.len()..]));
-                text.push('"');
-            }
-            for (key, value) in &args {
-                if s.values.iter().any(|(k, _)| k == key)
-                    || s.open_value.as_ref().is_some_and(|(k, _)| k == key)
-                {
-                    continue;
-                }
-                text.push(if s.opened || !text.is_empty() {
-                    ','
-                } else {
-                    '{'
-                });
-                text.push_str(&Value::String(key.clone()).to_string());
-                text.push(':');
-                text.push_str(&value.to_string());
-            }
-            if !s.opened && text.is_empty() {
-                text.push('{');
-            }
-            text.push('}');
-            self.arguments(index, &text);
+            self.arguments(index, &rest_of_streamed(s, &args));
             self.pieces.push(Piece::CallEnd { index });
         }
         self.calls_or_text(rest, raw);
@@ -825,6 +778,85 @@ impl Emitter {
 
 /// Where an ACTION call's element is in its block's raw text (none in TAM).
 type Written = Option<Range<usize>>;
+
+/// Why a streamed call is gone, renamed or has another value in the block (`None`: it is not).
+fn streamed_mismatch(
+    s: &Streamed,
+    calls: &[(ToolCall, Written)],
+    finals: &[Map<String, Value>],
+) -> Option<String> {
+    let Some((call, _)) = calls.get(s.at) else {
+        return Some(format!("call {} of the block is gone", s.at));
+    };
+    if call.tool != s.tool {
+        return Some(format!("call {} names {} now", s.at, call.tool));
+    }
+    let differs = |key: &str| {
+        format!(
+            "{}: the block's value of '{key}' is not the one streamed",
+            s.tool
+        )
+    };
+    if let Some((key, sent)) = &s.open_value
+        && !finals[s.at]
+            .get(key)
+            .and_then(Value::as_str)
+            .is_some_and(|value| value.starts_with(sent.as_str()))
+    {
+        return Some(differs(key));
+    }
+    s.values.iter().find_map(|(key, value)| {
+        (finals[s.at].get(key) != Some(&Value::String(value.clone()))).then(|| differs(key))
+    })
+}
+
+/// The rest of a streamed call's final arguments `args`: its open value's end, unsent keys, `}`.
+fn rest_of_streamed(s: &Streamed, args: &Map<String, Value>) -> String {
+    let mut text = String::new();
+    // The value open at the block's close: the rest of its text and its quote
+    // (checked by `streamed_mismatch`: the block's value begins with what was sent).
+    if let Some((key, sent)) = &s.open_value
+        && let Some(value) = args.get(key).and_then(Value::as_str)
+    {
+        text.push_str(&json_inside(&value[sent.len()..]));
+        text.push('"');
+    }
+    for (key, value) in args {
+        if s.values.iter().any(|(k, _)| k == key)
+            || s.open_value.as_ref().is_some_and(|(k, _)| k == key)
+        {
+            continue;
+        }
+        text.push(if s.opened || !text.is_empty() {
+            ','
+        } else {
+            '{'
+        });
+        text.push_str(&Value::String(key.clone()).to_string());
+        text.push(':');
+        text.push_str(&value.to_string());
+    }
+    if !s.opened && text.is_empty() {
+        text.push('{');
+    }
+    text.push('}');
+    text
+}
+
+/// Where each call element of an ACTION block is in the block's raw text.
+fn written(block: &tam::ActionBlock) -> Vec<Written> {
+    // What comes back as text when it is not a call (its text content, attributes and
+    // layout included). Positions, not copies: a call's value can be a file.
+    block
+        .calls
+        .iter()
+        .map(|call| {
+            let from = call.span.start.checked_sub(block.span.start)?;
+            let to = call.span.end.checked_sub(block.span.start)?;
+            block.raw.get(from..to).map(|_| from..to)
+        })
+        .collect()
+}
 
 /// Each call with where its element is (`written` is empty for TAM: none).
 fn paired(calls: Vec<ToolCall>, written: Vec<Written>) -> Vec<(ToolCall, Written)> {
