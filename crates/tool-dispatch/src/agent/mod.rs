@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 
 use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tool_schema::PromptStyle;
@@ -15,8 +16,8 @@ use tool_schema::grammar::{GrammarError, StrictGrammar};
 use tam::Diagnostic;
 use tam::turn::{ACTION_END, StoppedAt, close_stopped_block, stop_sequences};
 use tam_model::{
-    Constraint, ContentPiece, FinishReason, LanguageModel, Message, ModelItem, ModelRequest,
-    ThinkSplitter,
+    BoxError, Constraint, ContentPiece, FinishReason, LanguageModel, Message, ModelItem,
+    ModelRequest, ThinkSplitter,
 };
 
 use crate::Protocol;
@@ -379,209 +380,62 @@ impl Agent {
         emit: &(dyn Fn(AgentEvent) + Sync),
         cancel: &CancellationToken,
     ) -> (Result<RoundEnd, Error>, String, RoundWork) {
-        let (jobs, mut queue) = mpsc::unbounded_channel();
+        let (jobs, queue) = mpsc::unbounded_channel();
         let mut answer = String::new();
-        let reader = async {
-            // Owned by the reader, so the executor's queue closes when the stream is done.
-            let jobs = jobs;
-            let config = &self.config;
-            // A call element of an offered tool written without `<ACTION>` is a call.
-            let offered = self.scope.definitions(self.dispatcher.registry());
-            let mut decoder = tam::Decoder::new(config.decoder)
-                .with_bare_call_tools(offered.iter().map(|d| d.id.as_str()));
-            let mut think = config.decoder.reasoning_tags.then(ThinkSplitter::new);
-            let mut raw = String::new();
-            // The turn ends at the call: the protocol's end markers are stop
-            // sequences, before the caller's own.
-            let tam_end = config.decoder.tam.dialect.end_marker();
-            let mut options = config.model_options.clone();
-            if config.end_turn_at_call {
-                options.stop =
-                    stop_sequences(config.decoder.protocol, tam_end, options.stop.drain(..));
-            }
-            let mut request = ModelRequest::new(conversation.to_vec(), options);
-            if let Some(constraint) = self.constraint() {
-                request = request.with_constraint(constraint);
-            }
-            let turn = Turn::default();
-            let mut stream = model.stream(&request);
-            let mut on_event = |event: tam::Event<'_>| {
-                if turn.is_over() {
-                    return;
-                }
-                turn.track(&event);
-                self.route(event, &mut answer, &jobs, emit, &turn);
-            };
-            let mut finish = None;
-            let mut stopped_at: Option<String> = None;
-            let mut native: BTreeMap<usize, String> = BTreeMap::new();
-            let mut text = |delta: &str,
-                            think: &mut Option<ThinkSplitter>,
-                            decoder: &mut tam::Decoder,
-                            on_event: &mut dyn FnMut(tam::Event<'_>)| {
-                let mut piece_out = |piece: ContentPiece<'_>| match piece {
-                    ContentPiece::Text(text) => {
-                        raw.push_str(text);
-                        decoder.feed(text, &mut *on_event);
-                    }
-                    ContentPiece::Reasoning(reasoning) => {
-                        emit(AgentEvent::Reasoning(reasoning.to_owned()));
-                    }
-                };
-                match think {
-                    Some(splitter) => splitter.feed(delta, &mut piece_out),
-                    None => piece_out(ContentPiece::Text(delta)),
-                }
-            };
-            let failure = loop {
-                let next = tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => break Some(None),
-                    next = stream.next() => next,
-                };
-                match next {
-                    Some(Ok(ModelItem::Text(delta))) => {
-                        text(&delta, &mut think, &mut decoder, &mut on_event);
-                        if turn.is_over() {
-                            // The turn ended at the call: dropping the stream closes the
-                            // request, whatever the model would write next.
-                            break None;
-                        }
-                    }
-                    Some(Ok(ModelItem::Usage(_))) => {}
-                    Some(Ok(ModelItem::Reasoning(reasoning))) => {
-                        if !reasoning.is_empty() {
-                            emit(AgentEvent::Reasoning(reasoning));
-                        }
-                    }
-                    Some(Ok(ModelItem::ToolCallChunk(chunk))) => {
-                        let name = native.entry(chunk.index).or_default();
-                        if let Some(piece) = &chunk.name {
-                            name.push_str(piece);
-                        }
-                        emit(AgentEvent::NativeToolCall(chunk));
-                    }
-                    Some(Ok(ModelItem::StopSequence(sequence))) => stopped_at = Some(sequence),
-                    Some(Ok(ModelItem::Finish(reason))) => {
-                        emit(AgentEvent::ModelFinished(reason.clone()));
-                        finish = Some(reason);
-                    }
-                    Some(Err(error)) => break Some(Some(error)),
-                    None => break None,
-                }
-            };
-            // Release text held back by the reasoning splitter (a partial tag).
-            if let Some(splitter) = think.take() {
-                let mut held = Vec::new();
-                splitter.finish(|piece| match piece {
-                    ContentPiece::Text(t) => held.push((true, t.to_owned())),
-                    ContentPiece::Reasoning(r) => held.push((false, r.to_owned())),
-                });
-                for (is_text, piece) in held {
-                    if is_text {
-                        text(&piece, &mut None, &mut decoder, &mut on_event);
-                    } else {
-                        emit(AgentEvent::Reasoning(piece));
-                    }
-                }
-            }
-            // A server that honours the stop sequence leaves the end marker out: at a
-            // `stop` finish, a block still open is closed by its marker when the server
-            // says it stopped there, or, when it says nothing, when the block can end
-            // there (a reply that mentions a start marker and ends by itself finishes
-            // with `stop` too). Its decoder then decides whether the block holds calls.
-            let open = turn.open.load(Ordering::Relaxed);
-            let marker = if open == 1 { tam_end } else { ACTION_END };
-            // A reply that ends with the marker was not stopped at it (the server ignored
-            // the stop sequence): the block stays as the model wrote it.
-            if failure.is_none()
-                && config.end_turn_at_call
-                && !turn.is_over()
-                && finish == Some(FinishReason::Stop)
-                && open != 0
-                && !raw.ends_with(marker)
-            {
-                let stopped = match &stopped_at {
-                    Some(sequence) => StoppedAt::Sequence(sequence),
-                    None => StoppedAt::Unreported,
-                };
-                let events = close_stopped_block(&mut decoder, marker, stopped);
-                if events
-                    .iter()
-                    .any(|e| matches!(e, tam::Event::TamBlock(_) | tam::Event::ActionBlock(_)))
-                {
-                    raw.push_str(marker);
-                }
-                for event in events {
-                    on_event(event);
-                }
-            }
-            if !native.is_empty() && !turn.is_over() {
-                let names: Vec<String> = native
-                    .into_values()
-                    .map(|name| {
-                        if name.is_empty() {
-                            "?".to_owned()
-                        } else {
-                            name
-                        }
-                    })
-                    .collect();
-                let note = format!(
-                    "{OBSERVATION_PREFIX}Error - Native tool calls are not executed here ({}); write each call as a tool call block of the protocol in your instructions",
-                    names.join(", ")
-                );
-                let _ = jobs.send(Job::note(note));
-            }
-            let cut = match &failure {
-                Some(Some(error)) => Some(StreamCut::Transport(error.to_string())),
-                Some(None) => None,
-                None if finish.as_ref().is_some_and(FinishReason::is_cut) => {
-                    Some(StreamCut::Length)
-                }
-                None => None,
-            };
-            let truncated = cut.is_some();
-            if let Some(cut) = cut {
-                emit(AgentEvent::StreamCut(cut.clone()));
-                turn.cutting.store(true, Ordering::Relaxed);
-                decoder.finish_cut(&mut on_event);
-                if turn.cut_block.load(Ordering::Relaxed) && cut == StreamCut::Length {
-                    let note = format!(
-                        "{OBSERVATION_PREFIX}Error - Your reply was cut at the token limit (finish_reason: length) while a tool call block was open; no call of that block was executed. Write shorter calls, or one call per reply"
-                    );
-                    let _ = jobs.send(Job::note(note));
-                }
-            } else {
-                decoder.finish(&mut on_event);
-            }
-            if turn.is_over() {
-                // What the model wrote after its block is not part of the conversation.
-                raw.truncate(turn.end.load(Ordering::Relaxed).min(raw.len()));
-            }
-            match failure {
-                Some(Some(error)) => Err(Error::Model(error)),
-                Some(None) => Ok(RoundEnd {
-                    raw,
-                    streamed: false,
-                    cut: false,
-                }),
-                None => Ok(RoundEnd {
-                    raw,
-                    streamed: true,
-                    cut: truncated,
-                }),
-            }
-        };
-        let executor = async {
-            let mut work = RoundWork::default();
-            while let Some(job) = queue.recv().await {
-                self.execute(job, budget, emit, cancel, &mut work).await;
-            }
-            work
-        };
+        let reader = self.read(model, conversation, jobs, &mut answer, emit, cancel);
+        let executor = self.run_jobs(queue, budget, emit, cancel);
         let (stream_end, work) = tokio::join!(reader, executor);
         (stream_end, answer, work)
+    }
+
+    /// The request of one round: conversation, options with end markers as stops, constraint.
+    fn request(&self, conversation: &[Message]) -> ModelRequest {
+        let config = &self.config;
+        let mut options = config.model_options.clone();
+        if config.end_turn_at_call {
+            // The turn ends at the call: the protocol's end markers are stop sequences,
+            // before the caller's own.
+            let tam_end = config.decoder.tam.dialect.end_marker();
+            options.stop = stop_sequences(config.decoder.protocol, tam_end, options.stop.drain(..));
+        }
+        let mut request = ModelRequest::new(conversation.to_vec(), options);
+        if let Some(constraint) = self.constraint() {
+            request = request.with_constraint(constraint);
+        }
+        request
+    }
+
+    /// The reader of one round: decodes the model's stream, queues jobs, says how it ended.
+    async fn read<M: LanguageModel + ?Sized>(
+        &self,
+        model: &M,
+        conversation: &[Message],
+        jobs: mpsc::UnboundedSender<Job>,
+        answer: &mut String,
+        emit: &(dyn Fn(AgentEvent) + Sync),
+        cancel: &CancellationToken,
+    ) -> Result<RoundEnd, Error> {
+        // The reader owns `jobs`, so the executor's queue closes when the stream is done.
+        let mut reader = Reader::new(self, jobs, answer, emit);
+        let request = self.request(conversation);
+        let mut stream = model.stream(&request);
+        let failure = reader.stream(&mut stream, cancel).await;
+        reader.end(failure)
+    }
+
+    /// The executor of one round: runs the reader's jobs in stream order as they arrive.
+    async fn run_jobs(
+        &self,
+        mut queue: mpsc::UnboundedReceiver<Job>,
+        budget: &mut CallBudget,
+        emit: &(dyn Fn(AgentEvent) + Sync),
+        cancel: &CancellationToken,
+    ) -> RoundWork {
+        let mut work = RoundWork::default();
+        while let Some(job) = queue.recv().await {
+            self.execute(job, budget, emit, cancel, &mut work).await;
+        }
+        work
     }
 
     /// Turns a decoder event into agent events and jobs.
@@ -594,7 +448,7 @@ impl Agent {
         turn: &Turn,
     ) {
         // The executor outlives the reader, so a send cannot fail.
-        let (kind, span, index, calls, diagnostics) = match event {
+        let block = match event {
             tam::Event::Text { ref text, .. } => {
                 answer.push_str(text);
                 emit(AgentEvent::Decoded(event.into_owned()));
@@ -609,27 +463,20 @@ impl Agent {
                 emit(AgentEvent::Decoded(event.into_owned()));
                 return;
             }
-            tam::Event::TamBlock(block) => {
-                let registry = self.dispatcher.registry();
-                let calls = ToolCall::from_tam_block_with(&block, |tool, key, text| {
-                    registry
-                        .resolve(tool)
-                        .and_then(|id| registry.entry(id.as_str()))
-                        .is_ok_and(|entry| {
-                            entry
-                                .tool
-                                .is_one_item(key, tool_schema::KeyMatch::Canonical, text)
-                        })
-                });
-                (Protocol::Tam, block.span, 0, calls, block.diagnostics)
-            }
-            tam::Event::ActionBlock(block) => (
-                Protocol::Action,
-                block.span,
-                block.index,
-                ToolCall::from_action_block(&block),
-                block.diagnostics,
-            ),
+            tam::Event::TamBlock(block) => ClosedBlock {
+                kind: Protocol::Tam,
+                span: block.span,
+                index: 0,
+                calls: self.tam_calls(&block),
+                diagnostics: block.diagnostics,
+            },
+            tam::Event::ActionBlock(block) => ClosedBlock {
+                kind: Protocol::Action,
+                span: block.span,
+                index: block.index,
+                calls: ToolCall::from_action_block(&block),
+                diagnostics: block.diagnostics,
+            },
             tam::Event::Diagnostic(diagnostic) => {
                 if turn.cutting.load(Ordering::Relaxed) {
                     turn.cut_block.store(true, Ordering::Relaxed);
@@ -657,55 +504,80 @@ impl Agent {
                 return;
             }
         };
-        let job = {
-            {
-                if turn.cutting.load(Ordering::Relaxed) {
-                    // The block was open when the stream was cut: whatever the decoder
-                    // made of it, the model did not finish it, so it does not run.
-                    turn.cut_block.store(true, Ordering::Relaxed);
-                    emit(AgentEvent::BlockClosed {
-                        kind,
-                        span,
-                        calls,
-                        diagnostics,
-                        executed: false,
-                    });
-                    return;
-                }
-                let executed = index == 0 || self.config.run_extra_action_blocks;
-                emit(AgentEvent::BlockClosed {
-                    kind,
-                    span,
-                    calls: calls.clone(),
-                    diagnostics: diagnostics.clone(),
-                    executed,
-                });
-                if executed {
-                    if !calls.is_empty() && self.config.end_turn_at_call {
-                        // The model's turn ends at this block.
-                        turn.end.store(span.end, Ordering::Relaxed);
-                        turn.over.store(true, Ordering::Relaxed);
-                    }
-                    Job {
-                        calls,
-                        diagnostics,
-                        note: None,
-                    }
-                } else {
-                    let note = format!(
-                        "{OBSERVATION_PREFIX}Error - Only the first ACTION block of a reply is executed; the {} call(s) of ACTION block {} were not executed",
-                        calls.len(),
-                        index + 1
-                    );
-                    Job {
-                        calls: Vec::new(),
-                        diagnostics: Vec::new(),
-                        note: Some(note),
-                    }
-                }
+        if let Some(job) = self.close_block(block, emit, turn) {
+            let _ = jobs.send(job);
+        }
+    }
+
+    /// The calls of a TAM block, a repeated key read as items of its tool's array parameter.
+    fn tam_calls(&self, block: &tam::TamBlock) -> Vec<ToolCall> {
+        let registry = self.dispatcher.registry();
+        ToolCall::from_tam_block_with(block, |tool, key, text| {
+            registry
+                .resolve(tool)
+                .and_then(|id| registry.entry(id.as_str()))
+                .is_ok_and(|entry| {
+                    entry
+                        .tool
+                        .is_one_item(key, tool_schema::KeyMatch::Canonical, text)
+                })
+        })
+    }
+
+    /// Reports a closed block and gives its job; none when the block was open at the cut.
+    fn close_block(
+        &self,
+        block: ClosedBlock,
+        emit: &(dyn Fn(AgentEvent) + Sync),
+        turn: &Turn,
+    ) -> Option<Job> {
+        let ClosedBlock {
+            kind,
+            span,
+            index,
+            calls,
+            diagnostics,
+        } = block;
+        if turn.cutting.load(Ordering::Relaxed) {
+            // The block was open when the stream was cut: whatever the decoder made of
+            // it, the model did not finish it, so it does not run.
+            turn.cut_block.store(true, Ordering::Relaxed);
+            emit(AgentEvent::BlockClosed {
+                kind,
+                span,
+                calls,
+                diagnostics,
+                executed: false,
+            });
+            return None;
+        }
+        let executed = index == 0 || self.config.run_extra_action_blocks;
+        emit(AgentEvent::BlockClosed {
+            kind,
+            span,
+            calls: calls.clone(),
+            diagnostics: diagnostics.clone(),
+            executed,
+        });
+        if executed {
+            if !calls.is_empty() && self.config.end_turn_at_call {
+                // The model's turn ends at this block.
+                turn.end.store(span.end, Ordering::Relaxed);
+                turn.over.store(true, Ordering::Relaxed);
             }
-        };
-        let _ = jobs.send(job);
+            Some(Job {
+                calls,
+                diagnostics,
+                note: None,
+            })
+        } else {
+            let note = format!(
+                "{OBSERVATION_PREFIX}Error - Only the first ACTION block of a reply is executed; the {} call(s) of ACTION block {} were not executed",
+                calls.len(),
+                index + 1
+            );
+            Some(Job::note(note))
+        }
     }
 
     /// Runs one job: error diagnostics become observations, calls run as a chain.
@@ -749,5 +621,293 @@ impl Agent {
             observe(outcome.observation());
         }
         work.outcomes.extend(outcomes);
+    }
+}
+
+/// A block the decoder closed, on its way to the caller and the executor.
+struct ClosedBlock {
+    kind: Protocol,
+    /// Start marker to end marker.
+    span: tam::Span,
+    /// The block's place among the reply's ACTION blocks (0 for TAM).
+    index: usize,
+    calls: Vec<ToolCall>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// Where the decoder's events of one round go: to the caller, the prose and the executor.
+struct Router<'a> {
+    agent: &'a Agent,
+    /// The prose outside blocks.
+    answer: &'a mut String,
+    /// The executor's queue.
+    jobs: mpsc::UnboundedSender<Job>,
+    emit: &'a (dyn Fn(AgentEvent) + Sync),
+    turn: Turn,
+}
+
+impl Router<'_> {
+    /// Routes a decoder event, unless the turn is over.
+    fn on_event(&mut self, event: tam::Event<'_>) {
+        if self.turn.is_over() {
+            return;
+        }
+        self.turn.track(&event);
+        self.agent
+            .route(event, self.answer, &self.jobs, self.emit, &self.turn);
+    }
+}
+
+/// Why a round's stream stopped early: `Some(error)` when it failed, `None` when cancelled.
+type Failure = Option<BoxError>;
+
+/// The stream reader of one round: the decoder, the reply's text and how the stream ended.
+struct Reader<'a> {
+    router: Router<'a>,
+    decoder: tam::Decoder,
+    /// Splits reasoning out of the text when the decoder reads reasoning tags.
+    think: Option<ThinkSplitter>,
+    /// The reply's text (reasoning split out).
+    raw: String,
+    finish: Option<FinishReason>,
+    /// The stop sequence the server says it stopped at.
+    stopped_at: Option<String>,
+    /// The names of native tool calls, by index.
+    native: BTreeMap<usize, String>,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader of `agent`'s protocol that queues jobs on `jobs`.
+    fn new(
+        agent: &'a Agent,
+        jobs: mpsc::UnboundedSender<Job>,
+        answer: &'a mut String,
+        emit: &'a (dyn Fn(AgentEvent) + Sync),
+    ) -> Self {
+        let config = &agent.config;
+        // A call element of an offered tool written without `<ACTION>` is a call.
+        let offered = agent.scope.definitions(agent.dispatcher.registry());
+        let decoder = tam::Decoder::new(config.decoder)
+            .with_bare_call_tools(offered.iter().map(|d| d.id.as_str()));
+        Self {
+            router: Router {
+                agent,
+                answer,
+                jobs,
+                emit,
+                turn: Turn::default(),
+            },
+            decoder,
+            think: config.decoder.reasoning_tags.then(ThinkSplitter::new),
+            raw: String::new(),
+            finish: None,
+            stopped_at: None,
+            native: BTreeMap::new(),
+        }
+    }
+
+    /// Reads the stream: `None` at its end or the turn's, the `Failure` when it stopped early.
+    async fn stream(
+        &mut self,
+        stream: &mut BoxStream<'static, Result<ModelItem, BoxError>>,
+        cancel: &CancellationToken,
+    ) -> Option<Failure> {
+        let emit = self.router.emit;
+        loop {
+            let next = tokio::select! {
+                biased;
+                () = cancel.cancelled() => break Some(None),
+                next = stream.next() => next,
+            };
+            match next {
+                Some(Ok(ModelItem::Text(delta))) => {
+                    self.text(&delta);
+                    if self.router.turn.is_over() {
+                        // The turn ended at the call: dropping the stream closes the
+                        // request, whatever the model would write next.
+                        break None;
+                    }
+                }
+                Some(Ok(ModelItem::Usage(_))) => {}
+                Some(Ok(ModelItem::Reasoning(reasoning))) => {
+                    if !reasoning.is_empty() {
+                        emit(AgentEvent::Reasoning(reasoning));
+                    }
+                }
+                Some(Ok(ModelItem::ToolCallChunk(chunk))) => {
+                    let name = self.native.entry(chunk.index).or_default();
+                    if let Some(piece) = &chunk.name {
+                        name.push_str(piece);
+                    }
+                    emit(AgentEvent::NativeToolCall(chunk));
+                }
+                Some(Ok(ModelItem::StopSequence(sequence))) => self.stopped_at = Some(sequence),
+                Some(Ok(ModelItem::Finish(reason))) => {
+                    emit(AgentEvent::ModelFinished(reason.clone()));
+                    self.finish = Some(reason);
+                }
+                Some(Err(error)) => break Some(Some(error)),
+                None => break None,
+            }
+        }
+    }
+
+    /// Feeds a text delta of the stream: reasoning split out and reported, the rest decoded.
+    fn text(&mut self, delta: &str) {
+        let Self {
+            router,
+            decoder,
+            think,
+            raw,
+            ..
+        } = self;
+        let mut piece_out = |piece: ContentPiece<'_>| match piece {
+            ContentPiece::Text(text) => {
+                raw.push_str(text);
+                decoder.feed(text, |event| router.on_event(event));
+            }
+            ContentPiece::Reasoning(reasoning) => {
+                (router.emit)(AgentEvent::Reasoning(reasoning.to_owned()));
+            }
+        };
+        match think {
+            Some(splitter) => splitter.feed(delta, &mut piece_out),
+            None => piece_out(ContentPiece::Text(delta)),
+        }
+    }
+
+    /// Ends the round's stream: last text decoded, decoder finished; how it ended, or the error.
+    fn end(mut self, failure: Option<Failure>) -> Result<RoundEnd, Error> {
+        self.release_held();
+        if failure.is_none() {
+            self.close_stopped_block();
+        }
+        self.note_native_calls();
+        let cut = match &failure {
+            Some(Some(error)) => Some(StreamCut::Transport(error.to_string())),
+            Some(None) => None,
+            None if self.finish.as_ref().is_some_and(FinishReason::is_cut) => {
+                Some(StreamCut::Length)
+            }
+            None => None,
+        };
+        let truncated = cut.is_some();
+        let raw = self.finish_decoder(cut);
+        match failure {
+            Some(Some(error)) => Err(Error::Model(error)),
+            Some(None) => Ok(RoundEnd {
+                raw,
+                streamed: false,
+                cut: false,
+            }),
+            None => Ok(RoundEnd {
+                raw,
+                streamed: true,
+                cut: truncated,
+            }),
+        }
+    }
+
+    /// Decodes the text the reasoning splitter held back (a partial tag).
+    fn release_held(&mut self) {
+        if let Some(splitter) = self.think.take() {
+            let emit = self.router.emit;
+            splitter.finish(|piece| match piece {
+                // Without the splitter, the text is decoded as it is.
+                ContentPiece::Text(text) => self.text(text),
+                ContentPiece::Reasoning(reasoning) => {
+                    emit(AgentEvent::Reasoning(reasoning.to_owned()));
+                }
+            });
+        }
+    }
+
+    /// At a `stop` finish, closes the block a server's stop sequence left open, if it ends there.
+    fn close_stopped_block(&mut self) {
+        let config = &self.router.agent.config;
+        // A server that honours the stop sequence leaves the end marker out: at a `stop`
+        // finish, a block still open is closed by its marker when the server says it
+        // stopped there, or, when it says nothing, when the block can end there (a reply
+        // that mentions a start marker and ends by itself finishes with `stop` too). Its
+        // decoder then decides whether the block holds calls.
+        let open = self.router.turn.open.load(Ordering::Relaxed);
+        let marker = if open == 1 {
+            config.decoder.tam.dialect.end_marker()
+        } else {
+            ACTION_END
+        };
+        // A reply that ends with the marker was not stopped at it (the server ignored the
+        // stop sequence): the block stays as the model wrote it.
+        if config.end_turn_at_call
+            && !self.router.turn.is_over()
+            && self.finish == Some(FinishReason::Stop)
+            && open != 0
+            && !self.raw.ends_with(marker)
+        {
+            let stopped = match &self.stopped_at {
+                Some(sequence) => StoppedAt::Sequence(sequence),
+                None => StoppedAt::Unreported,
+            };
+            let events = close_stopped_block(&mut self.decoder, marker, stopped);
+            if events
+                .iter()
+                .any(|e| matches!(e, tam::Event::TamBlock(_) | tam::Event::ActionBlock(_)))
+            {
+                self.raw.push_str(marker);
+            }
+            for event in events {
+                self.router.on_event(event);
+            }
+        }
+    }
+
+    /// Tells the model its native tool calls were not run, unless its turn ended at a call.
+    fn note_native_calls(&mut self) {
+        if self.native.is_empty() || self.router.turn.is_over() {
+            return;
+        }
+        let names: Vec<String> = std::mem::take(&mut self.native)
+            .into_values()
+            .map(|name| {
+                if name.is_empty() {
+                    "?".to_owned()
+                } else {
+                    name
+                }
+            })
+            .collect();
+        let note = format!(
+            "{OBSERVATION_PREFIX}Error - Native tool calls are not executed here ({}); write each call as a tool call block of the protocol in your instructions",
+            names.join(", ")
+        );
+        let _ = self.router.jobs.send(Job::note(note));
+    }
+
+    /// Finishes the decoder (cut if the stream was); gives the reply's text up to the turn's end.
+    fn finish_decoder(self, cut: Option<StreamCut>) -> String {
+        let Self {
+            mut router,
+            decoder,
+            mut raw,
+            ..
+        } = self;
+        if let Some(cut) = cut {
+            (router.emit)(AgentEvent::StreamCut(cut.clone()));
+            router.turn.cutting.store(true, Ordering::Relaxed);
+            decoder.finish_cut(|event| router.on_event(event));
+            if router.turn.cut_block.load(Ordering::Relaxed) && cut == StreamCut::Length {
+                let note = format!(
+                    "{OBSERVATION_PREFIX}Error - Your reply was cut at the token limit (finish_reason: length) while a tool call block was open; no call of that block was executed. Write shorter calls, or one call per reply"
+                );
+                let _ = router.jobs.send(Job::note(note));
+            }
+        } else {
+            decoder.finish(|event| router.on_event(event));
+        }
+        if router.turn.is_over() {
+            // What the model wrote after its block is not part of the conversation.
+            raw.truncate(router.turn.end.load(Ordering::Relaxed).min(raw.len()));
+        }
+        raw
     }
 }
