@@ -261,7 +261,67 @@ pub(crate) fn translate(
         stream,
         include_usage: _,
     } = conversation;
-    let offered_definitions: Vec<ToolDefinition> = match &choice {
+    let offered_definitions = offered_definitions(tools, choice.as_ref())?;
+    if protocol == ProtocolChoice::Action {
+        writable_in_action(&offered_definitions)?;
+    }
+    let decode = !offered_definitions.is_empty();
+    let mut offered = OfferedTools::default();
+    // TAM (and auto, which teaches TAM) offers parameters named like its `command` keys
+    // under an alias.
+    if protocol != ProtocolChoice::Action {
+        add_tam_aliases(&mut offered.aliases, &offered_definitions);
+    }
+    let prompted: Vec<ToolDefinition> = if decode {
+        prompted_tools(&offered_definitions, &offered.aliases)
+    } else {
+        Vec::new()
+    };
+    let prompt = choice.as_ref().filter(|_| decode).map(|choice| {
+        let refs: Vec<&ToolDefinition> = prompted.iter().collect();
+        tool_prompt(protocol, &refs, choice, parallel)
+    });
+    let activation = match &choice {
+        Some(Choice::Required | Choice::Named(_)) => Activation::Required,
+        _ => Activation::Lazy,
+    };
+    // The history's calls of such tools as the model would have written them.
+    let mut turns = turns;
+    if !offered.aliases.is_empty() {
+        alias_past_calls(&mut turns, &offered.aliases);
+    }
+    compile_tools(&mut offered.tools, offered_definitions)?;
+
+    let after = decode.then(|| after_observations(protocol));
+    let (mut messages, holds_calls) = render_turns(turns, protocol, prompt, after);
+    // Once the conversation holds a call, its own turns show the form, and the model given
+    // its results answers the demonstration's questions too (see `prompt`'s decisions).
+    let demonstration = choice
+        .as_ref()
+        .filter(|_| decode && !holds_calls)
+        .map(|choice| demonstration(protocol, choice))
+        .unwrap_or_default();
+    insert_demonstration(&mut messages, demonstration);
+    Ok(Translated {
+        model,
+        messages,
+        options,
+        extra,
+        stream,
+        offered,
+        decode,
+        max_calls: if parallel { usize::MAX } else { 1 },
+        prompted,
+        activation,
+    })
+}
+
+/// The tools offered to the model: none without a choice, the named one alone, else all.
+fn offered_definitions(
+    tools: Vec<ToolDefinition>,
+    choice: Option<&Choice>,
+) -> Result<Vec<ToolDefinition>, ProxyError> {
+    Ok(match choice {
         None => Vec::new(),
         Some(Choice::Named(name)) => {
             let chosen: Vec<ToolDefinition> = tools
@@ -279,93 +339,72 @@ pub(crate) fn translate(
             chosen
         }
         Some(_) => tools,
-    };
-    if protocol == ProtocolChoice::Action {
-        writable_in_action(&offered_definitions)?;
-    }
-    let decode = !offered_definitions.is_empty();
-    let mut offered = OfferedTools::default();
-    // TAM (and auto, which teaches TAM) offers parameters named like its `command` keys
-    // under an alias.
-    if protocol != ProtocolChoice::Action {
-        for definition in &offered_definitions {
-            let aliases = tam_aliases(definition);
-            if !aliases.is_empty() {
-                offered
-                    .aliases
-                    .insert(definition.id.as_str().to_owned(), aliases);
-            }
+    })
+}
+
+/// Records, per tool of `definitions`, the parameters TAM offers under an alias.
+fn add_tam_aliases(
+    aliases: &mut HashMap<String, Vec<(String, String)>>,
+    definitions: &[ToolDefinition],
+) {
+    for definition in definitions {
+        let tool_aliases = tam_aliases(definition);
+        if !tool_aliases.is_empty() {
+            aliases.insert(definition.id.as_str().to_owned(), tool_aliases);
         }
     }
-    let prompted: Vec<ToolDefinition> = if decode {
-        offered_definitions
-            .iter()
-            .map(|d| match offered.aliases.get(d.id.as_str()) {
-                Some(aliases) => with_aliases(d, aliases),
-                None => d.clone(),
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let prompt = choice.as_ref().filter(|_| decode).map(|choice| {
-        let refs: Vec<&ToolDefinition> = prompted.iter().collect();
-        tool_prompt(protocol, &refs, choice, parallel)
-    });
-    let activation = match &choice {
-        Some(Choice::Required | Choice::Named(_)) => Activation::Required,
-        _ => Activation::Lazy,
-    };
-    // The history's calls of such tools as the model would have written them.
-    let mut turns = turns;
-    if !offered.aliases.is_empty() {
-        for turn in &mut turns {
-            if let Turn::Assistant { calls, .. } = turn {
-                for call in calls {
-                    if let (Some(aliases), Some(args)) =
-                        (offered.aliases.get(&call.name), call.args.as_mut())
-                    {
-                        let pairs = aliases.iter().map(|(a, r)| (r.clone(), a.clone()));
-                        rename_keys(args, pairs);
-                    }
+}
+
+/// The offered tools as the prompt lists them: their aliases applied.
+fn prompted_tools(
+    definitions: &[ToolDefinition],
+    aliases: &HashMap<String, Vec<(String, String)>>,
+) -> Vec<ToolDefinition> {
+    definitions
+        .iter()
+        .map(|d| match aliases.get(d.id.as_str()) {
+            Some(aliases) => with_aliases(d, aliases),
+            None => d.clone(),
+        })
+        .collect()
+}
+
+/// Renames the arguments of the history's calls to the aliases their tools are offered under.
+fn alias_past_calls(turns: &mut [Turn], aliases: &HashMap<String, Vec<(String, String)>>) {
+    for turn in turns {
+        if let Turn::Assistant { calls, .. } = turn {
+            for call in calls {
+                if let (Some(aliases), Some(args)) = (aliases.get(&call.name), call.args.as_mut()) {
+                    let pairs = aliases.iter().map(|(a, r)| (r.clone(), a.clone()));
+                    rename_keys(args, pairs);
                 }
             }
         }
     }
-    for definition in offered_definitions {
+}
+
+/// Compiles each offered tool into `tools`, by name (400 `invalid_tools` for one that fails).
+fn compile_tools(
+    tools: &mut HashMap<String, CompiledTool>,
+    definitions: Vec<ToolDefinition>,
+) -> Result<(), ProxyError> {
+    for definition in definitions {
         let name = definition.id.as_str().to_owned();
         let tool = CompiledTool::new(definition)
             .map_err(|e| ProxyError::invalid("invalid_tools", format!("tool '{name}': {e}")))?;
-        offered.tools.insert(name, tool);
+        tools.insert(name, tool);
     }
+    Ok(())
+}
 
-    let after = decode.then(|| after_observations(protocol));
-    let (mut messages, holds_calls) = render_turns(turns, protocol, prompt, after);
-    // Once the conversation holds a call, its own turns show the form, and the model given
-    // its results answers the demonstration's questions too (see `prompt`'s decisions).
-    let demonstration = choice
-        .as_ref()
-        .filter(|_| decode && !holds_calls)
-        .map(|choice| demonstration(protocol, choice))
-        .unwrap_or_default();
+/// Inserts the demonstration turns between the system messages and the conversation.
+fn insert_demonstration(messages: &mut Vec<Message>, demonstration: Vec<Message>) {
     // The demonstration goes between the system messages and the conversation.
     let first_turn = messages
         .iter()
         .position(|m| m.role != Role::System)
         .unwrap_or(messages.len());
     messages.splice(first_turn..first_turn, demonstration);
-    Ok(Translated {
-        model,
-        messages,
-        options,
-        extra,
-        stream,
-        offered,
-        decode,
-        max_calls: if parallel { usize::MAX } else { 1 },
-        prompted,
-        activation,
-    })
 }
 
 /// In ACTION a call is an element named by its tool and parameters: a tool (or a

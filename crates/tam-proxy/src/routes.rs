@@ -19,8 +19,11 @@ use api::chat::ChunkWriter;
 use api::{Ending, ErrorShape, Gathered, Wire, unique_id};
 use conversation::{Conversation, Translated};
 use response::Translator;
-use tam_model::openai::{LlamaCompletionModel, UpstreamKind};
-use tam_model::{BoxError, Constraint, LanguageModel, ModelItem, ModelRequest};
+use serde_json::{Map, Value};
+use tam_model::openai::{LlamaCompletionModel, OpenAiConfig, OpenAiModel, UpstreamKind};
+use tam_model::{
+    BoxError, Constraint, LanguageModel, Message, ModelItem, ModelOptions, ModelRequest,
+};
 use tool_dispatch::{Protocol, grammar_options_for, taught_protocol};
 use tool_schema::ToolDefinition;
 use tool_schema::grammar::{Activation, StrictGrammar};
@@ -159,7 +162,7 @@ async fn complete<W: Wire>(
         model: model_name,
         messages,
         mut options,
-        mut extra,
+        extra,
         stream,
         offered,
         decode,
@@ -175,23 +178,7 @@ async fn complete<W: Wire>(
         max_calls,
         id.clone(),
     );
-    // The model's turn ends at its call: the protocol's end markers go upstream
-    // as stop sequences, before the client's own.
-    let mut stop = translator.stop_sequences();
-    if !stop.is_empty() {
-        for own in options.stop.drain(..) {
-            if !stop.contains(&own) {
-                stop.push(own);
-            }
-        }
-        options.stop = stop;
-    }
-    // Usage is always asked for (the proxy streams from the upstream), and reported to the
-    // client as its API does.
-    extra.insert(
-        "stream_options".into(),
-        serde_json::json!({"include_usage": true}),
-    );
+    merge_stop_sequences(&mut options, translator.stop_sequences());
     // Strict calls: the grammar of the offered tools, in the form the upstream takes.
     let strict = if config.strict && decode {
         strict_constraint(shared, &prompted, activation, info.as_ref()).await
@@ -201,40 +188,12 @@ async fn complete<W: Wire>(
     if decode {
         summary.constrained = Some(strict.is_some());
     }
-    let mut upstream_config = config.upstream.clone();
-    upstream_config.model.clone_from(&model_name);
-    if matches!(strict, Some(Constraint::Gbnf { .. })) {
-        // The fields that make the `/completion` request itself are the proxy's: a
-        // client's own would replace the rendered prompt or the grammar.
-        for field in COMPLETION_OWN_FIELDS {
-            extra.remove(field);
-        }
-    }
-    // The client's fields first; the operator's `extra_body` wins.
-    let mut fields = extra;
-    fields.extend(std::mem::take(&mut upstream_config.extra_body));
-    upstream_config.extra_body = fields;
+    let upstream_config = request_upstream_config(config, &model_name, strict.as_ref(), extra);
     if config.log_prompts {
-        tracing::info!(
-            target: "tam_proxy::prompt",
-            request_id = info.as_ref().map(|i| tracing::field::display(&i.id)),
-            model = %model_name,
-            messages = %serde_json::to_string(&messages).unwrap_or_default(),
-        );
+        log_prompt(info.as_ref(), &model_name, &messages);
     }
     let model = shared.model.with_config(upstream_config);
-    let mut model_request = ModelRequest::new(messages, options);
-    let mut upstream = match strict {
-        Some(constraint @ Constraint::Gbnf { .. }) => {
-            model_request = model_request.with_constraint(constraint);
-            LlamaCompletionModel::sharing(&model).stream(&model_request)
-        }
-        Some(constraint) => {
-            model_request = model_request.with_constraint(constraint);
-            model.stream(&model_request)
-        }
-        None => model.stream(&model_request),
-    };
+    let mut upstream = open_upstream(&model, ModelRequest::new(messages, options), strict);
 
     // The first item decides the status: an upstream error is answered with its own.
     let first = match upstream.next().await {
@@ -257,28 +216,112 @@ async fn complete<W: Wire>(
         response.extensions_mut().insert(LogsItself);
         Ok(response)
     } else {
-        let (gathered, mut translator) = gather(first, upstream, translator).await?;
-        drop(slot);
-        let finish = translator.finish(false);
-        let mut gathered = gathered;
-        for piece in translator.drain() {
-            gathered.push(piece);
-        }
-        summary.calls = translator.calls();
-        summary.usage = translator.usage().cloned();
-        summary.outcome = Some(finish.as_openai().to_owned());
-        let ending = Ending {
-            finish: &finish,
-            usage: translator.usage(),
-            stop_sequence: translator.client_stop_sequence(),
-        };
-        let value = writer.whole(gathered, &ending);
-        Ok((
-            [(header::CONTENT_TYPE, "application/json")],
-            value.to_string(),
-        )
-            .into_response())
+        whole_response(first, upstream, translator, writer, slot, summary).await
     }
+}
+
+/// Puts the protocol's end markers (`stop`) before the client's own stop sequences.
+fn merge_stop_sequences(options: &mut ModelOptions, mut stop: Vec<String>) {
+    // The model's turn ends at its call: the protocol's end markers go upstream
+    // as stop sequences, before the client's own.
+    if !stop.is_empty() {
+        for own in options.stop.drain(..) {
+            if !stop.contains(&own) {
+                stop.push(own);
+            }
+        }
+        options.stop = stop;
+    }
+}
+
+/// The upstream's configuration for one request: its model name and body fields.
+fn request_upstream_config(
+    config: &ProxyConfig,
+    model_name: &str,
+    strict: Option<&Constraint>,
+    mut extra: Map<String, Value>,
+) -> OpenAiConfig {
+    // Usage is always asked for (the proxy streams from the upstream), and reported to the
+    // client as its API does.
+    extra.insert(
+        "stream_options".into(),
+        serde_json::json!({"include_usage": true}),
+    );
+    let mut upstream_config = config.upstream.clone();
+    model_name.clone_into(&mut upstream_config.model);
+    if matches!(strict, Some(Constraint::Gbnf { .. })) {
+        // The fields that make the `/completion` request itself are the proxy's: a
+        // client's own would replace the rendered prompt or the grammar.
+        for field in COMPLETION_OWN_FIELDS {
+            extra.remove(field);
+        }
+    }
+    // The client's fields first; the operator's `extra_body` wins.
+    let mut fields = extra;
+    fields.extend(std::mem::take(&mut upstream_config.extra_body));
+    upstream_config.extra_body = fields;
+    upstream_config
+}
+
+/// Logs the messages sent upstream (with `log_prompts`).
+fn log_prompt(info: Option<&RequestInfo>, model_name: &str, messages: &[Message]) {
+    tracing::info!(
+        target: "tam_proxy::prompt",
+        request_id = info.map(|i| tracing::field::display(&i.id)),
+        model = %model_name,
+        messages = %serde_json::to_string(&messages).unwrap_or_default(),
+    );
+}
+
+/// The upstream's stream for `model_request`, with the `strict` constraint if any.
+fn open_upstream(
+    model: &OpenAiModel,
+    mut model_request: ModelRequest,
+    strict: Option<Constraint>,
+) -> Upstream {
+    match strict {
+        Some(constraint @ Constraint::Gbnf { .. }) => {
+            model_request = model_request.with_constraint(constraint);
+            LlamaCompletionModel::sharing(model).stream(&model_request)
+        }
+        Some(constraint) => {
+            model_request = model_request.with_constraint(constraint);
+            model.stream(&model_request)
+        }
+        None => model.stream(&model_request),
+    }
+}
+
+/// A request without `stream`: the whole reply as one JSON body, its facts in `summary`.
+async fn whole_response<W: Wire>(
+    first: Option<Result<ModelItem, BoxError>>,
+    upstream: Upstream,
+    translator: Translator,
+    writer: W,
+    slot: OwnedSemaphorePermit,
+    summary: &mut Summary,
+) -> Result<Response, ProxyError> {
+    let (gathered, mut translator) = gather(first, upstream, translator).await?;
+    drop(slot);
+    let finish = translator.finish(false);
+    let mut gathered = gathered;
+    for piece in translator.drain() {
+        gathered.push(piece);
+    }
+    summary.calls = translator.calls();
+    summary.usage = translator.usage().cloned();
+    summary.outcome = Some(finish.as_openai().to_owned());
+    let ending = Ending {
+        finish: &finish,
+        usage: translator.usage(),
+        stop_sequence: translator.client_stop_sequence(),
+    };
+    let value = writer.whole(gathered, &ending);
+    Ok((
+        [(header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+        .into_response())
 }
 
 /// The fields of a llama-server `/completion` request the proxy makes itself when it sends

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Body;
 use hyper::body::{Frame, Incoming, SizeHint};
+use hyper::server::conn::http1;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -146,11 +147,7 @@ pub(crate) async fn run(
     limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.timer(TokioTimer::new());
-    builder
-        .header_read_timeout((!limits.header_timeout.is_zero()).then_some(limits.header_timeout));
-    builder.max_buf_size(MAX_HEADER_BYTES);
+    let builder = http1_builder(&limits);
     let registry: Registry = Arc::default();
     // Each connection's task holds a sender; when all are gone, every task has ended.
     let (running, mut all_ended) = mpsc::channel::<Infallible>(1);
@@ -176,20 +173,7 @@ pub(crate) async fn run(
         let connection = Arc::new(Connection::default());
         {
             let mut open = lock(&registry);
-            let now = if limits.max_connections == 0 || open.len() < limits.max_connections {
-                AtCap::Under
-            } else if let Some(oldest_idle) = open
-                .iter()
-                .find(|(_, connection)| !connection.is_serving())
-                .map(|(id, _)| *id)
-            {
-                if let Some(closed) = open.remove(&oldest_idle) {
-                    closed.close.notify_one();
-                }
-                AtCap::Closing
-            } else {
-                AtCap::Refusing
-            };
+            let now = make_room(&mut open, limits.max_connections);
             cap_log.record(now);
             if now == AtCap::Refusing {
                 drop(open);
@@ -200,37 +184,7 @@ pub(crate) async fn run(
             open.insert(next_id, connection.clone());
         }
         let id = next_id;
-        let _ = stream.set_nodelay(true);
-        let io = TrackedIo {
-            io: TokioIo::new(stream),
-            connection: connection.clone(),
-        };
-        let service = TrackedService {
-            app: TowerToHyperService::new(app.clone()),
-            connection: connection.clone(),
-        };
-        let served = builder.serve_connection(io, service);
-        let registry = registry.clone();
-        let running = running.clone();
-        tokio::spawn(async move {
-            let mut served = std::pin::pin!(served);
-            tokio::select! {
-                biased;
-                () = connection.close.notified() => {
-                    if connection.is_serving() {
-                        // Its request finishes first (hyper closes the connection after
-                        // it); one that is not serving is dropped here, closed at once.
-                        served.as_mut().graceful_shutdown();
-                        let _ = served.await;
-                    }
-                }
-                // A connection error (a time-out, a client that went away) ends only its
-                // connection.
-                _ = served.as_mut() => {}
-            }
-            lock(&registry).remove(&id);
-            drop(running);
-        });
+        spawn_connection(&builder, stream, &app, connection, &registry, id, &running);
     }
     drop(listener);
     for connection in std::mem::take(&mut *lock(&registry)).into_values() {
@@ -240,6 +194,79 @@ pub(crate) async fn run(
     // `None` once every connection's task has ended.
     let _ = all_ended.recv().await;
     Ok(())
+}
+
+/// The HTTP/1 connection builder: the header-read time-out and the read buffer's bound.
+fn http1_builder(limits: &Limits) -> http1::Builder {
+    let mut builder = http1::Builder::new();
+    builder.timer(TokioTimer::new());
+    builder
+        .header_read_timeout((!limits.header_timeout.is_zero()).then_some(limits.header_timeout));
+    builder.max_buf_size(MAX_HEADER_BYTES);
+    builder
+}
+
+/// Whether a new connection is served, closing the oldest `open` one serving no request
+/// when at the cap.
+fn make_room(open: &mut BTreeMap<u64, Arc<Connection>>, max_connections: usize) -> AtCap {
+    if max_connections == 0 || open.len() < max_connections {
+        AtCap::Under
+    } else if let Some(oldest_idle) = open
+        .iter()
+        .find(|(_, connection)| !connection.is_serving())
+        .map(|(id, _)| *id)
+    {
+        if let Some(closed) = open.remove(&oldest_idle) {
+            closed.close.notify_one();
+        }
+        AtCap::Closing
+    } else {
+        AtCap::Refusing
+    }
+}
+
+/// Serves `stream` as connection `id` in a task of its own, which leaves `registry` when
+/// the connection ends.
+fn spawn_connection(
+    builder: &http1::Builder,
+    stream: TcpStream,
+    app: &Router,
+    connection: Arc<Connection>,
+    registry: &Registry,
+    id: u64,
+    running: &mpsc::Sender<Infallible>,
+) {
+    let _ = stream.set_nodelay(true);
+    let io = TrackedIo {
+        io: TokioIo::new(stream),
+        connection: connection.clone(),
+    };
+    let service = TrackedService {
+        app: TowerToHyperService::new(app.clone()),
+        connection: connection.clone(),
+    };
+    let served = builder.serve_connection(io, service);
+    let registry = registry.clone();
+    let running = running.clone();
+    tokio::spawn(async move {
+        let mut served = std::pin::pin!(served);
+        tokio::select! {
+            biased;
+            () = connection.close.notified() => {
+                if connection.is_serving() {
+                    // Its request finishes first (hyper closes the connection after
+                    // it); one that is not serving is dropped here, closed at once.
+                    served.as_mut().graceful_shutdown();
+                    let _ = served.await;
+                }
+            }
+            // A connection error (a time-out, a client that went away) ends only its
+            // connection.
+            _ = served.as_mut() => {}
+        }
+        lock(&registry).remove(&id);
+        drop(running);
+    });
 }
 
 /// After a failed `accept`: go on at once when only that connection failed; wait a

@@ -158,29 +158,12 @@ fn read_message(message: &Value, position: usize, turns: &mut Vec<Turn>) -> Resu
         // Claude Code sends its environment's details as a `system` message among the
         // turns (not a role of the Messages API, but what the real client sends).
         "system" => {
-            let text = match message.get("content") {
-                Some(Value::String(text)) => text.clone(),
-                Some(Value::Array(blocks)) => text_blocks(blocks, &format!("{at}.content"))?,
-                _ => {
-                    return Err(invalid(format!(
-                        "{at}.content: must be a string or an array of blocks"
-                    )));
-                }
-            };
-            turns.push(Turn::System(text));
+            turns.push(Turn::System(system_text(message, &at)?));
             return Ok(());
         }
         other => return Err(invalid(format!("{at}.role: unknown role '{other}'"))),
     };
-    let blocks: Vec<Value> = match message.get("content") {
-        Some(Value::String(text)) => vec![json!({"type": "text", "text": text})],
-        Some(Value::Array(blocks)) => blocks.clone(),
-        _ => {
-            return Err(invalid(format!(
-                "{at}.content: must be a string or an array of blocks"
-            )));
-        }
-    };
+    let blocks = content_blocks(message, &at)?;
     let mut text = String::new();
     let mut calls: Vec<PastCall> = Vec::new();
     let flush = |text: &mut String, calls: &mut Vec<PastCall>, turns: &mut Vec<Turn>| {
@@ -212,36 +195,10 @@ fn read_message(message: &Value, position: usize, turns: &mut Vec<Turn>) -> Resu
                 }
                 text.push_str(piece);
             }
-            "tool_use" if assistant => {
-                let name = block
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| invalid(format!("{at}.name: must be a string")))?;
-                let id = block.get("id").and_then(Value::as_str).map(str::to_owned);
-                let input = block.get("input").cloned().unwrap_or_else(|| json!({}));
-                calls.push(past_call(id, name, input.to_string()));
-            }
+            "tool_use" if assistant => calls.push(tool_use_call(block, &at)?),
             "tool_result" if !assistant => {
                 flush(&mut text, &mut calls, turns);
-                let content = match block.get("content") {
-                    None | Some(Value::Null) => String::new(),
-                    Some(Value::String(content)) => content.clone(),
-                    Some(Value::Array(blocks)) => text_blocks(blocks, &format!("{at}.content"))?,
-                    Some(_) => {
-                        return Err(invalid(format!(
-                            "{at}.content: must be a string or an array of text blocks"
-                        )));
-                    }
-                };
-                turns.push(Turn::ToolResult {
-                    call_id: block
-                        .get("tool_use_id")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                    name: None,
-                    content,
-                    is_error: block.get("is_error").and_then(Value::as_bool) == Some(true),
-                });
+                turns.push(tool_result_turn(block, &at)?);
             }
             "thinking" | "redacted_thinking" => {}
             "image" | "document" | "search_result" | "container_upload" => {
@@ -257,6 +214,66 @@ fn read_message(message: &Value, position: usize, turns: &mut Vec<Turn>) -> Resu
     }
     flush(&mut text, &mut calls, turns);
     Ok(())
+}
+
+/// The text of a `system` message among the turns.
+fn system_text(message: &Value, at: &str) -> Result<String, ProxyError> {
+    Ok(match message.get("content") {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(blocks)) => text_blocks(blocks, &format!("{at}.content"))?,
+        _ => {
+            return Err(invalid(format!(
+                "{at}.content: must be a string or an array of blocks"
+            )));
+        }
+    })
+}
+
+/// A user or assistant message's content as blocks (a string is one text block).
+fn content_blocks(message: &Value, at: &str) -> Result<Vec<Value>, ProxyError> {
+    Ok(match message.get("content") {
+        Some(Value::String(text)) => vec![json!({"type": "text", "text": text})],
+        Some(Value::Array(blocks)) => blocks.clone(),
+        _ => {
+            return Err(invalid(format!(
+                "{at}.content: must be a string or an array of blocks"
+            )));
+        }
+    })
+}
+
+/// A `tool_use` block as the assistant's past call.
+fn tool_use_call(block: &Value, at: &str) -> Result<PastCall, ProxyError> {
+    let name = block
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(format!("{at}.name: must be a string")))?;
+    let id = block.get("id").and_then(Value::as_str).map(str::to_owned);
+    let input = block.get("input").cloned().unwrap_or_else(|| json!({}));
+    Ok(past_call(id, name, input.to_string()))
+}
+
+/// A `tool_result` block as a tool result turn.
+fn tool_result_turn(block: &Value, at: &str) -> Result<Turn, ProxyError> {
+    let content = match block.get("content") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(content)) => content.clone(),
+        Some(Value::Array(blocks)) => text_blocks(blocks, &format!("{at}.content"))?,
+        Some(_) => {
+            return Err(invalid(format!(
+                "{at}.content: must be a string or an array of text blocks"
+            )));
+        }
+    };
+    Ok(Turn::ToolResult {
+        call_id: block
+            .get("tool_use_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        name: None,
+        content,
+        is_error: block.get("is_error").and_then(Value::as_bool) == Some(true),
+    })
 }
 
 /// `tools`: client tools (`name`, `description`, `input_schema`) are offered; a tool of

@@ -84,6 +84,45 @@ fn read_conversation(body: &[u8], default_model: &str) -> Result<Read, ProxyErro
         None | Some(Value::Null) if !default_model.is_empty() => default_model.to_owned(),
         _ => return Err(invalid("'model' must be a non-empty string")),
     };
+    let turns = read_turns(&request)?;
+    let (tools, kinds) = read_tools(request.get("tools"))?;
+    let choice = read_choice(request.get("tool_choice"))?;
+    let parallel = request
+        .get("parallel_tool_calls")
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    let mut options = ModelOptions::new();
+    options.max_tokens = read_max_output_tokens(request.get("max_output_tokens"))?;
+    let stream = match request.get("stream") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(stream)) => *stream,
+        Some(_) => return Err(invalid("'stream' must be a boolean")),
+    };
+    let extra: Map<String, Value> = request
+        .iter()
+        .filter(|(key, _)| PASSED_ON.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    let echo = echoed_fields(&request);
+    Ok((
+        Conversation {
+            model,
+            turns,
+            tools,
+            choice,
+            parallel,
+            options,
+            extra,
+            stream,
+            include_usage: false,
+        },
+        kinds,
+        echo,
+    ))
+}
+
+/// The turns of `instructions` (a system turn) and `input` (a user turn, or its items').
+fn read_turns(request: &Map<String, Value>) -> Result<Vec<Turn>, ProxyError> {
     let mut turns = Vec::new();
     match request.get("instructions") {
         None | Some(Value::Null) => {}
@@ -100,8 +139,12 @@ fn read_conversation(body: &[u8], default_model: &str) -> Result<Read, ProxyErro
         }
         Some(_) => return Err(invalid("'input' must be a string or an array of items")),
     }
-    let (tools, kinds) = read_tools(request.get("tools"))?;
-    let choice = match request.get("tool_choice") {
+    Ok(turns)
+}
+
+/// `tool_choice` (absent: `auto`; `none`: no choice, the tools are not offered).
+fn read_choice(value: Option<&Value>) -> Result<Option<Choice>, ProxyError> {
+    Ok(match value {
         None | Some(Value::Null) => Some(Choice::Auto),
         Some(Value::String(s)) if s == "auto" => Some(Choice::Auto),
         Some(Value::String(s)) if s == "none" => None,
@@ -110,13 +153,12 @@ fn read_conversation(body: &[u8], default_model: &str) -> Result<Read, ProxyErro
             Some(name) => Some(Choice::Named(name.to_owned())),
             None => return Err(invalid(format!("unknown 'tool_choice': {value}"))),
         },
-    };
-    let parallel = request
-        .get("parallel_tool_calls")
-        .and_then(Value::as_bool)
-        .unwrap_or(true);
-    let mut options = ModelOptions::new();
-    options.max_tokens = match request.get("max_output_tokens") {
+    })
+}
+
+/// `max_output_tokens`: a positive integer, or absent.
+fn read_max_output_tokens(value: Option<&Value>) -> Result<Option<u32>, ProxyError> {
+    Ok(match value {
         None | Some(Value::Null) => None,
         Some(value) => Some(
             value
@@ -124,17 +166,11 @@ fn read_conversation(body: &[u8], default_model: &str) -> Result<Read, ProxyErro
                 .and_then(|n| u32::try_from(n).ok())
                 .ok_or_else(|| invalid("'max_output_tokens' must be a positive integer"))?,
         ),
-    };
-    let stream = match request.get("stream") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(stream)) => *stream,
-        Some(_) => return Err(invalid("'stream' must be a boolean")),
-    };
-    let extra: Map<String, Value> = request
-        .iter()
-        .filter(|(key, _)| PASSED_ON.contains(&key.as_str()))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
+    })
+}
+
+/// The request's fields a `response` object repeats.
+fn echoed_fields(request: &Map<String, Value>) -> Map<String, Value> {
     let mut echo = Map::new();
     for key in [
         "instructions",
@@ -151,21 +187,7 @@ fn read_conversation(body: &[u8], default_model: &str) -> Result<Read, ProxyErro
             echo.insert(key.to_owned(), value.clone());
         }
     }
-    Ok((
-        Conversation {
-            model,
-            turns,
-            tools,
-            choice,
-            parallel,
-            options,
-            extra,
-            stream,
-            include_usage: false,
-        },
-        kinds,
-        echo,
-    ))
+    echo
 }
 
 /// A message's text: a string, or its text parts (`input_text`, `output_text`, `text`)
