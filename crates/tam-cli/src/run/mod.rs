@@ -38,8 +38,8 @@ use tam_model::openai::{
 };
 use tool_dispatch::mcp::{McpError, McpServer};
 use tool_dispatch::{
-    Agent, AgentConfig, CancellationToken, DEFAULT_MAX_TOOL_CALLS, Dispatcher, LlmNodeConfig,
-    Message, ModelOptions, ModelParameters, Registry, Scope, StopReason, StrictForm,
+    Agent, AgentConfig, AgentOutcome, CancellationToken, DEFAULT_MAX_TOOL_CALLS, Dispatcher, Error,
+    LlmNodeConfig, Message, ModelOptions, ModelParameters, Registry, Scope, StopReason, StrictForm,
     ToolExecutionResult, system_prompt_for,
 };
 use tool_schema::load::AgentProfile;
@@ -190,6 +190,54 @@ pub(crate) struct RunArgs {
 
 /// Runs `tam run`.
 pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
+    let config = model_config(args)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::Runtime)?;
+    let kind = if args.no_strict {
+        UpstreamKind::Other
+    } else {
+        runtime.block_on(args.upstream_kind.resolve(&config))
+    };
+    let (model, strict) = model_for(kind, config)?;
+
+    let mut registry = local_tools(args)?;
+    // Kept until the run ends: dropping a handle kills its server.
+    let _servers = runtime.block_on(start_mcp_servers(&mut registry, &args.mcp))?;
+    let dispatcher = Dispatcher::new(registry, summarizer_engine());
+    let (scope, node) = scope_and_node(args, &dispatcher)?;
+    let agent_config = agent_config(args, &node, strict);
+    let prompt = built_in_prompt(args)?;
+    let replacement = match &args.system_prompt {
+        Some(path) => Some(prompt_file(
+            path,
+            &prompt,
+            &scope.definitions(dispatcher.registry()),
+        )?),
+        None => None,
+    };
+    let agent = Agent::with_config(dispatcher, scope, agent_config);
+    warn_unwritable_tools(&agent);
+    if strict.is_some() {
+        report_strict(&agent, kind);
+    }
+    let system = replacement.unwrap_or_else(|| agent.system_prompt(&prompt));
+
+    let mut out = Output::new(args.json);
+    let mut conversation = vec![Message::system(system)];
+    let result = runtime.block_on(agent.run(
+        model.as_ref(),
+        &mut conversation,
+        &args.prompt,
+        |event| out.event(&event),
+        &CancellationToken::new(),
+    ));
+    finish_run(out, result)
+}
+
+/// The server's configuration: base URL, model, `--idle-timeout` and `--api-key-env`.
+fn model_config(args: &RunArgs) -> Result<OpenAiConfig, CliError> {
     let idle = Duration::try_from_secs_f64(args.idle_timeout)
         .ok()
         .filter(|d| !d.is_zero())
@@ -205,18 +253,17 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
             .with_api_key_env(var)
             .map_err(|e| CliError::usage(ErrorKind::InvalidValue, e.to_string()))?;
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(CliError::Runtime)?;
-    let kind = if args.no_strict {
-        UpstreamKind::Other
-    } else {
-        runtime.block_on(args.upstream_kind.resolve(&config))
-    };
+    Ok(config)
+}
+
+/// The model client for the server's kind and the strict form that kind takes, if any.
+fn model_for(
+    kind: UpstreamKind,
+    config: OpenAiConfig,
+) -> Result<(Box<dyn LanguageModel>, Option<StrictForm>), CliError> {
     let model_error = |e: tam_model::openai::OpenAiError| CliError::Model(e.to_string());
     // llama-server honours a caller's lazy grammar on its native `/completion` only.
-    let (model, strict): (Box<dyn LanguageModel>, Option<StrictForm>) = match kind {
+    Ok(match kind {
         UpstreamKind::LlamaCpp => (
             Box::new(LlamaCompletionModel::new(config).map_err(model_error)?),
             Some(StrictForm::Gbnf),
@@ -225,12 +272,15 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
             Box::new(OpenAiModel::new(config).map_err(model_error)?),
             Some(StrictForm::StructuralTag),
         ),
-        _ => (
+        UpstreamKind::Other => (
             Box::new(OpenAiModel::new(config).map_err(model_error)?),
             None,
         ),
-    };
+    })
+}
 
+/// A registry of the `--tools`, `--workflows` and `--plugin` tools (MCP servers come later).
+fn local_tools(args: &RunArgs) -> Result<Registry, CliError> {
     let mut registry = Registry::new();
     if args.tools == Some(ToolSet::Demo) {
         register_demo_tools(&mut registry)?;
@@ -241,10 +291,15 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
     for dir in &args.plugin {
         register_plugin(&mut registry, dir)?;
     }
-    // Kept until the run ends: dropping a handle kills its server.
-    let _servers = runtime.block_on(start_mcp_servers(&mut registry, &args.mcp))?;
-    let dispatcher = Dispatcher::new(registry, summarizer_engine());
-    let (scope, node) = match &args.profile {
+    Ok(registry)
+}
+
+/// The `--profile`'s scope and LLM node configuration; without one, every tool and none.
+fn scope_and_node(
+    args: &RunArgs,
+    dispatcher: &Dispatcher,
+) -> Result<(Scope, LlmNodeConfig), CliError> {
+    Ok(match &args.profile {
         Some(path) => {
             let profile = AgentProfile::from_path(path)?;
             let node = llm_node(&profile, path)?;
@@ -252,7 +307,12 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
             (scope, node)
         }
         None => (Scope::unrestricted(), LlmNodeConfig::default()),
-    };
+    })
+}
+
+/// The agent's configuration: the protocol, the call limit and the request options, the
+/// flags winning over the profile's node.
+fn agent_config(args: &RunArgs, node: &LlmNodeConfig, strict: Option<StrictForm>) -> AgentConfig {
     let mut agent_config = AgentConfig::for_protocol(args.protocol);
     agent_config.max_tool_calls = args
         .max_tool_calls
@@ -269,16 +329,11 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
         .unwrap_or_default();
     agent_config.model_options = from_node.overridden_by(flags);
     agent_config.strict = strict;
-    let prompt = built_in_prompt(args)?;
-    let replacement = match &args.system_prompt {
-        Some(path) => Some(prompt_file(
-            path,
-            &prompt,
-            &scope.definitions(dispatcher.registry()),
-        )?),
-        None => None,
-    };
-    let agent = Agent::with_config(dispatcher, scope, agent_config);
+    agent_config
+}
+
+/// Warns on standard error of each tool the model can never call in ACTION.
+fn warn_unwritable_tools(agent: &Agent) {
     for tool in agent.unwritable_tools() {
         eprintln!(
             "tam run: warning: tool '{tool}' (or one of its parameters) is no XML element name, \
@@ -286,28 +341,23 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), CliError> {
              (rename it, or run with --protocol tam)"
         );
     }
-    if strict.is_some() {
-        match agent.strict_grammar() {
-            Ok(grammar) => eprintln!(
-                "tam run: strict calls on ({kind} server; {} tools in the grammar)",
-                grammar.tools().len()
-            ),
-            Err(error) => {
-                eprintln!("tam run: strict calls off for this run, the prompt alone: {error}")
-            }
+}
+
+/// Says on standard error whether this run's calls are constrained by a grammar.
+fn report_strict(agent: &Agent, kind: UpstreamKind) {
+    match agent.strict_grammar() {
+        Ok(grammar) => eprintln!(
+            "tam run: strict calls on ({kind} server; {} tools in the grammar)",
+            grammar.tools().len()
+        ),
+        Err(error) => {
+            eprintln!("tam run: strict calls off for this run, the prompt alone: {error}")
         }
     }
-    let system = replacement.unwrap_or_else(|| agent.system_prompt(&prompt));
+}
 
-    let mut out = Output::new(args.json);
-    let mut conversation = vec![Message::system(system)];
-    let result = runtime.block_on(agent.run(
-        model.as_ref(),
-        &mut conversation,
-        &args.prompt,
-        |event| out.event(&event),
-        &CancellationToken::new(),
-    ));
+/// Prints the run's end and turns its outcome into the exit status.
+fn finish_run(mut out: Output, result: Result<AgentOutcome, Error>) -> Result<(), CliError> {
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(error) => {
