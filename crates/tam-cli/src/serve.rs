@@ -224,15 +224,55 @@ fn init_logs() {
 pub(crate) fn run(args: &ServeArgs) -> Result<(), CliError> {
     // Before the configuration, whose default connection cap is sized from the limit.
     let raised = tam_proxy::raise_open_file_limit();
+    let upstream = upstream_config(args)?;
+    let client_keys = client_keys(args)?;
+    let open = client_keys.is_empty();
+    let mut config = proxy_config(args, upstream, client_keys);
+    let max_connections = config.max_connections;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::Runtime)?;
+    runtime.block_on(async {
+        let listener = bind(args.listen).map_err(|source| {
+            CliError::Serve(format!("cannot listen on {}: {source}", args.listen))
+        })?;
+        let address = listener.local_addr().map_err(CliError::Runtime)?;
+        // Written, not printed: a closed standard error must not stop the server.
+        let mut stderr = std::io::stderr();
+        announce(&mut stderr, args, address, max_connections, &raised, open);
+        if !args.no_strict {
+            config = with_upstream_kind(&mut stderr, args, config).await;
+        } else {
+            let _ = writeln!(stderr, "tam serve: strict calls off (--no-strict)");
+        }
+        init_logs();
+        let shutdown = async {
+            // Without a signal handler the server runs until the process is killed.
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        serve(listener, config, shutdown)
+            .await
+            .map_err(|e| CliError::Serve(e.to_string()))
+    })
+}
+
+/// The upstream's configuration: `--upstream` and `--api-key-env`.
+fn upstream_config(args: &ServeArgs) -> Result<OpenAiConfig, CliError> {
     let mut upstream = OpenAiConfig::new(args.upstream.clone(), "");
     if let Some(var) = &args.api_key_env {
         upstream = upstream
             .with_api_key_env(var)
             .map_err(|e| CliError::Model(e.to_string()))?;
     }
+    Ok(upstream)
+}
+
+/// The proxy's configuration from the flags, for `upstream` and `client_keys`.
+fn proxy_config(args: &ServeArgs, upstream: OpenAiConfig, client_keys: ClientKeys) -> ProxyConfig {
     let protocol = ProtocolChoice::from(args.protocol);
-    let client_keys = client_keys(args)?;
-    let open = client_keys.is_empty();
     let mut config = ProxyConfig::new(upstream)
         .with_protocol(protocol)
         .with_client_keys(client_keys)
@@ -251,77 +291,69 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), CliError> {
     for origin in &args.allow_origin {
         config = config.with_allowed_origin(origin.clone());
     }
-    let max_connections = config.max_connections;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(CliError::Runtime)?;
-    runtime.block_on(async {
-        let listener = bind(args.listen).map_err(|source| {
-            CliError::Serve(format!("cannot listen on {}: {source}", args.listen))
-        })?;
-        let address = listener.local_addr().map_err(CliError::Runtime)?;
-        // Written, not printed: a closed standard error must not stop the server.
-        let mut stderr = std::io::stderr();
-        let cap = match max_connections {
-            0 => "no connection cap".to_owned(),
-            n => format!("connection cap {n}"),
-        };
+    config
+}
+
+/// Writes the listening line and the warnings of an unraised open-file limit and of an
+/// open, non-loopback address.
+fn announce(
+    stderr: &mut std::io::Stderr,
+    args: &ServeArgs,
+    address: SocketAddr,
+    max_connections: usize,
+    raised: &std::io::Result<u64>,
+    open: bool,
+) {
+    let cap = match max_connections {
+        0 => "no connection cap".to_owned(),
+        n => format!("connection cap {n}"),
+    };
+    let _ = writeln!(
+        stderr,
+        "tam serve: listening on http://{address}/v1 (upstream {}; {cap})",
+        args.upstream
+    );
+    if let Err(error) = raised {
         let _ = writeln!(
             stderr,
-            "tam serve: listening on http://{address}/v1 (upstream {}; {cap})",
-            args.upstream
+            "tam serve: warning: the open-file limit could not be raised ({error}); it \
+             is {}",
+            tam_proxy::open_file_limit().map_or_else(|| "unknown".to_owned(), |n| n.to_string())
         );
-        if let Err(error) = &raised {
-            let _ = writeln!(
-                stderr,
-                "tam serve: warning: the open-file limit could not be raised ({error}); it \
-                 is {}",
-                tam_proxy::open_file_limit()
-                    .map_or_else(|| "unknown".to_owned(), |n| n.to_string())
-            );
-        }
-        if open && !address.ip().is_loopback() {
-            let _ = writeln!(
-                stderr,
-                "tam serve: warning: no client key is required and {address} is not a loopback \
-                 address: anyone who reaches it can use the upstream (and its key); see \
-                 --client-key-env and --client-key-file"
-            );
-        }
-        if !args.no_strict {
-            // Once, before serving: every request with tools goes by it.
-            let kind = args.upstream_kind.resolve(&config.upstream).await;
-            let how = match args.upstream_kind {
-                UpstreamChoice::Auto => "detected",
-                UpstreamChoice::Kind(_) => "named",
-            };
-            let strict = match kind {
-                UpstreamKind::LlamaCpp => "on (a GBNF grammar on /completion)",
-                UpstreamKind::Vllm | UpstreamKind::Sglang => {
-                    "on (a structural tag in response_format)"
-                }
-                _ => "not supported by this server (the prompt alone)",
-            };
-            let _ = writeln!(
-                stderr,
-                "tam serve: upstream kind {kind} ({how}); strict calls {strict}"
-            );
-            config = config.with_upstream_kind(UpstreamChoice::Kind(kind));
-        } else {
-            let _ = writeln!(stderr, "tam serve: strict calls off (--no-strict)");
-        }
-        init_logs();
-        let shutdown = async {
-            // Without a signal handler the server runs until the process is killed.
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        };
-        serve(listener, config, shutdown)
-            .await
-            .map_err(|e| CliError::Serve(e.to_string()))
-    })
+    }
+    if open && !address.ip().is_loopback() {
+        let _ = writeln!(
+            stderr,
+            "tam serve: warning: no client key is required and {address} is not a loopback \
+             address: anyone who reaches it can use the upstream (and its key); see \
+             --client-key-env and --client-key-file"
+        );
+    }
+}
+
+/// `config` with the upstream's kind, detected or named, written with what strict calls it
+/// allows.
+async fn with_upstream_kind(
+    stderr: &mut std::io::Stderr,
+    args: &ServeArgs,
+    config: ProxyConfig,
+) -> ProxyConfig {
+    // Once, before serving: every request with tools goes by it.
+    let kind = args.upstream_kind.resolve(&config.upstream).await;
+    let how = match args.upstream_kind {
+        UpstreamChoice::Auto => "detected",
+        UpstreamChoice::Kind(_) => "named",
+    };
+    let strict = match kind {
+        UpstreamKind::LlamaCpp => "on (a GBNF grammar on /completion)",
+        UpstreamKind::Vllm | UpstreamKind::Sglang => "on (a structural tag in response_format)",
+        UpstreamKind::Other => "not supported by this server (the prompt alone)",
+    };
+    let _ = writeln!(
+        stderr,
+        "tam serve: upstream kind {kind} ({how}); strict calls {strict}"
+    );
+    config.with_upstream_kind(UpstreamChoice::Kind(kind))
 }
 
 #[cfg(test)]
