@@ -472,15 +472,7 @@ impl StrictGrammar {
             max_rules: options.max_rules,
         });
         let mut omitted = Vec::new();
-        let mut seen = HashSet::new();
-        let mut offered: Vec<(&ToolDefinition, Shape)> = Vec::new();
-        for tool in tools {
-            if !seen.insert(tool.id.as_str()) {
-                omitted.push(Omission::tool(tool.id.as_str(), OmitReason::DuplicateTool));
-                continue;
-            }
-            offered.push((tool, crate::coerce::read_shape(&tool.parameters)));
-        }
+        let offered = distinct_tools(tools, &mut omitted);
         let mut loose_counts: HashMap<String, usize> = HashMap::new();
         for (tool, _) in &offered {
             *loose_counts
@@ -502,89 +494,27 @@ impl StrictGrammar {
         };
         let mut names = Vec::new();
         // ACTION, lazy: the rule of any call, and the names whose bare elements trigger it.
-        let mut bare: Option<(String, Vec<String>)> = None;
-        let body = match options.protocol {
-            Protocol::Action => {
-                let mut generator = action::Action::new(&mut rules);
-                let mut calls = Vec::new();
-                let mut exact_calls = Vec::new();
-                let mut callable: Vec<&ToolDefinition> = Vec::new();
-                for (tool, shape) in &offered {
-                    let spelt = spell(tool.id.as_str());
-                    if let Some(call) = generator.call(tool, shape, &spelt, &mut omitted)? {
-                        calls.push(call.any);
-                        exact_calls.push(call.exact);
-                        callable.push(tool);
-                        names.push(tool.id.as_str().to_owned());
-                    }
-                }
-                if calls.is_empty() {
-                    return Err(GrammarError::NoCallableTool {
-                        protocol: protocol_name,
-                        omitted,
-                    });
-                }
-                let offered: Vec<&str> = names.iter().map(String::as_str).collect();
-                let unoffered = (options.unoffered_blocks
-                    && options.activation == Activation::Lazy)
-                    .then_some(offered.as_slice());
-                let body = generator.body(&calls, unoffered)?;
-                if options.bare_calls && options.activation == Activation::Lazy {
-                    let triggers = bare_call_names(&callable);
-                    // The calls of those tools only: the grammar applies from their tag.
-                    let bare_calls: Vec<String> = callable
-                        .iter()
-                        .zip(&exact_calls)
-                        .filter(|(tool, _)| triggers.iter().any(|t| t == tool.id.as_str()))
-                        .map(|(_, call)| call.clone())
-                        .collect();
-                    if !bare_calls.is_empty() {
-                        bare = Some((
-                            alternatives(&mut rules, "bare-call", &bare_calls)?,
-                            triggers,
-                        ));
-                    }
-                }
-                body
-            }
+        let (body, bare) = match options.protocol {
+            Protocol::Action => action_body(
+                &mut rules,
+                &offered,
+                &spell,
+                options,
+                protocol_name,
+                &mut names,
+                &mut omitted,
+            )?,
             Protocol::Tam => {
-                let usable: Vec<tam::TamTool<'_>> = offered
-                    .iter()
-                    .filter_map(|(tool, shape)| tam::Tam::tool(tool, shape, &mut omitted))
-                    .collect();
-                if usable.is_empty() {
-                    return Err(GrammarError::NoCallableTool {
-                        protocol: protocol_name,
-                        omitted,
-                    });
-                }
-                let mut generator = tam::Tam::new(&mut rules);
-                let mut calls = Vec::new();
-                let spelt: Vec<Vec<String>> = usable.iter().map(|tool| spell(tool.id)).collect();
-                for (tool, spellings) in usable.iter().zip(&spelt) {
-                    calls.push(generator.call(tool, spellings, None)?);
-                    names.push(tool.id.to_owned());
-                }
-                let mut chained = Vec::new();
-                let chainable: Vec<(&tam::TamTool<'_>, &Vec<String>)> = usable
-                    .iter()
-                    .zip(&spelt)
-                    .filter(|(tool, _)| tool.chainable)
-                    .collect();
-                if !chainable.is_empty() {
-                    for link in 1..=options.max_chained_calls.min(MAX_CALLS) {
-                        let mut link_calls = Vec::new();
-                        for (tool, spellings) in &chainable {
-                            link_calls.push(generator.call(tool, spellings, Some(link))?);
-                        }
-                        chained.push(link_calls);
-                    }
-                }
-                let offered: Vec<&str> = names.iter().map(String::as_str).collect();
-                let unoffered = (options.unoffered_blocks
-                    && options.activation == Activation::Lazy)
-                    .then_some(offered.as_slice());
-                generator.body(&calls, &chained, unoffered)?
+                let body = tam_body(
+                    &mut rules,
+                    &offered,
+                    &spell,
+                    options,
+                    protocol_name,
+                    &mut names,
+                    &mut omitted,
+                )?;
+                (body, None)
             }
         };
         let block = format!("{} {body} {}", text::lit(start), text::lit(end));
@@ -733,6 +663,142 @@ impl StrictGrammar {
     pub fn omitted(&self) -> &[Omission] {
         &self.omitted
     }
+}
+
+/// `tools` in the order given, each with the shape of its parameters; a tool whose id
+/// came before is recorded in `omitted` instead.
+fn distinct_tools<'a>(
+    tools: impl IntoIterator<Item = &'a ToolDefinition>,
+    omitted: &mut Vec<Omission>,
+) -> Vec<(&'a ToolDefinition, Shape)> {
+    let mut seen = HashSet::new();
+    let mut offered: Vec<(&ToolDefinition, Shape)> = Vec::new();
+    for tool in tools {
+        if !seen.insert(tool.id.as_str()) {
+            omitted.push(Omission::tool(tool.id.as_str(), OmitReason::DuplicateTool));
+            continue;
+        }
+        offered.push((tool, crate::coerce::read_shape(&tool.parameters)));
+    }
+    offered
+}
+
+/// The rule of any bare call element of a lazy ACTION grammar, and the names of the tools
+/// whose bare elements trigger it.
+type BareCalls = (String, Vec<String>);
+
+/// The ACTION block's body rule, the names of the tools it calls pushed to `names`, and
+/// (lazy, with bare calls) the rule of any bare call with the names that trigger it.
+fn action_body(
+    rules: &mut Rules,
+    offered: &[(&ToolDefinition, Shape)],
+    spell: &impl Fn(&str) -> Vec<String>,
+    options: &GrammarOptions,
+    protocol_name: &'static str,
+    names: &mut Vec<String>,
+    omitted: &mut Vec<Omission>,
+) -> Result<(String, Option<BareCalls>), GrammarError> {
+    let mut bare: Option<BareCalls> = None;
+    let mut generator = action::Action::new(rules);
+    let mut calls = Vec::new();
+    let mut exact_calls = Vec::new();
+    let mut callable: Vec<&ToolDefinition> = Vec::new();
+    for (tool, shape) in offered {
+        let spelt = spell(tool.id.as_str());
+        if let Some(call) = generator.call(tool, shape, &spelt, omitted)? {
+            calls.push(call.any);
+            exact_calls.push(call.exact);
+            callable.push(tool);
+            names.push(tool.id.as_str().to_owned());
+        }
+    }
+    if calls.is_empty() {
+        return Err(GrammarError::NoCallableTool {
+            protocol: protocol_name,
+            omitted: std::mem::take(omitted),
+        });
+    }
+    let offered: Vec<&str> = names.iter().map(String::as_str).collect();
+    let unoffered = (options.unoffered_blocks && options.activation == Activation::Lazy)
+        .then_some(offered.as_slice());
+    let body = generator.body(&calls, unoffered)?;
+    if options.bare_calls && options.activation == Activation::Lazy {
+        bare = bare_calls(rules, &callable, &exact_calls)?;
+    }
+    Ok((body, bare))
+}
+
+/// The rule of any bare call element of the tools of `callable` (their exact calls in
+/// `exact_calls`) that may trigger a grammar, and their names; `None` when there are none.
+fn bare_calls(
+    rules: &mut Rules,
+    callable: &[&ToolDefinition],
+    exact_calls: &[String],
+) -> Result<Option<BareCalls>, GrammarError> {
+    let triggers = bare_call_names(callable);
+    // The calls of those tools only: the grammar applies from their tag.
+    let bare_calls: Vec<String> = callable
+        .iter()
+        .zip(exact_calls)
+        .filter(|(tool, _)| triggers.iter().any(|t| t == tool.id.as_str()))
+        .map(|(_, call)| call.clone())
+        .collect();
+    if !bare_calls.is_empty() {
+        return Ok(Some((
+            alternatives(rules, "bare-call", &bare_calls)?,
+            triggers,
+        )));
+    }
+    Ok(None)
+}
+
+/// The TAM block's body rule (with chained calls of the tools that can be chained), the
+/// names of the tools it calls pushed to `names`.
+fn tam_body(
+    rules: &mut Rules,
+    offered: &[(&ToolDefinition, Shape)],
+    spell: &impl Fn(&str) -> Vec<String>,
+    options: &GrammarOptions,
+    protocol_name: &'static str,
+    names: &mut Vec<String>,
+    omitted: &mut Vec<Omission>,
+) -> Result<String, GrammarError> {
+    let usable: Vec<tam::TamTool<'_>> = offered
+        .iter()
+        .filter_map(|(tool, shape)| tam::Tam::tool(tool, shape, omitted))
+        .collect();
+    if usable.is_empty() {
+        return Err(GrammarError::NoCallableTool {
+            protocol: protocol_name,
+            omitted: std::mem::take(omitted),
+        });
+    }
+    let mut generator = tam::Tam::new(rules);
+    let mut calls = Vec::new();
+    let spelt: Vec<Vec<String>> = usable.iter().map(|tool| spell(tool.id)).collect();
+    for (tool, spellings) in usable.iter().zip(&spelt) {
+        calls.push(generator.call(tool, spellings, None)?);
+        names.push(tool.id.to_owned());
+    }
+    let mut chained = Vec::new();
+    let chainable: Vec<(&tam::TamTool<'_>, &Vec<String>)> = usable
+        .iter()
+        .zip(&spelt)
+        .filter(|(tool, _)| tool.chainable)
+        .collect();
+    if !chainable.is_empty() {
+        for link in 1..=options.max_chained_calls.min(MAX_CALLS) {
+            let mut link_calls = Vec::new();
+            for (tool, spellings) in &chainable {
+                link_calls.push(generator.call(tool, spellings, Some(link))?);
+            }
+            chained.push(link_calls);
+        }
+    }
+    let offered: Vec<&str> = names.iter().map(String::as_str).collect();
+    let unoffered = (options.unoffered_blocks && options.activation == Activation::Lazy)
+        .then_some(offered.as_slice());
+    generator.body(&calls, &chained, unoffered)
 }
 
 /// Most tools whose bare call elements trigger a grammar: the ACTION decoder's limit
