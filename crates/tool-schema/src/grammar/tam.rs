@@ -231,13 +231,24 @@ impl<'r> Tam<'r> {
             .collect();
         ends.lt = format!("\"<\" {}", m[1]);
         ends.corner = format!("\"\\u300C\" {b1}");
+        self.other_text_rules(&marker, &m, &ends)?;
+        self.value_open_rules(&trie, b1, &b2, &ends)?;
+        self.named_rules(&b2, &ends)?;
+        let first = self.first_tool_rules(&trie, &ends.text)?;
+        Ok(format!("\"command\" \"1\"? \":\" {} {first}", lit(OPEN)))
+    }
+
+    /// Defines the text after an unoffered block's first call, and the states `m` inside
+    /// the end `marker`, whose last character never comes.
+    fn other_text_rules(
+        &mut self,
+        marker: &[char],
+        m: &[String],
+        ends: &Ends,
+    ) -> Result<(), GrammarError> {
         let Ends {
-            text,
-            corner,
-            lt,
-            named,
-            named_corner,
-        } = &ends;
+            text, corner, lt, ..
+        } = ends;
         // Text: `<` may start the end marker, `「` a value.
         self.rules.define(
             text.clone(),
@@ -259,8 +270,23 @@ impl<'r> Tam<'r> {
             self.rules
                 .define(m[k].clone(), format!("( {} )?", alternatives.join(" | ")))?;
         }
+        Ok(())
+    }
+
+    /// Defines `b1` and `b2`, the states after `「` and `「始` in the text after an
+    /// unoffered block's first call, and the rules of the names in the value they open.
+    fn value_open_rules(
+        &mut self,
+        trie: &Trie,
+        b1: String,
+        b2: &str,
+        ends: &Ends,
+    ) -> Result<(), GrammarError> {
+        let Ends {
+            text, corner, lt, ..
+        } = ends;
         // `「`, then `始`: a value opens; `ESCAPE` may not follow.
-        let root = self.name_rules(&trie, true, &ends)?;
+        let root = self.name_rules(trie, true, ends)?;
         self.rules.define(
             b1,
             format!(
@@ -269,12 +295,25 @@ impl<'r> Tam<'r> {
             ),
         )?;
         self.rules.define(
-            b2.clone(),
+            b2.to_owned(),
             format!(
                 "( \"\\u300D\" {root} | {corner} | {lt} | {} {text} )?",
                 not(&['」', 'E', '「', '<'])
             ),
         )?;
+        Ok(())
+    }
+
+    /// Defines the states after an offered name written in a value of the text after an
+    /// unoffered block's first call (`b2`: the state after `「始`).
+    fn named_rules(&mut self, b2: &str, ends: &Ends) -> Result<(), GrammarError> {
+        let Ends {
+            text,
+            corner,
+            lt,
+            named,
+            named_corner,
+        } = ends;
         // An offered name written, then blanks: `「末」` may not follow.
         let blanks = class(false, &BLANKS);
         self.rules.define(
@@ -291,6 +330,13 @@ impl<'r> Tam<'r> {
                 not(&['末', '始', '「', '<'])
             ),
         )?;
+        Ok(())
+    }
+
+    /// The rule of an unoffered block's first tool, after its `「始」`: a value that
+    /// closes and is no offered name, then `text`.
+    fn first_tool_rules(&mut self, trie: &Trie, text: &str) -> Result<String, GrammarError> {
+        let blanks = class(false, &BLANKS);
         // The first call's tool: a value that closes, and is no offered name.
         let free = self.rules.fresh("other-value", "");
         let close = lit(CLOSE);
@@ -306,8 +352,7 @@ impl<'r> Tam<'r> {
                 not(&['「', ' ', '\t', '\n', '\r'])
             ),
         )?;
-        let first = self.first_rules(&trie, true, &first_named, &free, text)?;
-        Ok(format!("\"command\" \"1\"? \":\" {} {first}", lit(OPEN)))
+        self.first_rules(trie, true, &first_named, &free, text)
     }
 
     /// The rule of `node` of the loose-name trie inside a `「始」` value of the text after
