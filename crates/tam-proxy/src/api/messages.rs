@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 use tam_model::{Message, ModelOptions};
 
-use super::{Ending, Gathered, Item, Wire, named_event};
+use super::{Ending, Gathered, Item, Wire, named_event, passed_on};
 use crate::ProxyError;
 use crate::Shared;
 use crate::conversation::{Conversation, Turn, past_call};
@@ -97,11 +97,7 @@ pub(crate) fn read_conversation(
         Some(Value::Bool(stream)) => *stream,
         Some(_) => return Err(invalid("stream: must be a boolean")),
     };
-    let extra = request
-        .iter()
-        .filter(|(key, _)| PASSED_ON.contains(&key.as_str()))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
+    let extra = passed_on(&request, PASSED_ON);
     Ok(Conversation {
         model,
         turns,

@@ -179,6 +179,15 @@ pub(crate) fn unique_id() -> String {
     format!("{nanos:x}{count:x}")
 }
 
+/// The fields of a request body named in `passed_on`, as the upstream takes them.
+pub(crate) fn passed_on(request: &Map<String, Value>, passed_on: &[&str]) -> Map<String, Value> {
+    request
+        .iter()
+        .filter(|(key, _)| passed_on.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
+}
+
 /// Seconds since the Unix epoch.
 pub(crate) fn unix_seconds() -> u64 {
     SystemTime::now()

@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 use tam_model::ModelOptions;
 use tool_schema::ToolDefinition;
 
-use super::{Ending, Gathered, Item, Wire, named_event, unix_seconds};
+use super::{Ending, Gathered, Item, Wire, named_event, passed_on, unix_seconds};
 use crate::ProxyError;
 use crate::conversation::{Conversation, Turn, past_call};
 use crate::history::PastCall;
@@ -98,11 +98,7 @@ fn read_conversation(body: &[u8], default_model: &str) -> Result<Read, ProxyErro
         Some(Value::Bool(stream)) => *stream,
         Some(_) => return Err(invalid("'stream' must be a boolean")),
     };
-    let extra: Map<String, Value> = request
-        .iter()
-        .filter(|(key, _)| PASSED_ON.contains(&key.as_str()))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
+    let extra = passed_on(&request, PASSED_ON);
     let echo = echoed_fields(&request);
     Ok((
         Conversation {

@@ -493,29 +493,16 @@ impl StrictGrammar {
             Protocol::Tam => ("TAM", tam::START, tam::END),
         };
         let mut names = Vec::new();
+        let input = BodyInput {
+            offered: &offered,
+            spell: &spell,
+            options,
+            protocol_name,
+        };
         // ACTION, lazy: the rule of any call, and the names whose bare elements trigger it.
         let (body, bare) = match options.protocol {
-            Protocol::Action => action_body(
-                &mut rules,
-                &offered,
-                &spell,
-                options,
-                protocol_name,
-                &mut names,
-                &mut omitted,
-            )?,
-            Protocol::Tam => {
-                let body = tam_body(
-                    &mut rules,
-                    &offered,
-                    &spell,
-                    options,
-                    protocol_name,
-                    &mut names,
-                    &mut omitted,
-                )?;
-                (body, None)
-            }
+            Protocol::Action => input.action_body(&mut rules, &mut names, &mut omitted)?,
+            Protocol::Tam => (input.tam_body(&mut rules, &mut names, &mut omitted)?, None),
         };
         let block = format!("{} {body} {}", text::lit(start), text::lit(end));
         let gbnf = match &bare {
@@ -687,45 +674,107 @@ fn distinct_tools<'a>(
 /// whose bare elements trigger it.
 type BareCalls = (String, Vec<String>);
 
-/// The ACTION block's body rule, the names of the tools it calls pushed to `names`, and
-/// (lazy, with bare calls) the rule of any bare call with the names that trigger it.
-fn action_body(
-    rules: &mut Rules,
-    offered: &[(&ToolDefinition, Shape)],
-    spell: &impl Fn(&str) -> Vec<String>,
-    options: &GrammarOptions,
+/// What a block's body rule is built from: the offered tools (duplicates left out) with
+/// their parameters' shapes, the spellings of a name, the options.
+struct BodyInput<'s, 'a, F> {
+    offered: &'s [(&'a ToolDefinition, Shape)],
+    spell: &'s F,
+    options: &'s GrammarOptions,
     protocol_name: &'static str,
-    names: &mut Vec<String>,
-    omitted: &mut Vec<Omission>,
-) -> Result<(String, Option<BareCalls>), GrammarError> {
-    let mut bare: Option<BareCalls> = None;
-    let mut generator = action::Action::new(rules);
-    let mut calls = Vec::new();
-    let mut exact_calls = Vec::new();
-    let mut callable: Vec<&ToolDefinition> = Vec::new();
-    for (tool, shape) in offered {
-        let spelt = spell(tool.id.as_str());
-        if let Some(call) = generator.call(tool, shape, &spelt, omitted)? {
-            calls.push(call.any);
-            exact_calls.push(call.exact);
-            callable.push(tool);
-            names.push(tool.id.as_str().to_owned());
+}
+
+impl<F: Fn(&str) -> Vec<String>> BodyInput<'_, '_, F> {
+    /// No offered tool can be called: the error, with what was left out and why.
+    fn none_callable(&self, omitted: &mut Vec<Omission>) -> GrammarError {
+        GrammarError::NoCallableTool {
+            protocol: self.protocol_name,
+            omitted: std::mem::take(omitted),
         }
     }
-    if calls.is_empty() {
-        return Err(GrammarError::NoCallableTool {
-            protocol: protocol_name,
-            omitted: std::mem::take(omitted),
-        });
+
+    /// The names a block of a tool not offered may not take, when the grammar keeps such
+    /// blocks apart (lazy, [`GrammarOptions::unoffered_blocks`]).
+    fn unoffered<'n>(&self, offered: &'n [&'n str]) -> Option<&'n [&'n str]> {
+        (self.options.unoffered_blocks && self.options.activation == Activation::Lazy)
+            .then_some(offered)
     }
-    let offered: Vec<&str> = names.iter().map(String::as_str).collect();
-    let unoffered = (options.unoffered_blocks && options.activation == Activation::Lazy)
-        .then_some(offered.as_slice());
-    let body = generator.body(&calls, unoffered)?;
-    if options.bare_calls && options.activation == Activation::Lazy {
-        bare = bare_calls(rules, &callable, &exact_calls)?;
+
+    /// The ACTION block's body rule, the names of the tools it calls pushed to `names`,
+    /// and (lazy, with bare calls) the rule of any bare call with the names that trigger
+    /// it.
+    fn action_body(
+        &self,
+        rules: &mut Rules,
+        names: &mut Vec<String>,
+        omitted: &mut Vec<Omission>,
+    ) -> Result<(String, Option<BareCalls>), GrammarError> {
+        let mut generator = action::Action::new(rules);
+        let mut calls = Vec::new();
+        let mut exact_calls = Vec::new();
+        let mut callable: Vec<&ToolDefinition> = Vec::new();
+        for (tool, shape) in self.offered {
+            let spelt = (self.spell)(tool.id.as_str());
+            if let Some(call) = generator.call(tool, shape, &spelt, omitted)? {
+                calls.push(call.any);
+                exact_calls.push(call.exact);
+                callable.push(tool);
+                names.push(tool.id.as_str().to_owned());
+            }
+        }
+        if calls.is_empty() {
+            return Err(self.none_callable(omitted));
+        }
+        let offered: Vec<&str> = names.iter().map(String::as_str).collect();
+        let body = generator.body(&calls, self.unoffered(&offered))?;
+        let bare = if self.options.bare_calls && self.options.activation == Activation::Lazy {
+            bare_calls(rules, &callable, &exact_calls)?
+        } else {
+            None
+        };
+        Ok((body, bare))
     }
-    Ok((body, bare))
+
+    /// The TAM block's body rule (with chained calls of the tools that can be chained),
+    /// the names of the tools it calls pushed to `names`.
+    fn tam_body(
+        &self,
+        rules: &mut Rules,
+        names: &mut Vec<String>,
+        omitted: &mut Vec<Omission>,
+    ) -> Result<String, GrammarError> {
+        let usable: Vec<tam::TamTool<'_>> = self
+            .offered
+            .iter()
+            .filter_map(|(tool, shape)| tam::Tam::tool(tool, shape, omitted))
+            .collect();
+        if usable.is_empty() {
+            return Err(self.none_callable(omitted));
+        }
+        let mut generator = tam::Tam::new(rules);
+        let mut calls = Vec::new();
+        let spelt: Vec<Vec<String>> = usable.iter().map(|tool| (self.spell)(tool.id)).collect();
+        for (tool, spellings) in usable.iter().zip(&spelt) {
+            calls.push(generator.call(tool, spellings, None)?);
+            names.push(tool.id.to_owned());
+        }
+        let mut chained = Vec::new();
+        let chainable: Vec<(&tam::TamTool<'_>, &Vec<String>)> = usable
+            .iter()
+            .zip(&spelt)
+            .filter(|(tool, _)| tool.chainable)
+            .collect();
+        if !chainable.is_empty() {
+            for link in 1..=self.options.max_chained_calls.min(MAX_CALLS) {
+                let mut link_calls = Vec::new();
+                for (tool, spellings) in &chainable {
+                    link_calls.push(generator.call(tool, spellings, Some(link))?);
+                }
+                chained.push(link_calls);
+            }
+        }
+        let offered: Vec<&str> = names.iter().map(String::as_str).collect();
+        generator.body(&calls, &chained, self.unoffered(&offered))
+    }
 }
 
 /// The rule of any bare call element of the tools of `callable` (their exact calls in
@@ -750,55 +799,6 @@ fn bare_calls(
         )));
     }
     Ok(None)
-}
-
-/// The TAM block's body rule (with chained calls of the tools that can be chained), the
-/// names of the tools it calls pushed to `names`.
-fn tam_body(
-    rules: &mut Rules,
-    offered: &[(&ToolDefinition, Shape)],
-    spell: &impl Fn(&str) -> Vec<String>,
-    options: &GrammarOptions,
-    protocol_name: &'static str,
-    names: &mut Vec<String>,
-    omitted: &mut Vec<Omission>,
-) -> Result<String, GrammarError> {
-    let usable: Vec<tam::TamTool<'_>> = offered
-        .iter()
-        .filter_map(|(tool, shape)| tam::Tam::tool(tool, shape, omitted))
-        .collect();
-    if usable.is_empty() {
-        return Err(GrammarError::NoCallableTool {
-            protocol: protocol_name,
-            omitted: std::mem::take(omitted),
-        });
-    }
-    let mut generator = tam::Tam::new(rules);
-    let mut calls = Vec::new();
-    let spelt: Vec<Vec<String>> = usable.iter().map(|tool| spell(tool.id)).collect();
-    for (tool, spellings) in usable.iter().zip(&spelt) {
-        calls.push(generator.call(tool, spellings, None)?);
-        names.push(tool.id.to_owned());
-    }
-    let mut chained = Vec::new();
-    let chainable: Vec<(&tam::TamTool<'_>, &Vec<String>)> = usable
-        .iter()
-        .zip(&spelt)
-        .filter(|(tool, _)| tool.chainable)
-        .collect();
-    if !chainable.is_empty() {
-        for link in 1..=options.max_chained_calls.min(MAX_CALLS) {
-            let mut link_calls = Vec::new();
-            for (tool, spellings) in &chainable {
-                link_calls.push(generator.call(tool, spellings, Some(link))?);
-            }
-            chained.push(link_calls);
-        }
-    }
-    let offered: Vec<&str> = names.iter().map(String::as_str).collect();
-    let unoffered = (options.unoffered_blocks && options.activation == Activation::Lazy)
-        .then_some(offered.as_slice());
-    generator.body(&calls, &chained, unoffered)
 }
 
 /// Most tools whose bare call elements trigger a grammar: the ACTION decoder's limit
